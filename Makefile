@@ -1,0 +1,54 @@
+# Options Record — `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.DEFAULT_GOAL := help
+
+BIN      ?= bin
+GOFLAGS  ?=
+export GOFLAGS
+# Packages of the product module (the control-plane build modules under
+# test/cpbuild and hack/tools are separate modules).
+GO_PKGS  := ./...
+TEST_TIMEOUT ?= 40m
+
+# Targets whose recipes need the real control-plane binaries (mk/controlplane.mk).
+CONTROLPLANE_TEST_TARGETS := test test-e2e e2e test-controlplane-smoke
+include mk/controlplane.mk
+include mk/generate.mk
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-24s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: deps
+deps: ## Install missing system packages (PostgreSQL server binaries, psql)
+	@bash hack/ensure-deps.sh
+
+.PHONY: build
+build: ## Build bin/options-record and bin/audit-replay
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/options-record ./cmd/options-record
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/audit-replay ./cmd/audit-replay
+
+.PHONY: demo
+demo: deps build ## Record a sample audit log on the embedded PostgreSQL and show who deleted what
+	@bash hack/demo.sh
+
+.PHONY: lint
+lint: ## go vet and gofmt
+	go vet $(GO_PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+.PHONY: test
+test: deps lint verify ## Run every test: unit, integration (real PostgreSQL), end-to-end (real kube-apiserver)
+	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_PKGS)
+
+.PHONY: test-short
+test-short: ## Unit tests only (no PostgreSQL, no control plane)
+	go test -short -count=1 $(GO_PKGS)
+
+.PHONY: e2e test-e2e
+e2e test-e2e: deps ## End-to-end tests against the real kube-apiserver, etcd and controller manager
+	go test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
+
+.PHONY: clean
+clean: ## Remove build output and the demo's data
+	rm -rf $(BIN) .options-record/demo

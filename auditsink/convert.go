@@ -1,0 +1,370 @@
+package auditsink
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/options-record/options-record/filter"
+	"github.com/options-record/options-record/store"
+)
+
+// Reasons for which a kept event yields no version, or is skipped. They are
+// Prometheus label values.
+const (
+	skipNoUID          = "no_uid"
+	skipBadObject      = "bad_response_object"
+	skipBadRV          = "bad_resource_version"
+	skipNoListInResult = "deletecollection_without_list"
+)
+
+// objectMeta is the part of a response object the record needs.
+type objectMeta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name                       string          `json:"name"`
+		Namespace                  string          `json:"namespace"`
+		UID                        string          `json:"uid"`
+		ResourceVersion            string          `json:"resourceVersion"`
+		DeletionTimestamp          *string         `json:"deletionTimestamp"`
+		DeletionGracePeriodSeconds *int64          `json:"deletionGracePeriodSeconds"`
+		Finalizers                 []string        `json:"finalizers"`
+		OwnerReferences            json.RawMessage `json:"ownerReferences"`
+	} `json:"metadata"`
+	Spec struct {
+		Finalizers []string `json:"finalizers"` // Namespace
+	} `json:"spec"`
+	// Status is an object's status, or a Status's "Success"/"Failure".
+	Status json.RawMessage `json:"status"`
+	Details *struct { // Status
+		Name string `json:"name"`
+		Kind string `json:"kind"`
+		UID  string `json:"uid"`
+	} `json:"details"`
+	Items []json.RawMessage `json:"items"` // a List (deletecollection)
+}
+
+// notTheObject are the kinds a write answers with that are not the written
+// object itself: the object changed, but its new full state is unknown.
+var notTheObject = map[string]bool{
+	"Status": true, "Scale": true, "PartialObjectMetadata": true, "PartialObjectMetadataList": true,
+	"Table": true, "Eviction": true, "Binding": true, "TokenRequest": true,
+}
+
+// converted is what one kept audit event becomes.
+type converted struct {
+	event    store.Event
+	versions []store.Version
+	skips    []string // reasons for versions that could not be derived
+}
+
+// convert turns a kept audit event into rows. It digests Secret values unless
+// the decision allows recording them.
+func convert(cluster string, ev *auditv1.Event, d filter.Decision) (converted, error) {
+	var c converted
+	if ev.ObjectRef == nil {
+		return c, errors.New("event has no objectRef")
+	}
+	ref := ev.ObjectRef
+	digest := ref.APIGroup == "" && ref.Resource == "secrets" && !d.RecordSecretData
+
+	e := store.Event{
+		Cluster:        cluster,
+		Key:            EventKey(cluster, ev),
+		StageAt:        ev.StageTimestamp.Time,
+		ReceivedAt:     ev.RequestReceivedTimestamp.Time,
+		AuditID:        string(ev.AuditID),
+		Stage:          string(ev.Stage),
+		Verb:           ev.Verb,
+		RequestURI:     ev.RequestURI,
+		Username:       ev.User.Username,
+		UserUID:        ev.User.UID,
+		UserGroups:     ev.User.Groups,
+		SourceIPs:      ev.SourceIPs,
+		UserAgent:      ev.UserAgent,
+		APIGroup:       ref.APIGroup,
+		APIVersion:     ref.APIVersion,
+		Resource:       ref.Resource,
+		Subresource:    ref.Subresource,
+		Namespace:      ref.Namespace,
+		Name:           ref.Name,
+		ObjectUID:      string(ref.UID),
+		Rules:          d.Rules,
+		SecretDigested: digest,
+		ResponseCode:   responseCode(ev),
+	}
+	if len(ev.User.Extra) > 0 {
+		e.UserExtra, _ = json.Marshal(ev.User.Extra)
+	}
+	if ev.ImpersonatedUser != nil {
+		e.ImpersonatedUser = ev.ImpersonatedUser.Username
+		e.ImpersonatedGroups = ev.ImpersonatedUser.Groups
+		if e.ImpersonatedGroups == nil {
+			e.ImpersonatedGroups = []string{}
+		}
+	}
+	if ev.ResponseStatus != nil {
+		e.ResponseReason = string(ev.ResponseStatus.Reason)
+		e.ResponseMessage = ev.ResponseStatus.Message
+	}
+	if len(ev.Annotations) > 0 {
+		e.Annotations, _ = json.Marshal(ev.Annotations)
+	}
+	if keepRequestObject(ev, e.ResponseCode) {
+		raw := ev.RequestObject.Raw
+		if digest {
+			raw = digestRequest(raw)
+		}
+		e.RequestObject = raw
+	}
+	c.event = e
+	if e.ResponseCode >= 300 || ev.ResponseObject == nil || len(ev.ResponseObject.Raw) == 0 {
+		if e.ResponseCode < 300 && ev.ResponseObject == nil && ev.Verb == "delete" && ref.UID != "" {
+			// A delete whose response the policy did not record: the uid is
+			// still known from the request's preconditions.
+			c.versions = append(c.versions, deletedVersion(&e, string(ref.UID), ev))
+		}
+		return c, nil
+	}
+
+	var meta objectMeta
+	if err := json.Unmarshal(ev.ResponseObject.Raw, &meta); err != nil {
+		c.skips = append(c.skips, skipBadObject)
+		return c, nil
+	}
+	switch {
+	case ev.Verb == "deletecollection":
+		if meta.Items == nil {
+			c.skips = append(c.skips, skipNoListInResult)
+			return c, nil
+		}
+		for _, item := range meta.Items {
+			var im objectMeta
+			if err := json.Unmarshal(item, &im); err != nil {
+				c.skips = append(c.skips, skipBadObject)
+				continue
+			}
+			c.addObjectVersion(&e, ev, &im, item, !d.RecordSecretData)
+		}
+	case ev.Verb == "delete" && meta.Kind == "Status":
+		uid := string(ref.UID)
+		if meta.Details != nil && meta.Details.UID != "" {
+			uid = meta.Details.UID
+		}
+		if uid == "" {
+			c.skips = append(c.skips, skipNoUID)
+			return c, nil
+		}
+		c.versions = append(c.versions, deletedVersion(&e, uid, ev))
+	case notTheObject[meta.Kind] || meta.Metadata.UID == "" || meta.Metadata.Name != ref.Name && ref.Name != "":
+		// The object changed but the answer is not its full state (e.g. a
+		// /scale write answers a Scale): record that the last full version is
+		// stale from here on.
+		uid := meta.Metadata.UID
+		if meta.Kind == "Status" || meta.Metadata.Name != ref.Name {
+			uid = string(ref.UID)
+		}
+		if uid == "" {
+			c.skips = append(c.skips, skipNoUID)
+			return c, nil
+		}
+		v := baseVersion(&e, uid)
+		v.Complete = false
+		if meta.Kind == "Scale" || meta.Kind == "PartialObjectMetadata" {
+			rv, err := parseRV(meta.Metadata.ResourceVersion)
+			if err != nil {
+				c.skips = append(c.skips, skipBadRV)
+				return c, nil
+			}
+			v.ResourceVersion = rv
+		}
+		if v.ResourceVersion == nil {
+			return c, nil // nothing orders it: say nothing rather than guess
+		}
+		v.Key = versionKey(e.Key, uid)
+		c.versions = append(c.versions, v)
+	default:
+		c.addObjectVersion(&e, ev, &meta, ev.ResponseObject.Raw, !d.RecordSecretData)
+	}
+	return c, nil
+}
+
+// addObjectVersion records raw (the object in a response) as the state after
+// the change. Secrets are digested unless recordSecrets.
+func (c *converted) addObjectVersion(e *store.Event, ev *auditv1.Event, meta *objectMeta, raw []byte, redactSecrets bool) {
+	if meta.Metadata.UID == "" {
+		c.skips = append(c.skips, skipNoUID)
+		return
+	}
+	rv, err := parseRV(meta.Metadata.ResourceVersion)
+	if err != nil {
+		c.skips = append(c.skips, skipBadRV)
+		return
+	}
+	v := baseVersion(e, meta.Metadata.UID)
+	v.Key = versionKey(e.Key, meta.Metadata.UID)
+	v.ResourceVersion = rv
+	v.APIVersion, v.Kind = splitAPIVersion(meta.APIVersion, v.APIVersion), meta.Kind
+	v.Namespace, v.Name = meta.Metadata.Namespace, meta.Metadata.Name
+	v.Complete = true
+	v.Created = ev.ObjectRef.Subresource == "" && (ev.Verb == "create" || e.ResponseCode == 201)
+	if ev.Verb == "delete" || ev.Verb == "deletecollection" {
+		v.Deleted = gone(meta)
+	}
+	v.SecretDigested = false
+	if redactSecrets && (e.SecretDigested || meta.Kind == "Secret" && meta.APIVersion == "v1") {
+		raw = digestObject(raw)
+		v.SecretDigested = true
+	}
+	v.Object = compactJSON(raw)
+	c.versions = append(c.versions, v)
+}
+
+func baseVersion(e *store.Event, uid string) store.Version {
+	return store.Version{
+		Cluster:        e.Cluster,
+		UID:            uid,
+		Origin:         store.OriginChange,
+		Verb:           e.Verb,
+		ChangedAt:      e.StageAt,
+		EventKey:       e.Key,
+		APIGroup:       e.APIGroup,
+		APIVersion:     e.APIVersion,
+		Resource:       e.Resource,
+		Subresource:    e.Subresource,
+		Namespace:      e.Namespace,
+		Name:           e.Name,
+		SecretDigested: e.SecretDigested,
+		Rules:          e.Rules,
+	}
+}
+
+func deletedVersion(e *store.Event, uid string, ev *auditv1.Event) store.Version {
+	v := baseVersion(e, uid)
+	v.Key = versionKey(e.Key, uid)
+	v.Deleted = true
+	v.Complete = false
+	return v
+}
+
+// gone reports whether a deleted object left the store with this request,
+// rather than waiting for finalizers or a grace period.
+func gone(m *objectMeta) bool {
+	if len(m.Metadata.Finalizers) > 0 || len(m.Spec.Finalizers) > 0 {
+		return false
+	}
+	if m.Metadata.DeletionGracePeriodSeconds != nil && *m.Metadata.DeletionGracePeriodSeconds > 0 {
+		return false
+	}
+	var st struct {
+		Phase string `json:"phase"` // Namespace: Terminating
+	}
+	_ = json.Unmarshal(m.Status, &st)
+	return st.Phase != "Terminating"
+}
+
+// keepRequestObject says whether the request body adds to the record: patches
+// (the response does not show what was asked), DeleteOptions, and failed
+// requests (what was attempted). A create or update body that succeeded is
+// the response object again and is not stored twice.
+func keepRequestObject(ev *auditv1.Event, code int32) bool {
+	if ev.RequestObject == nil || len(ev.RequestObject.Raw) == 0 {
+		return false
+	}
+	switch {
+	case code >= 300:
+		return true
+	case ev.Verb == "patch", ev.Verb == "delete", ev.Verb == "deletecollection":
+		return true
+	case ev.ObjectRef != nil && ev.ObjectRef.Subresource != "":
+		return true // e.g. the Scale asked for: the answer may not be the object
+	}
+	return false
+}
+
+func responseCode(ev *auditv1.Event) int32 {
+	if ev.ResponseStatus != nil && ev.ResponseStatus.Code != 0 {
+		return ev.ResponseStatus.Code
+	}
+	if ev.Stage == auditv1.StagePanic {
+		return 500
+	}
+	return 200
+}
+
+// parseRV reads a resourceVersion as an integer (etcd revisions are). A
+// missing one is nil; one that is not a non-negative integer is an error.
+func parseRV(s string) (*int64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return nil, errors.New("resourceVersion is not a non-negative integer")
+	}
+	return &n, nil
+}
+
+func splitAPIVersion(apiVersion, fallback string) string {
+	if apiVersion == "" {
+		return fallback
+	}
+	if i := bytes.IndexByte([]byte(apiVersion), '/'); i >= 0 {
+		return apiVersion[i+1:]
+	}
+	return apiVersion
+}
+
+func compactJSON(raw []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
+// EventKey is the idempotency key of an event: a digest of its identity.
+// The auditID alone is not enough: clients can set the Audit-ID header, and a
+// crafted request reusing an earlier auditID must not hide itself or the
+// earlier one.
+func EventKey(cluster string, ev *auditv1.Event) []byte {
+	h := sha256.New()
+	var n [8]byte
+	field := func(s string) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field(cluster)
+	field(string(ev.AuditID))
+	field(string(ev.Stage))
+	field(ev.StageTimestamp.UTC().Format(time.RFC3339Nano))
+	field(ev.Verb)
+	field(ev.RequestURI)
+	field(ev.User.Username)
+	field(ev.User.UID)
+	if r := ev.ObjectRef; r != nil {
+		field(r.APIGroup)
+		field(r.APIVersion)
+		field(r.Resource)
+		field(r.Subresource)
+		field(r.Namespace)
+		field(r.Name)
+		field(string(r.UID))
+	}
+	return h.Sum(nil)
+}
+
+func versionKey(eventKey []byte, uid string) []byte {
+	h := sha256.New()
+	h.Write(eventKey)
+	h.Write([]byte(uid))
+	return h.Sum(nil)
+}

@@ -1,0 +1,142 @@
+package auditsink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// HandlerOptions configure the webhook handler.
+type HandlerOptions struct {
+	// Pipeline filters and stores the events.
+	Pipeline *Pipeline
+	// Authenticator maps callers to clusters; required.
+	Authenticator *Authenticator
+	// MaxBodyBytes caps a request body (default 64 MiB).
+	MaxBodyBytes int64
+	// MaxInFlight caps the batches processed at once (default 8). Beyond it
+	// the handler answers 429 with Retry-After, and the apiserver retries.
+	MaxInFlight int
+	// WriteTimeout bounds the store write of one batch (default 20 s, below
+	// the apiserver's 30 s request timeout).
+	WriteTimeout time.Duration
+	Metrics      *Metrics
+	Logger       *slog.Logger
+}
+
+// Handler is the audit webhook endpoint.
+type Handler struct {
+	opts HandlerOptions
+	sem  chan struct{}
+	now  func() time.Time
+}
+
+// NewHandler validates the options and builds the handler.
+func NewHandler(opts HandlerOptions) (*Handler, error) {
+	if opts.Pipeline == nil || opts.Authenticator == nil {
+		return nil, errors.New("auditsink: handler needs a pipeline and an authenticator")
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 64 << 20
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 8
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 20 * time.Second
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = opts.Pipeline.metrics
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{opts: opts, sem: make(chan struct{}, opts.MaxInFlight), now: time.Now}, nil
+}
+
+// ServeHTTP handles one POSTed EventList.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	m := h.opts.Metrics
+	outcome := "stored"
+	defer func() {
+		m.batches.WithLabelValues(outcome).Inc()
+		m.ack.Observe(time.Since(start).Seconds())
+	}()
+
+	cluster, ok := h.opts.Authenticator.Authenticate(r)
+	if !ok {
+		outcome = "unauthenticated"
+		w.Header().Set("WWW-Authenticate", `Bearer realm="options-record"`)
+		http.Error(w, "unauthenticated: present the configured client certificate or bearer token", http.StatusUnauthorized)
+		return
+	}
+	if r.Method != http.MethodPost {
+		outcome = "rejected"
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method not allowed: POST an audit.k8s.io/v1 EventList", http.StatusMethodNotAllowed)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			outcome = "rejected"
+			http.Error(w, fmt.Sprintf("unsupported content type %q: want application/json", ct), http.StatusUnsupportedMediaType)
+			return
+		}
+	}
+	select {
+	case h.sem <- struct{}{}:
+		defer func() { <-h.sem }()
+	default:
+		outcome = "throttled"
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many batches in flight; retry", http.StatusTooManyRequests)
+		return
+	}
+	m.inFlight.Inc()
+	defer m.inFlight.Dec()
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			outcome = "rejected"
+			http.Error(w, fmt.Sprintf("body exceeds %d bytes: lower --audit-webhook-batch-max-size on the apiserver or raise --webhook-max-body-bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+			return
+		}
+		outcome = "rejected"
+		http.Error(w, "reading body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	events, undecodable, err := DecodeEventList(body, h.now())
+	if err != nil {
+		outcome = "rejected"
+		h.opts.Logger.Warn("rejected webhook body", "cluster", cluster, "err", err)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	// The write is not cut short by the apiserver hanging up: what has started
+	// to be stored is finished (the apiserver will redeliver; we dedupe).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.opts.WriteTimeout)
+	defer cancel()
+	out, err := h.opts.Pipeline.Process(ctx, cluster, events, undecodable)
+	if err != nil {
+		outcome = "unavailable"
+		h.opts.Logger.Error("batch not stored; the apiserver will retry", "cluster", cluster, "events", len(events), "err", err)
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "the record is unavailable; retry", http.StatusServiceUnavailable)
+		return
+	}
+	h.opts.Logger.Debug("batch stored", "cluster", cluster, "received", out.Received, "kept", out.Kept,
+		"events_written", out.Written.Events, "duplicates", out.Written.DuplicateEvents)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, `{"received":`+strconv.Itoa(out.Received)+`,"kept":`+strconv.Itoa(out.Kept)+`}`)
+}

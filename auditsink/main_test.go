@@ -1,0 +1,118 @@
+package auditsink_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/filter"
+	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// env is a pipeline over a fresh real database.
+type env struct {
+	t    *testing.T
+	st   *store.Store
+	pipe *auditsink.Pipeline
+	pool *pgxpool.Pool
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dsn := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: dsn})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(st.Close)
+	objs, err := filter.LoadFile("testdata/rules.yaml")
+	if err != nil {
+		t.Fatalf("load rules: %v", err)
+	}
+	rules, statuses := filter.Compile(objs, filter.Options{SinkNamespace: "options-record"})
+	for _, s := range statuses {
+		if !s.Ready {
+			t.Fatalf("rule %s/%s not ready: %s", s.Namespace, s.Name, s.Message)
+		}
+	}
+	return &env{t: t, st: st, pool: st.Pool(), pipe: auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, nil, nil)}
+}
+
+// send processes events as one batch of cluster "default".
+func (e *env) send(evs ...*auditv1.Event) auditsink.Outcome {
+	e.t.Helper()
+	batch := make([]auditv1.Event, len(evs))
+	for i := range evs {
+		batch[i] = *evs[i]
+	}
+	out, err := e.pipe.Process(context.Background(), "default", batch, nil)
+	if err != nil {
+		e.t.Fatalf("process: %v", err)
+	}
+	return out
+}
+
+// change is a row of object_history, as the tests compare it.
+type change struct {
+	Verb                 string
+	Username             string
+	ImpersonatedUser     *string
+	Namespace, Name, UID string
+	ResourceVersion      *int64
+	PriorKnown           bool
+	PriorObject          map[string]any
+	Object               map[string]any
+	PriorStale           bool
+	Deleted              bool
+	Rules                []string
+	SecretDigested       bool
+	RequestObject        any
+	ChangedAt            time.Time
+}
+
+const historySQL = `
+SELECT verb, username, impersonated_user, namespace, name, uid, resource_version, prior_known,
+       prior_object, object, prior_stale, deleted, rules, secret_digested, request_object, changed_at
+FROM object_history
+WHERE cluster = 'default' AND namespace = $1 AND name = $2
+ORDER BY changed_at, resource_version NULLS LAST`
+
+func (e *env) history(ns, name string) []change {
+	e.t.Helper()
+	rows, err := e.pool.Query(context.Background(), historySQL, ns, name)
+	if err != nil {
+		e.t.Fatalf("query history: %v", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[change])
+	if err != nil {
+		e.t.Fatalf("collect history: %v", err)
+	}
+	return out
+}
+
+func (e *env) count(sql string, args ...any) int {
+	e.t.Helper()
+	var n int
+	if err := e.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		e.t.Fatalf("count %q: %v", sql, err)
+	}
+	return n
+}
+
+// data returns obj.data (for ConfigMaps and Secrets).
+func data(obj map[string]any) map[string]any {
+	if obj == nil {
+		return nil
+	}
+	d, _ := obj["data"].(map[string]any)
+	return d
+}

@@ -1,0 +1,148 @@
+package auditsink
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/options-record/options-record/filter"
+	"github.com/options-record/options-record/store"
+)
+
+// Writer stores one batch durably, in one transaction, and returns only
+// after it is committed.
+type Writer interface {
+	WriteBatch(ctx context.Context, b *store.Batch) (store.WriteResult, error)
+}
+
+// RuleSource gives the rule set in force for a cluster's events.
+type RuleSource interface {
+	RulesFor(cluster string) *filter.Rules
+}
+
+// StaticRules is a RuleSource with one rule set for every cluster.
+type StaticRules struct{ Rules *filter.Rules }
+
+// RulesFor implements RuleSource.
+func (s StaticRules) RulesFor(string) *filter.Rules { return s.Rules }
+
+// Pipeline filters decoded events, converts the kept ones into rows and
+// writes them as one batch.
+type Pipeline struct {
+	rules   RuleSource
+	writer  Writer
+	metrics *Metrics
+	log     *slog.Logger
+}
+
+// NewPipeline builds a pipeline. metrics and log may be nil.
+func NewPipeline(rules RuleSource, w Writer, m *Metrics, log *slog.Logger) *Pipeline {
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Pipeline{rules: rules, writer: w, metrics: m, log: log}
+}
+
+// Outcome counts what happened to the events of one batch.
+type Outcome struct {
+	Received int
+	Kept     int
+	Dropped  map[string]int // by reason: filter reasons, malformed, invalid
+	Skipped  map[string]int // kept events that gave no version, by reason
+	Written  store.WriteResult
+}
+
+func (o *Outcome) drop(reason string, n int) {
+	if n == 0 {
+		return
+	}
+	if o.Dropped == nil {
+		o.Dropped = map[string]int{}
+	}
+	o.Dropped[reason] += n
+}
+
+// Add folds another outcome into o.
+func (o *Outcome) Add(p Outcome) {
+	o.Received += p.Received
+	o.Kept += p.Kept
+	for k, v := range p.Dropped {
+		o.drop(k, v)
+	}
+	for k, v := range p.Skipped {
+		if o.Skipped == nil {
+			o.Skipped = map[string]int{}
+		}
+		o.Skipped[k] += v
+	}
+	o.Written.Events += p.Written.Events
+	o.Written.Versions += p.Written.Versions
+	o.Written.DuplicateEvents += p.Written.DuplicateEvents
+	o.Written.NoopVersions += p.Written.NoopVersions
+}
+
+// Process filters and stores events as one batch for cluster. undecodable
+// counts the items of the batch that were already skipped by the decoder.
+// It returns after the batch is durable, or with the write error.
+func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1.Event, undecodable map[string]int) (Outcome, error) {
+	out := Outcome{Received: len(events)}
+	for reason, n := range undecodable {
+		out.Received += n
+		out.drop(reason, n)
+	}
+	rules := p.rules.RulesFor(cluster)
+	batch := &store.Batch{}
+	for i := range events {
+		ev := &events[i]
+		d := rules.Match(ev)
+		if !d.Keep {
+			out.drop(string(d.Reason), 1)
+			continue
+		}
+		c, err := convert(cluster, ev, d)
+		if err != nil {
+			p.log.Warn("skipping event", "audit_id", ev.AuditID, "err", err)
+			out.drop(reasonConvert, 1)
+			continue
+		}
+		out.Kept++
+		batch.Events = append(batch.Events, c.event)
+		batch.Versions = append(batch.Versions, c.versions...)
+		for _, s := range c.skips {
+			if out.Skipped == nil {
+				out.Skipped = map[string]int{}
+			}
+			out.Skipped[s]++
+		}
+	}
+	start := time.Now()
+	res, err := p.writer.WriteBatch(ctx, batch)
+	p.metrics.write.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return out, fmt.Errorf("store batch: %w", err)
+	}
+	out.Written = res
+	p.record(cluster, &out)
+	return out, nil
+}
+
+func (p *Pipeline) record(cluster string, o *Outcome) {
+	m := p.metrics
+	m.received.WithLabelValues(cluster).Add(float64(o.Received))
+	m.kept.WithLabelValues(cluster).Add(float64(o.Kept))
+	for r, n := range o.Dropped {
+		m.dropped.WithLabelValues(cluster, r).Add(float64(n))
+	}
+	for r, n := range o.Skipped {
+		m.skipped.WithLabelValues(r).Add(float64(n))
+	}
+	m.versions.WithLabelValues("stored").Add(float64(o.Written.Versions))
+	m.versions.WithLabelValues("noop").Add(float64(o.Written.NoopVersions))
+	m.versions.WithLabelValues("duplicate_event").Add(float64(o.Written.DuplicateEvents))
+}

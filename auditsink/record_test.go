@@ -1,0 +1,327 @@
+package auditsink_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	. "github.com/options-record/options-record/test/gen"
+)
+
+// lifecycle is create → patch → update → delete of one ConfigMap, each with
+// the state the apiserver answers.
+func lifecycle() []*auditv1.Event {
+	const uid = "11111111-0000-0000-0000-000000000001"
+	return []*auditv1.Event{
+		Event(Verb("create"), User("alice"), Name("cm"),
+			Request(ConfigMap("default", "cm", "", 0, map[string]string{"k": "v1"})),
+			Response(ConfigMap("default", "cm", uid, 100, map[string]string{"k": "v1"}))),
+		Event(Verb("patch"), User("bob"), Name("cm"),
+			Request(map[string]any{"data": map[string]any{"k": "v2"}}),
+			Response(ConfigMap("default", "cm", uid, 105, map[string]string{"k": "v2"}))),
+		Event(Verb("update"), User("carol"), Name("cm"),
+			Request(ConfigMap("default", "cm", uid, 105, map[string]string{"k": "v3"})),
+			Response(ConfigMap("default", "cm", uid, 110, map[string]string{"k": "v3"}))),
+		Event(Verb("delete"), User("dave"), Name("cm"),
+			Response(Status("", "configmaps", "cm", uid))),
+	}
+}
+
+type step struct {
+	verb, user   string
+	priorKnown   bool
+	prior, after string // data.k of the prior and after states ("" = none)
+	deleted      bool
+}
+
+func summarize(h []change) []step {
+	var out []step
+	val := func(o map[string]any) string {
+		if v, ok := data(o)["k"].(string); ok {
+			return v
+		}
+		return ""
+	}
+	for _, c := range h {
+		out = append(out, step{c.Verb, c.Username, c.PriorKnown, val(c.PriorObject), val(c.Object), c.Deleted})
+	}
+	return out
+}
+
+var wantLifecycle = []step{
+	{"create", "alice", true, "", "v1", false},
+	{"patch", "bob", true, "v1", "v2", false},
+	{"update", "carol", true, "v2", "v3", false},
+	{"delete", "dave", true, "v3", "", true},
+}
+
+func TestLifecyclePriorStates(t *testing.T) {
+	e := newEnv(t)
+	evs := lifecycle()
+	for _, ev := range evs {
+		e.send(ev)
+	}
+	if diff := cmp.Diff(wantLifecycle, summarize(e.history("default", "cm")), cmp.AllowUnexported(step{})); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+	h := e.history("default", "cm")
+	if got := h[1].RequestObject; got == nil || !strings.Contains(toJSON(got), `"v2"`) {
+		t.Errorf("patch body not kept: %v", got)
+	}
+	if h[0].RequestObject != nil {
+		t.Errorf("create body stored twice (it equals the response): %v", h[0].RequestObject)
+	}
+}
+
+func TestOutOfOrderArrivalGivesSameHistory(t *testing.T) {
+	e := newEnv(t)
+	evs := lifecycle()
+	// Batches arrive newest first, and the middle two together.
+	e.send(evs[3])
+	e.send(evs[2], evs[1])
+	e.send(evs[0])
+	if diff := cmp.Diff(wantLifecycle, summarize(e.history("default", "cm")), cmp.AllowUnexported(step{})); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+}
+
+func TestRedeliveredBatchAddsNothing(t *testing.T) {
+	e := newEnv(t)
+	evs := lifecycle()
+	first := e.send(evs...)
+	if first.Written.Events != 4 || first.Written.Versions != 4 {
+		t.Fatalf("first delivery wrote %+v, want 4 events and 4 versions", first.Written)
+	}
+	again := e.send(evs...)
+	if again.Written.Events != 0 || again.Written.Versions != 0 || again.Written.DuplicateEvents != 4 {
+		t.Errorf("redelivery wrote %+v, want nothing new and 4 duplicates", again.Written)
+	}
+	if n := e.count(`SELECT count(*) FROM events`); n != 4 {
+		t.Errorf("events = %d, want 4", n)
+	}
+	if n := e.count(`SELECT count(*) FROM object_versions`); n != 4 {
+		t.Errorf("versions = %d, want 4", n)
+	}
+}
+
+func TestNoopUpdateCreatesNoVersion(t *testing.T) {
+	e := newEnv(t)
+	evs := lifecycle()
+	e.send(evs[0])
+	// kubectl apply with nothing to change: the apiserver answers the same
+	// resourceVersion.
+	noop := Event(Verb("patch"), User("bob"), Name("cm"), Request(map[string]any{"data": map[string]any{"k": "v1"}}),
+		Response(ConfigMap("default", "cm", "11111111-0000-0000-0000-000000000001", 100, map[string]string{"k": "v1"})))
+	out := e.send(noop)
+	if out.Written.Events != 1 || out.Written.NoopVersions != 1 || out.Written.Versions != 0 {
+		t.Errorf("no-op patch wrote %+v, want the event, no version", out.Written)
+	}
+}
+
+func TestCraftedAuditIDDoesNotHideAChange(t *testing.T) {
+	e := newEnv(t)
+	evs := lifecycle()
+	// The deleting client reuses the auditID of the create (Audit-ID header).
+	evs[3].AuditID = evs[0].AuditID
+	for _, ev := range evs {
+		e.send(ev)
+	}
+	if diff := cmp.Diff(wantLifecycle, summarize(e.history("default", "cm")), cmp.AllowUnexported(step{})); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+}
+
+func TestDeleteCollectionRecordsEachObject(t *testing.T) {
+	e := newEnv(t)
+	a := ConfigMap("prod", "a", "uid-a", 200, map[string]string{"k": "a1"})
+	b := ConfigMap("prod", "b", "uid-b", 201, map[string]string{"k": "b1"})
+	e.send(
+		Event(Namespace("prod"), Name("a"), Response(a)),
+		Event(Namespace("prod"), Name("b"), Response(b)),
+	)
+	e.send(Event(Verb("deletecollection"), User("erin"), Namespace("prod"), Name(""),
+		Response(List("v1", "ConfigMapList", 300, a, b))))
+	for _, name := range []string{"a", "b"} {
+		h := e.history("prod", name)
+		if len(h) != 2 {
+			t.Fatalf("%s: %d changes, want create and deletecollection", name, len(h))
+		}
+		d := h[1]
+		if d.Verb != "deletecollection" || d.Username != "erin" || !d.Deleted || !d.PriorKnown || data(d.PriorObject)["k"] != name+"1" {
+			t.Errorf("%s: deletecollection row = %+v", name, d)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM deletions WHERE namespace = 'prod'`); n != 2 {
+		t.Errorf("deletions = %d, want 2", n)
+	}
+}
+
+func TestNamespaceCascadeIsAttributedToTheUser(t *testing.T) {
+	e := newEnv(t)
+	cm := ConfigMap("team-a", "settings", "uid-s", 400, map[string]string{"k": "x"})
+	e.send(Event(Namespace("team-a"), Name("settings"), Response(cm)))
+	e.send(Event(Verb("delete"), User("mallory"), Resource("", "v1", "namespaces"), Namespace(""), Name("team-a"),
+		Response(NamespaceObj("team-a", "uid-ns", 401, true))))
+	e.send(Event(Verb("deletecollection"), User("system:kube-controller-manager"),
+		UserAgent("kube-controller-manager/v1.36.3 (linux/amd64) kubernetes/abc/system:serviceaccount:kube-system:namespace-controller"),
+		Namespace("team-a"), Name(""), Response(List("v1", "ConfigMapList", 402, cm))))
+
+	var who, via string
+	err := e.pool.QueryRow(t.Context(), `
+		SELECT initiated_by, initiated_via FROM deletions
+		WHERE namespace = 'team-a' AND name = 'settings'`).Scan(&who, &via)
+	if err != nil {
+		t.Fatalf("query deletions: %v", err)
+	}
+	if who != "mallory" || via != "namespace-deletion" {
+		t.Errorf("cascade initiated by %q via %q, want mallory via namespace-deletion", who, via)
+	}
+}
+
+func TestOwnerCascadeIsAttributedToTheUser(t *testing.T) {
+	e := newEnv(t)
+	dep := Deployment("prod", "web", "uid-dep", 500, 2)
+	rs := Object("apps/v1", "ReplicaSet", "prod", "web-1", "uid-rs", 501, OwnedBy("apps/v1", "Deployment", "web", "uid-dep"))
+	e.send(
+		Event(Resource("apps", "v1", "deployments"), Namespace("prod"), Name("web"), Response(dep)),
+		Event(User("system:kube-controller-manager"), Resource("apps", "v1", "replicasets"), Namespace("prod"), Name("web-1"), Response(rs)),
+	)
+	e.send(Event(Verb("delete"), User("oscar"), Resource("apps", "v1", "deployments"), Namespace("prod"), Name("web"),
+		Response(Status("apps", "deployments", "web", "uid-dep"))))
+	e.send(Event(Verb("delete"), User("system:kube-controller-manager"),
+		UserAgent("kube-controller-manager/v1.36.3 (linux/amd64) kubernetes/abc/system:serviceaccount:kube-system:generic-garbage-collector"),
+		Resource("apps", "v1", "replicasets"), Namespace("prod"), Name("web-1"),
+		Response(Status("apps", "replicasets", "web-1", "uid-rs"))))
+	var who, via string
+	err := e.pool.QueryRow(t.Context(), `SELECT initiated_by, initiated_via FROM deletions WHERE name = 'web-1'`).Scan(&who, &via)
+	if err != nil {
+		t.Fatalf("query deletions: %v", err)
+	}
+	if who != "oscar" || via != "owner-deletion" {
+		t.Errorf("GC delete initiated by %q via %q, want oscar via owner-deletion", who, via)
+	}
+}
+
+func TestDryRunsRecordNothing(t *testing.T) {
+	e := newEnv(t)
+	out := e.send(
+		Event(Verb("create"), URI("/api/v1/namespaces/default/configmaps?dryRun=All"),
+			Response(ConfigMap("default", "cm", "uid-dry", 10, map[string]string{"k": "v"}))),
+		Event(Verb("delete"), Request(DeleteOptions(true)), Response(Status("", "configmaps", "cm", "uid-x"))),
+	)
+	if out.Kept != 0 || out.Dropped["dry_run"] != 2 {
+		t.Errorf("outcome %+v, want both dropped as dry_run", out)
+	}
+	if n := e.count(`SELECT count(*) FROM events`); n != 0 {
+		t.Errorf("events = %d, want 0", n)
+	}
+}
+
+func TestFailedMutationsAreKept(t *testing.T) {
+	e := newEnv(t)
+	e.send(Event(Verb("delete"), User("eve"), Name("cm"), Failed(403, "Forbidden", `configmaps "cm" is forbidden`)))
+	var user string
+	var code int
+	if err := e.pool.QueryRow(t.Context(), `SELECT username, response_code FROM failed_mutations WHERE name = 'cm'`).Scan(&user, &code); err != nil {
+		t.Fatalf("query failed_mutations: %v", err)
+	}
+	if user != "eve" || code != 403 {
+		t.Errorf("failed mutation = %s %d", user, code)
+	}
+	if n := e.count(`SELECT count(*) FROM object_versions`); n != 0 {
+		t.Errorf("a failed mutation created %d versions", n)
+	}
+}
+
+func TestImpersonationNamesBothIdentities(t *testing.T) {
+	e := newEnv(t)
+	e.send(Event(User("admin"), Impersonating("bob", "devs"), Name("imp"),
+		Response(ConfigMap("default", "imp", "uid-imp", 20, nil))))
+	h := e.history("default", "imp")
+	if len(h) != 1 || h[0].Username != "admin" || h[0].ImpersonatedUser == nil || *h[0].ImpersonatedUser != "bob" {
+		t.Errorf("history = %+v", h)
+	}
+}
+
+func TestScaleMarksThePriorStale(t *testing.T) {
+	e := newEnv(t)
+	dep := func(rv int64, replicas int) map[string]any { return Deployment("prod", "api", "uid-api", rv, replicas) }
+	deps := func(mods ...EventMod) []EventMod {
+		return append([]EventMod{Resource("apps", "v1", "deployments"), Namespace("prod"), Name("api")}, mods...)
+	}
+	e.send(Event(deps(Response(dep(600, 1)))...))
+	e.send(Event(deps(Verb("patch"), Subresource("scale"), Request(map[string]any{"spec": map[string]any{"replicas": 5}}),
+		Response(Scale("prod", "api", "uid-api", 601, 5)))...))
+	e.send(Event(deps(Verb("patch"), Request(map[string]any{"metadata": map[string]any{"labels": map[string]any{"t": "x"}}}),
+		Response(dep(602, 5)))...))
+	h := e.history("prod", "api")
+	if len(h) != 3 {
+		t.Fatalf("history has %d rows, want create, scale, patch", len(h))
+	}
+	if h[1].Object != nil {
+		t.Errorf("the Scale answer was stored as the Deployment: %v", h[1].Object)
+	}
+	if !h[2].PriorStale {
+		t.Errorf("the patch after a scale should say its prior state is stale")
+	}
+}
+
+func TestSecretsAreDigestedUnlessARuleAsks(t *testing.T) {
+	e := newEnv(t)
+	applied := `{"apiVersion":"v1","kind":"Secret","data":{"password":"aHVudGVyMg=="}}`
+	sec := Secret("default", "db", "uid-sec", 700, map[string]string{"password": "hunter2"},
+		Annotation("kubectl.kubernetes.io/last-applied-configuration", applied))
+	e.send(Event(Resource("", "v1", "secrets"), Name("db"), Request(sec), Response(sec)))
+	e.send(Event(Verb("patch"), Resource("", "v1", "secrets"), Name("db"),
+		Request([]any{map[string]any{"op": "replace", "path": "/data/password", "value": "c3dvcmRmaXNo"}}),
+		Response(Secret("default", "db", "uid-sec", 701, map[string]string{"password": "swordfish"}))))
+	e.send(Event(Verb("patch"), Resource("", "v1", "secrets"), Name("db"),
+		Request(map[string]any{"stringData": map[string]any{"password": "tuna"}}),
+		Response(Secret("default", "db", "uid-sec", 702, map[string]string{"password": "tuna"}))))
+	e.send(Event(Verb("update"), Resource("", "v1", "secrets"), Name("db"), Failed(409, "Conflict", "conflict"),
+		Request(Secret("default", "db", "uid-sec", 701, map[string]string{"password": "marlin"}))))
+
+	var dump string
+	if err := e.pool.QueryRow(t.Context(), `
+		SELECT coalesce(string_agg(object::text, ' '), '') || coalesce((SELECT string_agg(request_object::text, ' ') FROM events), '')
+		FROM object_versions`).Scan(&dump); err != nil {
+		t.Fatal(err)
+	}
+	for _, clear := range []string{"hunter2", "aHVudGVyMg==", "swordfish", "c3dvcmRmaXNo", "tuna", "marlin", "bWFybGlu", "dHVuYQ=="} {
+		if strings.Contains(dump, clear) {
+			t.Errorf("secret value %q stored in clear", clear)
+		}
+	}
+	if !strings.Contains(dump, "sha256:") {
+		t.Errorf("no digests stored: %s", dump)
+	}
+	h := e.history("default", "db")
+	if len(h) != 3 || !h[0].SecretDigested {
+		t.Fatalf("history = %d rows, digested=%v", len(h), len(h) > 0 && h[0].SecretDigested)
+	}
+	if data(h[1].PriorObject)["password"] == data(h[1].Object)["password"] {
+		t.Errorf("digests of different values are equal: a diff could not show the change")
+	}
+
+	// A rule with recordSecretData keeps the values.
+	e.send(Event(Resource("", "v1", "secrets"), Namespace("vault"), Name("kept"),
+		Response(Secret("vault", "kept", "uid-kept", 800, map[string]string{"token": "abc"}))))
+	hk := e.history("vault", "kept")
+	if len(hk) != 1 || data(hk[0].Object)["token"] != "YWJj" || hk[0].SecretDigested {
+		t.Errorf("vault secret = %+v", hk)
+	}
+}
+
+func TestRecreatedObjectHistorySpansIncarnations(t *testing.T) {
+	e := newEnv(t)
+	e.send(Event(Name("re"), Response(ConfigMap("default", "re", "uid-1", 900, map[string]string{"k": "first"}))))
+	e.send(Event(Verb("delete"), Name("re"), Response(Status("", "configmaps", "re", "uid-1"))))
+	e.send(Event(Name("re"), At(Base.Add(time.Hour)), Response(ConfigMap("default", "re", "uid-2", 950, map[string]string{"k": "second"}))))
+	h := e.history("default", "re")
+	if len(h) != 3 || h[0].UID != "uid-1" || h[2].UID != "uid-2" || h[2].Verb != "create" || h[2].PriorObject != nil || !h[2].PriorKnown {
+		t.Errorf("history = %+v", h)
+	}
+}

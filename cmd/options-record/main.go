@@ -1,0 +1,169 @@
+// Command options-record records who changed or deleted which Kubernetes
+// object, with its prior state, from the kube-apiserver's audit webhook, in
+// PostgreSQL.
+//
+//	options-record serve   [flags]            the audit webhook (and later the restore API)
+//	options-record import  [flags] FILE...    audit log files through the same pipeline
+//	options-record sql     [flags] [QUERY]    SQL on the database in use
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/options-record/options-record/internal/app"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+const usage = `options-record records who changed or deleted Kubernetes objects, with their prior state.
+
+Usage:
+  options-record serve  [flags]          run the audit webhook sink
+  options-record import [flags] FILE...  import audit log files (JSON lines or EventLists)
+  options-record sql    [flags] [QUERY]  query the record (psql when installed)
+
+Run 'options-record COMMAND -h' for a command's flags.
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serve(ctx, args[1:], stderr)
+	case "import":
+		err = importCmd(ctx, args[1:], stdout, stderr)
+	case "sql":
+		err = sqlCmd(ctx, args[1:], stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "options-record %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+// common are the flags every command shares.
+type common struct {
+	dataDir, databaseURL, logLevel, namespace, cluster string
+	rulesFiles                                         stringList
+}
+
+func (c *common) register(fs *flag.FlagSet, withRules bool) {
+	fs.StringVar(&c.dataDir, "data-dir", ".options-record", "directory of the embedded PostgreSQL and generated credentials")
+	fs.StringVar(&c.databaseURL, "database-url", os.Getenv("OPTIONS_RECORD_DATABASE_URL"), "PostgreSQL connection string; empty starts the embedded PostgreSQL in --data-dir (env OPTIONS_RECORD_DATABASE_URL)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	if withRules {
+		fs.Var(&c.rulesFiles, "rules-file", "YAML file of OptionsRecordController objects (repeatable)")
+		fs.StringVar(&c.namespace, "namespace", "options-record", "the sink's own namespace: rules there may select any namespace")
+		fs.StringVar(&c.cluster, "cluster", "default", "cluster name recorded for events from the configured token or client CA")
+	}
+}
+
+func (c *common) database() app.DatabaseOptions {
+	return app.DatabaseOptions{URL: c.databaseURL, DataDir: c.dataDir}
+}
+
+func (c *common) rules() app.RulesOptions {
+	return app.RulesOptions{Files: c.rulesFiles, Namespace: c.namespace}
+}
+
+func (c *common) logger(w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		lvl = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs, true)
+	o := app.ServeOptions{}
+	fs.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8443", "address of the HTTPS audit webhook")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serving certificate (reloaded when it changes); empty: self-signed under --data-dir")
+	fs.StringVar(&o.TLSKeyFile, "tls-key-file", "", "serving key")
+	fs.StringVar(&o.ClientCAFile, "webhook-client-ca", "", "CA that verifies the apiservers' client certificates")
+	fs.StringVar(&o.TokenFile, "webhook-token-file", "", "bearer token the apiserver presents (its events are recorded under --cluster)")
+	fs.StringVar(&o.ClientsFile, "webhook-clients-file", "", "YAML list of apiservers (token file or certificate CN) and their cluster names")
+	fs.Int64Var(&o.MaxBodyBytes, "webhook-max-body-bytes", 64<<20, "largest EventList body accepted")
+	fs.IntVar(&o.MaxInFlight, "webhook-max-in-flight", 8, "batches processed at once; more get 429 and are retried")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:9090", "address of /metrics, /healthz and /readyz (plain HTTP)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o.Database, o.Rules, o.Cluster, o.Logger = c.database(), c.rules(), c.cluster, c.logger(stderr)
+	return app.Serve(ctx, o)
+}
+
+func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs, true)
+	batch := fs.Int("batch-size", 400, "events stored per transaction")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o := app.ImportOptions{
+		Database: c.database(), Rules: c.rules(), Cluster: c.cluster, BatchSize: *batch,
+		Files: fs.Args(), Out: stdout, Logger: c.logger(stderr),
+	}
+	if isTerminal(stderr) {
+		o.Progress = stderr
+	}
+	return app.Import(ctx, o)
+}
+
+func sqlCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sql", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs, false)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return app.SQL(ctx, app.SQLOptions{
+		Database: c.database(), Query: strings.Join(fs.Args(), " "),
+		Stdin: os.Stdin, Out: stdout, Err: stderr, Logger: c.logger(stderr),
+	})
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,6 @@
+// Package app wires the options-record commands (serve, import, sql) from
+// their options to the packages that do the work. It owns start-up order and
+// shutdown, never flags or signals: package main parses the command line and
+// hands a context that is cancelled on SIGINT/SIGTERM, so tests run the
+// commands in-process.
+package app

@@ -1,0 +1,239 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/store"
+)
+
+// ImportOptions configure `options-record import`.
+type ImportOptions struct {
+	Database  DatabaseOptions
+	Rules     RulesOptions
+	Cluster   string
+	BatchSize int
+	Files     []string
+	Out       io.Writer // summary
+	Progress  io.Writer // progress bar; nil for none
+	Logger    *slog.Logger
+}
+
+// Import runs audit log files (the log backend's JSON lines, or EventList
+// JSON documents) through the same pipeline as the webhook. It stops at the
+// first file it cannot read or parse, after storing the batches before the
+// bad spot and nothing of the batch it could not fully decode.
+func Import(ctx context.Context, o ImportOptions) error {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if o.Cluster == "" {
+		o.Cluster = "default"
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 400
+	}
+	if len(o.Files) == 0 {
+		return errors.New("import: no files given")
+	}
+	rules, err := loadRules(o.Rules, log)
+	if err != nil {
+		return err
+	}
+	db, err := openDatabase(ctx, o.Database, true, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close(context.WithoutCancel(ctx))
+	st, err := store.Open(ctx, store.Options{URL: db.URL, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, nil, log)
+
+	var total auditsink.Outcome
+	var runErr error
+	for _, f := range o.Files {
+		if runErr = importFile(ctx, pipe, o, f, &total); runErr != nil {
+			break
+		}
+	}
+	printSummary(o.Out, &total)
+	return runErr
+}
+
+func importFile(ctx context.Context, pipe *auditsink.Pipeline, o ImportOptions, path string, total *auditsink.Outcome) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	defer f.Close()
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	cr := &countingReader{r: bufio.NewReaderSize(f, 1<<20)}
+	dec := json.NewDecoder(cr)
+	bar := newProgress(o.Progress, path, size)
+	defer bar.done()
+
+	var batch []auditv1.Event
+	skipped := map[string]int{}
+	flush := func() error {
+		out, err := pipe.Process(ctx, o.Cluster, batch, skipped)
+		if err != nil {
+			return fmt.Errorf("import %s: %w", path, err)
+		}
+		total.Add(out)
+		batch, skipped = batch[:0], map[string]int{}
+		return nil
+	}
+	now := time.Now()
+	for {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			line := lineOf(path, dec.InputOffset())
+			return fmt.Errorf("import %s:%d: not JSON: %w (the %d events of the unfinished batch were not stored)", path, line, err, len(batch))
+		}
+		events, bad, err := decodeValue(raw, now)
+		if err != nil {
+			line := lineOf(path, dec.InputOffset())
+			return fmt.Errorf("import %s:%d: %w (the %d events of the unfinished batch were not stored)", path, line, err, len(batch))
+		}
+		for r, n := range bad {
+			skipped[r] += n
+		}
+		batch = append(batch, events...)
+		if len(batch) >= o.BatchSize {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		bar.update(cr.n)
+	}
+	if len(batch) > 0 || len(skipped) > 0 {
+		return flush()
+	}
+	return nil
+}
+
+// decodeValue decodes one top-level JSON value of an audit file: an Event
+// (log backend) or an EventList.
+func decodeValue(raw []byte, now time.Time) ([]auditv1.Event, map[string]int, error) {
+	var head struct {
+		Kind       string `json:"kind"`
+		APIVersion string `json:"apiVersion"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, nil, fmt.Errorf("not an audit Event or EventList: %w", err)
+	}
+	switch head.Kind {
+	case "EventList":
+		return auditsink.DecodeEventList(raw, now)
+	case "Event":
+		if head.APIVersion != auditv1.SchemeGroupVersion.String() {
+			return nil, nil, fmt.Errorf("Event of apiVersion %q, want %s", head.APIVersion, auditv1.SchemeGroupVersion)
+		}
+		list := append(append([]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[`), raw...), "]}"...)
+		return auditsink.DecodeEventList(list, now)
+	default:
+		return nil, nil, fmt.Errorf("kind %q is not an audit Event or EventList", head.Kind)
+	}
+}
+
+// lineOf finds the line number of a byte offset (for error messages only).
+func lineOf(path string, off int64) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	buf := make([]byte, off)
+	n, _ := io.ReadFull(f, buf)
+	return bytes.Count(buf[:n], []byte{'\n'}) + 1
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func printSummary(w io.Writer, o *auditsink.Outcome) {
+	if w == nil {
+		return
+	}
+	dropped := 0
+	for _, n := range o.Dropped {
+		dropped += n
+	}
+	fmt.Fprintf(w, "read %d events: kept %d, dropped %d\n", o.Received, o.Kept, dropped)
+	fmt.Fprintf(w, "stored %d events and %d object versions (%d already stored, %d no-op changes)\n",
+		o.Written.Events, o.Written.Versions, o.Written.DuplicateEvents, o.Written.NoopVersions)
+	printCounts(w, "dropped", o.Dropped)
+	printCounts(w, "no version derived", o.Skipped)
+}
+
+func printCounts(w io.Writer, label string, m map[string]int) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %s %-14s %d\n", label, strings.ReplaceAll(k, " ", "_"), m[k])
+	}
+}
+
+// progress draws a one-line progress bar on a terminal.
+type progress struct {
+	w    io.Writer
+	name string
+	size int64
+	last time.Time
+}
+
+func newProgress(w io.Writer, name string, size int64) *progress {
+	return &progress{w: w, name: name, size: size}
+}
+
+func (p *progress) update(n int64) {
+	if p.w == nil || p.size == 0 || time.Since(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	const width = 30
+	done := int(float64(width) * float64(n) / float64(p.size))
+	done = min(max(done, 0), width)
+	fmt.Fprintf(p.w, "\r%s [%s%s] %3.0f%%", p.name, strings.Repeat("=", done), strings.Repeat(" ", width-done), 100*float64(n)/float64(p.size))
+}
+
+func (p *progress) done() {
+	if p.w != nil && !p.last.IsZero() {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", len(p.name)+40))
+	}
+}

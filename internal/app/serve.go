@@ -1,0 +1,249 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/internal/certs"
+	"github.com/options-record/options-record/store"
+)
+
+// ServeOptions configure `options-record serve`.
+type ServeOptions struct {
+	Database     DatabaseOptions
+	Rules        RulesOptions
+	Cluster      string // cluster of callers authenticated by --webhook-token-file or any verified client certificate
+	WebhookAddr  string
+	TLSCertFile  string
+	TLSKeyFile   string
+	ClientCAFile string
+	TokenFile    string
+	ClientsFile  string
+	MaxBodyBytes int64
+	MaxInFlight  int
+	MetricsAddr  string
+	Logger       *slog.Logger
+	// OnListening, if set, is called with the bound addresses once both
+	// listeners are up (tests listen on port 0).
+	OnListening func(webhook, metrics net.Addr)
+}
+
+// Serve runs the audit webhook until ctx is cancelled, then drains the
+// in-flight batches and stops.
+func Serve(ctx context.Context, o ServeOptions) error {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if o.Cluster == "" {
+		o.Cluster = "default"
+	}
+	rules, err := loadRules(o.Rules, log)
+	if err != nil {
+		return err
+	}
+	tlsCfg, auth, err := webhookSecurity(&o, log)
+	if err != nil {
+		return err
+	}
+
+	db, err := openDatabase(ctx, o.Database, false, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := db.Close(stopCtx); err != nil {
+			log.Error("stopping embedded PostgreSQL", "err", err)
+		}
+	}()
+	st, err := store.Open(ctx, store.Options{URL: db.URL, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := auditsink.NewMetrics(reg)
+	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, metrics, log)
+	h, err := auditsink.NewHandler(auditsink.HandlerOptions{
+		Pipeline: pipe, Authenticator: auth, MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight,
+		Metrics: metrics, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+
+	webhookLn, err := net.Listen("tcp", o.WebhookAddr)
+	if err != nil {
+		return fmt.Errorf("webhook listener: %w", err)
+	}
+	metricsLn, err := net.Listen("tcp", o.MetricsAddr)
+	if err != nil {
+		webhookLn.Close()
+		return fmt.Errorf("metrics listener: %w", err)
+	}
+	webhookSrv := &http.Server{
+		Handler:           h,
+		TLSConfig:         tlsCfg,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := st.Ping(ctx); err != nil {
+			http.Error(w, "database unavailable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	metricsSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	errc := make(chan error, 2)
+	go func() { errc <- webhookSrv.ServeTLS(webhookLn, "", "") }()
+	go func() { errc <- metricsSrv.Serve(metricsLn) }()
+	go maintain(ctx, st, rules.MaxRetention(), log)
+	log.Info("serving the audit webhook", "webhook", webhookLn.Addr().String(), "metrics", metricsLn.Addr().String(),
+		"rules", rules.Len())
+	if o.OnListening != nil {
+		o.OnListening(webhookLn.Addr(), metricsLn.Addr())
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	// Stop accepting, let in-flight batches finish (each is bounded by the
+	// handler's write timeout), then stop.
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := webhookSrv.Shutdown(shutCtx); err != nil {
+		log.Error("webhook shutdown", "err", err)
+	}
+	_ = metricsSrv.Shutdown(shutCtx)
+	if runErr != nil && !errors.Is(runErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", runErr)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// webhookSecurity builds the webhook's TLS configuration and authenticator.
+// Without a certificate or any client credential configured it generates a
+// self-signed certificate and a random token under the data directory:
+// the webhook is never served in clear nor unauthenticated.
+func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink.Authenticator, error) {
+	if o.TLSCertFile == "" {
+		if o.Database.DataDir == "" {
+			return nil, nil, errors.New("no --tls-cert-file and no --data-dir to generate one in")
+		}
+		dir := filepath.Join(o.Database.DataDir, "tls")
+		ca, cert, key, err := certs.EnsureSelfSigned(dir, []string{"localhost", "127.0.0.1", "::1"})
+		if err != nil {
+			return nil, nil, err
+		}
+		o.TLSCertFile, o.TLSKeyFile = cert, key
+		log.Info("using a generated self-signed serving certificate", "ca", ca, "cert", cert)
+	}
+	reloader, err := certs.NewReloader(o.TLSCertFile, o.TLSKeyFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := certs.ServerConfig(reloader, o.ClientCAFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	var clients []auditsink.ClientConfig
+	if o.ClientsFile != "" {
+		if clients, err = auditsink.LoadClients(o.ClientsFile); err != nil {
+			return nil, nil, err
+		}
+	}
+	if o.TokenFile == "" && o.ClientsFile == "" && o.ClientCAFile == "" {
+		if o.Database.DataDir == "" {
+			return nil, nil, errors.New("no webhook client credentials: set --webhook-token-file, --webhook-client-ca or --webhook-clients-file")
+		}
+		tf, err := ensureToken(filepath.Join(o.Database.DataDir, "webhook-token"))
+		if err != nil {
+			return nil, nil, err
+		}
+		o.TokenFile = tf
+		log.Info("using a generated webhook bearer token", "token_file", tf)
+	}
+	if o.TokenFile != "" {
+		clients = append(clients, auditsink.ClientConfig{Cluster: o.Cluster, TokenFile: o.TokenFile})
+	}
+	anyCert := ""
+	if o.ClientCAFile != "" && o.ClientsFile == "" {
+		anyCert = o.Cluster
+	}
+	auth, err := auditsink.NewAuthenticator(clients, anyCert)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, auth, nil
+}
+
+// ensureToken creates a random token file (0600) if it does not exist.
+func ensureToken(path string) (string, error) {
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(hex.EncodeToString(b)+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	return path, nil
+}
+
+// maintain keeps partitions ahead of time and applies retention, hourly.
+func maintain(ctx context.Context, st *store.Store, retention time.Duration, log *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		now := time.Now()
+		if err := st.EnsurePartitionsAround(ctx, now); err != nil {
+			log.Error("partition maintenance", "err", err)
+		}
+		if res, err := st.ApplyRetention(ctx, now, retention); err != nil {
+			log.Error("retention", "err", err)
+		} else if len(res.DroppedPartitions) > 0 || res.DeletedVersions > 0 {
+			log.Info("retention applied", "dropped_partitions", res.DroppedPartitions, "deleted_versions", res.DeletedVersions)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,15 @@
+// Package migrations embeds the SQL migrations of the Options Record schema.
+//
+// The files are numbered, applied in order by goose at start-up (see package
+// store) and never edited once released: a change to the schema is a new
+// file. The tables, views and columns they create are the documented
+// interface for SQL forensics (README "SQL forensics"), so renaming one is a
+// breaking change for operators.
+package migrations
+
+import "embed"
+
+// FS holds the *.sql migration files.
+//
+//go:embed *.sql
+var FS embed.FS

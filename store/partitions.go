@@ -1,0 +1,82 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// partitionLockID serialises partition DDL across sink replicas.
+const partitionLockID = 0x6f70747265630002
+
+// partitions remembers which daily partitions of events exist, so the write
+// path only runs DDL for a day it has not seen (backfills, clock skew).
+type partitions struct {
+	ahead int
+	mu    sync.Mutex
+	known map[string]bool
+}
+
+func newPartitions(ahead int) *partitions {
+	return &partitions{ahead: ahead, known: map[string]bool{}}
+}
+
+func day(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+func partitionName(d time.Time) string { return "events_p" + d.Format("20060102") }
+
+// EnsurePartitionsAround creates the partitions from yesterday to
+// PartitionsAhead days after now. The sink calls it at start and daily.
+func (s *Store) EnsurePartitionsAround(ctx context.Context, now time.Time) error {
+	var days []time.Time
+	for i := -1; i <= s.parts.ahead; i++ {
+		days = append(days, now.AddDate(0, 0, i))
+	}
+	return s.ensurePartitionsFor(ctx, days)
+}
+
+func (s *Store) ensurePartitionsFor(ctx context.Context, times []time.Time) error {
+	s.parts.mu.Lock()
+	defer s.parts.mu.Unlock()
+	var missing []time.Time
+	seen := map[time.Time]bool{}
+	for _, t := range times {
+		d := day(t)
+		if !s.parts.known[partitionName(d)] && !seen[d] {
+			missing = append(missing, d)
+			seen[d] = true
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	sort.Slice(missing, func(i, j int) bool { return missing[i].Before(missing[j]) })
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(partitionLockID)); err != nil {
+			return err
+		}
+		for _, d := range missing {
+			name := partitionName(d)
+			sql := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF events FOR VALUES FROM ('%s') TO ('%s')",
+				pgx.Identifier{name}.Sanitize(), d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
+			if _, err := tx.Exec(ctx, sql); err != nil {
+				return fmt.Errorf("create partition %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: ensure event partitions: %w", err)
+	}
+	for _, d := range missing {
+		s.parts.known[partitionName(d)] = true
+	}
+	return nil
+}

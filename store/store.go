@@ -1,0 +1,142 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/options-record/options-record/migrations"
+)
+
+// Options configure a Store.
+type Options struct {
+	// URL is a PostgreSQL connection string (DSN or URL).
+	URL string
+	// MaxConns caps the pool; 0 means pgxpool's default.
+	MaxConns int32
+	// Logger receives the store's logs; nil discards them.
+	Logger *slog.Logger
+	// PartitionsAhead is how many days of event partitions exist ahead of
+	// today (default 2).
+	PartitionsAhead int
+}
+
+// Store is the PostgreSQL record.
+type Store struct {
+	pool  *pgxpool.Pool
+	log   *slog.Logger
+	parts *partitions
+}
+
+// Open connects to PostgreSQL, applies the migrations and prepares the event
+// partitions around today.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.URL == "" {
+		return nil, errors.New("store: no database URL")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.PartitionsAhead <= 0 {
+		opts.PartitionsAhead = 2
+	}
+	cfg, err := pgxpool.ParseConfig(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("store: parse database URL: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if err := Migrate(ctx, cfg.ConnConfig, opts.Logger); err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: connect: %w", err)
+	}
+	s := &Store{pool: pool, log: opts.Logger, parts: newPartitions(opts.PartitionsAhead)}
+	if err := s.EnsurePartitionsAround(ctx, time.Now()); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool exposes the connection pool to read-side packages of this module.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("store: ping: %w", err)
+	}
+	return nil
+}
+
+// Migrate applies the embedded migrations with goose. It is safe to run from
+// several replicas at once: goose serialises them with a session lock.
+func Migrate(ctx context.Context, cc *pgx.ConnConfig, log *slog.Logger) error {
+	db := stdlib.OpenDB(*cc)
+	defer db.Close()
+	return migrate(ctx, db, log)
+}
+
+func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
+	locker, err := newMigrationLocker()
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("store: migrations: %w", err)
+	}
+	res, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("store: apply migrations: %w", err)
+	}
+	for _, r := range res {
+		log.Info("applied migration", "version", r.Source.Version, "path", r.Source.Path, "duration", r.Duration)
+	}
+	return nil
+}
+
+// Transact runs fn in a transaction and commits it, retrying the whole
+// transaction a few times on serialization failures, deadlocks and unique
+// violations (a batch redelivered concurrently with itself: the retry sees
+// the committed rows and skips them).
+func (s *Store) Transact(ctx context.Context, fn func(pgx.Tx) error) error {
+	const attempts = 4
+	var err error
+	for i := 0; i < attempts; i++ {
+		err = pgx.BeginFunc(ctx, s.pool, fn)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		s.log.Debug("retrying transaction", "attempt", i+1, "err", err)
+	}
+	return err
+}
+
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "40001", "40P01", "23505":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,236 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var eventColumns = []string{
+	"cluster", "event_key", "stage_at", "received_at", "audit_id", "stage", "verb", "request_uri",
+	"username", "user_uid", "user_groups", "user_extra", "impersonated_user", "impersonated_groups",
+	"source_ips", "user_agent", "api_group", "api_version", "resource", "subresource", "namespace",
+	"name", "object_uid", "response_code", "response_reason", "response_message", "request_object",
+	"annotations", "rules", "secret_digested",
+}
+
+var versionColumns = []string{
+	"cluster", "uid", "version_key", "resource_version", "origin", "verb", "changed_at", "event_key",
+	"api_group", "api_version", "kind", "resource", "subresource", "namespace", "name", "created",
+	"deleted", "complete", "object", "secret_digested", "rules",
+}
+
+// Both lookups only read rows the batch could collide with: the events of
+// its clusters and time range, and the versions of its objects.
+const existingEventsSQL = `
+SELECT e.cluster, e.event_key
+FROM events e
+JOIN unnest($1::text[], $2::bytea[], $3::timestamptz[]) AS k(cluster, event_key, stage_at)
+  ON e.cluster = k.cluster AND e.event_key = k.event_key AND e.stage_at = k.stage_at`
+
+const existingStatesSQL = `
+SELECT v.cluster, v.uid, v.resource_version
+FROM object_versions v
+JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS k(cluster, uid, resource_version)
+  ON v.cluster = k.cluster AND v.uid = k.uid AND v.resource_version = k.resource_version
+WHERE v.origin = 'change' AND NOT v.deleted`
+
+type stateKey struct {
+	cluster, uid string
+	rv           int64
+}
+
+// WriteBatch stores a batch in one transaction and returns once it is
+// committed. Events already stored (a redelivery) and changes that produced a
+// version already stored (a no-op update, which keeps the resourceVersion)
+// are skipped, so writing the same batch twice changes nothing.
+func (s *Store) WriteBatch(ctx context.Context, b *Batch) (WriteResult, error) {
+	if len(b.Events) == 0 && len(b.Versions) == 0 {
+		return WriteResult{}, nil
+	}
+	days := make([]time.Time, 0, 2)
+	for i := range b.Events {
+		days = append(days, b.Events[i].StageAt)
+	}
+	if err := s.ensurePartitionsFor(ctx, days); err != nil {
+		return WriteResult{}, err
+	}
+	var res WriteResult
+	err := s.Transact(ctx, func(tx pgx.Tx) error {
+		var err error
+		res, err = writeBatch(ctx, tx, b)
+		return err
+	})
+	if err != nil {
+		return WriteResult{}, fmt.Errorf("store: write batch of %d events: %w", len(b.Events), err)
+	}
+	return res, nil
+}
+
+func writeBatch(ctx context.Context, tx pgx.Tx, b *Batch) (WriteResult, error) {
+	var res WriteResult
+	existing, err := existingEvents(ctx, tx, b.Events)
+	if err != nil {
+		return res, err
+	}
+	events := make([]*Event, 0, len(b.Events))
+	seenEvent := make(map[string]bool, len(b.Events))
+	for i := range b.Events {
+		e := &b.Events[i]
+		k := e.Cluster + "\x00" + string(e.Key)
+		if existing[k] || seenEvent[k] {
+			res.DuplicateEvents++
+			continue
+		}
+		seenEvent[k] = true
+		events = append(events, e)
+	}
+
+	candidates := make([]*Version, 0, len(b.Versions))
+	for i := range b.Versions {
+		v := &b.Versions[i]
+		if v.EventKey != nil && !seenEvent[v.Cluster+"\x00"+string(v.EventKey)] {
+			continue // its event is stored already: so is the version
+		}
+		candidates = append(candidates, v)
+	}
+	states, err := existingStates(ctx, tx, candidates)
+	if err != nil {
+		return res, err
+	}
+	versions := make([]*Version, 0, len(candidates))
+	for _, v := range candidates {
+		if v.Origin == OriginChange && !v.Deleted && v.ResourceVersion != nil {
+			k := stateKey{v.Cluster, v.UID, *v.ResourceVersion}
+			if states[k] {
+				res.NoopVersions++
+				continue
+			}
+			states[k] = true
+		}
+		versions = append(versions, v)
+	}
+
+	if len(events) > 0 {
+		n, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns,
+			pgx.CopyFromSlice(len(events), func(i int) ([]any, error) { return eventRow(events[i]), nil }))
+		if err != nil {
+			return res, fmt.Errorf("copy events: %w", err)
+		}
+		res.Events = int(n)
+	}
+	if len(versions) > 0 {
+		n, err := tx.CopyFrom(ctx, pgx.Identifier{"object_versions"}, versionColumns,
+			pgx.CopyFromSlice(len(versions), func(i int) ([]any, error) { return versionRow(versions[i]), nil }))
+		if err != nil {
+			return res, fmt.Errorf("copy versions: %w", err)
+		}
+		res.Versions = int(n)
+	}
+	return res, nil
+}
+
+func existingEvents(ctx context.Context, tx pgx.Tx, events []Event) (map[string]bool, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	clusters := make([]string, len(events))
+	keys := make([][]byte, len(events))
+	stages := make([]time.Time, len(events))
+	for i := range events {
+		clusters[i], keys[i], stages[i] = events[i].Cluster, events[i].Key, events[i].StageAt
+	}
+	rows, err := tx.Query(ctx, existingEventsSQL, clusters, keys, stages)
+	if err != nil {
+		return nil, fmt.Errorf("look up stored events: %w", err)
+	}
+	found := map[string]bool{}
+	var c string
+	var k []byte
+	_, err = pgx.ForEachRow(rows, []any{&c, &k}, func() error {
+		found[c+"\x00"+string(k)] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("look up stored events: %w", err)
+	}
+	return found, nil
+}
+
+func existingStates(ctx context.Context, tx pgx.Tx, versions []*Version) (map[stateKey]bool, error) {
+	var clusters, uids []string
+	var rvs []int64
+	for _, v := range versions {
+		if v.Origin == OriginChange && !v.Deleted && v.ResourceVersion != nil {
+			clusters, uids, rvs = append(clusters, v.Cluster), append(uids, v.UID), append(rvs, *v.ResourceVersion)
+		}
+	}
+	found := map[stateKey]bool{}
+	if len(uids) == 0 {
+		return found, nil
+	}
+	rows, err := tx.Query(ctx, existingStatesSQL, clusters, uids, rvs)
+	if err != nil {
+		return nil, fmt.Errorf("look up stored versions: %w", err)
+	}
+	var k stateKey
+	_, err = pgx.ForEachRow(rows, []any{&k.cluster, &k.uid, &k.rv}, func() error {
+		found[k] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("look up stored versions: %w", err)
+	}
+	return found, nil
+}
+
+func eventRow(e *Event) []any {
+	return []any{
+		e.Cluster, e.Key, e.StageAt, nullTime(e.ReceivedAt), e.AuditID, e.Stage, e.Verb, e.RequestURI,
+		e.Username, nullString(e.UserUID), nonNil(e.UserGroups), nullJSON(e.UserExtra),
+		nullString(e.ImpersonatedUser), e.ImpersonatedGroups,
+		nonNil(e.SourceIPs), nullString(e.UserAgent), e.APIGroup, e.APIVersion, e.Resource, e.Subresource,
+		e.Namespace, e.Name, nullString(e.ObjectUID), e.ResponseCode, nullString(e.ResponseReason),
+		nullString(e.ResponseMessage), nullJSON(e.RequestObject), nullJSON(e.Annotations),
+		nonNil(e.Rules), e.SecretDigested,
+	}
+}
+
+func versionRow(v *Version) []any {
+	return []any{
+		v.Cluster, v.UID, v.Key, v.ResourceVersion, string(v.Origin), v.Verb, v.ChangedAt, v.EventKey,
+		v.APIGroup, v.APIVersion, v.Kind, v.Resource, v.Subresource, v.Namespace, v.Name, v.Created,
+		v.Deleted, v.Complete, nullJSON(v.Object), v.SecretDigested, nonNil(v.Rules),
+	}
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// nullJSON hands raw JSON to pgx's jsonb codec ([]byte is sent as is), or NULL.
+func nullJSON(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
