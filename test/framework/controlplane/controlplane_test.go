@@ -1,0 +1,138 @@
+package controlplane
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func TestRenderWebhookKubeconfig(t *testing.T) {
+	ca, err := NewCA("render-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := ca.ClientCert("apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  WebhookKubeconfig
+	}{
+		{"client certificate", WebhookKubeconfig{Server: "https://127.0.0.1:8443/audit/v1", CAData: ca.CertPEM(), ClientCertData: cert, ClientKeyData: key}},
+		{"token", WebhookKubeconfig{Server: "https://sink.example:8443/audit", CAData: ca.CertPEM(), Token: "abc.def"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := WriteWebhookKubeconfig(t, tc.cfg)
+			kc, err := clientcmd.LoadFromFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc, err := clientcmd.NewDefaultClientConfig(*kc, nil).ClientConfig()
+			if err != nil {
+				t.Fatalf("rendered kubeconfig is not usable by client-go: %v", err)
+			}
+			if rc.Host != tc.cfg.Server || rc.BearerToken != tc.cfg.Token ||
+				string(rc.CertData) != string(tc.cfg.ClientCertData) || string(rc.KeyData) != string(tc.cfg.ClientKeyData) {
+				t.Errorf("rendered config %+v does not match %+v", rc, tc.cfg)
+			}
+		})
+	}
+
+	tmpl, err := os.ReadFile(RepoFile(t, WebhookKubeconfigTemplatePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RenderWebhookKubeconfig(tmpl, WebhookKubeconfig{Server: "https://x", ClientCertData: cert}); err == nil {
+		t.Error("a certificate without its key was accepted")
+	}
+	if _, err := RenderWebhookKubeconfig([]byte("apiVersion: v1\nkind: Config\n"), WebhookKubeconfig{Server: "https://x"}); err == nil {
+		t.Error("a template without placeholders was accepted")
+	}
+}
+
+func TestShippedPolicyLoads(t *testing.T) {
+	data, err := os.ReadFile(PolicyFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "kind: Policy") {
+		t.Fatal("deploy/audit/policy.yaml is not an audit Policy")
+	}
+}
+
+// TestControllers checks that kube-controller-manager's namespace and
+// garbage-collector controllers work with both credential modes.
+func TestControllers(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		name := "service-account-credentials"
+		if shared {
+			name = "shared-credentials"
+		}
+		t.Run(name, func(t *testing.T) {
+			logDir := filepath.Join(t.TempDir(), "logs")
+			cp := Start(t, Options{SharedControllerCredentials: shared, LogDir: logDir})
+			for _, f := range []string{"etcd.log", "kube-apiserver.log", "kube-controller-manager.log"} {
+				if _, err := os.Stat(filepath.Join(logDir, f)); err != nil {
+					t.Errorf("log file: %v", err)
+				}
+			}
+			c, err := kubernetes.NewForConfig(cp.AdminConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+
+			ns := "ctl"
+			if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			owner, err := c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dep := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dependent", OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID,
+			}}}}
+			if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+
+			// Garbage collector: deleting the owner removes the dependent.
+			if err := c.CoreV1().ConfigMaps(ns).Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+				_, err := c.CoreV1().ConfigMaps(ns).Get(ctx, "dependent", metav1.GetOptions{})
+				return apierrors.IsNotFound(err), nil
+			}); err != nil {
+				t.Fatalf("garbage collector did not delete the dependent ConfigMap: %v", err)
+			}
+
+			// Namespace controller: the namespace and its content go away.
+			if err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+				_, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+				return apierrors.IsNotFound(err), nil
+			}); err != nil {
+				t.Fatalf("namespace controller did not finish deleting the namespace: %v", err)
+			}
+		})
+	}
+}
