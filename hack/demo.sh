@@ -29,7 +29,7 @@ bin/audit-replay --url "https://$WEBHOOK/audit" --ca "$DATA/tls/ca.crt" --token-
 echo
 echo "== who deleted what (SELECT ... FROM deletions)"
 bin/options-record sql --data-dir "$DATA" "
-SELECT to_char(changed_at, 'YYYY-MM-DD HH24:MI:SS') AS deleted_at, username AS deleted_by,
+SELECT to_char(changed_at, 'YYYY-MM-DD HH24:MI:SS') AS deleted_at, username AS deleted_by, impersonated_user AS acting_as,
        resource, namespace, name, initiated_by, initiated_via,
        prior_object->'data' AS data_before
 FROM deletions ORDER BY changed_at"

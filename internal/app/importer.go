@@ -2,7 +2,6 @@ package app
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,16 +159,28 @@ func decodeValue(raw []byte, now time.Time) ([]auditv1.Event, map[string]int, er
 	}
 }
 
-// lineOf finds the line number of a byte offset (for error messages only).
+// lineOf finds the line of the first non-blank byte at or after a byte
+// offset (where the decoder stopped), for error messages only.
 func lineOf(path string, off int64) int {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
 	defer f.Close()
-	buf := make([]byte, off)
-	n, _ := io.ReadFull(f, buf)
-	return bytes.Count(buf[:n], []byte{'\n'}) + 1
+	r := bufio.NewReader(f)
+	line := 1
+	for i := int64(0); ; i++ {
+		b, err := r.ReadByte()
+		if err != nil {
+			return line
+		}
+		if i >= off && b != ' ' && b != '\t' && b != '\r' && b != '\n' {
+			return line
+		}
+		if b == '\n' {
+			line++
+		}
+	}
 }
 
 type countingReader struct {

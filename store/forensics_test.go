@@ -1,0 +1,76 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/store"
+)
+
+// TestForensicQueriesUseIndexes runs EXPLAIN on every query the README
+// documents (testdata/forensics, included in the README) with sequential
+// scans disabled, and fails if a table of the record is still scanned
+// sequentially: then no index can serve the query.
+func TestForensicQueriesUseIndexes(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.EnsurePartitionsAround(ctx, time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("testdata/forensics/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no forensic queries found: %v", err)
+	}
+	conn, err := st.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			q, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var plan []byte
+			if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+string(q)).Scan(&plan); err != nil {
+				t.Fatalf("explain: %v", err)
+			}
+			var doc []map[string]any
+			if err := json.Unmarshal(plan, &doc); err != nil {
+				t.Fatal(err)
+			}
+			var scans []string
+			walkPlan(doc[0]["Plan"].(map[string]any), func(n map[string]any) {
+				rel, _ := n["Relation Name"].(string)
+				if n["Node Type"] == "Seq Scan" && (strings.HasPrefix(rel, "events") || rel == "object_versions") {
+					scans = append(scans, rel)
+				}
+			})
+			if len(scans) > 0 {
+				t.Errorf("sequential scan of %v: no index serves this query\n%s", scans, plan)
+			}
+		})
+	}
+}
+
+func walkPlan(n map[string]any, visit func(map[string]any)) {
+	visit(n)
+	kids, _ := n["Plans"].([]any)
+	for _, k := range kids {
+		walkPlan(k.(map[string]any), visit)
+	}
+}
