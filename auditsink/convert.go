@@ -42,8 +42,8 @@ type objectMeta struct {
 		Finalizers []string `json:"finalizers"` // Namespace
 	} `json:"spec"`
 	// Status is an object's status, or a Status's "Success"/"Failure".
-	Status json.RawMessage `json:"status"`
-	Details *struct { // Status
+	Status  json.RawMessage `json:"status"`
+	Details *struct {       // Status
 		Name string `json:"name"`
 		Kind string `json:"kind"`
 		UID  string `json:"uid"`
