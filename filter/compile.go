@@ -1,0 +1,258 @@
+package filter
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/options-record/options-record/api/v1alpha1"
+)
+
+// DefaultSinkNamespace is the sink's namespace when Options leaves it empty.
+const DefaultSinkNamespace = "options-record"
+
+// Options configure Compile.
+type Options struct {
+	// SinkNamespace is the namespace the sink runs in. Rules in it may
+	// select any namespace; rules elsewhere record only their own.
+	// Objects without a namespace (as in a standalone rules file) count as
+	// being in it. Default DefaultSinkNamespace.
+	SinkNamespace string
+}
+
+func (o Options) withDefaults() Options {
+	if o.SinkNamespace == "" {
+		o.SinkNamespace = DefaultSinkNamespace
+	}
+	return o
+}
+
+// RuleStatus is the outcome of compiling one OptionsRecordController, in the
+// terms of its Ready condition.
+type RuleStatus struct {
+	Namespace  string
+	Name       string
+	Generation int64 // the metadata.generation compiled, for observedGeneration
+	Ready      bool
+	Reason     string // v1alpha1.ReasonSynced, ReasonInvalidSpec or ReasonNamespaceOutOfScope
+	Message    string
+}
+
+// Limits of the spec. They repeat the CRD's validation markers in
+// api/v1alpha1, for objects that did not pass through the apiserver (a rules
+// file) or that an older CRD admitted.
+const (
+	maxListItems       = 64
+	maxNamespaceLength = 63
+	maxSubjectLength   = 512
+	maxGroupLength     = 253
+	maxResourceLength  = 127
+)
+
+var (
+	namespaceGlobRE = regexp.MustCompile(`^[a-z0-9*?-]+$`)
+	groupRE         = regexp.MustCompile(`^(\*|[a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`)
+	resourceRE      = regexp.MustCompile(`^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?(/[a-z0-9]([-a-z0-9]*[a-z0-9])?)?)$`)
+)
+
+const readyMessage = "the sink applies this rule"
+
+// Compile validates every object and compiles the valid ones into a rule
+// set. It returns one RuleStatus per object, in the order of objs. An
+// invalid object (Ready=false) is left out of the set; the others still
+// apply. Of several objects with the same namespace and name, the first
+// wins and the others are invalid. objs is not modified or retained.
+func Compile(objs []v1alpha1.OptionsRecordController, opts Options) (*Rules, []RuleStatus) {
+	opts = opts.withDefaults()
+	statuses := make([]RuleStatus, len(objs))
+	rules := make([]rule, 0, len(objs))
+	seen := make(map[string]bool, len(objs))
+	for i := range objs {
+		obj := &objs[i]
+		ns := obj.Namespace
+		if ns == "" {
+			ns = opts.SinkNamespace
+		}
+		st := RuleStatus{Namespace: ns, Name: obj.Name, Generation: obj.Generation}
+		key := ns + "/" + obj.Name
+		ru, errs := compileRule(obj, key, ns != opts.SinkNamespace)
+		switch {
+		case len(errs) > 0:
+			st.Reason, st.Message = v1alpha1.ReasonInvalidSpec, joinErrors(errs)
+		case seen[key]:
+			st.Reason, st.Message = v1alpha1.ReasonInvalidSpec, fmt.Sprintf("another object named %s came first", key)
+		case ns != opts.SinkNamespace && len(obj.Spec.Namespaces) > 0:
+			st.Reason = v1alpha1.ReasonNamespaceOutOfScope
+			st.Message = fmt.Sprintf("spec.namespaces may be set only in the sink's namespace %q; "+
+				"an object in namespace %q records its own namespace only", opts.SinkNamespace, ns)
+		default:
+			st.Ready, st.Reason, st.Message = true, v1alpha1.ReasonSynced, readyMessage
+			rules = append(rules, ru)
+		}
+		seen[key] = true
+		statuses[i] = st
+	}
+	slices.SortFunc(rules, func(a, b rule) int { return strings.Compare(a.name, b.name) })
+	set := &Rules{rules: rules, byNamespace: make(map[string][]int)}
+	for i := range rules {
+		set.maxRetention = max(set.maxRetention, rules[i].retention)
+		if ns := rules[i].ownNamespace; ns != "" {
+			set.byNamespace[ns] = append(set.byNamespace[ns], i)
+		} else {
+			set.global = append(set.global, i)
+		}
+	}
+	return set, statuses
+}
+
+// compileRule validates and compiles one object. outside is true when the
+// object is not in the sink's namespace.
+func compileRule(obj *v1alpha1.OptionsRecordController, key string, outside bool) (rule, field.ErrorList) {
+	var errs field.ErrorList
+	if obj.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("metadata", "name"), ""))
+	}
+	spec := &obj.Spec
+	p := field.NewPath("spec")
+	ru := rule{
+		name:             key,
+		names:            []string{key},
+		ignoreStatusOnly: spec.IgnoreStatusOnlyChanges == nil || *spec.IgnoreStatusOnlyChanges,
+		recordSecretData: spec.RecordSecretData,
+		retention:        v1alpha1.DefaultRetention,
+	}
+	if outside {
+		ru.ownNamespace = obj.Namespace
+	}
+
+	ru.namespaces = compileGlobs(&errs, p.Child("namespaces"), spec.Namespaces, validNamespaceGlob)
+	ru.excludeNamespaces = compileGlobs(&errs, p.Child("excludeNamespaces"), spec.ExcludeNamespaces, validNamespaceGlob)
+	ru.users = compileGlobs(&errs, p.Child("users"), spec.Users, validSubjectGlob)
+	ru.excludeUsers = compileGlobs(&errs, p.Child("excludeUsers"), spec.ExcludeUsers, validSubjectGlob)
+	ru.groups = compileGlobs(&errs, p.Child("userGroups"), spec.UserGroups, validSubjectGlob)
+	ru.excludeGroups = compileGlobs(&errs, p.Child("excludeUserGroups"), spec.ExcludeUserGroups, validSubjectGlob)
+	ru.resources = compileResources(&errs, p.Child("resources"), spec.Resources, ru.ignoreStatusOnly)
+	ru.verbs = compileVerbs(&errs, p.Child("verbs"), spec.Verbs)
+
+	if spec.Retention != nil {
+		if d := spec.Retention.Duration; d < v1alpha1.MinRetention {
+			errs = append(errs, field.Invalid(p.Child("retention"), d.String(),
+				fmt.Sprintf("must be at least %s", v1alpha1.MinRetention)))
+		} else {
+			ru.retention = d
+		}
+	}
+	return ru, errs
+}
+
+func joinErrors(errs field.ErrorList) string {
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func compileGlobs(errs *field.ErrorList, p *field.Path, patterns []string, valid func(string) string) globSet {
+	if len(patterns) > maxListItems {
+		*errs = append(*errs, field.TooMany(p, len(patterns), maxListItems))
+		return nil
+	}
+	var gs globSet
+	for i, pat := range patterns {
+		g, err := compileGlob(pat)
+		if err == nil {
+			if msg := valid(pat); msg != "" {
+				err = fmt.Errorf("%s", msg)
+			}
+		}
+		if err != nil {
+			*errs = append(*errs, field.Invalid(p.Index(i), pat, err.Error()))
+			continue
+		}
+		gs = append(gs, g)
+	}
+	return gs
+}
+
+func validNamespaceGlob(pat string) string {
+	switch {
+	case len(pat) > maxNamespaceLength:
+		return fmt.Sprintf("must be at most %d characters", maxNamespaceLength)
+	case !namespaceGlobRE.MatchString(pat):
+		return "may contain only lowercase letters, digits, '-', '*' and '?'"
+	}
+	return ""
+}
+
+func validSubjectGlob(pat string) string {
+	if len(pat) > maxSubjectLength {
+		return fmt.Sprintf("must be at most %d characters", maxSubjectLength)
+	}
+	return ""
+}
+
+func compileResources(errs *field.ErrorList, p *field.Path, sels []v1alpha1.ResourceSelector, ignoreStatusOnly bool) []resourceSelector {
+	if len(sels) > maxListItems {
+		*errs = append(*errs, field.TooMany(p, len(sels), maxListItems))
+		return nil
+	}
+	out := make([]resourceSelector, 0, len(sels))
+	for i, sel := range sels {
+		sp := p.Index(i)
+		rs := resourceSelector{group: sel.Group, anyGroup: sel.Group == "*"}
+		if len(sel.Group) > maxGroupLength || !groupRE.MatchString(sel.Group) {
+			*errs = append(*errs, field.Invalid(sp.Child("group"), sel.Group,
+				`must be "", "*" or an API group name (lowercase letters, digits, '-' and '.')`))
+		}
+		rp := sp.Child("resources")
+		switch {
+		case len(sel.Resources) == 0:
+			*errs = append(*errs, field.Required(rp, `list resources, or "*" for all`))
+		case len(sel.Resources) > maxListItems:
+			*errs = append(*errs, field.TooMany(rp, len(sel.Resources), maxListItems))
+		}
+		for j, res := range sel.Resources {
+			if len(res) > maxResourceLength || !resourceRE.MatchString(res) {
+				*errs = append(*errs, field.Invalid(rp.Index(j), res,
+					`must be "*", a plural resource name, or resource/subresource`))
+				continue
+			}
+			name, sub, isSub := strings.Cut(res, "/")
+			switch {
+			case res == "*":
+				rs.anyResource = true
+			case !isSub:
+				rs.resources = append(rs.resources, name)
+			default:
+				if sub == "status" && ignoreStatusOnly {
+					*errs = append(*errs, field.Invalid(rp.Index(j), res,
+						"selects only status changes, which ignoreStatusOnlyChanges (default true) drops; set it to false"))
+					continue
+				}
+				rs.subresources = append(rs.subresources, subresource{name, sub})
+			}
+		}
+		out = append(out, rs)
+	}
+	return out
+}
+
+func compileVerbs(errs *field.ErrorList, p *field.Path, verbs []v1alpha1.Verb) verbBit {
+	if len(verbs) == 0 {
+		return allVerbs
+	}
+	var bits verbBit
+	for i, v := range verbs {
+		b := parseVerb(string(v))
+		if b == 0 {
+			*errs = append(*errs, field.NotSupported(p.Index(i), v, v1alpha1.MutatingVerbs))
+			continue
+		}
+		bits |= b
+	}
+	return bits
+}
