@@ -1,8 +1,10 @@
 // Package filter decides which kube-apiserver audit events Options Record
 // records. It owns the rule language of the OptionsRecordController resource:
 // validating objects (Compile, with a Ready status per object), reading them
-// from a rules file (Parse, LoadFile), and matching events against the
-// compiled rule set (Rules.Match).
+// from a rules file (Parse, LoadFile), matching events against the compiled
+// rule set (Rules.Match), and saying which objects the rules cover
+// (Rules.Covers, Rules.CoversResource, WildcardExclusion) for baselines and
+// the audit policy.
 //
 // A Rules value is immutable and safe for concurrent use. The sink compiles
 // a new set whenever its OptionsRecordController objects change and swaps a
