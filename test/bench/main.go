@@ -1,0 +1,539 @@
+// Command bench measures `options-record serve` the way a fleet of
+// kube-apiservers loads it: it starts a throwaway PostgreSQL (fsync on) and
+// the sink as a separate process, POSTs pre-generated audit.k8s.io/v1
+// EventLists over HTTPS/HTTP/2 from several connections for a bounded time,
+// and prints throughput, ack latency, the sink's memory, the CPU of the sink
+// and of PostgreSQL, and the storage per kept event. It is a command, not a
+// test: `make bench` runs it.
+//
+//	go build -o bin/options-record ./cmd/options-record && go run ./test/bench [flags]
+//
+// It talks only to 127.0.0.1 (and to PostgreSQL over its private Unix
+// socket) and stops every process it started, also on error or Ctrl-C.
+package main
+
+import (
+	"context"
+	"debug/buildinfo"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+type options struct {
+	sinkBin   string
+	pgBinDir  string
+	mixes     []mix
+	rates     []float64 // per mix; 0: as fast as the sink acknowledges
+	workers   int
+	batchSize int
+	poolSize  int
+	warmup    time.Duration
+	duration  time.Duration
+	keep      bool
+	perfDir   string
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C kills the bench; the children then get their death signals
+	}()
+	if err := bench(ctx, o, stdout); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", errInterrupted, err)
+		}
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	var mixList, rateList string
+	fs.StringVar(&o.sinkBin, "sink", "bin/options-record", "the options-record binary to run as the sink (`make bench` builds it)")
+	fs.StringVar(&o.pgBinDir, "pg-bin", "", "directory of initdb and postgres (default: the newest /usr/lib/postgresql/*/bin)")
+	fs.StringVar(&mixList, "mix", "all,10pct", "mixes to run, in order: all (every event kept), 10pct (10% kept)")
+	fs.StringVar(&rateList, "rate", "0", "offered load in events/s, one value for every mix or one per mix (\"9600,36000\"); 0: as fast as acknowledged")
+	fs.IntVar(&o.workers, "workers", 6, "concurrent HTTP/2 connections (apiservers), each sending one batch at a time")
+	fs.IntVar(&o.batchSize, "batch", 400, "events per EventList (the apiserver's default batch size)")
+	fs.IntVar(&o.poolSize, "pool", 4, "distinct pre-generated batches per connection, replayed with fresh identities")
+	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "load before measuring")
+	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured time per mix")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories (database, sink log) for inspection")
+	fs.StringVar(&o.perfDir, "perf", "", "record a system-wide CPU profile of each measured window with `perf` into this directory")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	for key := range strings.SplitSeq(mixList, ",") {
+		i := slicesIndex(key)
+		if i < 0 {
+			return o, fmt.Errorf("-mix: unknown mix %q (want all or 10pct)", key)
+		}
+		o.mixes = append(o.mixes, mixes[i])
+	}
+	for r := range strings.SplitSeq(rateList, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
+		if err != nil || v < 0 {
+			return o, fmt.Errorf("-rate: %q is not a rate in events/s", r)
+		}
+		o.rates = append(o.rates, v)
+	}
+	switch {
+	case len(o.rates) == 1:
+		for len(o.rates) < len(o.mixes) {
+			o.rates = append(o.rates, o.rates[0])
+		}
+	case len(o.rates) != len(o.mixes):
+		return o, fmt.Errorf("-rate: %d values for %d mixes", len(o.rates), len(o.mixes))
+	}
+	if o.workers < 1 || o.batchSize < 1 || o.poolSize < 1 || o.duration <= 0 || o.warmup < 0 {
+		return o, errors.New("-workers, -batch, -pool and -duration must be positive")
+	}
+	if _, err := os.Stat(o.sinkBin); err != nil {
+		return o, fmt.Errorf("-sink: %w (build it: CGO_ENABLED=0 go build -trimpath -o bin/options-record ./cmd/options-record)", err)
+	}
+	abs, err := filepath.Abs(o.sinkBin)
+	if err != nil {
+		return o, fmt.Errorf("-sink: %w", err)
+	}
+	o.sinkBin = abs
+	return o, nil
+}
+
+func slicesIndex(key string) int {
+	for i, m := range mixes {
+		if m.key == strings.TrimSpace(key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// result is the measurement of one mix.
+type result struct {
+	mix          mix
+	rate         float64
+	pools        *pools
+	window       time.Duration
+	counts       counts
+	sinkCPU      time.Duration
+	pgCPU        time.Duration
+	pgProcs      int
+	benchCPU     time.Duration
+	sinkPeakRSS  int64
+	storage      storage
+	walBytes     int64
+	metrics      sinkMetrics
+	pg           pgInfo
+	perfFile     string
+	sinkLogLines int
+}
+
+func bench(ctx context.Context, o options, out io.Writer) error {
+	m := describeMachine(runtime.NumCPU())
+	fmt.Fprintf(out, "options-record bench, %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(out, "machine: %d CPUs (%s), %s RAM, load average before start: %s\n", m.cpus, m.model, m.memory, m.loadavg)
+	if load, err := strconv.ParseFloat(strings.Fields(m.loadavg + " x")[0], 64); err == nil && load > float64(m.cpus)/2 {
+		fmt.Fprintf(out, "WARNING: the machine is busy (1-minute load %.1f on %d CPUs): the results are noisy\n", load, m.cpus)
+	}
+	fmt.Fprintf(out, "sink: %s serve (%s), separate process, --log-level warn, default --webhook-max-in-flight (8)\n", o.sinkBin, buildDescription(o.sinkBin))
+	fmt.Fprintf(out, "load: %d connections (apiservers) over HTTPS, HTTP/2, one batch in flight each; %d events per EventList; warm-up %s, measured %s per mix\n",
+		o.workers, o.batchSize, o.warmup, o.duration)
+	fmt.Fprintf(out, "      non-2xx answers are retried like the apiserver does (Retry-After, else 1 s; %d attempts, then the batch is dropped)\n", maxAttempts)
+	fmt.Fprintln(out, "database: a throwaway PostgreSQL per mix (internal/pgembed) with fsync ON: an ack waits for the WAL flush, durability is part of what is measured")
+
+	var results []result
+	for i, mx := range o.mixes {
+		fmt.Fprintf(out, "\n== mix %q: %.0f%% of the events in namespaces a rule selects; offered load %s\n", mx.name, mx.kept*100, rateString(o.rates[i]))
+		r, err := runMix(ctx, o, mx, o.rates[i], out)
+		if err != nil {
+			return fmt.Errorf("mix %q: %w", mx.name, err)
+		}
+		results = append(results, r)
+		printMix(out, r)
+	}
+	printSummary(out, o, results)
+	return nil
+}
+
+// buildDescription says which source the sink binary was built from.
+func buildDescription(bin string) string {
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		return "build info unavailable: " + err.Error()
+	}
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = " with uncommitted changes"
+			}
+		}
+	}
+	if rev == "" {
+		return info.GoVersion + ", no VCS information"
+	}
+	return fmt.Sprintf("commit %.12s%s, %s", rev, modified, info.GoVersion)
+}
+
+func rateString(r float64) string {
+	if r == 0 {
+		return "unlimited (closed loop)"
+	}
+	return fmt.Sprintf("%.0f events/s", r)
+}
+
+func runMix(ctx context.Context, o options, mx mix, rate float64, out io.Writer) (r result, err error) {
+	r.mix, r.rate = mx, rate
+	// Bodies first: nothing generated while the clock runs.
+	if r.pools, err = generate(mx, o.workers, o.poolSize, o.batchSize); err != nil {
+		return r, err
+	}
+	fmt.Fprintf(out, "generated %d distinct batches (%d events, %.1f MiB, %.0f bytes per event, %.1f%% kept) in %s\n",
+		o.workers*o.poolSize, r.pools.events, float64(r.pools.bytes)/(1<<20), float64(r.pools.bytes)/float64(r.pools.events),
+		100*float64(r.pools.kept)/float64(r.pools.events), r.pools.generatedIn.Round(time.Millisecond))
+
+	e, err := startEnv(ctx, o)
+	if err != nil {
+		return r, err
+	}
+	defer e.close()
+	if r.pg, err = e.describePG(ctx); err != nil {
+		return r, err
+	}
+	fmt.Fprintf(out, "PostgreSQL %s (pid %d): %s\n", r.pg.version, e.pgPID, r.pg.settings)
+	fmt.Fprintf(out, "sink pid %d, webhook %s, metrics %s\n", e.sink.Process.Pid, strings.TrimSuffix(e.webhook, "?timeout=30s"), e.metrics)
+
+	ws := make([]*worker, o.workers)
+	for i := range ws {
+		c, err := newClient(e.caFile)
+		if err != nil {
+			return r, err
+		}
+		ws[i] = &worker{client: c, url: e.webhook, auth: "Bearer " + e.token, pool: r.pools.perWorker[i]}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	p := newPacer(rate, o.batchSize)
+	for _, w := range ws {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			w.run(ctx, stop, p)
+		}()
+	}
+	stopped := false
+	stopWorkers := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		close(stop)
+		deadline := time.After(90 * time.Second)
+		for range ws {
+			select {
+			case <-done:
+			case <-deadline:
+				fmt.Fprintln(os.Stderr, "bench: a connection did not finish its batch in 90 s")
+				return
+			}
+		}
+	}
+	defer stopWorkers()
+
+	if err := sleep(ctx, o.warmup); err != nil {
+		return r, err
+	}
+	if err := e.sinkAlive(); err != nil {
+		return r, err
+	}
+	sink0, err := processCPU(e.sink.Process.Pid)
+	if err != nil {
+		return r, err
+	}
+	pg0, _, err := treeCPU(e.pgPID)
+	if err != nil {
+		return r, err
+	}
+	self0, err := processCPU(os.Getpid())
+	if err != nil {
+		return r, err
+	}
+	wal0, err := e.walLSN(ctx)
+	if err != nil {
+		return r, err
+	}
+	perf := startPerf(o.perfDir, mx, out)
+	t0 := time.Now()
+	if err := sleep(ctx, o.duration); err != nil {
+		perf.stop()
+		return r, err
+	}
+	t1 := time.Now()
+	r.perfFile = perf.stop()
+	sink1, err := processCPU(e.sink.Process.Pid)
+	if err != nil {
+		return r, fmt.Errorf("%w: %w", err, e.sinkAlive())
+	}
+	pg1, n, err := treeCPU(e.pgPID)
+	if err != nil {
+		return r, err
+	}
+	self1, err := processCPU(os.Getpid())
+	if err != nil {
+		return r, err
+	}
+	wal1, err := e.walLSN(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.window = t1.Sub(t0)
+	r.sinkCPU, r.pgCPU, r.pgProcs, r.benchCPU, r.walBytes = sink1-sink0, pg1-pg0, n, self1-self0, wal1-wal0
+
+	stopWorkers()
+	r.counts = summarize(ws, t0, t1)
+	if r.counts.workerError != nil {
+		return r, r.counts.workerError
+	}
+	if err := e.sinkAlive(); err != nil {
+		return r, err
+	}
+	if r.sinkPeakRSS, err = peakRSS(e.sink.Process.Pid); err != nil {
+		return r, err
+	}
+	if r.metrics, err = e.scrape(); err != nil {
+		return r, err
+	}
+	if r.storage, err = e.storage(ctx); err != nil {
+		return r, err
+	}
+	if b, err := os.ReadFile(e.sinkLog); err == nil {
+		r.sinkLogLines = strings.Count(string(b), "\n")
+	}
+	return r, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// perfRun is an optional `perf record -a` of the measured window.
+type perfRun struct {
+	cmd  *exec.Cmd
+	file string
+}
+
+func startPerf(dir string, mx mix, out io.Writer) *perfRun {
+	if dir == "" {
+		return &perfRun{}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(out, "perf: %v\n", err)
+		return &perfRun{}
+	}
+	file := filepath.Join(dir, "perf-"+mx.key+".data")
+	cmd := exec.Command("perf", "record", "-a", "-g", "-F", "499", "-o", file)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGINT}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(out, "perf: %v (no profile)\n", err)
+		return &perfRun{}
+	}
+	return &perfRun{cmd: cmd, file: file}
+}
+
+func (p *perfRun) stop() string {
+	if p.cmd == nil {
+		return ""
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+	p.cmd = nil
+	return p.file
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+func thousands(n float64) string {
+	s := strconv.FormatInt(int64(n+0.5), 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func non2xxString(c counts) string {
+	if len(c.non2xx) == 0 {
+		return "none"
+	}
+	var parts []string
+	for code, n := range c.non2xx {
+		name := strconv.Itoa(code)
+		if code == 0 {
+			name = "network error"
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d", name, n))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+func printMix(out io.Writer, r result) {
+	c := r.counts
+	secs := r.window.Seconds()
+	fmt.Fprintf(out, "measured %.2f s: %s batches acknowledged (2xx) over %s, %s events/s accepted, %s events/s kept (sink's answers)\n",
+		secs, thousands(float64(c.batchesOK)), c.proto, thousands(float64(c.eventsOK)/secs), thousands(float64(c.keptOK)/secs))
+	fmt.Fprintf(out, "  ack latency per POST (2xx): p50 %s, p90 %s, p99 %s, max %s\n",
+		ms(quantile(c.latencies, .5)), ms(quantile(c.latencies, .9)), ms(quantile(c.latencies, .99)), ms(quantile(c.latencies, 1)))
+	fmt.Fprintf(out, "  non-2xx answers: %s; retries sent: %d; batches dropped after %d attempts: %d\n", non2xxString(c), c.retries, maxAttempts, c.dropped)
+	fmt.Fprintf(out, "  CPU in the window: sink %.1f s (%.2f cores), PostgreSQL %.1f s (%.2f cores, %d processes), load generator %.1f s (%.2f cores)\n",
+		r.sinkCPU.Seconds(), r.sinkCPU.Seconds()/secs, r.pgCPU.Seconds(), r.pgCPU.Seconds()/secs, r.pgProcs, r.benchCPU.Seconds(), r.benchCPU.Seconds()/secs)
+	fmt.Fprintf(out, "  sink peak RSS (VmHWM): %.1f MiB\n", float64(r.sinkPeakRSS)/(1<<20))
+	s := r.storage
+	perKept := 0.0
+	if s.events > 0 {
+		perKept = float64(s.eventBytes+s.versionBytes) / float64(s.events)
+	}
+	fmt.Fprintf(out, "  stored: %s events (%d partitions, %.1f MiB with indexes and TOAST), %s object versions (%.1f MiB): %s bytes per kept event\n",
+		thousands(float64(s.events)), s.partitions, float64(s.eventBytes)/(1<<20), thousands(float64(s.versions)), float64(s.versionBytes)/(1<<20), thousands(perKept))
+	if c.keptOK > 0 {
+		fmt.Fprintf(out, "  WAL written in the window: %.1f MiB, %s bytes per kept event\n", float64(r.walBytes)/(1<<20), thousands(float64(r.walBytes)/float64(c.keptOK)))
+	}
+	var drops []string
+	for reason, n := range r.metrics.dropped {
+		if n > 0 {
+			drops = append(drops, fmt.Sprintf("%s %s", reason, thousands(n)))
+		}
+	}
+	slices.Sort(drops)
+	if len(drops) == 0 {
+		drops = []string{"none"}
+	}
+	fmt.Fprintf(out, "  sink counters (whole run): received %s, kept %s, dropped: %s; sink log: %d lines at warn or above\n",
+		thousands(r.metrics.received), thousands(r.metrics.kept), strings.Join(drops, ", "), r.sinkLogLines)
+	if r.perfFile != "" {
+		fmt.Fprintf(out, "  perf profile: %s (perf report -i %s --no-children --sort comm,dso,sym)\n", r.perfFile, r.perfFile)
+	}
+}
+
+func printSummary(out io.Writer, o options, rs []result) {
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\n== summary (the issue's targets are for reference; p99 target applies at 80% of the target rate, see -rate)")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(name string, f func(r result) string, target string) {
+		fmt.Fprintf(tw, "%s\t", name)
+		for _, r := range rs {
+			fmt.Fprintf(tw, "%s\t", f(r))
+		}
+		fmt.Fprintf(tw, "%s\t\n", target)
+	}
+	row("", func(r result) string { return r.mix.name }, "target")
+	row("offered load (events/s)", func(r result) string {
+		if r.rate == 0 {
+			return "unlimited"
+		}
+		return thousands(r.rate)
+	}, "")
+	row("events/s accepted (2xx)", func(r result) string { return thousands(float64(r.counts.eventsOK) / r.window.Seconds()) },
+		targetList(rs, func(m mix) string { return "≥ " + thousands(m.target) }))
+	row("kept events/s", func(r result) string { return thousands(float64(r.counts.keptOK) / r.window.Seconds()) }, "")
+	row("batches (2xx)", func(r result) string { return thousands(float64(r.counts.batchesOK)) }, "")
+	row("ack p50", func(r result) string { return ms(quantile(r.counts.latencies, .5)) }, "")
+	row("ack p90", func(r result) string { return ms(quantile(r.counts.latencies, .9)) }, "")
+	row("ack p99", func(r result) string { return ms(quantile(r.counts.latencies, .99)) }, "≤ 250 ms at 80% of target rate")
+	row("ack max", func(r result) string { return ms(quantile(r.counts.latencies, 1)) }, "")
+	row("non-2xx / retries / dropped", func(r result) string {
+		n := 0
+		for _, v := range r.counts.non2xx {
+			n += v
+		}
+		return fmt.Sprintf("%d / %d / %d", n, r.counts.retries, r.counts.dropped)
+	}, "")
+	row("sink peak RSS", func(r result) string { return fmt.Sprintf("%.0f MiB", float64(r.sinkPeakRSS)/(1<<20)) }, "≤ 256 MiB")
+	row("sink CPU (cores)", func(r result) string { return fmt.Sprintf("%.2f", r.sinkCPU.Seconds()/r.window.Seconds()) }, "")
+	row("PostgreSQL CPU (cores)", func(r result) string { return fmt.Sprintf("%.2f", r.pgCPU.Seconds()/r.window.Seconds()) }, "")
+	row("load generator CPU (cores)", func(r result) string { return fmt.Sprintf("%.2f", r.benchCPU.Seconds()/r.window.Seconds()) }, "")
+	row("sink CPU µs per event", func(r result) string { return perEvent(r.sinkCPU, r.counts.eventsOK) }, "")
+	row("PostgreSQL CPU µs per kept event", func(r result) string { return perEvent(r.pgCPU, r.counts.keptOK) }, "")
+	row("stored bytes per kept event", func(r result) string {
+		if r.storage.events == 0 {
+			return "-"
+		}
+		return thousands(float64(r.storage.eventBytes+r.storage.versionBytes) / float64(r.storage.events))
+	}, "≤ 6,144")
+	row("WAL bytes per kept event", func(r result) string {
+		if r.counts.keptOK == 0 {
+			return "-"
+		}
+		return thousands(float64(r.walBytes) / float64(r.counts.keptOK))
+	}, "")
+	_ = tw.Flush()
+	fmt.Fprintf(out, "(%d CPUs shared by the load generator, the sink and PostgreSQL)\n", runtime.NumCPU())
+}
+
+func perEvent(d time.Duration, n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", float64(d.Microseconds())/float64(n))
+}
+
+func targetList(rs []result, f func(m mix) string) string {
+	var parts []string
+	for _, r := range rs {
+		parts = append(parts, f(r.mix))
+	}
+	return strings.Join(parts, " / ")
+}

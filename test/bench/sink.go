@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/options-record/options-record/internal/pgembed"
+)
+
+// env is one mix's throwaway PostgreSQL and sink process.
+type env struct {
+	dir      string // temporary; removed by close unless kept
+	keep     bool
+	pg       *pgembed.Server
+	pgPID    int
+	dsn      string
+	sink     *exec.Cmd
+	sinkDone chan struct{}
+	sinkErr  error
+	sinkLog  string
+	webhook  string // https://127.0.0.1:port/
+	metrics  string // http://127.0.0.1:port
+	caFile   string
+	token    string
+}
+
+// startEnv starts PostgreSQL (fsync on) in a temporary directory, then the
+// sink on it as a separate process, and waits until the sink is ready.
+// On error everything started is stopped again.
+func startEnv(ctx context.Context, o options) (_ *env, err error) {
+	dir, err := os.MkdirTemp(os.TempDir(), "options-record-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	e := &env{dir: dir, keep: o.keep}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	// PostgreSQL runs as the postgres account when we are root: it must be
+	// able to enter the directory.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	pgCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	e.pg, err = pgembed.Start(pgCtx, pgembed.Options{
+		DataDir: filepath.Join(dir, "pg"),
+		BinDir:  o.pgBinDir,
+		Fsync:   true, // durability is part of what is measured
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start PostgreSQL: %w", err)
+	}
+	e.dsn = e.pg.ConnString()
+	if e.pgPID, err = postmasterPID(filepath.Join(dir, "pg", "pgdata")); err != nil {
+		return nil, err
+	}
+
+	rules := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rules, []byte(rulesYAML), 0o644); err != nil {
+		return nil, fmt.Errorf("rules file: %w", err)
+	}
+	webhookAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	sinkDir := filepath.Join(dir, "sink")
+	e.sinkLog = filepath.Join(dir, "sink.log")
+	logf, err := os.Create(e.sinkLog)
+	if err != nil {
+		return nil, fmt.Errorf("sink log: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(o.sinkBin, "serve",
+		"--database-url", e.dsn,
+		"--data-dir", sinkDir,
+		"--rules-file", rules,
+		"--webhook-bind-address", webhookAddr,
+		"--metrics-bind-address", metricsAddr,
+		"--log-level", "warn",
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "OPTIONS_RECORD_DATABASE_URL=")
+	// Its own process group, so a terminal's Ctrl-C reaches only the bench,
+	// which stops the sink before PostgreSQL; and SIGTERM if the bench dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s serve: %w", o.sinkBin, err)
+	}
+	e.sink, e.sinkDone = cmd, make(chan struct{})
+	go func() {
+		e.sinkErr = cmd.Wait()
+		close(e.sinkDone)
+	}()
+	e.webhook = "https://" + webhookAddr + "/audit?timeout=30s"
+	e.metrics = "http://" + metricsAddr
+	if err := e.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	e.caFile = filepath.Join(sinkDir, "tls", "ca.crt")
+	tok, err := os.ReadFile(filepath.Join(sinkDir, "webhook-token"))
+	if err != nil {
+		return nil, fmt.Errorf("webhook token: %w", err)
+	}
+	e.token = strings.TrimSpace(string(tok))
+	return e, nil
+}
+
+// freeAddr returns a free loopback address.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func (e *env) waitReady(ctx context.Context) error {
+	c := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		resp, err := c.Get(e.metrics + "/readyz")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-e.sinkDone:
+			return fmt.Errorf("the sink exited (%v) before it was ready: %s", e.sinkErr, e.logTail())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the sink was not ready after 60 s (last: %s): %s", last, e.logTail())
+}
+
+// logTail is the end of the sink's log, for error messages.
+func (e *env) logTail() string {
+	b, _ := os.ReadFile(e.sinkLog)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	if len(b) == 0 {
+		return "(empty log)"
+	}
+	return "sink log:\n" + string(b)
+}
+
+// sinkAlive reports an error if the sink exited.
+func (e *env) sinkAlive() error {
+	select {
+	case <-e.sinkDone:
+		return fmt.Errorf("the sink exited: %v: %s", e.sinkErr, e.logTail())
+	default:
+		return nil
+	}
+}
+
+// stopSink stops the sink gracefully (SIGTERM: it drains in-flight batches),
+// then kills it after 40 s.
+func (e *env) stopSink() {
+	if e.sink == nil {
+		return
+	}
+	select {
+	case <-e.sinkDone:
+		return
+	default:
+	}
+	_ = e.sink.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.sinkDone:
+	case <-time.After(40 * time.Second):
+		_ = syscall.Kill(-e.sink.Process.Pid, syscall.SIGKILL)
+		<-e.sinkDone
+	}
+}
+
+// close stops the sink, then PostgreSQL, and removes the directory.
+func (e *env) close() {
+	e.stopSink()
+	if e.pg != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		if err := e.pg.Stop(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: stopping PostgreSQL: %v\n", err)
+		}
+		cancel()
+	}
+	if e.keep {
+		fmt.Fprintf(os.Stderr, "bench: kept %s\n", e.dir)
+		return
+	}
+	if err := os.RemoveAll(e.dir); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: removing %s: %v\n", e.dir, err)
+	}
+}
+
+// pgInfo is what the report says about the database.
+type pgInfo struct {
+	version  string
+	settings string
+}
+
+func (e *env) describePG(ctx context.Context) (pgInfo, error) {
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		return pgInfo{}, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var info pgInfo
+	if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&info.version); err != nil {
+		return info, fmt.Errorf("server_version: %w", err)
+	}
+	var parts []string
+	for _, s := range []string{"fsync", "synchronous_commit", "full_page_writes", "wal_sync_method", "shared_buffers", "default_toast_compression"} {
+		var v string
+		if err := conn.QueryRow(ctx, "SELECT current_setting($1)", s).Scan(&v); err != nil {
+			return info, fmt.Errorf("%s: %w", s, err)
+		}
+		parts = append(parts, s+"="+v)
+	}
+	var checksums string
+	if err := conn.QueryRow(ctx, "SHOW data_checksums").Scan(&checksums); err == nil {
+		parts = append(parts, "data_checksums="+checksums)
+	}
+	info.settings = strings.Join(parts, " ")
+	return info, nil
+}
+
+// walLSN is the current WAL insert position, in bytes.
+func (e *env) walLSN(ctx context.Context) (int64, error) {
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		return 0, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var n int64
+	if err := conn.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint").Scan(&n); err != nil {
+		return 0, fmt.Errorf("wal position: %w", err)
+	}
+	return n, nil
+}
+
+// storage is the size of the record.
+type storage struct {
+	events, versions         int64
+	eventBytes, versionBytes int64
+	partitions               int
+}
+
+func (e *env) storage(ctx context.Context) (storage, error) {
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		return storage{}, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var s storage
+	err = conn.QueryRow(ctx, `
+SELECT (SELECT count(*) FROM events),
+       (SELECT count(*) FROM object_versions),
+       (SELECT coalesce(sum(pg_total_relation_size(inhrelid)), 0)::bigint FROM pg_inherits WHERE inhparent = 'events'::regclass),
+       (SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass),
+       pg_total_relation_size('object_versions')`).Scan(&s.events, &s.versions, &s.eventBytes, &s.partitions, &s.versionBytes)
+	if err != nil {
+		return s, fmt.Errorf("storage: %w", err)
+	}
+	return s, nil
+}
+
+// sinkMetrics are counters scraped from the sink's /metrics.
+type sinkMetrics struct {
+	received, kept float64
+	dropped        map[string]float64 // by reason
+	batches        map[string]float64 // by outcome
+}
+
+func (e *env) scrape() (sinkMetrics, error) {
+	m := sinkMetrics{dropped: map[string]float64{}, batches: map[string]float64{}}
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(e.metrics + "/metrics")
+	if err != nil {
+		return m, fmt.Errorf("scrape metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return m, fmt.Errorf("scrape metrics: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return m, fmt.Errorf("scrape metrics: %s", resp.Status)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		name, labels, _ := strings.Cut(line[:i], "{")
+		switch name {
+		case "options_record_events_received_total":
+			m.received += v
+		case "options_record_events_kept_total":
+			m.kept += v
+		case "options_record_events_dropped_total":
+			m.dropped[label(labels, "reason")] += v
+		case "options_record_batches_total":
+			m.batches[label(labels, "outcome")] += v
+		}
+	}
+	return m, nil
+}
+
+// label extracts one label's value from `a="x",b="y"}`.
+func label(labels, name string) string {
+	for part := range strings.SplitSeq(strings.TrimSuffix(labels, "}"), ",") {
+		if k, v, ok := strings.Cut(part, "="); ok && k == name {
+			if s, err := strconv.Unquote(v); err == nil {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+var errInterrupted = errors.New("interrupted")
