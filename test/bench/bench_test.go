@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/filter"
+	"github.com/options-record/options-record/store"
+)
+
+// nopWriter stands in for PostgreSQL: the benchmarks measure the sink's own
+// work on a batch (decode, filter, convert), not the database's.
+type nopWriter struct{}
+
+func (nopWriter) WriteBatch(_ context.Context, b *store.Batch) (store.WriteResult, error) {
+	return store.WriteResult{Events: len(b.Events), Versions: len(b.Versions)}, nil
+}
+
+func benchRules(tb testing.TB) *filter.Rules {
+	tb.Helper()
+	objs, err := filter.Parse([]byte(rulesYAML))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rules, statuses := filter.Compile(objs, filter.Options{})
+	for _, s := range statuses {
+		if !s.Ready {
+			tb.Fatalf("rule %s/%s: %s", s.Namespace, s.Name, s.Message)
+		}
+	}
+	return rules
+}
+
+// TestWorkload checks that the generated batches are what the bench claims:
+// valid EventLists, the mix's fraction kept with no event dropped as noise,
+// one object version per kept event, and new identities in every round.
+func TestWorkload(t *testing.T) {
+	rules := benchRules(t)
+	for _, m := range mixes {
+		t.Run(m.key, func(t *testing.T) {
+			p, err := generate(m, 2, 2, 400)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := int(float64(p.events) * m.kept); p.kept != want {
+				t.Errorf("kept %d of %d events, want %d", p.kept, p.events, want)
+			}
+			if per := p.bytes / p.events; per < 6000 || per > 10000 {
+				t.Errorf("%d bytes per event, want about 8 KB", per)
+			}
+			pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, nopWriter{}, nil, nil)
+			keys := map[string]bool{}
+			for round := 1; round <= 2; round++ {
+				for _, ts := range p.perWorker {
+					for _, tpl := range ts {
+						tpl.stamp(round, time.Now())
+						evs, bad, err := auditsink.DecodeEventList(tpl.body, time.Now())
+						if err != nil || len(bad) > 0 {
+							t.Fatalf("decode: %v, skipped %v", err, bad)
+						}
+						for i := range evs {
+							k := string(auditsink.EventKey("default", &evs[i]))
+							if keys[k] {
+								t.Fatalf("event %s repeats an identity", evs[i].AuditID)
+							}
+							keys[k] = true
+						}
+						out, err := pipe.Process(context.Background(), "default", evs, nil)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if out.Kept != tpl.kept || out.Written.Versions != tpl.kept || len(out.Skipped) > 0 {
+							t.Fatalf("kept %d, versions %d, skipped %v; want %d kept with one version each (dropped: %v)",
+								out.Kept, out.Written.Versions, out.Skipped, tpl.kept, out.Dropped)
+						}
+						for reason := range out.Dropped {
+							if reason != string(filter.DropNoRule) {
+								t.Fatalf("dropped for %s: %v", reason, out.Dropped)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPipeline is the sink's CPU per batch without PostgreSQL, TLS or
+// HTTP: decoding the EventList (auditsink.DecodeEventList) and filtering and
+// converting the events into rows (Pipeline.Process with a writer that
+// stores nothing), on the bench's own batches. Profile it with
+//
+//	go test ./test/bench -run '^$' -bench Pipeline -cpuprofile cpu.out
+//	go tool pprof -top -nodecount 40 test/bench.test cpu.out
+func BenchmarkPipeline(b *testing.B) {
+	rules := benchRules(b)
+	for _, m := range mixes {
+		p, err := generate(m, 1, 8, 400)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ts := p.perWorker[0]
+		for _, t := range ts {
+			t.stamp(1, time.Now())
+		}
+		pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, nopWriter{}, nil, nil)
+		ctx := context.Background()
+
+		b.Run(m.key+"/decode", func(b *testing.B) {
+			b.SetBytes(int64(p.bytes / len(ts)))
+			for i := 0; b.Loop(); i++ {
+				if _, _, err := auditsink.DecodeEventList(ts[i%len(ts)].body, time.Now()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*400), "µs/event")
+		})
+		decoded := make([][]auditv1.Event, len(ts))
+		for i, t := range ts {
+			evs, _, err := auditsink.DecodeEventList(t.body, time.Now())
+			if err != nil {
+				b.Fatal(err)
+			}
+			decoded[i] = evs
+		}
+		b.Run(m.key+"/filter+convert", func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, err := pipe.Process(ctx, "default", decoded[i%len(ts)], nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*400), "µs/event")
+		})
+		b.Run(m.key+"/all", func(b *testing.B) {
+			b.SetBytes(int64(p.bytes / len(ts)))
+			for i := 0; b.Loop(); i++ {
+				evs, bad, err := auditsink.DecodeEventList(ts[i%len(ts)].body, time.Now())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := pipe.Process(ctx, "default", evs, bad); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*400), "µs/event")
+		})
+	}
+}
