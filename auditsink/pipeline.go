@@ -29,14 +29,45 @@ type StaticRules struct{ Rules *filter.Rules }
 // RulesFor implements RuleSource.
 func (s StaticRules) RulesFor(string) *filter.Rules { return s.Rules }
 
+// Observer sees every decoded batch before it is filtered: a rule source
+// follows OptionsRecordController changes through it, so a changed rule
+// applies to the rest of the same batch.
+type Observer interface {
+	ObserveEvents(cluster string, evs []auditv1.Event) bool
+}
+
 // Pipeline filters decoded events, converts the kept ones into rows and
 // writes them as one batch.
 type Pipeline struct {
-	rules   RuleSource
-	writer  Writer
-	metrics *Metrics
-	log     *slog.Logger
+	rules    RuleSource
+	writer   Writer
+	metrics  *Metrics
+	log      *slog.Logger
+	observer Observer
+	self     func(cluster string, ev *auditv1.Event) bool
+	onStored func(cluster string, events []store.Event)
 }
+
+// WithObserver sets the observer of decoded batches.
+func (p *Pipeline) WithObserver(o Observer) *Pipeline { p.observer = o; return p }
+
+// WithSelf sets the test for events caused by the sink's own requests (its
+// LISTs and status writes), which are never recorded. Restores, which the
+// sink performs impersonating an operator, are not its own.
+func (p *Pipeline) WithSelf(fn func(cluster string, ev *auditv1.Event) bool) *Pipeline {
+	p.self = fn
+	return p
+}
+
+// WithOnStored sets a function called with the events of each stored batch
+// (for per-rule statistics).
+func (p *Pipeline) WithOnStored(fn func(cluster string, events []store.Event)) *Pipeline {
+	p.onStored = fn
+	return p
+}
+
+// reasonSelf drops the sink's own requests.
+const reasonSelf = "self"
 
 // NewPipeline builds a pipeline. metrics and log may be nil.
 func NewPipeline(rules RuleSource, w Writer, m *Metrics, log *slog.Logger) *Pipeline {
@@ -96,10 +127,17 @@ func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1
 		out.Received += n
 		out.drop(reason, n)
 	}
+	if p.observer != nil {
+		p.observer.ObserveEvents(cluster, events)
+	}
 	rules := p.rules.RulesFor(cluster)
 	batch := &store.Batch{}
 	for i := range events {
 		ev := &events[i]
+		if p.self != nil && p.self(cluster, ev) {
+			out.drop(reasonSelf, 1)
+			continue
+		}
 		d := rules.Match(ev)
 		if !d.Keep {
 			out.drop(string(d.Reason), 1)
@@ -129,6 +167,9 @@ func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1
 	}
 	out.Written = res
 	p.record(cluster, &out)
+	if p.onStored != nil && len(batch.Events) > 0 {
+		p.onStored(cluster, batch.Events)
+	}
 	return out, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/options-record/options-record/internal/app"
 )
@@ -114,8 +115,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Int64Var(&o.MaxBodyBytes, "webhook-max-body-bytes", 64<<20, "largest EventList body accepted")
 	fs.IntVar(&o.MaxInFlight, "webhook-max-in-flight", 8, "batches processed at once; more get 429 and are retried")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:9090", "address of /metrics, /healthz and /readyz (plain HTTP)")
+	k := app.KubeOptions{}
+	inCluster := fs.Bool("in-cluster", false, "follow the OptionsRecordController objects of the cluster the sink runs in (in-cluster config)")
+	fs.StringVar(&k.Kubeconfig, "kubeconfig", "", "follow the OptionsRecordController objects of this kubeconfig's cluster")
+	fs.DurationVar(&k.Resync, "resync", 10*time.Minute, "period of the safety-net LIST of OptionsRecordControllers")
+	fs.DurationVar(&k.StatusInterval, "status-interval", 15*time.Second, "how often OptionsRecordController statuses are written at most")
+	fs.BoolVar(&k.Baseline, "baseline", true, "LIST the objects a rule begins to cover and store them as baseline versions")
+	fs.StringVar(&k.Identity, "identity", os.Getenv("POD_NAME"), "this replica's name in the status Lease (default: hostname)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *inCluster || k.Kubeconfig != "" {
+		o.Kube = &k
 	}
 	o.Database, o.Rules, o.Cluster, o.Logger = c.database(), c.rules(), c.cluster, c.logger(stderr)
 	return app.Serve(ctx, o)

@@ -17,6 +17,25 @@ type RulesOptions struct {
 	Namespace string
 }
 
+// loadRuleObjects reads the rules files.
+func loadRuleObjects(o RulesOptions, log *slog.Logger) ([]v1alpha1.OptionsRecordController, error) {
+	var objs []v1alpha1.OptionsRecordController
+	for _, f := range o.Files {
+		got, err := filter.LoadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("rules file %s: %w", f, err)
+		}
+		objs = append(objs, got...)
+	}
+	_, statuses := filter.Compile(objs, filter.Options{SinkNamespace: o.Namespace})
+	for _, s := range statuses {
+		if !s.Ready {
+			log.Warn("rule not applied", "namespace", s.Namespace, "name", s.Name, "reason", s.Reason, "message", s.Message)
+		}
+	}
+	return objs, nil
+}
+
 // loadRules compiles the rules files. A rule that is not Ready is logged
 // and not applied; a file that cannot be read or parsed is an error.
 func loadRules(o RulesOptions, log *slog.Logger) (*filter.Rules, error) {

@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/filter"
+	"github.com/options-record/options-record/filter/rulesync"
 	"github.com/options-record/options-record/internal/certs"
 	"github.com/options-record/options-record/store"
 )
@@ -37,7 +39,11 @@ type ServeOptions struct {
 	MaxBodyBytes int64
 	MaxInFlight  int
 	MetricsAddr  string
-	Logger       *slog.Logger
+	// Kube is the cluster the sink runs in: rules from its
+	// OptionsRecordController objects, statuses, baselines. Nil: standalone
+	// (rules from files only).
+	Kube   *KubeOptions
+	Logger *slog.Logger
 	// OnListening, if set, is called with the bound addresses once both
 	// listeners are up (tests listen on port 0).
 	OnListening func(webhook, metrics net.Addr)
@@ -53,10 +59,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if o.Cluster == "" {
 		o.Cluster = "default"
 	}
-	rules, err := loadRules(o.Rules, log)
+	static, err := loadRuleObjects(o.Rules, log)
 	if err != nil {
 		return err
 	}
+	registry := rulesync.NewRegistry(static, filter.Options{SinkNamespace: o.Rules.Namespace})
 	tlsCfg, auth, err := webhookSecurity(&o, log)
 	if err != nil {
 		return err
@@ -82,7 +89,19 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := auditsink.NewMetrics(reg)
-	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, metrics, log)
+	pipe := auditsink.NewPipeline(registry, st, metrics, log).WithObserver(registry)
+	var syncer *rulesync.Syncer
+	if o.Kube != nil {
+		if syncer, err = startSyncer(ctx, o, registry, st, log); err != nil {
+			return err
+		}
+		pipe.WithSelf(syncer.IsSelf).WithOnStored(syncer.OnStored)
+		syncCtx, stopSync := context.WithCancel(ctx)
+		syncDone := make(chan struct{})
+		go func() { defer close(syncDone); syncer.Run(syncCtx) }()
+		defer func() { stopSync(); <-syncDone }()
+	}
+	rules := registry.RulesFor(o.Cluster)
 	h, err := auditsink.NewHandler(auditsink.HandlerOptions{
 		Pipeline: pipe, Authenticator: auth, MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight,
 		Metrics: metrics, Logger: log,
@@ -125,7 +144,10 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	errc := make(chan error, 2)
 	go func() { errc <- webhookSrv.ServeTLS(webhookLn, "", "") }()
 	go func() { errc <- metricsSrv.Serve(metricsLn) }()
-	go maintain(ctx, st, rules.MaxRetention(), log)
+	maintCtx, stopMaint := context.WithCancel(ctx)
+	maintDone := make(chan struct{})
+	go func() { defer close(maintDone); maintain(maintCtx, st, rules.MaxRetention(), log) }()
+	defer func() { stopMaint(); <-maintDone }()
 	log.Info("serving the audit webhook", "webhook", webhookLn.Addr().String(), "metrics", metricsLn.Addr().String(),
 		"rules", rules.Len())
 	if o.OnListening != nil {

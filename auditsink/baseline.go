@@ -1,0 +1,67 @@
+package auditsink
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/options-record/options-record/store"
+)
+
+// BaselineObject is one object as a LIST returned it.
+type BaselineObject struct {
+	Cluster    string
+	APIGroup   string
+	APIVersion string
+	Resource   string
+	Raw        []byte // the object's JSON
+	Rules      []string
+	// RecordSecretData keeps Secret values in clear (a rule asks for it).
+	RecordSecretData bool
+	ObservedAt       time.Time
+}
+
+// BaselineVersion turns a listed object into a baseline version: a known
+// state that gives the first recorded change after it a prior state. Secret
+// values are digested unless RecordSecretData.
+func BaselineVersion(o BaselineObject) (store.Version, error) {
+	var meta objectMeta
+	if err := json.Unmarshal(o.Raw, &meta); err != nil {
+		return store.Version{}, fmt.Errorf("baseline object: %w", err)
+	}
+	if meta.Metadata.UID == "" {
+		return store.Version{}, errors.New("baseline object has no uid")
+	}
+	rv, err := parseRV(meta.Metadata.ResourceVersion)
+	if err != nil || rv == nil {
+		return store.Version{}, fmt.Errorf("baseline object %s/%s: bad resourceVersion %q", meta.Metadata.Namespace, meta.Metadata.Name, meta.Metadata.ResourceVersion)
+	}
+	raw := o.Raw
+	digested := false
+	if !o.RecordSecretData && (o.APIGroup == "" && o.Resource == "secrets" || meta.Kind == "Secret" && meta.APIVersion == "v1") {
+		raw, digested = digestObject(raw), true
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "baseline\x00%s\x00%s\x00%d", o.Cluster, meta.Metadata.UID, *rv)
+	return store.Version{
+		Cluster:         o.Cluster,
+		UID:             meta.Metadata.UID,
+		Key:             h.Sum(nil),
+		ResourceVersion: rv,
+		Origin:          store.OriginBaseline,
+		Verb:            "baseline",
+		ChangedAt:       o.ObservedAt,
+		APIGroup:        o.APIGroup,
+		APIVersion:      o.APIVersion,
+		Kind:            meta.Kind,
+		Resource:        o.Resource,
+		Namespace:       meta.Metadata.Namespace,
+		Name:            meta.Metadata.Name,
+		Complete:        true,
+		Object:          compactJSON(raw),
+		SecretDigested:  digested,
+		Rules:           o.Rules,
+	}, nil
+}

@@ -1,0 +1,289 @@
+package rulesync
+
+import (
+	"encoding/json"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/types"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/options-record/options-record/api/v1alpha1"
+	"github.com/options-record/options-record/filter"
+)
+
+// Registry is the per-cluster set of OptionsRecordController objects and the
+// rules compiled from them. It is safe for concurrent use.
+type Registry struct {
+	opts   filter.Options
+	static []v1alpha1.OptionsRecordController
+
+	mu       sync.Mutex
+	clusters map[string]*clusterObjects
+	// compiled maps a cluster to its rules; replaced as a whole on change.
+	compiled atomic.Pointer[map[string]*compiled]
+	staticR  *compiled
+	onChange []func(cluster string)
+}
+
+type compiled struct {
+	rules    *filter.Rules
+	statuses []filter.RuleStatus
+	objects  []v1alpha1.OptionsRecordController
+}
+
+// clusterObjects are the objects known for one cluster, by uid.
+type clusterObjects struct {
+	objs map[types.UID]known
+	// gone remembers deleted uids so an older event arriving late does not
+	// bring an object back.
+	gone map[types.UID]bool
+}
+
+type known struct {
+	obj v1alpha1.OptionsRecordController
+	rv  int64
+}
+
+// NewRegistry starts with the static rules (from --rules-file), which apply
+// to every cluster.
+func NewRegistry(static []v1alpha1.OptionsRecordController, opts filter.Options) *Registry {
+	r := &Registry{opts: opts, static: static, clusters: map[string]*clusterObjects{}}
+	rules, st := filter.Compile(static, opts)
+	r.staticR = &compiled{rules: rules, statuses: st, objects: static}
+	empty := map[string]*compiled{}
+	r.compiled.Store(&empty)
+	return r
+}
+
+// OnChange registers fn to be called (outside the lock) with a cluster whose
+// objects changed.
+func (r *Registry) OnChange(fn func(cluster string)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onChange = append(r.onChange, fn)
+}
+
+// RulesFor returns the rules in force for a cluster's events.
+func (r *Registry) RulesFor(cluster string) *filter.Rules {
+	if c, ok := (*r.compiled.Load())[cluster]; ok {
+		return c.rules
+	}
+	return r.staticR.rules
+}
+
+// Statuses returns the compile outcome of each object of a cluster (static
+// rules included).
+func (r *Registry) Statuses(cluster string) []filter.RuleStatus {
+	if c, ok := (*r.compiled.Load())[cluster]; ok {
+		return c.statuses
+	}
+	return r.staticR.statuses
+}
+
+// Objects returns the cluster's OptionsRecordController objects as known now
+// (not the static ones).
+func (r *Registry) Objects(cluster string) []v1alpha1.OptionsRecordController {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.clusters[cluster]
+	if c == nil {
+		return nil
+	}
+	return c.sorted()
+}
+
+func (c *clusterObjects) sorted() []v1alpha1.OptionsRecordController {
+	out := make([]v1alpha1.OptionsRecordController, 0, len(c.objs))
+	for _, k := range c.objs {
+		out = append(out, k.obj)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+func (r *Registry) cluster(name string) *clusterObjects {
+	c := r.clusters[name]
+	if c == nil {
+		c = &clusterObjects{objs: map[types.UID]known{}, gone: map[types.UID]bool{}}
+		r.clusters[name] = c
+	}
+	return c
+}
+
+// Replace makes a LIST the truth for a cluster: objects it returns are
+// upserted unless a newer copy is known (an audit event newer than the
+// LIST), objects it does not return are removed unless they are newer than
+// the LIST (created after it).
+func (r *Registry) Replace(cluster string, objs []v1alpha1.OptionsRecordController, listRV int64) {
+	r.mu.Lock()
+	c := r.cluster(cluster)
+	seen := map[types.UID]bool{}
+	changed := false
+	for _, o := range objs {
+		seen[o.UID] = true
+		changed = c.upsert(o) || changed
+	}
+	for uid, k := range c.objs {
+		if !seen[uid] && (listRV == 0 || k.rv <= listRV) {
+			delete(c.objs, uid)
+			c.gone[uid] = true
+			changed = true
+		}
+	}
+	fns := r.recompile(cluster, changed)
+	r.mu.Unlock()
+	for _, fn := range fns {
+		fn(cluster)
+	}
+}
+
+// upsert stores o unless the known copy is at least as new. It reports
+// whether anything changed.
+func (c *clusterObjects) upsert(o v1alpha1.OptionsRecordController) bool {
+	if c.gone[o.UID] {
+		return false
+	}
+	rv, _ := strconv.ParseInt(o.ResourceVersion, 10, 64)
+	if k, ok := c.objs[o.UID]; ok && k.rv >= rv {
+		return false
+	}
+	c.objs[o.UID] = known{obj: o, rv: rv}
+	return true
+}
+
+func (c *clusterObjects) remove(uid types.UID, namespace, name string) bool {
+	if uid == "" {
+		for u, k := range c.objs {
+			if k.obj.Namespace == namespace && k.obj.Name == name {
+				uid = u
+			}
+		}
+		if uid == "" {
+			return false
+		}
+	}
+	c.gone[uid] = true
+	if _, ok := c.objs[uid]; ok {
+		delete(c.objs, uid)
+		return true
+	}
+	return false
+}
+
+// recompile rebuilds the cluster's rules when changed (or when the cluster
+// has none yet) and returns the change callbacks to run. Called with r.mu held.
+func (r *Registry) recompile(cluster string, changed bool) []func(string) {
+	cur := *r.compiled.Load()
+	if _, ok := cur[cluster]; ok && !changed {
+		return nil
+	}
+	objs := append(append([]v1alpha1.OptionsRecordController(nil), r.static...), r.clusters[cluster].sorted()...)
+	rules, st := filter.Compile(objs, r.opts)
+	next := make(map[string]*compiled, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	next[cluster] = &compiled{rules: rules, statuses: st, objects: objs}
+	r.compiled.Store(&next)
+	return append([]func(string){}, r.onChange...)
+}
+
+// ObserveEvents applies the successful, non-dry-run audit events about
+// OptionsRecordControllers in evs: their responseObject is the object as
+// written; a delete removes it. It returns whether the rules changed.
+func (r *Registry) ObserveEvents(cluster string, evs []auditv1.Event) bool {
+	var changed, any bool
+	r.mu.Lock()
+	for i := range evs {
+		ev := &evs[i]
+		if !isControllerEvent(ev) {
+			continue
+		}
+		any = true
+		changed = r.apply(r.cluster(cluster), ev) || changed
+	}
+	var fns []func(string)
+	if any {
+		fns = r.recompile(cluster, changed)
+	}
+	r.mu.Unlock()
+	for _, fn := range fns {
+		fn(cluster)
+	}
+	return changed
+}
+
+func isControllerEvent(ev *auditv1.Event) bool {
+	ref := ev.ObjectRef
+	if ref == nil || ref.APIGroup != v1alpha1.GroupVersion.Group || ref.Resource != "optionsrecordcontrollers" {
+		return false
+	}
+	if ev.Stage != auditv1.StageResponseComplete || ev.ResponseStatus == nil || ev.ResponseStatus.Code >= 300 {
+		return false
+	}
+	return !filter.IsDryRun(ev)
+}
+
+func (r *Registry) apply(c *clusterObjects, ev *auditv1.Event) bool {
+	if ev.ResponseObject == nil {
+		return false
+	}
+	raw := ev.ResponseObject.Raw
+	switch ev.Verb {
+	case "create", "update", "patch":
+		var o v1alpha1.OptionsRecordController
+		if json.Unmarshal(raw, &o) != nil || o.Kind != "OptionsRecordController" || o.UID == "" {
+			return false
+		}
+		return c.upsert(o)
+	case "delete":
+		// Custom objects answer a delete with a Status; the object itself
+		// when finalizers hold it.
+		var st struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				UID        types.UID `json:"uid"`
+				Finalizers []string  `json:"finalizers"`
+			} `json:"metadata"`
+			Details *struct {
+				UID types.UID `json:"uid"`
+			} `json:"details"`
+		}
+		if json.Unmarshal(raw, &st) != nil {
+			return false
+		}
+		if st.Kind == v1alpha1.Kind && len(st.Metadata.Finalizers) > 0 {
+			var o v1alpha1.OptionsRecordController
+			if json.Unmarshal(raw, &o) != nil {
+				return false
+			}
+			return c.upsert(o) // deletion pending
+		}
+		uid := ev.ObjectRef.UID
+		if st.Details != nil && st.Details.UID != "" {
+			uid = st.Details.UID
+		} else if st.Metadata.UID != "" {
+			uid = st.Metadata.UID
+		}
+		return c.remove(uid, ev.ObjectRef.Namespace, ev.ObjectRef.Name)
+	case "deletecollection":
+		var l v1alpha1.OptionsRecordControllerList
+		if json.Unmarshal(raw, &l) != nil {
+			return false
+		}
+		changed := false
+		for _, o := range l.Items {
+			changed = c.remove(o.UID, o.Namespace, o.Name) || changed
+		}
+		return changed
+	}
+	return false
+}

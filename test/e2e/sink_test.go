@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/options-record/options-record/internal/app"
+	"github.com/options-record/options-record/internal/certs"
+	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/test/framework/controlplane"
+)
+
+// The identities of the end-to-end tests.
+const (
+	sinkUser = "options-record-sink"
+	sinkNS   = "options-record"
+)
+
+var e2eUsers = []controlplane.User{
+	{Name: sinkUser},
+	{Name: "alice", Groups: []string{"developers"}},
+	{Name: "bob", Groups: []string{"developers"}},
+	{Name: "carol", Groups: []string{"developers"}},
+	{Name: "eve", Groups: []string{"contractors"}},
+}
+
+// world is a real control plane whose audit webhook is the sink, running
+// in-process against a real PostgreSQL.
+type world struct {
+	cp       *controlplane.ControlPlane
+	db       *pgxpool.Pool
+	admin    *kubernetes.Clientset
+	dynAdmin dynamic.Interface
+	apply    *applier
+	auditLog string
+}
+
+func (w *world) kube(t *testing.T, user string) *kubernetes.Clientset {
+	t.Helper()
+	return kubernetes.NewForConfigOrDie(w.cp.UserConfig(user))
+}
+
+func (w *world) config(user string) *rest.Config { return w.cp.UserConfig(user) }
+
+// startWorld starts PostgreSQL, the control plane with the shipped audit
+// policy and webhook kubeconfig pointing at the sink, installs the CRD and the
+// test's rules, then starts the sink following them.
+func startWorld(t *testing.T) *world {
+	t.Helper()
+	dsn := pgtest.NewDatabase(t)
+	dir := t.TempDir()
+
+	// The sink's serving certificate and the token the apiserver presents.
+	ca, err := certs.NewCA("e2e sink CA", 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := ca.Issue("options-record", []string{"127.0.0.1"}, true, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile, err := serving.Write(dir, "sink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "e2e-webhook-token"
+	tokenFile := filepath.Join(dir, "webhook-token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	webhook := controlplane.WriteWebhookKubeconfig(t, controlplane.WebhookKubeconfig{
+		Server: fmt.Sprintf("https://127.0.0.1:%d/audit", port), CAData: ca.CertPEM, Token: token,
+	})
+	w := &world{auditLog: filepath.Join(dir, "audit.log")}
+	w.cp = controlplane.Start(t, controlplane.Options{
+		Users:                  e2eUsers,
+		AuditPolicyFile:        instrumentedPolicy(t, dir),
+		AuditWebhookConfigFile: webhook,
+		ExtraAPIServerArgs:     []string{"--audit-log-path=" + w.auditLog, "--audit-log-format=json"},
+	})
+	admin := w.cp.AdminConfig()
+	w.admin = kubernetes.NewForConfigOrDie(admin)
+	w.dynAdmin = dynamic.NewForConfigOrDie(admin)
+	w.apply = newApplier(t, admin)
+	w.apply.createFile(t, controlplane.RepoFile(t, "deploy/crd/optionsrecord.io_optionsrecordcontrollers.yaml"), "")
+	w.apply.create(t, []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+sinkNS+`"}}`), "")
+	w.apply.createFile(t, "testdata/sink-rbac.yaml", "")
+	w.apply.createFile(t, "testdata/rules.yaml", sinkNS)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- app.Serve(ctx, app.ServeOptions{
+			Database:    app.DatabaseOptions{URL: dsn, DataDir: dir},
+			Rules:       app.RulesOptions{Namespace: sinkNS},
+			Cluster:     "e2e",
+			WebhookAddr: "127.0.0.1:" + strconv.Itoa(port), MetricsAddr: "127.0.0.1:0",
+			TLSCertFile: certFile, TLSKeyFile: keyFile, TokenFile: tokenFile,
+			Kube: &app.KubeOptions{Config: w.config(sinkUser), Resync: 20 * time.Second,
+				StatusInterval: time.Second, Baseline: true, Identity: "e2e-sink"},
+			Logger:      testLogger(t),
+			OnListening: func(_, _ net.Addr) { close(started) },
+		})
+	}()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("sink exited: %v", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("sink did not start")
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("sink: %v", err)
+		}
+	})
+	w.db, err = pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.db.Close)
+	return w
+}
+
+// instrumentedPolicy is the shipped policy with one rule in front that logs
+// the sink's own requests at Metadata level, reads included, so the test can
+// check in the apiserver's audit log that the sink never watches.
+func instrumentedPolicy(t *testing.T, dir string) string {
+	t.Helper()
+	data, err := os.ReadFile(controlplane.PolicyFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p auditv1.Policy
+	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+		t.Fatalf("shipped policy: %v", err)
+	}
+	p.Rules = append([]auditv1.PolicyRule{{Level: auditv1.LevelMetadata, Users: []string{sinkUser}}}, p.Rules...)
+	out, err := yaml.Marshal(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// eventually polls check until it returns nil or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = check(); err == nil {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("%s: %v", what, err)
+}
