@@ -41,7 +41,9 @@ func TestRecordOnARealControlPlane(t *testing.T) {
 	t.Run("lifecycle of a ConfigMap names each actor and prior state", func(t *testing.T) {
 		alice, bob, carol := w.kube(t, "alice"), w.kube(t, "bob"), w.kube(t, "carol")
 		cms := func(c *kubernetes.Clientset) func() (*corev1.ConfigMap, error) {
-			return func() (*corev1.ConfigMap, error) { return c.CoreV1().ConfigMaps("e2e-app").Get(ctx, "settings", metav1.GetOptions{}) }
+			return func() (*corev1.ConfigMap, error) {
+				return c.CoreV1().ConfigMaps("e2e-app").Get(ctx, "settings", metav1.GetOptions{})
+			}
 		}
 		ok(alice.CoreV1().ConfigMaps("e2e-app").Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"level": "info"}}, metav1.CreateOptions{}))(t)
