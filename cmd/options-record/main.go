@@ -115,6 +115,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Int64Var(&o.MaxBodyBytes, "webhook-max-body-bytes", 64<<20, "largest EventList body accepted")
 	fs.IntVar(&o.MaxInFlight, "webhook-max-in-flight", 8, "batches processed at once; more get 429 and are retried")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:9090", "address of /metrics, /healthz and /readyz (plain HTTP)")
+	api := app.APIOptions{}
+	fs.StringVar(&api.Addr, "api-bind-address", "", "HTTPS address of the restore API; empty disables it")
+	fs.StringVar(&api.TLSCertFile, "api-tls-cert-file", "", "restore API serving certificate; empty reuses the webhook's")
+	fs.StringVar(&api.TLSKeyFile, "api-tls-key-file", "", "restore API serving key")
+	fs.StringVar(&api.TokenFile, "api-token-file", "", "standalone mode: read-only API on loopback for callers presenting this token (no cluster)")
+	fs.StringVar(&o.JournalDir, "journal-dir", "", "durable local journal: batches the database cannot take are acknowledged from here and stored later")
 	k := app.KubeOptions{}
 	inCluster := fs.Bool("in-cluster", false, "follow the OptionsRecordController objects of the cluster the sink runs in (in-cluster config)")
 	fs.StringVar(&k.Kubeconfig, "kubeconfig", "", "follow the OptionsRecordController objects of this kubeconfig's cluster")
@@ -127,6 +133,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if *inCluster || k.Kubeconfig != "" {
 		o.Kube = &k
+	}
+	if api.Addr != "" {
+		o.API = &api
 	}
 	o.Database, o.Rules, o.Cluster, o.Logger = c.database(), c.rules(), c.cluster, c.logger(stderr)
 	return app.Serve(ctx, o)

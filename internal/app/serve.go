@@ -42,8 +42,13 @@ type ServeOptions struct {
 	// Kube is the cluster the sink runs in: rules from its
 	// OptionsRecordController objects, statuses, baselines. Nil: standalone
 	// (rules from files only).
-	Kube   *KubeOptions
-	Logger *slog.Logger
+	Kube *KubeOptions
+	// API configures the restore API; nil disables it.
+	API *APIOptions
+	// JournalDir, when set, makes the sink acknowledge batches it could not
+	// store by journaling them durably there, and store them later.
+	JournalDir string
+	Logger     *slog.Logger
 	// OnListening, if set, is called with the bound addresses once both
 	// listeners are up (tests listen on port 0).
 	OnListening func(webhook, metrics net.Addr)
@@ -140,6 +145,22 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	metricsSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	if o.API != nil && o.API.Addr != "" {
+		stopAPI, err := runAPI(ctx, o.API, &o, st, log)
+		if err != nil {
+			webhookLn.Close()
+			metricsLn.Close()
+			return err
+		}
+		defer func() {
+			shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if err := stopAPI(shutCtx); err != nil {
+				log.Error("restore API shutdown", "err", err)
+			}
+		}()
+	}
 
 	errc := make(chan error, 2)
 	go func() { errc <- webhookSrv.ServeTLS(webhookLn, "", "") }()
