@@ -77,7 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	var o options
 	var mixList, rateList string
-	fs.StringVar(&o.sinkBin, "sink", "bin/options-record", "the options-record binary to run as the sink (`make bench` builds it)")
+	fs.StringVar(&o.sinkBin, "sink", "bin/options-record", "the options-record `binary` to run as the sink (make bench builds it)")
 	fs.StringVar(&o.pgBinDir, "pg-bin", "", "directory of initdb and postgres (default: the newest /usr/lib/postgresql/*/bin)")
 	fs.StringVar(&mixList, "mix", "all,10pct", "mixes to run, in order: all (every event kept), 10pct (10% kept)")
 	fs.StringVar(&rateList, "rate", "0", "offered load in events/s, one value for every mix or one per mix (\"9600,36000\"); 0: as fast as acknowledged")
@@ -87,7 +87,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "load before measuring")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured time per mix")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories (database, sink log) for inspection")
-	fs.StringVar(&o.perfDir, "perf", "", "record a system-wide CPU profile of each measured window with `perf` into this directory")
+	fs.StringVar(&o.perfDir, "perf", "", "record a system-wide CPU profile of each measured window with perf into `dir`")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: bench [flags]\n\nMeasures options-record serve on a throwaway PostgreSQL (fsync on) under audit webhook load.\n\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -204,6 +208,11 @@ func buildDescription(bin string) string {
 		}
 	}
 	if rev == "" {
+		// Built with -buildvcs=false: describe the work tree it was most
+		// likely built from.
+		if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
+			return fmt.Sprintf("work tree %s, %s", strings.TrimSpace(string(out)), info.GoVersion)
+		}
 		return info.GoVersion + ", no VCS information"
 	}
 	return fmt.Sprintf("commit %.12s%s, %s", rev, modified, info.GoVersion)
