@@ -31,6 +31,7 @@ Usage:
   options-record serve  [flags]          run the audit webhook sink
   options-record import [flags] FILE...  import audit log files (JSON lines or EventLists)
   options-record sql    [flags] [QUERY]  query the record (psql when installed)
+  options-record policy [flags]          print the audit Policy the rules need
 
 Run 'options-record COMMAND -h' for a command's flags.
 `
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = importCmd(ctx, args[1:], stdout, stderr)
 	case "sql":
 		err = sqlCmd(ctx, args[1:], stdout, stderr)
+	case "policy":
+		err = policyCmd(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
 		return 2
@@ -172,6 +175,23 @@ func sqlCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Database: c.database(), Query: strings.Join(fs.Args(), " "),
 		Stdin: os.Stdin, Out: stdout, Err: stderr, Logger: c.logger(stderr),
 	})
+}
+
+func policyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("policy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs, true)
+	inCluster := fs.Bool("in-cluster", false, "add the OptionsRecordController objects of the cluster the command runs in")
+	kubeconfig := fs.String("kubeconfig", "", "add the OptionsRecordController objects of this kubeconfig's cluster")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o := app.PolicyOptions{Rules: c.rules(), Out: stdout, Logger: c.logger(stderr)}
+	if *inCluster || *kubeconfig != "" {
+		o.Kube = &app.KubeOptions{Kubeconfig: *kubeconfig}
+	}
+	return app.Policy(ctx, o)
 }
 
 type stringList []string

@@ -46,6 +46,7 @@ type world struct {
 	dynAdmin dynamic.Interface
 	apply    *applier
 	auditLog string
+	metrics  string // host:port of the sink's /metrics
 }
 
 func (w *world) kube(t *testing.T, user string) *kubernetes.Clientset {
@@ -60,6 +61,21 @@ func (w *world) config(user string) *rest.Config { return w.cp.UserConfig(user) 
 // test's rules, then starts the sink following them.
 func startWorld(t *testing.T) *world {
 	t.Helper()
+	return startWorldWith(t, worldOptions{})
+}
+
+// worldOptions vary the world.
+type worldOptions struct {
+	// policy writes the apiserver's audit policy into dir; nil uses the
+	// shipped one, instrumented (see instrumentedPolicy).
+	policy func(t *testing.T, dir string) string
+}
+
+func startWorldWith(t *testing.T, wo worldOptions) *world {
+	t.Helper()
+	if wo.policy == nil {
+		wo.policy = instrumentedPolicy
+	}
 	dsn := pgtest.NewDatabase(t)
 	dir := t.TempDir()
 
@@ -88,7 +104,7 @@ func startWorld(t *testing.T) *world {
 	w := &world{auditLog: filepath.Join(dir, "audit.log")}
 	w.cp = controlplane.Start(t, controlplane.Options{
 		Users:                  e2eUsers,
-		AuditPolicyFile:        instrumentedPolicy(t, dir),
+		AuditPolicyFile:        wo.policy(t, dir),
 		AuditWebhookConfigFile: webhook,
 		ExtraAPIServerArgs:     []string{"--audit-log-path=" + w.auditLog, "--audit-log-format=json"},
 	})
@@ -114,7 +130,7 @@ func startWorld(t *testing.T) *world {
 			Kube: &app.KubeOptions{Config: w.config(sinkUser), Resync: 20 * time.Second,
 				StatusInterval: time.Second, Baseline: true, Identity: "e2e-sink"},
 			Logger:      testLogger(t),
-			OnListening: func(_, _ net.Addr) { close(started) },
+			OnListening: func(_, m net.Addr) { w.metrics = m.String(); close(started) },
 		})
 	}()
 	select {
