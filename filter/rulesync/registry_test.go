@@ -1,0 +1,92 @@
+package rulesync
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/options-record/options-record/api/v1alpha1"
+	"github.com/options-record/options-record/filter"
+	"github.com/options-record/options-record/test/gen"
+)
+
+func orc(ns, name, uid string, rv string, namespaces ...string) v1alpha1.OptionsRecordController {
+	o := v1alpha1.OptionsRecordController{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid), ResourceVersion: rv, Generation: 1},
+	}
+	o.Spec.Namespaces = namespaces
+	return o
+}
+
+func orcEvent(verb string, resp any) auditv1.Event {
+	return *gen.Event(gen.Verb(verb), gen.Resource("optionsrecord.io", "v1alpha1", "optionsrecordcontrollers"),
+		gen.Namespace("options-record"), gen.Name("r"), gen.Response(resp))
+}
+
+// keeps reports whether the cluster's rules keep a create in namespace ns.
+func keeps(r *Registry, ns string) bool {
+	ev := gen.Event(gen.Namespace(ns), gen.Name("x"))
+	return r.RulesFor("c").Match(ev).Keep
+}
+
+func TestRegistryFollowsEventsAndLists(t *testing.T) {
+	r := NewRegistry(nil, filter.Options{SinkNamespace: "options-record"})
+	changes := 0
+	r.OnChange(func(string) { changes++ })
+	if keeps(r, "prod") {
+		t.Fatal("an empty registry keeps events")
+	}
+
+	// A create event brings the rule in.
+	r.ObserveEvents("c", []auditv1.Event{orcEvent("create", orc("options-record", "r", "u1", "10", "prod"))})
+	if !keeps(r, "prod") || keeps(r, "dev") {
+		t.Fatal("rule from a create event not applied")
+	}
+	// An older update arriving late does not win over the newer state.
+	r.ObserveEvents("c", []auditv1.Event{orcEvent("update", orc("options-record", "r", "u1", "12", "dev"))})
+	r.ObserveEvents("c", []auditv1.Event{orcEvent("update", orc("options-record", "r", "u1", "11", "prod"))})
+	if keeps(r, "prod") || !keeps(r, "dev") {
+		t.Fatal("an older event overrode a newer one")
+	}
+	// A dry-run or failed change is not applied.
+	dry := orcEvent("update", orc("options-record", "r", "u1", "13", "staging"))
+	dry.RequestURI += "?dryRun=All"
+	failed := orcEvent("update", orc("options-record", "r", "u1", "14", "staging"))
+	failed.ResponseStatus.Code = 409
+	r.ObserveEvents("c", []auditv1.Event{dry, failed})
+	if keeps(r, "staging") {
+		t.Fatal("a dry-run or failed update was applied")
+	}
+	// A LIST older than what the events told keeps the newer copy.
+	r.Replace("c", []v1alpha1.OptionsRecordController{orc("options-record", "r", "u1", "9", "prod")}, 9)
+	if !keeps(r, "dev") {
+		t.Fatal("an older LIST overrode a newer event")
+	}
+	// A delete answered with a Status removes it, and a late update of the
+	// deleted object does not bring it back.
+	r.ObserveEvents("c", []auditv1.Event{orcEvent("delete", gen.Status("optionsrecord.io", "optionsrecordcontrollers", "r", "u1"))})
+	r.ObserveEvents("c", []auditv1.Event{orcEvent("update", orc("options-record", "r", "u1", "15", "dev"))})
+	if keeps(r, "dev") {
+		t.Fatal("rule still applied after its delete")
+	}
+	// A LIST is the truth for objects the events never mentioned.
+	r.Replace("c", []v1alpha1.OptionsRecordController{orc("options-record", "s", "u2", "20", "ops")}, 20)
+	if !keeps(r, "ops") {
+		t.Fatal("LIST not applied")
+	}
+	r.Replace("c", nil, 21)
+	if keeps(r, "ops") {
+		t.Fatal("an object missing from a newer LIST is still applied")
+	}
+	// Another cluster is unaffected.
+	r.ObserveEvents("other", []auditv1.Event{orcEvent("create", orc("options-record", "z", "u3", "1", "x"))})
+	if keeps(r, "x") {
+		t.Fatal("another cluster's rule applied to cluster c")
+	}
+	if changes == 0 {
+		t.Error("OnChange never called")
+	}
+}
