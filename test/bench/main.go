@@ -44,6 +44,7 @@ type options struct {
 	duration  time.Duration
 	keep      bool
 	perfDir   string
+	analyze   bool
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -86,6 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.poolSize, "pool", 4, "distinct pre-generated batches per connection, replayed with fresh identities")
 	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "load before measuring")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured time per mix")
+	fs.BoolVar(&o.analyze, "analyze", false, "ANALYZE the record's tables after the warm-up, as autovacuum does after about a minute, to measure that steady state rather than a fresh database's first seconds")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories (database, sink log) for inspection")
 	fs.StringVar(&o.perfDir, "perf", "", "record a system-wide CPU profile of each measured window with perf into `dir`")
 	fs.Usage = func() {
@@ -288,6 +290,13 @@ func runMix(ctx context.Context, o options, mx mix, rate float64, out io.Writer)
 	if err := e.sinkAlive(); err != nil {
 		return r, err
 	}
+	if o.analyze {
+		t := time.Now()
+		if err := e.analyze(ctx); err != nil {
+			return r, err
+		}
+		fmt.Fprintf(out, "ANALYZE events, object_versions after the warm-up: %s\n", time.Since(t).Round(time.Millisecond))
+	}
 	sink0, err := processCPU(e.sink.Process.Pid)
 	if err != nil {
 		return r, err
@@ -455,6 +464,8 @@ func printMix(out io.Writer, r result) {
 	}
 	fmt.Fprintf(out, "  stored: %s events (%d partitions, %.1f MiB with indexes and TOAST), %s object versions (%.1f MiB): %s bytes per kept event\n",
 		thousands(float64(s.events)), s.partitions, float64(s.eventBytes)/(1<<20), thousands(float64(s.versions)), float64(s.versionBytes)/(1<<20), thousands(perKept))
+	fmt.Fprintf(out, "  sequential scans (whole run): events partitions %s (%s rows read), object_versions %s (%s rows read)\n",
+		thousands(float64(s.eventSeqScans)), thousands(float64(s.eventSeqRows)), thousands(float64(s.versionSeqScans)), thousands(float64(s.versionSeqRows)))
 	if c.keptOK > 0 {
 		fmt.Fprintf(out, "  WAL written in the window: %.1f MiB, %s bytes per kept event\n", float64(r.walBytes)/(1<<20), thousands(float64(r.walBytes)/float64(c.keptOK)))
 	}

@@ -255,6 +255,19 @@ func (e *env) describePG(ctx context.Context) (pgInfo, error) {
 	return info, nil
 }
 
+// analyze gathers planner statistics on the record's tables.
+func (e *env) analyze(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "ANALYZE events, object_versions"); err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	return nil
+}
+
 // walLSN is the current WAL insert position, in bytes.
 func (e *env) walLSN(ctx context.Context) (int64, error) {
 	conn, err := pgx.Connect(ctx, e.dsn)
@@ -274,6 +287,10 @@ type storage struct {
 	events, versions         int64
 	eventBytes, versionBytes int64
 	partitions               int
+	// Sequential scans of the record (whole run): the write path's lookups
+	// should use the indexes, so these should stay near zero.
+	eventSeqScans, eventSeqRows     int64
+	versionSeqScans, versionSeqRows int64
 }
 
 func (e *env) storage(ctx context.Context) (storage, error) {
@@ -291,6 +308,20 @@ SELECT (SELECT count(*) FROM events),
        pg_total_relation_size('object_versions')`).Scan(&s.events, &s.versions, &s.eventBytes, &s.partitions, &s.versionBytes)
 	if err != nil {
 		return s, fmt.Errorf("storage: %w", err)
+	}
+	// The statistics collector is fed by the backends within about a second.
+	time.Sleep(1500 * time.Millisecond)
+	err = conn.QueryRow(ctx, `
+SELECT coalesce(sum(seq_scan) FILTER (WHERE relid <> 'object_versions'::regclass), 0)::bigint,
+       coalesce(sum(seq_tup_read) FILTER (WHERE relid <> 'object_versions'::regclass), 0)::bigint,
+       coalesce(sum(seq_scan) FILTER (WHERE relid = 'object_versions'::regclass), 0)::bigint,
+       coalesce(sum(seq_tup_read) FILTER (WHERE relid = 'object_versions'::regclass), 0)::bigint
+FROM pg_stat_user_tables
+WHERE relid = 'object_versions'::regclass
+   OR relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass)`).Scan(
+		&s.eventSeqScans, &s.eventSeqRows, &s.versionSeqScans, &s.versionSeqRows)
+	if err != nil {
+		return s, fmt.Errorf("table statistics: %w", err)
 	}
 	return s, nil
 }
