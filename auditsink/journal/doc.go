@@ -1,0 +1,29 @@
+// Package journal is the sink's local durable journal: when PostgreSQL is
+// unavailable, or slower than a deadline, a batch is appended to an
+// append-only file, fsynced, and only then acknowledged; a drainer stores the
+// journaled batches in PostgreSQL, in order, when it answers again.
+//
+// It owns one directory: segment files (NNNNNNNNNNNNNNNNNNNN.seg, rotated by
+// size and deleted once drained), a cursor file (how far the drain got, a
+// hint: losing it only re-stores batches), a lock file that keeps a second
+// process out, and quarantine/ (records PostgreSQL rejected as invalid data,
+// kept for an operator instead of blocking the drain or being deleted).
+//
+// A record is a 20-byte header (magic, payload length, CRC32C of length,
+// time and payload, append time) and the store.Batch encoded as JSON. A
+// record whose append did not complete (a torn tail after a crash) is
+// detected when the journal is opened and cut off; a damaged record between
+// intact ones is skipped and counted.
+//
+// It relies on the store being idempotent: a batch stored by the drainer
+// whose cursor update was lost, or stored by a write the journal abandoned at
+// its deadline that committed after all, is stored again harmlessly. It must
+// never acknowledge a batch before its record is on disk (fsync of the data,
+// and of the directory for a new segment), never drop a journaled batch
+// because PostgreSQL is down, and never panic or exit on a full or failing
+// disk: those are errors the caller turns into 503.
+//
+// store.Batch is encoded by field name: renaming a field of store.Event or
+// store.Version loses that field from batches journaled by an older version,
+// so such a change needs a new payload version here.
+package journal
