@@ -156,6 +156,7 @@ type result struct {
 	pgCPU        time.Duration
 	pgProcs      int
 	benchCPU     time.Duration
+	otherCPU     time.Duration // everything else on the machine
 	sinkPeakRSS  int64
 	storage      storage
 	walBytes     int64
@@ -169,9 +170,6 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	m := describeMachine(runtime.NumCPU())
 	fmt.Fprintf(out, "options-record bench, %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(out, "machine: %d CPUs (%s), %s RAM, load average before start: %s\n", m.cpus, m.model, m.memory, m.loadavg)
-	if load, err := strconv.ParseFloat(strings.Fields(m.loadavg + " x")[0], 64); err == nil && load > float64(m.cpus)/2 {
-		fmt.Fprintf(out, "WARNING: the machine is busy (1-minute load %.1f on %d CPUs): the results are noisy\n", load, m.cpus)
-	}
 	fmt.Fprintf(out, "sink: %s serve (%s), separate process, --log-level warn, default --webhook-max-in-flight (8)\n", o.sinkBin, buildDescription(o.sinkBin))
 	fmt.Fprintf(out, "load: %d connections (apiservers) over HTTPS, HTTP/2, one batch in flight each; %d events per EventList; warm-up %s, measured %s per mix\n",
 		o.workers, o.batchSize, o.warmup, o.duration)
@@ -313,6 +311,10 @@ func runMix(ctx context.Context, o options, mx mix, rate float64, out io.Writer)
 	if err != nil {
 		return r, err
 	}
+	sys0, err := systemCPU()
+	if err != nil {
+		return r, err
+	}
 	perf := startPerf(o.perfDir, mx, out)
 	t0 := time.Now()
 	if err := sleep(ctx, o.duration); err != nil {
@@ -333,12 +335,17 @@ func runMix(ctx context.Context, o options, mx mix, rate float64, out io.Writer)
 	if err != nil {
 		return r, err
 	}
+	sys1, err := systemCPU()
+	if err != nil {
+		return r, err
+	}
 	wal1, err := e.walLSN(ctx)
 	if err != nil {
 		return r, err
 	}
 	r.window = t1.Sub(t0)
 	r.sinkCPU, r.pgCPU, r.pgProcs, r.benchCPU, r.walBytes = sink1-sink0, pg1-pg0, n, self1-self0, wal1-wal0
+	r.otherCPU = max(0, (sys1-sys0)-r.sinkCPU-r.pgCPU-r.benchCPU)
 
 	stopWorkers()
 	r.counts = summarize(ws, t0, t1)
@@ -454,8 +461,12 @@ func printMix(out io.Writer, r result) {
 	fmt.Fprintf(out, "  ack latency per POST (2xx): p50 %s, p90 %s, p99 %s, max %s\n",
 		ms(quantile(c.latencies, .5)), ms(quantile(c.latencies, .9)), ms(quantile(c.latencies, .99)), ms(quantile(c.latencies, 1)))
 	fmt.Fprintf(out, "  non-2xx answers: %s; retries sent: %d; batches dropped after %d attempts: %d\n", non2xxString(c), c.retries, maxAttempts, c.dropped)
-	fmt.Fprintf(out, "  CPU in the window: sink %.1f s (%.2f cores), PostgreSQL %.1f s (%.2f cores, %d processes), load generator %.1f s (%.2f cores)\n",
-		r.sinkCPU.Seconds(), r.sinkCPU.Seconds()/secs, r.pgCPU.Seconds(), r.pgCPU.Seconds()/secs, r.pgProcs, r.benchCPU.Seconds(), r.benchCPU.Seconds()/secs)
+	fmt.Fprintf(out, "  CPU in the window: sink %.1f s (%.2f cores), PostgreSQL %.1f s (%.2f cores, %d processes), load generator %.1f s (%.2f cores), rest of the machine %.1f s (%.2f cores)\n",
+		r.sinkCPU.Seconds(), r.sinkCPU.Seconds()/secs, r.pgCPU.Seconds(), r.pgCPU.Seconds()/secs, r.pgProcs, r.benchCPU.Seconds(), r.benchCPU.Seconds()/secs,
+		r.otherCPU.Seconds(), r.otherCPU.Seconds()/secs)
+	if other := r.otherCPU.Seconds() / secs; other > 0.1*float64(runtime.NumCPU()) {
+		fmt.Fprintf(out, "  WARNING: other processes used %.2f of the %d CPUs during the window: these numbers are lower than the machine can do\n", other, runtime.NumCPU())
+	}
 	fmt.Fprintf(out, "  sink peak RSS (VmHWM): %.1f MiB\n", float64(r.sinkPeakRSS)/(1<<20))
 	s := r.storage
 	perKept := 0.0
@@ -525,6 +536,7 @@ func printSummary(out io.Writer, o options, rs []result) {
 	row("sink CPU (cores)", func(r result) string { return fmt.Sprintf("%.2f", r.sinkCPU.Seconds()/r.window.Seconds()) }, "")
 	row("PostgreSQL CPU (cores)", func(r result) string { return fmt.Sprintf("%.2f", r.pgCPU.Seconds()/r.window.Seconds()) }, "")
 	row("load generator CPU (cores)", func(r result) string { return fmt.Sprintf("%.2f", r.benchCPU.Seconds()/r.window.Seconds()) }, "")
+	row("other processes CPU (cores)", func(r result) string { return fmt.Sprintf("%.2f", r.otherCPU.Seconds()/r.window.Seconds()) }, "")
 	row("sink CPU µs per event", func(r result) string { return perEvent(r.sinkCPU, r.counts.eventsOK) }, "")
 	row("PostgreSQL CPU µs per kept event", func(r result) string { return perEvent(r.pgCPU, r.counts.keptOK) }, "")
 	row("stored bytes per kept event", func(r result) string {

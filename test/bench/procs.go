@@ -115,6 +115,29 @@ func postmasterPID(pgdata string) (int, error) {
 	return pid, nil
 }
 
+// systemCPU is the CPU time every CPU of the machine has been busy (not
+// idle, not waiting for I/O), from /proc/stat.
+func systemCPU() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("read /proc/stat: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, errors.New("/proc/stat: no cpu line")
+	}
+	var busy int64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest times are already in user
+			continue
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		busy += n
+	}
+	return time.Duration(busy) * (time.Second / userHZ), nil
+}
+
 // machine describes the host, for the report.
 type machine struct {
 	cpus    int
