@@ -29,8 +29,7 @@ USING (
       AND (o.deleted OR EXISTS (
           SELECT 1 FROM object_versions n
           WHERE n.cluster = o.cluster AND n.uid = o.uid
-            AND (n.resource_version > o.resource_version OR n.deleted)
-            AND n.complete))
+            AND ((n.complete AND n.resource_version > o.resource_version) OR n.deleted)))
     LIMIT $2
 ) x
 WHERE v.cluster = x.cluster AND v.uid = x.uid AND v.version_key = x.version_key`

@@ -1,0 +1,642 @@
+package store
+
+// Reads of the restore API. Every query is a constant, or is assembled from
+// constant fragments chosen by which filters are set (so each shape can use
+// its index); values always travel as parameters, never in the SQL text.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrNotFound is returned by reads that find no row.
+var ErrNotFound = errors.New("store: not found")
+
+// Cursor is the position after the last row of a page, in the page's order.
+// Version lists use (At, UID, Key); event lists use (At, Key) with the event
+// key.
+type Cursor struct {
+	At  time.Time
+	UID string
+	Key []byte
+}
+
+// VersionRecord is a stored version with the event that made it. Object is
+// set only by the reads that say so.
+type VersionRecord struct {
+	Cluster         string    `db:"cluster"`
+	UID             string    `db:"uid"`
+	Key             []byte    `db:"version_key"`
+	ResourceVersion *int64    `db:"resource_version"`
+	Origin          string    `db:"origin"`
+	Verb            string    `db:"verb"`
+	ChangedAt       time.Time `db:"changed_at"`
+	APIGroup        string    `db:"api_group"`
+	APIVersion      string    `db:"api_version"`
+	Kind            string    `db:"kind"`
+	Resource        string    `db:"resource"`
+	Subresource     string    `db:"subresource"`
+	Namespace       string    `db:"namespace"`
+	Name            string    `db:"name"`
+	Created         bool      `db:"created"`
+	Deleted         bool      `db:"deleted"`
+	Complete        bool      `db:"complete"`
+	SecretDigested  bool      `db:"secret_digested"`
+	HasObject       bool      `db:"has_object"`
+	Object          []byte    `db:"object"`
+	// Stale: a subresource write changed the object after this state
+	// without recording the full new state (AsOf only).
+	Stale bool `db:"stale"`
+
+	// From the audit event; empty for a baseline observation.
+	AuditID            string   `db:"audit_id"`
+	Username           string   `db:"username"`
+	UserGroups         []string `db:"user_groups"`
+	ImpersonatedUser   string   `db:"impersonated_user"`
+	ImpersonatedGroups []string `db:"impersonated_groups"`
+	SourceIPs          []string `db:"source_ips"`
+	UserAgent          string   `db:"user_agent"`
+	ResponseCode       int32    `db:"response_code"`
+}
+
+// HasState reports whether the version holds a full state of the object:
+// a complete version, or a delete whose answer held the last state.
+func (v *VersionRecord) HasState() bool {
+	return v.HasObject && (v.Complete || v.Deleted)
+}
+
+// versionSelect lists the columns of a VersionRecord; %s is the object
+// column ("v.object" or "NULL::jsonb") and the stale expression.
+const versionSelect = `
+SELECT v.cluster, v.uid, v.version_key, v.resource_version, v.origin, v.verb, v.changed_at,
+       v.api_group, v.api_version, v.kind, v.resource, v.subresource, v.namespace, v.name,
+       v.created, v.deleted, v.complete, v.secret_digested, (v.object IS NOT NULL) AS has_object,
+       %s AS object, %s AS stale,
+       coalesce(e.audit_id, '') AS audit_id, coalesce(e.username, '') AS username, e.user_groups,
+       coalesce(e.impersonated_user, '') AS impersonated_user, e.impersonated_groups, e.source_ips,
+       coalesce(e.user_agent, '') AS user_agent, coalesce(e.response_code, 0) AS response_code`
+
+var (
+	versionSelectNoObject   = fmt.Sprintf(versionSelect, "NULL::jsonb", "false")
+	versionSelectWithObject = fmt.Sprintf(versionSelect, "v.object", "false")
+)
+
+const versionFromEvents = `
+FROM object_versions v
+LEFT JOIN events e ON e.cluster = v.cluster AND e.event_key = v.event_key AND e.stage_at = v.changed_at`
+
+// ChangeQuery selects recorded versions (changes and baselines). Unset
+// fields do not filter. Group and Namespace are pointers because "" is a
+// value: the core group, cluster-scoped objects.
+type ChangeQuery struct {
+	Cluster   string
+	Group     *string
+	Resource  string
+	Namespace *string
+	Name      string
+	UID       string
+	User      string // the authenticated caller of the change
+	Verb      string
+	Since     time.Time // changed_at >= Since
+	Until     time.Time // changed_at < Until
+	After     *Cursor
+	Ascending bool // oldest first (default newest first)
+	Limit     int
+}
+
+// Changes returns the versions that match q, without their objects, in
+// changed_at order (then uid, version key), at most q.Limit of them.
+func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]VersionRecord, error) {
+	if q.Cluster == "" || q.Limit <= 0 {
+		return nil, errors.New("store: changes: cluster and limit are required")
+	}
+	var b sqlBuilder
+	b.where("v.cluster = " + b.arg(q.Cluster))
+	if q.Group != nil {
+		b.where("v.api_group = " + b.arg(*q.Group))
+	}
+	if q.Resource != "" {
+		b.where("v.resource = " + b.arg(q.Resource))
+	}
+	if q.Namespace != nil {
+		b.where("v.namespace = " + b.arg(*q.Namespace))
+	}
+	if q.Name != "" {
+		b.where("v.name = " + b.arg(q.Name))
+	}
+	if q.UID != "" {
+		b.where("v.uid = " + b.arg(q.UID))
+	}
+	if q.Verb != "" {
+		b.where("v.verb = " + b.arg(q.Verb))
+	}
+	if q.User != "" {
+		// An inner join: baselines have no user. The same time bounds on
+		// e.stage_at let PostgreSQL prune the event partitions.
+		b.where("e.username = " + b.arg(q.User))
+	}
+	timeBounds(&b, "v.changed_at", q.Since, q.Until)
+	if q.User != "" {
+		timeBounds(&b, "e.stage_at", q.Since, q.Until)
+	}
+	keyset(&b, q.After, q.Ascending, "v.changed_at", "v.uid", "v.version_key")
+	sql := versionSelectNoObject + versionFromEvents + b.whereSQL() +
+		orderBy(q.Ascending, "v.changed_at", "v.uid", "v.version_key") + " LIMIT " + strconv.Itoa(q.Limit)
+	rows, err := s.pool.Query(ctx, sql, b.args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: changes: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[VersionRecord])
+	if err != nil {
+		return nil, fmt.Errorf("store: changes: %w", err)
+	}
+	return out, nil
+}
+
+var versionByKeySQL = versionSelectWithObject + versionFromEvents + `
+WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key = $3`
+
+// Version returns one version with its object, or ErrNotFound.
+func (s *Store) Version(ctx context.Context, cluster, uid string, key []byte) (*VersionRecord, error) {
+	return s.oneVersion(ctx, "version", versionByKeySQL, cluster, uid, key)
+}
+
+// stateBeforeSQL is the prior-state rule of the object_history view: the
+// newest complete, not deleted version of the same object older than the
+// change ($4 its resourceVersion, $5 whether it is a delete: then a version
+// at the same resourceVersion counts as older).
+var stateBeforeSQL = versionSelectWithObject + versionFromEvents + `
+WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key <> $3
+  AND v.complete AND NOT v.deleted
+  AND ($4::bigint IS NULL OR v.resource_version < $4 OR ($5 AND v.resource_version = $4))
+ORDER BY v.resource_version DESC NULLS LAST, v.changed_at DESC
+LIMIT 1`
+
+// StateBefore returns the version that holds the object's state before the
+// change v: v itself for a delete whose answer held the last state, the
+// newest older full state otherwise. It returns ErrNotFound when the record
+// holds no earlier state, and (nil, nil) for a create: there was none.
+func (s *Store) StateBefore(ctx context.Context, v *VersionRecord) (*VersionRecord, error) {
+	switch {
+	case v.Created:
+		return nil, nil
+	case v.Deleted && v.HasObject:
+		return v, nil
+	}
+	return s.oneVersion(ctx, "state before", stateBeforeSQL, v.Cluster, v.UID, v.Key, v.ResourceVersion, v.Deleted)
+}
+
+var newestByNameSQL = versionSelectWithObject + versionFromEvents + `
+WHERE v.cluster = $1 AND v.api_group = $2 AND v.resource = $3 AND v.namespace = $4 AND v.name = $5
+ORDER BY v.changed_at DESC, v.deleted DESC, v.resource_version DESC NULLS FIRST
+LIMIT 1`
+
+// Newest returns the newest version recorded for an object by name (any
+// incarnation), with its object, or ErrNotFound.
+func (s *Store) Newest(ctx context.Context, cluster, group, resource, namespace, name string) (*VersionRecord, error) {
+	return s.oneVersion(ctx, "newest version", newestByNameSQL, cluster, group, resource, namespace, name)
+}
+
+func (s *Store) oneVersion(ctx context.Context, what, sql string, args ...any) (*VersionRecord, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[VersionRecord])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	return v, nil
+}
+
+// asOfSQL is objects_as_of with the identity of each version: the newest
+// recorded version of each object of a namespace that existed at $3.
+var asOfSQL = fmt.Sprintf(versionSelect, "v.object", `EXISTS (SELECT 1 FROM object_versions x
+           WHERE x.cluster = v.cluster AND x.uid = v.uid AND NOT x.complete AND NOT x.deleted
+             AND x.resource_version > v.resource_version AND x.changed_at <= $3)`) + `
+FROM (
+    SELECT DISTINCT ON (o.uid) o.*
+    FROM object_versions o
+    WHERE o.cluster = $1 AND o.namespace = $2 AND o.changed_at <= $3 AND (o.complete OR o.deleted)
+    ORDER BY o.uid, o.resource_version DESC NULLS FIRST, o.deleted DESC, o.changed_at DESC
+) v
+LEFT JOIN events e ON e.cluster = v.cluster AND e.event_key = v.event_key AND e.stage_at = v.changed_at
+WHERE NOT v.deleted
+ORDER BY v.api_group, v.resource, v.name`
+
+// AsOf returns the objects of a namespace ("" for cluster-scoped objects)
+// as they were at a time: the newest recorded full state of each object
+// that existed then, with its object.
+func (s *Store) AsOf(ctx context.Context, cluster, namespace string, at time.Time) ([]VersionRecord, error) {
+	rows, err := s.pool.Query(ctx, asOfSQL, cluster, namespace, at)
+	if err != nil {
+		return nil, fmt.Errorf("store: objects of %q as of %s: %w", namespace, at.Format(time.RFC3339), err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[VersionRecord])
+	if err != nil {
+		return nil, fmt.Errorf("store: objects of %q as of %s: %w", namespace, at.Format(time.RFC3339), err)
+	}
+	return out, nil
+}
+
+// Deletion is a row of the deletions view with its version's identity.
+type Deletion struct {
+	VersionRecord
+	// StateKey is the version holding the last state of the object (the
+	// delete itself when its answer held the object); nil when unknown.
+	StateKey     []byte     `db:"state_key"`
+	InitiatedBy  string     `db:"initiated_by"`
+	InitiatedVia string     `db:"initiated_via"`
+	InitiatedAt  *time.Time `db:"initiated_at"`
+}
+
+// DeletionQuery selects deletions; unset fields do not filter.
+type DeletionQuery struct {
+	Cluster   string
+	Group     *string
+	Resource  string
+	Namespace *string
+	Name      string
+	User      string // who deleted (the authenticated caller)
+	Since     time.Time
+	Until     time.Time
+	After     *Cursor
+	Limit     int
+}
+
+const deletionsSelect = `
+SELECT d.cluster, d.uid, v.version_key, d.resource_version, v.origin, d.verb, d.changed_at,
+       d.api_group, d.api_version, d.kind, d.resource, d.subresource, d.namespace, d.name,
+       d.created, d.deleted, v.complete, d.secret_digested, (v.object IS NOT NULL) AS has_object,
+       NULL::jsonb AS object, d.prior_stale AS stale,
+       coalesce(d.audit_id, '') AS audit_id, d.username, d.user_groups,
+       coalesce(d.impersonated_user, '') AS impersonated_user, d.impersonated_groups, d.source_ips,
+       coalesce(d.user_agent, '') AS user_agent, d.response_code,
+       CASE WHEN v.object IS NOT NULL THEN v.version_key ELSE p.version_key END AS state_key,
+       coalesce(d.initiated_by, '') AS initiated_by, coalesce(d.initiated_via, '') AS initiated_via, d.initiated_at
+FROM deletions d
+JOIN object_versions v ON v.cluster = d.cluster AND v.uid = d.uid AND v.event_key = d.event_key
+LEFT JOIN LATERAL (
+    SELECT pv.version_key FROM object_versions pv
+    WHERE pv.cluster = d.cluster AND pv.uid = d.uid AND pv.complete AND NOT pv.deleted
+      AND pv.resource_version = d.prior_resource_version
+    ORDER BY pv.changed_at DESC
+    LIMIT 1
+) p ON d.prior_known`
+
+// Deletions returns successful deletes, newest first.
+func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, error) {
+	if q.Cluster == "" || q.Limit <= 0 {
+		return nil, errors.New("store: deletions: cluster and limit are required")
+	}
+	var b sqlBuilder
+	b.where("d.cluster = " + b.arg(q.Cluster))
+	if q.Group != nil {
+		b.where("d.api_group = " + b.arg(*q.Group))
+	}
+	if q.Resource != "" {
+		b.where("d.resource = " + b.arg(q.Resource))
+	}
+	if q.Namespace != nil {
+		b.where("d.namespace = " + b.arg(*q.Namespace))
+	}
+	if q.Name != "" {
+		b.where("d.name = " + b.arg(q.Name))
+	}
+	if q.User != "" {
+		b.where("d.username = " + b.arg(q.User))
+	}
+	timeBounds(&b, "d.changed_at", q.Since, q.Until)
+	keyset(&b, q.After, false, "d.changed_at", "d.uid", "v.version_key")
+	sql := deletionsSelect + b.whereSQL() + orderBy(false, "d.changed_at", "d.uid", "v.version_key") +
+		" LIMIT " + strconv.Itoa(q.Limit)
+	rows, err := s.pool.Query(ctx, sql, b.args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: deletions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Deletion])
+	if err != nil {
+		return nil, fmt.Errorf("store: deletions: %w", err)
+	}
+	return out, nil
+}
+
+// EventRecord is a kept audit event: a failed mutation, or one action of a
+// user. Versions lists the versions the event made, as "uid/hex key".
+type EventRecord struct {
+	Cluster            string    `db:"cluster"`
+	Key                []byte    `db:"event_key"`
+	At                 time.Time `db:"stage_at"`
+	AuditID            string    `db:"audit_id"`
+	Verb               string    `db:"verb"`
+	RequestURI         string    `db:"request_uri"`
+	Username           string    `db:"username"`
+	UserGroups         []string  `db:"user_groups"`
+	ImpersonatedUser   string    `db:"impersonated_user"`
+	ImpersonatedGroups []string  `db:"impersonated_groups"`
+	SourceIPs          []string  `db:"source_ips"`
+	UserAgent          string    `db:"user_agent"`
+	APIGroup           string    `db:"api_group"`
+	APIVersion         string    `db:"api_version"`
+	Resource           string    `db:"resource"`
+	Subresource        string    `db:"subresource"`
+	Namespace          string    `db:"namespace"`
+	Name               string    `db:"name"`
+	ObjectUID          string    `db:"object_uid"`
+	ResponseCode       int32     `db:"response_code"`
+	ResponseReason     string    `db:"response_reason"`
+	ResponseMessage    string    `db:"response_message"`
+	RequestObject      []byte    `db:"request_object"`
+	Versions           []string  `db:"versions"`
+}
+
+// EventQuery selects events; unset fields do not filter.
+type EventQuery struct {
+	Cluster   string
+	User      string
+	Group     *string
+	Resource  string
+	Namespace *string
+	Name      string
+	Since     time.Time
+	Until     time.Time
+	After     *Cursor
+	Limit     int
+}
+
+const eventSelect = `
+SELECT e.cluster, e.event_key, e.stage_at, e.audit_id, e.verb, e.request_uri, e.username, e.user_groups,
+       coalesce(e.impersonated_user, '') AS impersonated_user, e.impersonated_groups, e.source_ips,
+       coalesce(e.user_agent, '') AS user_agent, e.api_group, e.api_version, e.resource, e.subresource,
+       e.namespace, e.name, coalesce(e.object_uid, '') AS object_uid, e.response_code,
+       coalesce(e.response_reason, '') AS response_reason, coalesce(e.response_message, '') AS response_message,
+       %s AS request_object,
+       ARRAY(SELECT v.uid || '/' || encode(v.version_key, 'hex') FROM object_versions v
+             WHERE v.cluster = e.cluster AND v.event_key = e.event_key
+             ORDER BY v.uid) AS versions
+FROM events e`
+
+// FailedMutations returns mutations answered with a code >= 300 (the
+// failed_mutations view), newest first, with their request bodies.
+func (s *Store) FailedMutations(ctx context.Context, q EventQuery) ([]EventRecord, error) {
+	return s.events(ctx, "failed mutations", q, true)
+}
+
+// Activity returns the kept events of one user (q.User is required),
+// newest first: what they changed, and what they tried to.
+func (s *Store) Activity(ctx context.Context, q EventQuery) ([]EventRecord, error) {
+	if q.User == "" {
+		return nil, errors.New("store: activity: user is required")
+	}
+	return s.events(ctx, "activity", q, false)
+}
+
+func (s *Store) events(ctx context.Context, what string, q EventQuery, failed bool) ([]EventRecord, error) {
+	if q.Cluster == "" || q.Limit <= 0 {
+		return nil, fmt.Errorf("store: %s: cluster and limit are required", what)
+	}
+	var b sqlBuilder
+	b.where("e.cluster = " + b.arg(q.Cluster))
+	if failed {
+		b.where("e.response_code >= 300")
+	}
+	if q.User != "" {
+		b.where("e.username = " + b.arg(q.User))
+	}
+	if q.Group != nil {
+		b.where("e.api_group = " + b.arg(*q.Group))
+	}
+	if q.Resource != "" {
+		b.where("e.resource = " + b.arg(q.Resource))
+	}
+	if q.Namespace != nil {
+		b.where("e.namespace = " + b.arg(*q.Namespace))
+	}
+	if q.Name != "" {
+		b.where("e.name = " + b.arg(q.Name))
+	}
+	timeBounds(&b, "e.stage_at", q.Since, q.Until)
+	keyset(&b, q.After, false, "e.stage_at", "", "e.event_key")
+	reqObj := "NULL::jsonb"
+	if failed {
+		reqObj = "e.request_object"
+	}
+	sql := fmt.Sprintf(eventSelect, reqObj) + b.whereSQL() + orderBy(false, "e.stage_at", "", "e.event_key") +
+		" LIMIT " + strconv.Itoa(q.Limit)
+	rows, err := s.pool.Query(ctx, sql, b.args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[EventRecord])
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	return out, nil
+}
+
+// sqlBuilder assembles a WHERE clause from constant fragments and numbered
+// parameters.
+type sqlBuilder struct {
+	conds []string
+	args  []any
+}
+
+// arg adds a parameter and returns its placeholder.
+func (b *sqlBuilder) arg(v any) string {
+	b.args = append(b.args, v)
+	return "$" + strconv.Itoa(len(b.args))
+}
+
+func (b *sqlBuilder) where(cond string) { b.conds = append(b.conds, cond) }
+
+func (b *sqlBuilder) whereSQL() string {
+	if len(b.conds) == 0 {
+		return ""
+	}
+	return "\nWHERE " + strings.Join(b.conds, "\n  AND ")
+}
+
+func timeBounds(b *sqlBuilder, col string, since, until time.Time) {
+	if !since.IsZero() {
+		b.where(col + " >= " + b.arg(since))
+	}
+	if !until.IsZero() {
+		b.where(col + " < " + b.arg(until))
+	}
+}
+
+// keyset continues after the cursor in the page's order. uidCol may be
+// empty (event lists).
+func keyset(b *sqlBuilder, c *Cursor, ascending bool, atCol, uidCol, keyCol string) {
+	if c == nil {
+		return
+	}
+	op := " < "
+	if ascending {
+		op = " > "
+	}
+	if uidCol == "" {
+		b.where("(" + atCol + ", " + keyCol + ")" + op + "(" + b.arg(c.At) + "::timestamptz, " + b.arg(c.Key) + "::bytea)")
+		return
+	}
+	b.where("(" + atCol + ", " + uidCol + ", " + keyCol + ")" + op +
+		"(" + b.arg(c.At) + "::timestamptz, " + b.arg(c.UID) + "::text, " + b.arg(c.Key) + "::bytea)")
+}
+
+func orderBy(ascending bool, cols ...string) string {
+	dir := " DESC"
+	if ascending {
+		dir = " ASC"
+	}
+	var parts []string
+	for _, c := range cols {
+		if c != "" {
+			parts = append(parts, c+dir)
+		}
+	}
+	return "\nORDER BY " + strings.Join(parts, ", ")
+}
+
+// The restores table is the one table the restore API writes: who restored
+// what, the plan they reviewed and each step's outcome.
+
+// Restore states.
+const (
+	RestorePlanned   = "planned"
+	RestoreRunning   = "running"
+	RestoreSucceeded = "succeeded"
+	RestorePartial   = "partial"
+	RestoreFailed    = "failed"
+	RestoreRefused   = "refused"
+)
+
+// RestoreRecord is a row of the restores table. Request, Plan and Outcome
+// are JSON documents of the restore API.
+type RestoreRecord struct {
+	Cluster    string     `db:"cluster"`
+	ID         string     `db:"id"`
+	Kind       string     `db:"kind"` // version, as-of, undo
+	CreatedAt  time.Time  `db:"created_at"`
+	Username   string     `db:"username"`
+	UserUID    string     `db:"user_uid"`
+	UserGroups []string   `db:"user_groups"`
+	UserExtra  []byte     `db:"user_extra"`
+	Request    []byte     `db:"request"`
+	Plan       []byte     `db:"plan"`
+	DryRun     bool       `db:"dry_run"`
+	State      string     `db:"state"`
+	ExecutedAt *time.Time `db:"executed_at"`
+	FinishedAt *time.Time `db:"finished_at"`
+	Outcome    []byte     `db:"outcome"`
+	PlanID     *string    `db:"plan_id"`
+}
+
+const restoreColumns = `cluster, id::text AS id, kind, created_at, username, coalesce(user_uid, '') AS user_uid,
+       user_groups, user_extra, request, plan, dry_run, state, executed_at, finished_at, outcome, plan_id::text AS plan_id`
+
+const insertRestoreSQL = `
+INSERT INTO restores (cluster, kind, username, user_uid, user_groups, user_extra, request, plan, dry_run,
+                      state, executed_at, finished_at, outcome, plan_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::uuid)
+RETURNING ` + restoreColumns
+
+// InsertRestore records a restore (a plan to review, or one already carried
+// out) and returns the stored row with its id and creation time.
+func (s *Store) InsertRestore(ctx context.Context, r *RestoreRecord) (*RestoreRecord, error) {
+	rows, err := s.pool.Query(ctx, insertRestoreSQL, r.Cluster, r.Kind, r.Username, nullString(r.UserUID),
+		nonNil(r.UserGroups), nullJSON(r.UserExtra), r.Request, r.Plan, r.DryRun, r.State,
+		r.ExecutedAt, r.FinishedAt, nullJSON(r.Outcome), r.PlanID)
+	if err != nil {
+		return nil, fmt.Errorf("store: record restore: %w", err)
+	}
+	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[RestoreRecord])
+	if err != nil {
+		return nil, fmt.Errorf("store: record restore: %w", err)
+	}
+	return out, nil
+}
+
+const restoreByIDSQL = `SELECT ` + restoreColumns + ` FROM restores WHERE cluster = $1 AND id = $2::uuid`
+
+// Restore returns a recorded restore, or ErrNotFound (also for an id that
+// is not a UUID).
+func (s *Store) Restore(ctx context.Context, cluster, id string) (*RestoreRecord, error) {
+	if !isUUID(id) {
+		return nil, fmt.Errorf("restore %q: %w", id, ErrNotFound)
+	}
+	return s.oneRestore(ctx, restoreByIDSQL, cluster, id)
+}
+
+const claimRestoreSQL = `
+UPDATE restores SET state = 'running', executed_at = now()
+WHERE cluster = $1 AND id = $2::uuid AND state = 'planned' AND NOT dry_run
+RETURNING ` + restoreColumns
+
+// ClaimRestore moves a planned restore to running, so it runs once. It
+// returns ErrNotFound when the plan does not exist or is no longer planned.
+func (s *Store) ClaimRestore(ctx context.Context, cluster, id string) (*RestoreRecord, error) {
+	if !isUUID(id) {
+		return nil, fmt.Errorf("restore %q: %w", id, ErrNotFound)
+	}
+	return s.oneRestore(ctx, claimRestoreSQL, cluster, id)
+}
+
+const finishRestoreSQL = `
+UPDATE restores SET state = $3, finished_at = now(), outcome = $4
+WHERE cluster = $1 AND id = $2::uuid`
+
+// FinishRestore stores the outcome of a restore that ran.
+func (s *Store) FinishRestore(ctx context.Context, cluster, id, state string, outcome []byte) error {
+	tag, err := s.pool.Exec(ctx, finishRestoreSQL, cluster, id, state, nullJSON(outcome))
+	if err != nil {
+		return fmt.Errorf("store: finish restore %s: %w", id, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("finish restore %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+func (s *Store) oneRestore(ctx context.Context, sql string, args ...any) (*RestoreRecord, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: restore: %w", err)
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[RestoreRecord])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("restore: %w", ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: restore: %w", err)
+	}
+	return r, nil
+}
+
+// isUUID checks the textual form PostgreSQL's uuid type prints.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+				return false
+			}
+		}
+	}
+	return true
+}
