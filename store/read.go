@@ -116,6 +116,19 @@ func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]VersionRecord, er
 	if q.Cluster == "" || q.Limit <= 0 {
 		return nil, errors.New("store: changes: cluster and limit are required")
 	}
+	sql, args := changesSQL(q)
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: changes: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[VersionRecord])
+	if err != nil {
+		return nil, fmt.Errorf("store: changes: %w", err)
+	}
+	return out, nil
+}
+
+func changesSQL(q ChangeQuery) (string, []any) {
 	var b sqlBuilder
 	b.where("v.cluster = " + b.arg(q.Cluster))
 	if q.Group != nil {
@@ -146,17 +159,8 @@ func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]VersionRecord, er
 		timeBounds(&b, "e.stage_at", q.Since, q.Until)
 	}
 	keyset(&b, q.After, q.Ascending, "v.changed_at", "v.uid", "v.version_key")
-	sql := versionSelectNoObject + versionFromEvents + b.whereSQL() +
-		orderBy(q.Ascending, "v.changed_at", "v.uid", "v.version_key") + " LIMIT " + strconv.Itoa(q.Limit)
-	rows, err := s.pool.Query(ctx, sql, b.args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: changes: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[VersionRecord])
-	if err != nil {
-		return nil, fmt.Errorf("store: changes: %w", err)
-	}
-	return out, nil
+	return versionSelectNoObject + versionFromEvents + b.whereSQL() +
+		orderBy(q.Ascending, "v.changed_at", "v.uid", "v.version_key") + " LIMIT " + strconv.Itoa(q.Limit), b.args
 }
 
 var versionByKeySQL = versionSelectWithObject + versionFromEvents + `
@@ -298,6 +302,19 @@ func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, err
 	if q.Cluster == "" || q.Limit <= 0 {
 		return nil, errors.New("store: deletions: cluster and limit are required")
 	}
+	sql, args := deletionsSQL(q)
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: deletions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Deletion])
+	if err != nil {
+		return nil, fmt.Errorf("store: deletions: %w", err)
+	}
+	return out, nil
+}
+
+func deletionsSQL(q DeletionQuery) (string, []any) {
 	var b sqlBuilder
 	b.where("d.cluster = " + b.arg(q.Cluster))
 	if q.Group != nil {
@@ -317,17 +334,8 @@ func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, err
 	}
 	timeBounds(&b, "d.changed_at", q.Since, q.Until)
 	keyset(&b, q.After, false, "d.changed_at", "d.uid", "v.version_key")
-	sql := deletionsSelect + b.whereSQL() + orderBy(false, "d.changed_at", "d.uid", "v.version_key") +
-		" LIMIT " + strconv.Itoa(q.Limit)
-	rows, err := s.pool.Query(ctx, sql, b.args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: deletions: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Deletion])
-	if err != nil {
-		return nil, fmt.Errorf("store: deletions: %w", err)
-	}
-	return out, nil
+	return deletionsSelect + b.whereSQL() + orderBy(false, "d.changed_at", "d.uid", "v.version_key") +
+		" LIMIT " + strconv.Itoa(q.Limit), b.args
 }
 
 // EventRecord is a kept audit event: a failed mutation, or one action of a
@@ -404,6 +412,19 @@ func (s *Store) events(ctx context.Context, what string, q EventQuery, failed bo
 	if q.Cluster == "" || q.Limit <= 0 {
 		return nil, fmt.Errorf("store: %s: cluster and limit are required", what)
 	}
+	sql, args := eventsSQL(q, failed)
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[EventRecord])
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	return out, nil
+}
+
+func eventsSQL(q EventQuery, failed bool) (string, []any) {
 	var b sqlBuilder
 	b.where("e.cluster = " + b.arg(q.Cluster))
 	if failed {
@@ -430,17 +451,8 @@ func (s *Store) events(ctx context.Context, what string, q EventQuery, failed bo
 	if failed {
 		reqObj = "e.request_object"
 	}
-	sql := fmt.Sprintf(eventSelect, reqObj) + b.whereSQL() + orderBy(false, "e.stage_at", "", "e.event_key") +
-		" LIMIT " + strconv.Itoa(q.Limit)
-	rows, err := s.pool.Query(ctx, sql, b.args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: %s: %w", what, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[EventRecord])
-	if err != nil {
-		return nil, fmt.Errorf("store: %s: %w", what, err)
-	}
-	return out, nil
+	return fmt.Sprintf(eventSelect, reqObj) + b.whereSQL() + orderBy(false, "e.stage_at", "", "e.event_key") +
+		" LIMIT " + strconv.Itoa(q.Limit), b.args
 }
 
 // sqlBuilder assembles a WHERE clause from constant fragments and numbered

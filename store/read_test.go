@@ -1,0 +1,479 @@
+package store
+
+// Integration tests of the restore API's reads, on a real PostgreSQL
+// (TestMain in main_test.go). Internal to the package so the EXPLAIN test
+// can reach the SQL each query shape builds.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/options-record/options-record/internal/pgtest"
+)
+
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+// change is one recorded change as a test writes it.
+type change struct {
+	verb, user, resource, ns, name, uid string
+	group, impersonated                 string
+	rv                                  int64 // 0: unknown
+	at                                  time.Duration
+	data                                string // data.k of the object after the change; "" with deleted: a Status answer
+	created, deleted, incomplete        bool
+	code                                int32
+	baseline                            bool
+	ownerUID                            string
+}
+
+func (c change) object() []byte {
+	if c.deleted && c.data == "" || c.incomplete {
+		return nil
+	}
+	md := map[string]any{"name": c.name, "uid": c.uid, "resourceVersion": strconv.FormatInt(c.rv, 10)}
+	if c.ns != "" {
+		md["namespace"] = c.ns
+	}
+	if c.ownerUID != "" {
+		md["ownerReferences"] = []any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": c.ownerUID}}
+	}
+	b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": map[string]any{"k": c.data}})
+	return b
+}
+
+func digest(parts ...string) []byte {
+	s := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return s[:]
+}
+
+// write stores the changes, each as its own event, in one batch.
+func write(t *testing.T, s *Store, changes ...change) {
+	t.Helper()
+	var b Batch
+	for i, c := range changes {
+		at := t0.Add(c.at)
+		ek := digest("event", c.verb, c.user, c.name, c.uid, at.String(), strconv.Itoa(i))
+		code := c.code
+		if code == 0 {
+			code = 200
+		}
+		var rv *int64
+		if c.rv != 0 {
+			rv = &c.rv
+		}
+		if c.baseline {
+			b.Versions = append(b.Versions, Version{Cluster: "default", UID: c.uid, Key: digest("baseline", c.uid, at.String()),
+				ResourceVersion: rv, Origin: OriginBaseline, Verb: "baseline", ChangedAt: at, APIVersion: "v1", Kind: "ConfigMap",
+				Resource: c.resource, Namespace: c.ns, Name: c.name, Complete: true, Object: c.object()})
+			continue
+		}
+		b.Events = append(b.Events, Event{Cluster: "default", Key: ek, StageAt: at, AuditID: fmt.Sprintf("audit-%d", i),
+			Stage: "ResponseComplete", Verb: c.verb, RequestURI: "/api/v1/" + c.resource, Username: c.user,
+			UserGroups: []string{"system:authenticated"}, ImpersonatedUser: c.impersonated, APIGroup: c.group, APIVersion: "v1",
+			Resource: c.resource, Namespace: c.ns, Name: c.name, ObjectUID: c.uid, ResponseCode: code,
+			RequestObject: func() []byte {
+				if code >= 300 {
+					return []byte(`{"kind":"DeleteOptions"}`)
+				}
+				return nil
+			}()})
+		if code >= 300 {
+			continue
+		}
+		b.Versions = append(b.Versions, Version{Cluster: "default", UID: c.uid, Key: digest(string(ek), c.uid), ResourceVersion: rv,
+			Origin: OriginChange, Verb: c.verb, ChangedAt: at, EventKey: ek, APIGroup: c.group, APIVersion: "v1", Kind: "ConfigMap",
+			Resource: c.resource, Namespace: c.ns, Name: c.name, Created: c.created, Deleted: c.deleted, Complete: !c.incomplete,
+			Object: c.object()})
+	}
+	if err := s.EnsurePartitionsAround(context.Background(), t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WriteBatch(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// lifecycle: alice creates prod/app, bob patches it, carol's delete is
+// answered by a Status; app is re-created by alice; other objects around.
+var lifecycle = []change{
+	{verb: "create", user: "alice", resource: "configmaps", ns: "prod", name: "app", uid: "u1", rv: 10, at: 0, data: "v1", created: true},
+	{verb: "patch", user: "bob", resource: "configmaps", ns: "prod", name: "app", uid: "u1", rv: 12, at: time.Minute, data: "v2"},
+	{verb: "delete", user: "carol", resource: "configmaps", ns: "prod", name: "app", uid: "u1", at: 2 * time.Minute, deleted: true},
+	{verb: "create", user: "alice", resource: "configmaps", ns: "prod", name: "app", uid: "u2", rv: 20, at: 3 * time.Minute, data: "v3", created: true},
+	{verb: "create", user: "bob", resource: "configmaps", ns: "dev", name: "other", uid: "u3", rv: 11, at: 30 * time.Second, data: "x", created: true},
+	{verb: "delete", user: "eve", resource: "secrets", ns: "prod", name: "db", uid: "u4", at: 4 * time.Minute, code: 403},
+	{baseline: true, resource: "configmaps", ns: "prod", name: "old", uid: "u5", rv: 5, at: -time.Hour, data: "b"},
+	// A deletecollection answered with the objects: the version holds the last state.
+	{verb: "deletecollection", user: "system:kube-controller-manager", resource: "configmaps", ns: "dev", name: "other", uid: "u3", rv: 11, at: 5 * time.Minute, data: "x", deleted: true},
+}
+
+func summary(vs []VersionRecord) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Verb+" "+v.Namespace+"/"+v.Name+" "+v.UID+" by "+v.Username)
+	}
+	return out
+}
+
+func str(s string) *string { return &s }
+
+func TestChangesFilterAndPage(t *testing.T) {
+	s := openStore(t)
+	write(t, s, lifecycle...)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		q    ChangeQuery
+		want []string
+	}{
+		{"history by name, oldest first, across incarnations",
+			ChangeQuery{Group: str(""), Resource: "configmaps", Namespace: str("prod"), Name: "app", Ascending: true},
+			[]string{"create prod/app u1 by alice", "patch prod/app u1 by bob", "delete prod/app u1 by carol", "create prod/app u2 by alice"}},
+		{"one incarnation", ChangeQuery{UID: "u1"},
+			[]string{"delete prod/app u1 by carol", "patch prod/app u1 by bob", "create prod/app u1 by alice"}},
+		{"by user", ChangeQuery{User: "bob"}, []string{"patch prod/app u1 by bob", "create dev/other u3 by bob"}},
+		{"by verb and namespace", ChangeQuery{Verb: "create", Namespace: str("prod")},
+			[]string{"create prod/app u2 by alice", "create prod/app u1 by alice"}},
+		{"time range", ChangeQuery{Since: t0.Add(time.Minute), Until: t0.Add(3 * time.Minute)},
+			[]string{"delete prod/app u1 by carol", "patch prod/app u1 by bob"}},
+		{"baselines have no user", ChangeQuery{Name: "old"}, []string{"baseline prod/old u5 by "}},
+		{"cluster-scoped filter", ChangeQuery{Namespace: str("")}, nil},
+		{"other group", ChangeQuery{Group: str("apps")}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.q.Cluster, tt.q.Limit = "default", 100
+			got, err := s.Changes(ctx, tt.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, summary(got)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	// Pages of two, newest first, resume exactly after the cursor.
+	var all []string
+	q := ChangeQuery{Cluster: "default", Limit: 2}
+	for i := 0; i < 10; i++ {
+		page, err := s.Changes(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, summary(page)...)
+		if len(page) < q.Limit {
+			break
+		}
+		l := page[len(page)-1]
+		q.After = &Cursor{At: l.ChangedAt, UID: l.UID, Key: l.Key}
+	}
+	everything, err := s.Changes(ctx, ChangeQuery{Cluster: "default", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(summary(everything), all); diff != "" || len(all) != 7 {
+		t.Errorf("paged (%d) differs from one page (-one +paged):\n%s", len(all), diff)
+	}
+}
+
+func TestVersionStateBeforeNewest(t *testing.T) {
+	s := openStore(t)
+	write(t, s, lifecycle...)
+	ctx := context.Background()
+	hist, err := s.Changes(ctx, ChangeQuery{Cluster: "default", UID: "u1", Ascending: true, Limit: 10})
+	if err != nil || len(hist) != 3 {
+		t.Fatalf("history: %v %v", summary(hist), err)
+	}
+	create, patch, del := hist[0], hist[1], hist[2]
+
+	v, err := s.Version(ctx, "default", "u1", patch.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.HasState() || !strings.Contains(string(v.Object), `"v2"`) || v.Username != "bob" || *v.ResourceVersion != 12 {
+		t.Errorf("version: %+v %s", v, v.Object)
+	}
+	if _, err := s.Version(ctx, "default", "u1", []byte("nope")); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing version: %v", err)
+	}
+
+	for _, tt := range []struct {
+		of   VersionRecord
+		want string // data of the state before; "absent" for a create
+	}{
+		{create, "absent"},
+		{patch, "v1"},
+		{del, "v2"}, // a delete answered by a Status: the newest older state
+	} {
+		prior, err := s.StateBefore(ctx, &tt.of)
+		if err != nil {
+			t.Fatalf("state before %s: %v", tt.of.Verb, err)
+		}
+		got := "absent"
+		if prior != nil {
+			got = dataOf(t, prior.Object)
+		}
+		if got != tt.want {
+			t.Errorf("state before %s = %s, want %s", tt.of.Verb, got, tt.want)
+		}
+	}
+	// A deletecollection held the last state: it is its own state before.
+	dc, err := s.Changes(ctx, ChangeQuery{Cluster: "default", UID: "u3", Verb: "deletecollection", Limit: 1})
+	if err != nil || len(dc) != 1 {
+		t.Fatalf("deletecollection: %v %v", dc, err)
+	}
+	prior, err := s.StateBefore(ctx, &dc[0])
+	if err != nil || prior == nil || string(prior.Key) != string(dc[0].Key) {
+		t.Errorf("state before a deletecollection with the object: %+v %v", prior, err)
+	}
+	// A baseline's state before is unknown.
+	base, _ := s.Changes(ctx, ChangeQuery{Cluster: "default", UID: "u5", Limit: 1})
+	if _, err := s.StateBefore(ctx, &base[0]); !errors.Is(err, ErrNotFound) {
+		t.Errorf("state before a baseline: %v", err)
+	}
+
+	n, err := s.Newest(ctx, "default", "", "configmaps", "prod", "app")
+	if err != nil || n.UID != "u2" || dataOf(t, n.Object) != "v3" {
+		t.Errorf("newest: %+v %v", n, err)
+	}
+	if _, err := s.Newest(ctx, "default", "", "configmaps", "prod", "nothing"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("newest of nothing: %v", err)
+	}
+}
+
+func dataOf(t *testing.T, raw []byte) string {
+	t.Helper()
+	var o struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	return o.Data["k"]
+}
+
+func TestAsOf(t *testing.T) {
+	s := openStore(t)
+	write(t, s, lifecycle...)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		at   time.Duration
+		want []string
+	}{
+		{-2 * time.Hour, nil},
+		{30 * time.Second, []string{"app u1 v1", "old u5 b"}},
+		{90 * time.Second, []string{"app u1 v2", "old u5 b"}},
+		{150 * time.Second, []string{"old u5 b"}}, // app deleted
+		{10 * time.Minute, []string{"app u2 v3", "old u5 b"}},
+	} {
+		got, err := s.AsOf(ctx, "default", "prod", t0.Add(tt.at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, v := range got {
+			if len(v.Key) == 0 || !v.HasState() {
+				t.Errorf("as of %s: %s has no identity or state", tt.at, v.Name)
+			}
+			names = append(names, v.Name+" "+v.UID+" "+dataOf(t, v.Object))
+		}
+		if diff := cmp.Diff(tt.want, names); diff != "" {
+			t.Errorf("as of %s (-want +got):\n%s", tt.at, diff)
+		}
+	}
+}
+
+func TestDeletionsNameTheStateToRestore(t *testing.T) {
+	s := openStore(t)
+	write(t, s, lifecycle...)
+	ctx := context.Background()
+	got, err := s.Deletions(ctx, DeletionQuery{Cluster: "default", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("deletions: %+v", got)
+	}
+	dc, del := got[0], got[1]
+	if dc.Verb != "deletecollection" || string(dc.StateKey) != string(dc.Key) {
+		t.Errorf("deletecollection: state key %x, want its own %x", dc.StateKey, dc.Key)
+	}
+	if del.Username != "carol" || del.StateKey == nil {
+		t.Fatalf("delete: %+v", del)
+	}
+	state, err := s.Version(ctx, "default", del.UID, del.StateKey)
+	if err != nil || dataOf(t, state.Object) != "v2" {
+		t.Errorf("state to restore after carol's delete: %+v %v", state, err)
+	}
+	only, err := s.Deletions(ctx, DeletionQuery{Cluster: "default", Namespace: str("prod"), User: "carol", Name: "app", Limit: 10,
+		Since: t0, Until: t0.Add(time.Hour)})
+	if err != nil || len(only) != 1 {
+		t.Errorf("filtered deletions: %v %v", only, err)
+	}
+	next, err := s.Deletions(ctx, DeletionQuery{Cluster: "default", Limit: 10,
+		After: &Cursor{At: dc.ChangedAt, UID: dc.UID, Key: dc.Key}})
+	if err != nil || len(next) != 1 || next[0].Username != "carol" {
+		t.Errorf("deletions after the cursor: %v %v", next, err)
+	}
+}
+
+func TestFailedMutationsAndActivity(t *testing.T) {
+	s := openStore(t)
+	write(t, s, lifecycle...)
+	ctx := context.Background()
+	failed, err := s.FailedMutations(ctx, EventQuery{Cluster: "default", Limit: 10})
+	if err != nil || len(failed) != 1 {
+		t.Fatalf("failed mutations: %v %v", failed, err)
+	}
+	if f := failed[0]; f.Username != "eve" || f.ResponseCode != 403 || f.Resource != "secrets" || len(f.RequestObject) == 0 || len(f.Versions) != 0 {
+		t.Errorf("failed mutation: %+v", f)
+	}
+	act, err := s.Activity(ctx, EventQuery{Cluster: "default", User: "alice", Limit: 10})
+	if err != nil || len(act) != 2 {
+		t.Fatalf("activity: %v %v", act, err)
+	}
+	if a := act[0]; a.ObjectUID != "u2" || len(a.Versions) != 1 || !strings.HasPrefix(a.Versions[0], "u2/") {
+		t.Errorf("alice's newest action: %+v", a)
+	}
+	page, err := s.Activity(ctx, EventQuery{Cluster: "default", User: "alice", Limit: 1,
+		After: &Cursor{At: act[0].At, Key: act[0].Key}})
+	if err != nil || len(page) != 1 || page[0].ObjectUID != "u1" {
+		t.Errorf("activity after the cursor: %v %v", page, err)
+	}
+	if _, err := s.Activity(ctx, EventQuery{Cluster: "default", Limit: 1}); err == nil {
+		t.Error("activity without a user")
+	}
+}
+
+func TestRestoresLog(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	rec, err := s.InsertRestore(ctx, &RestoreRecord{Cluster: "default", Kind: "as-of", Username: "alice", UserGroups: []string{"g"},
+		Request: []byte(`{"kind":"as-of"}`), Plan: []byte(`[]`), State: RestorePlanned})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !isUUID(rec.ID) || rec.CreatedAt.IsZero() || rec.State != RestorePlanned {
+		t.Fatalf("inserted: %+v", rec)
+	}
+	got, err := s.Restore(ctx, "default", rec.ID)
+	if err != nil || got.Username != "alice" {
+		t.Fatalf("read back: %+v %v", got, err)
+	}
+	if _, err := s.Restore(ctx, "other", rec.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("another cluster's restore: %v", err)
+	}
+	if _, err := s.Restore(ctx, "default", "'; DROP TABLE restores; --"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("not a uuid: %v", err)
+	}
+	claimed, err := s.ClaimRestore(ctx, "default", rec.ID)
+	if err != nil || claimed.State != RestoreRunning || claimed.ExecutedAt == nil {
+		t.Fatalf("claim: %+v %v", claimed, err)
+	}
+	if _, err := s.ClaimRestore(ctx, "default", rec.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("second claim: %v", err)
+	}
+	if err := s.FinishRestore(ctx, "default", rec.ID, RestorePartial, []byte(`[{"index":0}]`)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.Restore(ctx, "default", rec.ID)
+	if got.State != RestorePartial || got.FinishedAt == nil || !strings.Contains(string(got.Outcome), "index") {
+		t.Errorf("finished: %+v", got)
+	}
+}
+
+// TestReadQueriesUseIndexes runs EXPLAIN on every shape of the API's list
+// queries with sequential scans disabled: a sequential scan left means no
+// index serves the shape.
+func TestReadQueriesUseIndexes(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	if err := s.EnsurePartitionsAround(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	cur := &Cursor{At: t0, UID: "u", Key: []byte{1}}
+	shapes := map[string]func() (string, []any){
+		"changes: cluster, time": func() (string, []any) { return changesSQL(ChangeQuery{Cluster: "c", Since: t0, Limit: 10, After: cur}) },
+		"changes: uid": func() (string, []any) {
+			return changesSQL(ChangeQuery{Cluster: "c", UID: "u", Limit: 10, Ascending: true})
+		},
+		"changes: by name": func() (string, []any) {
+			return changesSQL(ChangeQuery{Cluster: "c", Group: str(""), Resource: "r", Namespace: str("n"), Name: "x", Limit: 10})
+		},
+		"changes: namespace": func() (string, []any) { return changesSQL(ChangeQuery{Cluster: "c", Namespace: str("n"), Limit: 10}) },
+		"changes: user": func() (string, []any) {
+			return changesSQL(ChangeQuery{Cluster: "c", User: "bob", Since: t0, Limit: 10})
+		},
+		"deletions: cluster": func() (string, []any) { return deletionsSQL(DeletionQuery{Cluster: "c", Limit: 10, After: cur}) },
+		"deletions: namespace, name": func() (string, []any) {
+			return deletionsSQL(DeletionQuery{Cluster: "c", Namespace: str("n"), Name: "x", Limit: 10})
+		},
+		"failed mutations": func() (string, []any) { return eventsSQL(EventQuery{Cluster: "c", Since: t0, Limit: 10}, true) },
+		"activity": func() (string, []any) {
+			return eventsSQL(EventQuery{Cluster: "c", User: "bob", Limit: 10, After: cur}, false)
+		},
+		"version":        func() (string, []any) { return versionByKeySQL, []any{"c", "u", []byte{1}} },
+		"state before":   func() (string, []any) { return stateBeforeSQL, []any{"c", "u", []byte{1}, int64(5), false} },
+		"newest by name": func() (string, []any) { return newestByNameSQL, []any{"c", "", "r", "n", "x"} },
+		"as of":          func() (string, []any) { return asOfSQL, []any{"c", "n", t0} },
+	}
+	for name, shape := range shapes {
+		t.Run(name, func(t *testing.T) {
+			q, args := shape()
+			var plan []byte
+			if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+q, args...).Scan(&plan); err != nil {
+				t.Fatalf("explain: %v\n%s", err, q)
+			}
+			var doc []map[string]any
+			if err := json.Unmarshal(plan, &doc); err != nil {
+				t.Fatal(err)
+			}
+			var scans []string
+			walk(doc[0]["Plan"].(map[string]any), func(n map[string]any) {
+				rel, _ := n["Relation Name"].(string)
+				if n["Node Type"] == "Seq Scan" && (strings.HasPrefix(rel, "events") || rel == "object_versions") {
+					scans = append(scans, rel)
+				}
+			})
+			if len(scans) > 0 {
+				t.Errorf("sequential scan of %v: no index serves this query\n%s", scans, plan)
+			}
+		})
+	}
+}
+
+func walk(n map[string]any, visit func(map[string]any)) {
+	visit(n)
+	kids, _ := n["Plans"].([]any)
+	for _, k := range kids {
+		walk(k.(map[string]any), visit)
+	}
+}
