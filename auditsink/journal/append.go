@@ -120,6 +120,7 @@ func (j *Journal) writeGroup(f *os.File, group []*appendReq) *os.File {
 	var size int64
 	for i, r := range group {
 		if size+int64(len(r.rec)) > room {
+			j.setFull(true)
 			j.m.errors.WithLabelValues("full").Add(float64(len(group) - i))
 			fail(group[i:], fmt.Errorf("%w: %d bytes on disk, limit %d", ErrFull, j.opts.MaxBytes-room, j.opts.MaxBytes))
 			break
@@ -133,7 +134,12 @@ func (j *Journal) writeGroup(f *os.File, group []*appendReq) *os.File {
 	if rotate {
 		var err error
 		if f, err = j.rotate(f); err != nil {
-			j.m.errors.WithLabelValues("append").Inc()
+			if errors.Is(err, ErrFull) {
+				j.setFull(true)
+				j.m.errors.WithLabelValues("full").Add(float64(len(admitted)))
+			} else {
+				j.m.errors.WithLabelValues("append").Add(float64(len(admitted)))
+			}
 			fail(admitted, err)
 			return nil
 		}
@@ -174,6 +180,7 @@ func (j *Journal) writeGroup(f *os.File, group []*appendReq) *os.File {
 	}
 	seg.size = off
 	j.disk += size
+	j.full = false
 	j.mu.Unlock()
 	for _, r := range admitted {
 		r.done <- nil
@@ -189,6 +196,7 @@ func (j *Journal) writeGroup(f *os.File, group []*appendReq) *os.File {
 // partial record stays in it, and answers the group with the error.
 func (j *Journal) abandonWrite(f *os.File, seg *segment, off int64, group []*appendReq, err error) *os.File {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		j.setFull(true)
 		j.m.errors.WithLabelValues("full").Add(float64(len(group)))
 		err = fmt.Errorf("%w: %v", ErrFull, err)
 	} else {
@@ -228,8 +236,8 @@ func (j *Journal) rotate(f *os.File) (*os.File, error) {
 	path := filepath.Join(j.dir, segmentName(seq))
 	nf, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
-		if errors.Is(err, syscall.ENOSPC) {
-			err = fmt.Errorf("%w: %v", ErrFull, err)
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return nil, fmt.Errorf("%w: new segment: %v", ErrFull, err)
 		}
 		return nil, fmt.Errorf("journal: new segment: %w", err)
 	}
@@ -285,6 +293,12 @@ func (j *Journal) removeIfDrained(s *segment) {
 	if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		j.log.Warn("journal: remove drained segment", "segment", s.path, "err", err)
 	}
+}
+
+func (j *Journal) setFull(full bool) {
+	j.mu.Lock()
+	j.full = full
+	j.mu.Unlock()
 }
 
 func segmentName(seq uint64) string { return fmt.Sprintf("%020d%s", seq, segmentExt) }

@@ -57,6 +57,7 @@ func (j *Journal) Run(ctx context.Context) error {
 			return nil
 		}
 		if err == nil {
+			j.storeDown.Store(false)
 			if !failingSince.IsZero() {
 				j.log.Info("store answers again; draining the journal", "failing_for", time.Since(failingSince).Round(time.Millisecond))
 				failingSince = time.Time{}
@@ -69,6 +70,9 @@ func (j *Journal) Run(ctx context.Context) error {
 			continue
 		}
 		j.m.errors.WithLabelValues("drain").Inc()
+		if !Permanent(err) {
+			j.storeDown.Store(true)
+		}
 		if Permanent(err) {
 			if len(head) > 1 {
 				single = len(head) // find the culprit
@@ -183,6 +187,7 @@ func (j *Journal) skip(done []entry, reason string) {
 		j.queue[i] = entry{}
 	}
 	j.queue = j.queue[len(done):]
+	j.full = false // room again, or soon: the segments go below
 	if len(j.queue) == 0 {
 		j.queue = nil // let the array go
 	}

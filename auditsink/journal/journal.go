@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -53,7 +54,7 @@ type Options struct {
 	// (default 16 MiB, and at most 64 records).
 	DrainBytes int64
 	// RetryMin and RetryMax bound the drainer's backoff while the store
-	// fails (defaults 250 ms and 5 s).
+	// fails (defaults 250 ms and 2 s).
 	RetryMin, RetryMax time.Duration
 	// Registerer receives the journal's metrics; nil: not registered.
 	Registerer prometheus.Registerer
@@ -83,9 +84,10 @@ func (o Options) withDefaults() (Options, error) {
 	if o.RetryMin <= 0 {
 		o.RetryMin = 250 * time.Millisecond
 	}
-	if o.RetryMax < o.RetryMin {
-		o.RetryMax = max(5*time.Second, o.RetryMin)
+	if o.RetryMax <= 0 {
+		o.RetryMax = 2 * time.Second
 	}
+	o.RetryMax = max(o.RetryMax, o.RetryMin)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -133,8 +135,12 @@ type Journal struct {
 	pending int64      // bytes of queue
 	disk    int64      // bytes of segs
 	nextSeq uint64
-	closed  bool
-	calls   sync.WaitGroup // WriteBatch calls under way
+	full    bool // the last append failed for want of space and nothing drained since
+	// storeDown: the last store write failed or missed its deadline, and
+	// none has succeeded since.
+	storeDown atomic.Bool
+	closed    bool
+	calls     sync.WaitGroup // WriteBatch calls under way
 }
 
 // Open opens (creating it if needed) the journal in dir, in front of inner.
@@ -238,11 +244,15 @@ func (j *Journal) recover() error {
 	return nil
 }
 
-// WriteBatch stores b through the inner writer when nothing is waiting in
-// the journal and the write commits within WriteDeadline; otherwise (the
-// store failed with anything but invalid data, or was too slow, or batches
-// are already waiting) it journals b and returns once the record is on
-// disk. A journaled batch has a zero WriteResult: it is counted when drained.
+// WriteBatch stores b through the inner writer when the write commits
+// within WriteDeadline; otherwise (the store failed with anything but
+// invalid data, or was too slow) it journals b and returns once the record
+// is on disk. From such a failure until the next successful store write
+// (the drainer's or another batch's), batches go to the journal without
+// trying the store: acknowledgements stay fast during an outage. Once the
+// store answers, new batches are stored directly again while the drainer
+// catches up, so the backlog shrinks even under full load (the record
+// orders versions by resourceVersion, never by arrival). A journaled batch has a zero WriteResult: it is counted when drained.
 // Errors (ErrFull, ErrClosed, invalid data, a failing disk) mean b is
 // neither stored nor journaled.
 func (j *Journal) WriteBatch(ctx context.Context, b *store.Batch) (store.WriteResult, error) {
@@ -254,13 +264,19 @@ func (j *Journal) WriteBatch(ctx context.Context, b *store.Batch) (store.WriteRe
 		return store.WriteResult{}, nil
 	}
 	tried := false
-	if j.Backlog() == 0 {
+	if !j.storeDown.Load() {
 		res, err := j.direct(ctx, b)
-		if err == nil || Permanent(err) || ctx.Err() != nil {
+		if err == nil {
+			return res, nil
+		}
+		if Permanent(err) || ctx.Err() != nil {
 			return res, err
 		}
+		if !j.storeDown.Swap(true) {
+			j.log.Warn("store write failed or exceeded its deadline; journaling batches until the store answers again",
+				"events", len(b.Events), "err", err)
+		}
 		j.m.fallbacks.Inc()
-		j.log.Warn("store write failed or exceeded its deadline; journaling the batch", "events", len(b.Events), "err", err)
 		tried = true
 	}
 	err := j.append(ctx, b)
@@ -340,8 +356,9 @@ func (j *Journal) Stats() Stats {
 	return s
 }
 
-// Ready fails when the backlog is above the high-water mark (the sink should
-// take no more traffic until it drains) or the journal is closed.
+// Ready fails when the backlog is above the high-water mark or the last
+// append found the journal full (the sink should take no more traffic until
+// it drains), or the journal is closed.
 func (j *Journal) Ready() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -351,6 +368,8 @@ func (j *Journal) Ready() error {
 	case j.pending > j.opts.HighWater:
 		return fmt.Errorf("journal backlog of %d batches (%d bytes) is above the high-water mark of %d bytes",
 			len(j.queue), j.pending, j.opts.HighWater)
+	case j.full:
+		return fmt.Errorf("journal full (%d batches, %d bytes on disk): batches the database cannot take are refused", len(j.queue), j.disk)
 	}
 	return nil
 }

@@ -203,11 +203,18 @@ func TestJournalsWhileTheStoreIsDownAndDrainsInOrder(t *testing.T) {
 			t.Errorf("journal gauges %v", got)
 		}
 	}
+	if !j.storeDown.Load() {
+		t.Error("store not marked down after failures")
+	}
 	fs.set(func(f *fakeStore) { f.down = false })
-	write(t, j, "after") // waits behind the backlog: journaled too, stored in order
 	waitDrained(t, j)
-	if got := fs.ids(); !slices.Equal(got, append(want, "after")) {
+	if got := fs.ids(); !slices.Equal(got, want) {
 		t.Errorf("stored %v, want %v in order", got, want)
+	}
+	// The store answers again: batches go to it directly.
+	write(t, j, "after")
+	if n := j.Backlog(); n != 0 || j.storeDown.Load() {
+		t.Errorf("backlog %d, store down %v after the drain", n, j.storeDown.Load())
 	}
 	// The drained segment is deleted once the appender retires it.
 	waitNoSegments(t, dir)
@@ -427,12 +434,18 @@ func TestSizeLimitActsAsAFullDisk(t *testing.T) {
 	if v := value(t, j.m.errors.WithLabelValues("full")); v != 1 {
 		t.Errorf("full errors = %v", v)
 	}
+	if err := j.Ready(); err == nil {
+		t.Error("ready while full")
+	}
 	// Once the store answers, the backlog drains and there is room again;
 	// while full, a write goes to the store directly if it can.
 	fs.set(func(f *fakeStore) { f.down = false })
 	write(t, j, "a3")
 	run(t, j)
 	waitDrained(t, j)
+	if err := j.Ready(); err != nil {
+		t.Errorf("not ready after draining: %v", err)
+	}
 	write(t, j, "a4")
 	if got := fs.ids(); len(got) != 5 {
 		t.Errorf("stored %v", got)
