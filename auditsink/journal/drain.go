@@ -59,7 +59,7 @@ func (j *Journal) Run(ctx context.Context) error {
 		if err == nil {
 			j.storeDown.Store(false)
 			if !failingSince.IsZero() {
-				j.log.Info("store answers again; draining the journal", "failing_for", time.Since(failingSince).Round(time.Millisecond))
+				j.log.Info("store answers again; draining the journal", "failing_for", time.Since(failingSince).Round(time.Millisecond).String())
 				failingSince = time.Time{}
 			}
 			backoff, rejected = j.opts.RetryMin, 0
