@@ -265,6 +265,12 @@ func (s *sink) start(dsn string) {
 	if s.client == nil {
 		s.client = s.newClient()
 	}
+	if s.journal != "" {
+		if _, body := s.get("/metrics"); !strings.Contains(body, "\noptions_record_journal_batches ") {
+			s.t.Fatalf("sink %s runs with --journal-dir but exposes no journal metrics: "+
+				"serve does not put the journal in front of the store (internal/app.wrapJournal)", s.name)
+		}
+	}
 }
 
 func (s *sink) newClient() *http.Client {
