@@ -1,0 +1,161 @@
+package restore
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+)
+
+// AuthCacheTTL is how long the delegating authenticator and authorizer
+// remember the cluster's answers (the apiserver's own defaults for
+// delegated authentication are 10 s).
+const AuthCacheTTL = 10 * time.Second
+
+// DelegatingAuth returns an authenticator that checks bearer tokens with
+// TokenReview and an authorizer that asks SubjectAccessReview, both through
+// the sink's client and cached for ttl (denials for ttl/2, so a new
+// RoleBinding takes effect soon). The sink's identity needs "create" on
+// tokenreviews and subjectaccessreviews.
+func DelegatingAuth(kube kubernetes.Interface, ttl time.Duration) (authenticator.Request, authorizer.Authorizer, error) {
+	if ttl <= 0 {
+		ttl = AuthCacheTTL
+	}
+	backoff := retry.DefaultBackoff
+	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+		TokenAccessReviewClient:  kube.AuthenticationV1(),
+		TokenAccessReviewTimeout: 10 * time.Second,
+		WebhookRetryBackoff:      &backoff,
+		CacheTTL:                 ttl,
+	}.New()
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore: TokenReview authenticator: %w", err)
+	}
+	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
+		SubjectAccessReviewClient: kube.AuthorizationV1(),
+		AllowCacheTTL:             ttl,
+		DenyCacheTTL:              ttl / 2,
+		WebhookRetryBackoff:       &backoff,
+	}.New()
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore: SubjectAccessReview authorizer: %w", err)
+	}
+	return authn, authz, nil
+}
+
+// StandaloneUser is the identity of the static token of the standalone mode.
+const StandaloneUser = "options-record:standalone"
+
+// StaticToken returns the authentication of the standalone mode: callers
+// presenting token are StandaloneUser, whom the returned authorizer lets
+// read everything and write nothing.
+func StaticToken(token string) (authenticator.Request, authorizer.Authorizer, error) {
+	token = strings.TrimSpace(token)
+	if len(token) < 16 {
+		return nil, nil, errors.New("restore: the static API token must be at least 16 characters")
+	}
+	return staticToken(token), readOnly{}, nil
+}
+
+type staticToken string
+
+func (t staticToken) AuthenticateRequest(r *http.Request) (*authenticator.Response, bool, error) {
+	got, ok := bearer(r)
+	if !ok {
+		return nil, false, nil
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(t)) != 1 {
+		return nil, false, errors.New("invalid bearer token")
+	}
+	return &authenticator.Response{User: &user.DefaultInfo{Name: StandaloneUser, Groups: []string{user.AllAuthenticated}}}, true, nil
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// readOnly allows reads only.
+type readOnly struct{}
+
+func (readOnly) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	switch a.GetVerb() {
+	case "get", "list":
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionDeny, "standalone mode is read-only", nil
+}
+
+type callerKey struct{}
+
+// caller returns the authenticated user of a request.
+func caller(ctx context.Context) user.Info {
+	u, _ := ctx.Value(callerKey{}).(user.Info)
+	return u
+}
+
+// authenticate is the middleware that rejects unauthenticated requests.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := bearer(r); !ok {
+			writeError(w, r, s.log, fmt.Errorf("%w: send a bearer token (Authorization: Bearer <token>)", ErrUnauthenticated))
+			return
+		}
+		resp, ok, err := s.authn.AuthenticateRequest(r)
+		if err != nil || !ok {
+			s.log.Info("restore API authentication failed", "path", r.URL.Path, "err", err)
+			writeError(w, r, s.log, fmt.Errorf("%w: the bearer token was not accepted", ErrUnauthenticated))
+			return
+		}
+		r.Header.Del("Authorization")
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, resp.User)))
+	})
+}
+
+// authorize asks whether the caller may verb the resource (group,
+// resource) in namespace, name (optional) included.
+func (s *Server) authorize(ctx context.Context, verb, group, resource, namespace, name string) error {
+	u := caller(ctx)
+	if u == nil {
+		return fmt.Errorf("%w: no caller", ErrUnauthenticated)
+	}
+	dec, reason, err := s.authz.Authorize(ctx, authorizer.AttributesRecord{
+		User: u, Verb: verb, APIGroup: group, Resource: resource, Namespace: namespace, Name: name,
+		ResourceRequest: true,
+	})
+	if err != nil && dec != authorizer.DecisionAllow {
+		return fmt.Errorf("authorize %s %s: %w", verb, resource, err)
+	}
+	if dec == authorizer.DecisionAllow {
+		return nil
+	}
+	what := resource
+	if group != "" {
+		what += "." + group
+	}
+	where := "at the cluster scope"
+	if namespace != "" {
+		where = fmt.Sprintf("in the namespace %q", namespace)
+	}
+	detail := fmt.Sprintf("user %q cannot %s %s %s", u.GetName(), verb, what, where)
+	if reason != "" {
+		detail += " (" + reason + ")"
+	}
+	return fmt.Errorf("%w: %s", ErrForbidden, detail)
+}

@@ -1,0 +1,297 @@
+package restore
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/options-record/options-record/store"
+)
+
+const testToken = "0123456789abcdef-test-token"
+
+// fakeReader serves canned rows and remembers the last queries.
+type fakeReader struct {
+	versions  []store.VersionRecord
+	lastQuery store.ChangeQuery
+}
+
+func (f *fakeReader) Changes(_ context.Context, q store.ChangeQuery) ([]store.VersionRecord, error) {
+	f.lastQuery = q
+	var out []store.VersionRecord
+	for _, v := range f.versions {
+		if (q.UID == "" || v.UID == q.UID) && len(out) < q.Limit {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeReader) Version(_ context.Context, cluster, uid string, key []byte) (*store.VersionRecord, error) {
+	for i := range f.versions {
+		if v := &f.versions[i]; v.Cluster == cluster && v.UID == uid && string(v.Key) == string(key) {
+			return v, nil
+		}
+	}
+	return nil, store.ErrNotFound
+}
+
+func (f *fakeReader) StateBefore(context.Context, *store.VersionRecord) (*store.VersionRecord, error) {
+	return nil, store.ErrNotFound
+}
+
+func (f *fakeReader) Newest(context.Context, string, string, string, string, string) (*store.VersionRecord, error) {
+	return nil, store.ErrNotFound
+}
+
+func (f *fakeReader) AsOf(context.Context, string, string, time.Time) ([]store.VersionRecord, error) {
+	return nil, nil
+}
+
+func (f *fakeReader) Deletions(context.Context, store.DeletionQuery) ([]store.Deletion, error) {
+	return nil, nil
+}
+
+func (f *fakeReader) FailedMutations(context.Context, store.EventQuery) ([]store.EventRecord, error) {
+	return nil, nil
+}
+
+func (f *fakeReader) Activity(context.Context, store.EventQuery) ([]store.EventRecord, error) {
+	return nil, nil
+}
+
+// denySecrets is an authorizer that lets "reader" get everything but
+// secrets.
+type denySecrets struct{}
+
+func (denySecrets) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.GetResource() == "secrets" {
+		return authorizer.DecisionNoOpinion, "no RBAC rule", nil
+	}
+	return authorizer.DecisionAllow, "", nil
+}
+
+type oneUser struct{}
+
+func (oneUser) AuthenticateRequest(r *http.Request) (*authenticator.Response, bool, error) {
+	if r.Header.Get("Authorization") != "Bearer "+testToken {
+		return nil, false, nil
+	}
+	return &authenticator.Response{User: &user.DefaultInfo{Name: "reader"}}, true, nil
+}
+
+func newTestServer(t *testing.T, r Reader) *Server {
+	t.Helper()
+	authn, authz, err := StaticToken(testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Reader: r, Authenticator: authn, Authorizer: authz})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func do(t *testing.T, h http.Handler, method, path, body string) (int, ErrorDetail, string) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	data, _ := io.ReadAll(rec.Body)
+	var e ErrorBody
+	_ = json.Unmarshal(data, &e)
+	return rec.Code, e.Error, string(data)
+}
+
+var key1 = strings.Repeat("ab", 32)
+
+func testVersions() []store.VersionRecord {
+	rv := int64(7)
+	k := make([]byte, 32)
+	for i := range k {
+		k[i] = 0xab
+	}
+	return []store.VersionRecord{
+		{Cluster: "default", UID: "u-cm", Key: k, ResourceVersion: &rv, Origin: "change", Verb: "update", ChangedAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
+			APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "prod", Name: "app", Complete: true, HasObject: true,
+			Object: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app","namespace":"prod","uid":"u-cm"},"data":{"k":"v"}}`),
+			Username: "bob"},
+		{Cluster: "default", UID: "u-secret", Key: k, Origin: "change", Verb: "create", ChangedAt: time.Date(2026, 11, 21, 10, 1, 0, 0, time.UTC),
+			APIVersion: "v1", Kind: "Secret", Resource: "secrets", Namespace: "prod", Name: "db", Complete: true, HasObject: true, Created: true,
+			SecretDigested: true, Object: []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"db"},"data":{"p":"sha256:00"}}`),
+			Username: "alice"},
+	}
+}
+
+func TestBadParametersGetClearErrors(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, &fakeReader{versions: testVersions()})
+	base := "/api/v1/clusters/default"
+	tests := []struct {
+		path string
+		code int
+		msg  string
+	}{
+		{base + "/changes?limit=0", 400, `limit="0": must be a whole number from 1 to 500`},
+		{base + "/changes?limit=many", 400, `limit="many"`},
+		{base + "/changes?since=yesterday", 400, `since="yesterday": want an RFC 3339 time`},
+		{base + "/changes?since=2026-11-22T00:00:00Z&until=2026-11-21T00:00:00Z", 400, "since (2026-11-22T00:00:00Z) must be before until"},
+		{base + "/changes?cursor=not-a-cursor", 400, "is not a cursor this API returned"},
+		{base + "/changes?namespce=prod", 400, `unknown query parameter "namespce"`},
+		{base + "/changes?verb=destroy", 400, `verb="destroy": must be one of create, update`},
+		{base + "/changes?name=a&name=b", 400, `query parameter "name" given 2 times`},
+		{base + "/history?resource=configmaps", 400, `query parameter "name" is required`},
+		{base + "/activity", 400, `query parameter "user" is required`},
+		{base + "/objects/u-cm/versions/xyz", 400, `version key "xyz": want the 64 hex digits`},
+		{base + "/objects/u-cm/versions/" + key1 + "/diff?against=nope", 400, `against="nope": want a version id <uid>/<versionKey>`},
+		{base + "/objects/u-cm/versions/" + key1 + "/diff?includeStatus=perhaps", 400, `includeStatus="perhaps": want true or false`},
+		{base + "/objects/u-cm/versions/" + key1 + "?format=xml", 400, `format="xml": must be one of json, yaml`},
+		{base + "/objects/u-other/versions/" + key1, 404, `no version u-other/`},
+		{"/api/v1/nothing", 404, "no route GET /api/v1/nothing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			t.Parallel()
+			code, e, body := do(t, s, http.MethodGet, tt.path, "")
+			if code != tt.code || !strings.Contains(e.Message, tt.msg) {
+				t.Errorf("GET %s = %d %s, want %d with %q", tt.path, code, body, tt.code, tt.msg)
+			}
+		})
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, &fakeReader{})
+	for _, auth := range []string{"", "Bearer wrong-token-wrong-token", "Basic abc"} {
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/clusters/default/changes", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		if rec.Code != http.StatusUnauthorized || rec.Header().Get("WWW-Authenticate") == "" {
+			t.Errorf("Authorization %q: %d %s", auth, rec.Code, rec.Body)
+		}
+	}
+	// The document is public.
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/openapi.json", nil))
+	if rec.Code != http.StatusOK {
+		t.Errorf("openapi.json: %d", rec.Code)
+	}
+	if _, _, err := StaticToken("short"); err == nil {
+		t.Error("a short static token was accepted")
+	}
+}
+
+func TestStandaloneIsReadOnly(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, &fakeReader{versions: testVersions()})
+	code, e, _ := do(t, s, http.MethodPost, "/api/v1/clusters/default/objects/u-cm/versions/"+key1+"/restore", "")
+	if code != http.StatusForbidden || !strings.Contains(e.Message, "standalone mode is read-only") {
+		t.Errorf("restore in standalone mode: %d %+v", code, e)
+	}
+	code, _, _ = do(t, s, http.MethodPost, "/api/v1/clusters/default/restore-plans", `{"kind":"as-of"}`)
+	if code != http.StatusForbidden {
+		t.Errorf("plan in standalone mode: %d", code)
+	}
+}
+
+func TestReadsAreAuthorizedPerObject(t *testing.T) {
+	t.Parallel()
+	s, err := New(Options{Reader: &fakeReader{versions: testVersions()}, Authenticator: oneUser{}, Authorizer: denySecrets{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, e, _ := do(t, s, http.MethodGet, "/api/v1/clusters/default/objects/u-secret/versions/"+key1, "")
+	if code != http.StatusForbidden || !strings.Contains(e.Message, `user "reader" cannot get secrets in the namespace "prod"`) {
+		t.Errorf("secret version: %d %+v", code, e)
+	}
+	code, _, body := do(t, s, http.MethodGet, "/api/v1/clusters/default/changes", "")
+	var page Page[Version]
+	if err := json.Unmarshal([]byte(body), &page); err != nil || code != 200 {
+		t.Fatalf("changes: %d %s", code, body)
+	}
+	if len(page.Items) != 1 || page.Items[0].Resource != "configmaps" {
+		t.Errorf("changes: the secret is not left out: %s", body)
+	}
+	code, _, body = do(t, s, http.MethodGet, "/api/v1/clusters/default/objects/u-cm/versions/"+key1+"?format=yaml", "")
+	if code != 200 || !strings.Contains(body, "resource: configmaps") || !strings.Contains(body, "k: v") {
+		t.Errorf("YAML version: %d %s", code, body)
+	}
+}
+
+func TestManifestOfADigestedSecretIsRefused(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, &fakeReader{versions: testVersions()})
+	code, e, _ := do(t, s, http.MethodGet, "/api/v1/clusters/default/objects/u-secret/versions/"+key1+"/manifest", "")
+	if code != http.StatusUnprocessableEntity || !strings.Contains(e.Message, "SHA-256 digests") {
+		t.Errorf("digested secret manifest: %d %+v", code, e)
+	}
+	code, _, body := do(t, s, http.MethodGet, "/api/v1/clusters/default/objects/u-cm/versions/"+key1+"/manifest?format=yaml", "")
+	if code != 200 || strings.Contains(body, "uid: u-cm") || !strings.Contains(body, "kind: ConfigMap") {
+		t.Errorf("manifest: %d %s", code, body)
+	}
+}
+
+func TestCursorRoundTrip(t *testing.T) {
+	t.Parallel()
+	c := store.Cursor{At: time.Date(2026, 11, 21, 10, 0, 0, 123456000, time.UTC), UID: "u", Key: []byte{1, 2, 3}}
+	req := httptest.NewRequest(http.MethodGet, "/x?cursor="+encodeCursor(c), nil)
+	got, err := cursorParam(req)
+	if err != nil || !got.At.Equal(c.At) || got.UID != "u" || string(got.Key) != string(c.Key) {
+		t.Errorf("cursor round trip: %+v, %v", got, err)
+	}
+}
+
+func TestOrderSteps(t *testing.T) {
+	t.Parallel()
+	step := func(action, group, resource, name, uid string, owners ...string) Step {
+		st := Step{Action: action, Object: ObjectRef{Group: group, Resource: resource, Namespace: "ns", Name: name}, Owners: owners}
+		if action == ActionDelete {
+			st.Live = &LiveRef{UID: uid}
+		} else {
+			st.Source = &Version{UID: uid}
+		}
+		if resource == "namespaces" {
+			st.Object.Namespace = ""
+		}
+		return st
+	}
+	steps := []Step{
+		step(ActionCreate, "example.com", "widgets", "w", "u-w"),
+		step(ActionCreate, "", "pods", "p", "u-p", "u-cm"), // owned by a ConfigMap: after it
+		step(ActionCreate, "", "configmaps", "cm", "u-cm", "u-w"),
+		step(ActionSkip, "", "serviceaccounts", "default", "u-sa"),
+		step(ActionCreate, "apiextensions.k8s.io", "customresourcedefinitions", "widgets.example.com", "u-crd"),
+		step(ActionCreate, "", "namespaces", "ns", "u-ns"),
+		step(ActionDelete, "apps", "deployments", "d", "u-d"),
+		step(ActionDelete, "apps", "replicasets", "d-1", "u-rs", "u-d"),
+		step(ActionDelete, "", "configmaps", "new", "u-new"),
+	}
+	var got []string
+	for _, st := range orderSteps(steps) {
+		got = append(got, st.Action+" "+st.Object.Resource+"/"+st.Object.Name)
+	}
+	want := []string{
+		"delete replicasets/d-1", "delete deployments/d", "delete configmaps/new",
+		"create namespaces/ns", "create customresourcedefinitions/widgets.example.com",
+		"create widgets/w", "create configmaps/cm", "create pods/p",
+		"skip serviceaccounts/default",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("order:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
