@@ -3,8 +3,22 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/options-record/options-record/api/restore"
+	"github.com/options-record/options-record/internal/certs"
 	"github.com/options-record/options-record/store"
 )
 
@@ -20,6 +34,121 @@ type APIOptions struct {
 }
 
 // runAPI starts the restore API and returns a function that stops it.
+//
+// With a cluster (so.Kube) callers are authenticated by TokenReview and
+// authorized by SubjectAccessReview, and restores impersonate them. Without
+// one (standalone) the API is read-only, listens on loopback only and
+// accepts the static token of TokenFile (generated in the data directory
+// when not given).
 func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, st *store.Store, log *slog.Logger) (func(context.Context) error, error) {
-	return nil, errors.New("the restore API is not built yet")
+	log = log.With("component", "restore-api")
+	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log}
+	var err error
+	if so.Kube != nil {
+		if o.TokenFile != "" {
+			return nil, errors.New("--api-token-file is for the standalone mode (no cluster): with a cluster, callers present Kubernetes tokens")
+		}
+		if opts.Kube, err = so.Kube.RestConfig(); err != nil {
+			return nil, err
+		}
+		if opts.Authenticator, opts.Authorizer, err = delegatingAuth(opts.Kube); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := loopbackOnly(o.Addr); err != nil {
+			return nil, err
+		}
+		if opts.Authenticator, opts.Authorizer, err = standaloneAuth(o, so, log); err != nil {
+			return nil, err
+		}
+	}
+	api, err := restore.New(opts)
+	if err != nil {
+		return nil, err
+	}
+
+	certFile, keyFile := o.TLSCertFile, o.TLSKeyFile
+	if certFile == "" {
+		certFile, keyFile = so.TLSCertFile, so.TLSKeyFile
+	}
+	reloader, err := certs.NewReloader(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("restore API: %w", err)
+	}
+	tlsCfg, err := certs.ServerConfig(reloader, "")
+	if err != nil {
+		return nil, fmt.Errorf("restore API: %w", err)
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("restore API listener: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           api,
+		TLSConfig:         tlsCfg,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeTLS(ln, "", "") }()
+	mode := "cluster"
+	if so.Kube == nil {
+		mode = "standalone (read-only)"
+	}
+	log.Info("serving the restore API", "addr", ln.Addr().String(), "mode", mode, "openapi", "/api/v1/openapi.json")
+	return func(ctx context.Context) error {
+		err := srv.Shutdown(ctx)
+		if serr := <-done; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		return err
+	}, nil
+}
+
+// delegatingAuth asks the cluster: TokenReview, SubjectAccessReview.
+func delegatingAuth(cfg *rest.Config) (authenticator.Request, authorizer.Authorizer, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore API: kube client: %w", err)
+	}
+	return restore.DelegatingAuth(kube, restore.AuthCacheTTL)
+}
+
+// standaloneAuth reads (or generates) the static token.
+func standaloneAuth(o *APIOptions, so *ServeOptions, log *slog.Logger) (authenticator.Request, authorizer.Authorizer, error) {
+	file := o.TokenFile
+	if file == "" {
+		if so.Database.DataDir == "" {
+			return nil, nil, errors.New("restore API without a cluster: set --api-token-file (or --data-dir to generate one)")
+		}
+		var err error
+		if file, err = ensureToken(filepath.Join(so.Database.DataDir, "api-token")); err != nil {
+			return nil, nil, err
+		}
+		log.Info("using a generated restore API token (standalone mode)", "token_file", file)
+	}
+	tok, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore API token: %w", err)
+	}
+	return restore.StaticToken(string(tok))
+}
+
+// loopbackOnly refuses a standalone API reachable from other hosts: its
+// static token is a weaker credential than the cluster's.
+func loopbackOnly(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--api-bind-address %q: %w", addr, err)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--api-bind-address %q: without a cluster the restore API is read-only and listens on loopback only (127.0.0.1:PORT or [::1]:PORT)", addr)
 }
