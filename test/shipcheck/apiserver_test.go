@@ -141,9 +141,11 @@ func TestOnRealAPIServer(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
 
-	base := vs[slices.IndexFunc(vs, func(v variant) bool { return v.name == "deploy" })]
+	// The sink without the restore API first: testSinkRBAC adds the rest.
+	base := variantNamed(t, vs, "deploy/base")
+	crd := find(variantNamed(t, vs, "deploy").objects, "CustomResourceDefinition", "")
 	for _, kind := range realKinds {
-		for _, u := range find(base.objects, kind, "") {
+		for _, u := range find(append(crd, base.objects...), kind, "") {
 			if err := c.apply(t, u, false); err != nil {
 				t.Fatalf("apply: %v", err)
 			}
@@ -216,6 +218,15 @@ func TestOnRealAPIServer(t *testing.T) {
 	})
 
 	t.Run("rbac", func(t *testing.T) { testSinkRBAC(t, c, vs) })
+}
+
+func variantNamed(t *testing.T, vs []variant, name string) variant {
+	t.Helper()
+	i := slices.IndexFunc(vs, func(v variant) bool { return v.name == name })
+	if i < 0 {
+		t.Fatalf("no variant %s", name)
+	}
+	return vs[i]
 }
 
 // eventually polls check until it returns nil or the timeout passes.

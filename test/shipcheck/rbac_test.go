@@ -37,8 +37,8 @@ const statusLease = "options-record-status"
 // RBAC of the rendered manifests: the sink's own code (rulesync: LIST of
 // rules, status writes, the status Lease, baselines) does its job, each
 // permission of the issue works, and actions outside them are forbidden.
-// The restore API's and the Secret baseline's permissions exist only once
-// their components are applied.
+// The restore API's permissions exist only with deploy/ (deploy/base is
+// the sink without it), the Secret baseline's only with its component.
 func testSinkRBAC(t *testing.T, c *cluster, vs []variant) {
 	ctx := context.Background()
 	admin := c.admin
@@ -208,14 +208,14 @@ func testSinkRBAC(t *testing.T, c *cluster, vs []variant) {
 		return err
 	}}
 
-	t.Run("default", func(t *testing.T) {
+	t.Run("deploy/base", func(t *testing.T) {
 		expect(t, true, allowed...)
 		expect(t, false, forbiddenAlways...)
 		expect(t, false, restore...)
 		expect(t, false, listSecrets)
 	})
-	t.Run("components/restore-api", func(t *testing.T) {
-		applyRBAC(t, c, vs, "deploy+components/restore-api")
+	t.Run("deploy", func(t *testing.T) {
+		applyRBAC(t, c, vs, "deploy")
 		eventually(t, 30*time.Second, "restore API permissions", restore[0].do)
 		expect(t, true, allowed...)
 		expect(t, true, restore...)
@@ -267,12 +267,9 @@ func mustCreate(t *testing.T, create func() error) {
 // applyRBAC applies, for real, the RBAC objects of a rendered variant.
 func applyRBAC(t *testing.T, c *cluster, vs []variant, name string) {
 	t.Helper()
-	i := slices.IndexFunc(vs, func(v variant) bool { return v.name == name })
-	if i < 0 {
-		t.Fatalf("no variant %s", name)
-	}
+	v := variantNamed(t, vs, name)
 	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
-		for _, u := range find(vs[i].objects, kind, "") {
+		for _, u := range find(v.objects, kind, "") {
 			if err := c.apply(t, u, false); err != nil {
 				t.Fatal(err)
 			}

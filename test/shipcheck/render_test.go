@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 
 	"github.com/options-record/options-record/test/framework/controlplane"
 	"github.com/options-record/options-record/test/shipcheck/kindcreds"
@@ -23,7 +25,7 @@ const memRoot = "/repo"
 
 // variant is one kustomization an operator can apply.
 type variant struct {
-	name    string // e.g. "deploy", "deploy+components/postgres", "kind-config"
+	name    string // e.g. "deploy", "deploy/base", "deploy+components/postgres", "kind-config"
 	objects []*unstructured.Unstructured
 }
 
@@ -53,9 +55,10 @@ func components(t testing.TB) []string {
 	return out
 }
 
-// renderAll renders every shipped kustomization: deploy/ alone, deploy/ with
-// each component (as an operator's overlay would), with all of them at once,
-// and kind-config/ with freshly generated credentials. It runs on an
+// renderAll renders every shipped kustomization: deploy/ (the default
+// install), deploy/base (the sink without the restore API), deploy/ with each
+// component it does not already hold (as an operator's overlay would), with
+// all of them at once, and kind-config/ with freshly generated credentials. It runs on an
 // in-memory copy of deploy/ and kind-config/, so nothing is written to the
 // work tree.
 func renderAll(t testing.TB) []variant {
@@ -77,9 +80,10 @@ func renderAll(t testing.TB) []variant {
 		writeMem(t, fsys, path.Join(memRoot, "kind-config", "credentials", name), data)
 	}
 
-	comps := components(t)
+	comps := optionalComponents(t)
 	builds := map[string]string{
 		"deploy":      path.Join(memRoot, "deploy"),
+		"deploy/base": path.Join(memRoot, "deploy", "base"),
 		"kind-config": path.Join(memRoot, "kind-config"),
 	}
 	overlay := func(name string, comps ...string) {
@@ -115,6 +119,29 @@ func renderAll(t testing.TB) []variant {
 		out = append(out, v)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// optionalComponents are the components deploy/kustomization.yaml does not
+// list itself.
+func optionalComponents(t testing.TB) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Components []string `json:"components"`
+	}
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range components(t) {
+		if !slices.Contains(k.Components, c) {
+			out = append(out, c)
+		}
+	}
 	return out
 }
 
@@ -167,8 +194,8 @@ func find(objs []*unstructured.Unstructured, kind, name string) []*unstructured.
 func TestRenderEveryKustomization(t *testing.T) {
 	t.Parallel()
 	vs := renderAll(t)
-	want := map[string]bool{"deploy": true, "kind-config": true, "deploy+all-components": true}
-	for _, c := range components(t) {
+	want := map[string]bool{"deploy": true, "deploy/base": true, "kind-config": true, "deploy+all-components": true}
+	for _, c := range optionalComponents(t) {
 		want["deploy+"+c] = true
 	}
 	for _, v := range vs {
