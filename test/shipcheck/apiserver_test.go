@@ -135,7 +135,8 @@ var realKinds = []string{"CustomResourceDefinition", "Namespace", "ServiceAccoun
 // OptionsRecordControllers for real, every object of every kustomization as
 // a server-side dry run with strict field validation, and the pods of every
 // workload through the real Pod Security admission of the namespace. Then it
-// runs the sink's cluster-facing code as its ServiceAccount (see rbac_test.go).
+// runs the sink's cluster-facing code as its ServiceAccount (rbac_test.go),
+// and the binary with the Deployment's command line (serve_test.go).
 func TestOnRealAPIServer(t *testing.T) {
 	vs := renderAll(t)
 	c := startCluster(t)
@@ -218,6 +219,7 @@ func TestOnRealAPIServer(t *testing.T) {
 	})
 
 	t.Run("rbac", func(t *testing.T) { testSinkRBAC(t, c, vs) })
+	t.Run("serve-as-deployed", func(t *testing.T) { testServeAsDeployed(t, c, vs) })
 }
 
 func variantNamed(t *testing.T, vs []variant, name string) variant {

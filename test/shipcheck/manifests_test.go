@@ -412,20 +412,24 @@ var (
 	flagsErr  error
 )
 
-// serveFlags builds the product binary the way `make build` does and returns
-// the flags `options-record serve -h` lists.
+// buildProduct builds the product binary into dir the way `make build` does.
+func buildProduct(t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "options-record")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/options-record")
+	build.Dir = repoRoot(t)
+	build.Env = append(build.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// serveFlags returns the flags `options-record serve -h` lists.
 func serveFlags(t testing.TB) map[string]bool {
 	t.Helper()
-	root := repoRoot(t)
 	flagsOnce.Do(func() {
-		bin := filepath.Join(t.TempDir(), "options-record")
-		build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/options-record")
-		build.Dir = root
-		build.Env = append(build.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			flagsErr = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
+		bin := buildProduct(t, t.TempDir())
 		var out bytes.Buffer
 		help := exec.Command(bin, "serve", "-h")
 		help.Stdout, help.Stderr = &out, &out

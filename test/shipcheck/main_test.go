@@ -1,0 +1,10 @@
+package shipcheck
+
+import (
+	"testing"
+
+	"github.com/options-record/options-record/internal/pgtest"
+)
+
+// TestMain stops the PostgreSQL that TestServeAsDeployed starts.
+func TestMain(m *testing.M) { pgtest.Main(m) }
