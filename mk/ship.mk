@@ -11,6 +11,11 @@
 #
 # image and kind-up need Docker (or another engine kind supports); kind
 # itself comes from the Go module proxy when it is not installed.
+#
+# test/shipcheck uses the product module through a replace directive: after a
+# dependency change in the product's go.mod, run `cd test/shipcheck && go mod
+# tidy -e` (-e: a Windows-only import of testcontainers' graph names a
+# module version the proxy no longer serves).
 
 IMAGE        ?= options-record:dev
 KIND_VERSION ?= v0.32.0
