@@ -1,0 +1,704 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/options-record/options-record/api/restore"
+	"github.com/options-record/options-record/api/v1alpha1"
+	"github.com/options-record/options-record/internal/app"
+	"github.com/options-record/options-record/internal/certs"
+	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/test/framework/controlplane"
+)
+
+// TestRestoreAPIOnARealControlPlane drives the restore API of a sink
+// recording a real control plane: reads authorized by SubjectAccessReview,
+// restores impersonating the caller, plans for a namespace and a user.
+func TestRestoreAPIOnARealControlPlane(t *testing.T) {
+	w := startRestoreWorld(t)
+	ctx := context.Background()
+	for _, ns := range []string{"e2e-rs-one", "e2e-rs-vault", "e2e-rs-ns"} {
+		w.namespace(t, ns)
+	}
+	alice, bob, carol := w.kube(t, "alice"), w.kube(t, "bob"), w.kube(t, "carol")
+
+	t.Run("the served OpenAPI document is the golden one", func(t *testing.T) {
+		code, body := w.call(t, "", http.MethodGet, "/api/v1/openapi.json", nil)
+		golden, err := os.ReadFile(filepath.Join("..", "..", "api", "restore", "testdata", "openapi.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != http.StatusOK || !bytes.Equal(body, golden) {
+			t.Errorf("GET openapi.json = %d, %d bytes; differs from the golden file (%d bytes)", code, len(body), len(golden))
+		}
+	})
+
+	t.Run("bad requests get clear errors", func(t *testing.T) {
+		for _, tt := range []struct {
+			user, path string
+			code       int
+			msg        string
+		}{
+			{"", "/api/v1/clusters/e2e/changes", 401, "send a bearer token"},
+			{"nobody", "/api/v1/clusters/e2e/changes", 401, "the bearer token was not accepted"},
+			{"alice", "/api/v1/clusters/e2e/changes?limit=1000", 400, `limit="1000": must be a whole number from 1 to 500`},
+			{"alice", "/api/v1/clusters/e2e/changes?namespace=e2e-rs-one&nmae=x", 400, `unknown query parameter "nmae"`},
+			{"alice", "/api/v1/clusters/e2e/deletions?since=last-week", 400, `since="last-week": want an RFC 3339 time`},
+			{"alice", "/api/v1/clusters/e2e/history?resource=configmaps&namespace=e2e-rs-one", 400, `query parameter "name" is required`},
+			{"alice", "/api/v1/clusters/e2e/objects/x/versions/not-hex", 400, "want the 64 hex digits"},
+			{"alice", "/api/v1/clusters/prod/changes", 404, `cluster "prod" is not served here`},
+		} {
+			code, body := w.call(t, tt.user, http.MethodGet, tt.path, nil)
+			var e restore.ErrorBody
+			_ = json.Unmarshal(body, &e)
+			if code != tt.code || !strings.Contains(e.Error.Message, tt.msg) {
+				t.Errorf("%s GET %s = %d %s, want %d with %q", tt.user, tt.path, code, body, tt.code, tt.msg)
+			}
+		}
+		code, body := w.call(t, "alice", http.MethodPost, "/api/v1/clusters/e2e/restore-plans", map[string]any{"kind": "as-of", "namespaces": []string{"e2e-rs-one"}})
+		if code != 400 || !strings.Contains(string(body), "as-of needs at") {
+			t.Errorf("plan without at = %d %s", code, body)
+		}
+	})
+
+	t.Run("a user without get on secrets cannot read a Secret's history", func(t *testing.T) {
+		ok(alice.CoreV1().Secrets("e2e-rs-one").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"},
+			StringData: map[string]string{"password": "digest-me"}}, metav1.CreateOptions{}))(t)
+		hist := "/api/v1/clusters/e2e/history?resource=secrets&namespace=e2e-rs-one&name=db"
+		var page restore.Page[restore.Version]
+		w.eventuallyGet(t, "alice", hist, &page, func() error {
+			if len(page.Items) != 1 || page.Items[0].Verb != "create" || !page.Items[0].SecretDigested {
+				return fmt.Errorf("history %+v", page.Items)
+			}
+			return nil
+		})
+		code, body := w.call(t, "eve", http.MethodGet, hist, nil)
+		if code != http.StatusForbidden || !strings.Contains(string(body), `user \"eve\" cannot get secrets in the namespace \"e2e-rs-one\"`) {
+			t.Errorf("eve reads the Secret's history: %d %s", code, body)
+		}
+		code, body = w.call(t, "eve", http.MethodGet, page.Items[0].Links.History, nil)
+		if code != http.StatusForbidden {
+			t.Errorf("eve reads the Secret's history by uid: %d %s", code, body)
+		}
+		// In a search, eve sees what she may get, and not the Secret.
+		var search restore.Page[restore.Version]
+		w.getJSON(t, "eve", "/api/v1/clusters/e2e/changes?namespace=e2e-rs-one", &search)
+		for _, v := range search.Items {
+			if v.Resource == "secrets" {
+				t.Errorf("eve's search shows a Secret: %+v", v)
+			}
+		}
+	})
+
+	t.Run("find who deleted a ConfigMap, look at the diff, restore it", func(t *testing.T) {
+		ok(alice.CoreV1().ConfigMaps("e2e-rs-one").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"},
+			Data: map[string]string{"level": "info"}}, metav1.CreateOptions{}))(t)
+		ok(bob.CoreV1().ConfigMaps("e2e-rs-one").Patch(ctx, "settings", types.MergePatchType, []byte(`{"data":{"level":"debug"}}`), metav1.PatchOptions{}))(t)
+		before := ok(alice.CoreV1().ConfigMaps("e2e-rs-one").Get(ctx, "settings", metav1.GetOptions{}))(t)
+		if err := carol.CoreV1().ConfigMaps("e2e-rs-one").Delete(ctx, "settings", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		del := w.deletion(t, "e2e-rs-one", "configmaps", "settings")
+		if del.Actor == nil || del.Actor.Username != "carol" || del.RestoreFrom == nil {
+			t.Fatalf("deletion: %+v", del)
+		}
+		// The history names bob's patch; its diff shows what he changed.
+		var hist restore.Page[restore.Version]
+		w.getJSON(t, "alice", "/api/v1/clusters/e2e/history?resource=configmaps&namespace=e2e-rs-one&name=settings", &hist)
+		if len(hist.Items) != 3 || hist.Items[1].Verb != "patch" || hist.Items[1].Actor.Username != "bob" {
+			t.Fatalf("history: %+v", hist.Items)
+		}
+		var diff restore.DiffResult
+		w.getJSON(t, "alice", hist.Items[1].Links.Diff, &diff)
+		if len(diff.Changes) != 1 || diff.Changes[0].Path != "/data/level" || diff.Changes[0].From != "info" || diff.Changes[0].To != "debug" {
+			t.Errorf("diff of bob's patch: %+v", diff.Changes)
+		}
+		code, yml := w.call(t, "alice", http.MethodGet, del.RestoreFrom.Manifest+"?format=yaml", nil)
+		if code != 200 || !strings.Contains(string(yml), "level: debug") || strings.Contains(string(yml), "resourceVersion") {
+			t.Errorf("manifest: %d %s", code, yml)
+		}
+
+		// eve may read the record but not create ConfigMaps: the cluster
+		// refuses the impersonated create.
+		code, body := w.call(t, "eve", http.MethodPost, del.RestoreFrom.Restore, nil)
+		var e restore.ErrorBody
+		_ = json.Unmarshal(body, &e)
+		if code != http.StatusForbidden || !e.Error.FromCluster || !strings.Contains(e.Error.Message, `User "eve" cannot create resource "configmaps"`) {
+			t.Errorf("eve's restore: %d %s", code, body)
+		}
+		// A dry run changes nothing.
+		var res restore.RestoreResult
+		w.postJSON(t, "alice", del.RestoreFrom.Restore+"?dryRun=true", nil, http.StatusOK, &res)
+		if res.Action != restore.ActionCreate || !res.DryRun {
+			t.Errorf("dry run: %+v", res)
+		}
+		if _, err := alice.CoreV1().ConfigMaps("e2e-rs-one").Get(ctx, "settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("after a dry run the ConfigMap exists: %v", err)
+		}
+		w.postJSON(t, "alice", del.RestoreFrom.Restore, nil, http.StatusOK, &res)
+		if res.Action != restore.ActionCreate || res.RestoreID == "" {
+			t.Errorf("restore: %+v", res)
+		}
+		got := ok(alice.CoreV1().ConfigMaps("e2e-rs-one").Get(ctx, "settings", metav1.GetOptions{}))(t)
+		if !reflect.DeepEqual(got.Data, before.Data) {
+			t.Errorf("restored data %v, want %v", got.Data, before.Data)
+		}
+		// The restores table names who restored what, refusals included.
+		rows := w.restores(t, "configmaps")
+		for _, want := range []string{"eve failed false", "alice succeeded true", "alice succeeded false"} {
+			if !strings.Contains(rows, want) {
+				t.Errorf("restores table %q lacks %q", rows, want)
+			}
+		}
+		// The restore is itself recorded, as alice through the sink.
+		w.eventuallyGet(t, "alice", "/api/v1/clusters/e2e/history?resource=configmaps&namespace=e2e-rs-one&name=settings", &hist, func() error {
+			last := hist.Items[len(hist.Items)-1]
+			if len(hist.Items) != 4 || last.Verb != "create" || last.Actor.Username != sinkUser || last.Actor.ImpersonatedUser != "alice" {
+				return fmt.Errorf("history after the restore: %d items, last %+v", len(hist.Items), last.Actor)
+			}
+			return nil
+		})
+
+		t.Run("a live object changed after the newest record is not overwritten unless forced", func(t *testing.T) {
+			// An excluded user's change is not recorded: the live object
+			// now differs from the newest recorded version.
+			sneaky := w.kube(t, excludedUser)
+			live := ok(sneaky.CoreV1().ConfigMaps("e2e-rs-one").Patch(ctx, "settings", types.MergePatchType,
+				[]byte(`{"data":{"level":"sneaky"}}`), metav1.PatchOptions{}))(t)
+			target := hist.Items[0].Links.Restore // alice's create: level info
+			code, body := w.call(t, "alice", http.MethodPost, target, nil)
+			if code != http.StatusConflict || !strings.Contains(string(body), "changed after the newest recorded version") {
+				t.Errorf("restore over an unrecorded change: %d %s", code, body)
+			}
+			code, body = w.call(t, "alice", http.MethodPost, target, restore.RestoreRequest{ExpectedResourceVersion: "1"})
+			if code != http.StatusConflict || !strings.Contains(string(body), "the request expected 1") {
+				t.Errorf("restore with a stale expectedResourceVersion: %d %s", code, body)
+			}
+			var res restore.RestoreResult
+			w.postJSON(t, "alice", target, restore.RestoreRequest{Force: true, DryRun: true}, http.StatusOK, &res)
+			after := ok(alice.CoreV1().ConfigMaps("e2e-rs-one").Get(ctx, "settings", metav1.GetOptions{}))(t)
+			if res.Action != restore.ActionUpdate || after.ResourceVersion != live.ResourceVersion {
+				t.Errorf("forced dry run: %s, resourceVersion %s → %s", res.Action, live.ResourceVersion, after.ResourceVersion)
+			}
+			w.postJSON(t, "alice", target, restore.RestoreRequest{ExpectedResourceVersion: live.ResourceVersion}, http.StatusOK, &res)
+			after = ok(alice.CoreV1().ConfigMaps("e2e-rs-one").Get(ctx, "settings", metav1.GetOptions{}))(t)
+			if res.Action != restore.ActionUpdate || after.Data["level"] != "info" {
+				t.Errorf("restore with the live resourceVersion: %s, level %q", res.Action, after.Data["level"])
+			}
+		})
+	})
+
+	t.Run("a Secret recorded as digests is refused, one recorded with data comes back", func(t *testing.T) {
+		if err := alice.CoreV1().Secrets("e2e-rs-one").Delete(ctx, "db", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		del := w.deletion(t, "e2e-rs-one", "secrets", "db")
+		code, body := w.call(t, "alice", http.MethodPost, del.RestoreFrom.Restore, nil)
+		if code != http.StatusUnprocessableEntity || !strings.Contains(string(body), "holds SHA-256 digests") {
+			t.Errorf("restore of a digested Secret: %d %s", code, body)
+		}
+
+		want := map[string][]byte{"password": []byte("hunter2-vault"), "user": []byte("admin")}
+		eventually(t, 10*time.Second, "create the vault Secret", func() error {
+			_, err := alice.CoreV1().Secrets("e2e-rs-vault").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
+				Data: want}, metav1.CreateOptions{})
+			return err
+		})
+		if err := bob.CoreV1().Secrets("e2e-rs-vault").Delete(ctx, "creds", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		del = w.deletion(t, "e2e-rs-vault", "secrets", "creds")
+		if del.SecretDigested {
+			t.Fatal("the vault rule did not record the Secret's data")
+		}
+		var res restore.RestoreResult
+		w.postJSON(t, "alice", del.RestoreFrom.Restore, nil, http.StatusOK, &res)
+		got := ok(alice.CoreV1().Secrets("e2e-rs-vault").Get(ctx, "creds", metav1.GetOptions{}))(t)
+		if !reflect.DeepEqual(got.Data, want) {
+			t.Errorf("restored Secret data %v", got.Data)
+		}
+	})
+
+	t.Run("a deleted Deployment and custom object come back with their spec", func(t *testing.T) {
+		ok(alice.AppsV1().Deployments("e2e-rs-one").Create(ctx, deployment("web"), metav1.CreateOptions{}))(t)
+		w.apply.create(t, []byte(`{"apiVersion":"optionsrecord.io/v1alpha1","kind":"OptionsRecordController",
+			"metadata":{"name":"tenant","namespace":"e2e-rs-one"},"spec":{"resources":[{"group":"","resources":["configmaps"]}],"verbs":["delete"]}}`), "")
+		dyn := dynamic.NewForConfigOrDie(w.config("alice"))
+		orcs := dyn.Resource(v1alpha1.GroupVersionResource).Namespace("e2e-rs-one")
+		wantDep := ok(alice.AppsV1().Deployments("e2e-rs-one").Get(ctx, "web", metav1.GetOptions{}))(t)
+		wantORC := ok(orcs.Get(ctx, "tenant", metav1.GetOptions{}))(t)
+		if err := bob.AppsV1().Deployments("e2e-rs-one").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := orcs.Delete(ctx, "tenant", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range []struct{ resource, name string }{{"deployments", "web"}, {"optionsrecordcontrollers", "tenant"}} {
+			del := w.deletion(t, "e2e-rs-one", o.resource, o.name)
+			var res restore.RestoreResult
+			w.postJSON(t, "alice", del.RestoreFrom.Restore, nil, http.StatusOK, &res)
+			if res.Action != restore.ActionCreate {
+				t.Errorf("%s: %+v", o.name, res)
+			}
+		}
+		gotDep := ok(alice.AppsV1().Deployments("e2e-rs-one").Get(ctx, "web", metav1.GetOptions{}))(t)
+		if !reflect.DeepEqual(gotDep.Spec, wantDep.Spec) || gotDep.UID == wantDep.UID {
+			t.Errorf("Deployment spec differs after the restore:\n%+v\n%+v", gotDep.Spec, wantDep.Spec)
+		}
+		gotORC := ok(orcs.Get(ctx, "tenant", metav1.GetOptions{}))(t)
+		if !reflect.DeepEqual(gotORC.Object["spec"], wantORC.Object["spec"]) {
+			t.Errorf("OptionsRecordController spec %v, want %v", gotORC.Object["spec"], wantORC.Object["spec"])
+		}
+	})
+
+	t.Run("a namespace deletion cascade is undone by a namespace restore", func(t *testing.T) {
+		ns := "e2e-rs-ns"
+		ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config"},
+			Data: map[string]string{"mode": "blue"}}, metav1.CreateOptions{}))(t)
+		ok(alice.AppsV1().Deployments(ns).Create(ctx, deployment("api"), metav1.CreateOptions{}))(t)
+		ok(alice.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token"},
+			StringData: map[string]string{"t": "x"}}, metav1.CreateOptions{}))(t)
+		wantDep := ok(alice.AppsV1().Deployments(ns).Get(ctx, "api", metav1.GetOptions{}))(t)
+		var page restore.Page[restore.Version]
+		w.eventuallyGet(t, controlplane.AdminUser, "/api/v1/clusters/e2e/changes?namespace="+ns+"&user=alice", &page, func() error {
+			if len(page.Items) != 3 {
+				return fmt.Errorf("%d changes by alice recorded", len(page.Items))
+			}
+			return nil
+		})
+		time.Sleep(1100 * time.Millisecond) // stage timestamps have microseconds; keep "at" clearly after the creates
+		at := time.Now().UTC()
+		time.Sleep(100 * time.Millisecond)
+		if err := w.admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 60*time.Second, "namespace gone", func() error {
+			if _, err := w.admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("namespace still there (%v)", err)
+			}
+			return nil
+		})
+		w.deletion(t, ns, "configmaps", "app-config") // the cascade is recorded
+
+		var plan restore.Plan
+		w.postJSON(t, controlplane.AdminUser, "/api/v1/clusters/e2e/restore-plans",
+			restore.PlanRequest{Kind: restore.KindAsOf, Namespaces: []string{ns}, At: &at}, http.StatusCreated, &plan)
+		steps := map[string]restore.Step{}
+		var order []string
+		for _, st := range plan.Steps {
+			k := st.Object.Resource + "/" + st.Object.Name
+			steps[k] = st
+			order = append(order, st.Action+" "+k)
+		}
+		for k, action := range map[string]string{
+			"namespaces/" + ns: restore.ActionCreate, "configmaps/app-config": restore.ActionCreate,
+			"deployments/api": restore.ActionCreate, "secrets/token": restore.ActionRefuse,
+			"serviceaccounts/default": restore.ActionSkip, "rolebindings/e2e-editor": restore.ActionCreate,
+		} {
+			if steps[k].Action != action {
+				t.Errorf("plan step %s: %q (%s), want %s; plan:\n%s", k, steps[k].Action, steps[k].Reason, action, strings.Join(order, "\n"))
+			}
+		}
+		if order[0] != "create namespaces/"+ns {
+			t.Errorf("the namespace is not created first:\n%s", strings.Join(order, "\n"))
+		}
+		var again restore.Plan
+		w.getJSON(t, controlplane.AdminUser, strings.TrimSuffix(plan.Execute, "/execute"), &again)
+		if again.ID != plan.ID || again.State != "planned" || len(again.Steps) != len(plan.Steps) {
+			t.Errorf("GET plan: %+v", again)
+		}
+		code, _ := w.call(t, "alice", http.MethodGet, strings.TrimSuffix(plan.Execute, "/execute"), nil)
+		if code != http.StatusForbidden {
+			t.Errorf("alice reads the admin's plan: %d", code)
+		}
+
+		var dry restore.Plan
+		w.postJSON(t, controlplane.AdminUser, plan.Execute+"?dryRun=true", nil, http.StatusMultiStatus, &dry)
+		if !dry.DryRun || dry.State != "partial" || dry.Outcome[0].Result != restore.ResultDone {
+			t.Errorf("dry run: %s %+v", dry.State, dry.Outcome)
+		}
+		if _, err := w.admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("a dry run created the namespace: %v", err)
+		}
+
+		var done restore.Plan
+		w.postJSON(t, controlplane.AdminUser, plan.Execute, nil, http.StatusMultiStatus, &done)
+		if done.State != "partial" {
+			t.Errorf("execution state %s", done.State)
+		}
+		for _, o := range done.Outcome {
+			st := done.Steps[o.Index]
+			k := st.Object.Resource + "/" + st.Object.Name
+			wantResult := restore.ResultDone
+			switch st.Action {
+			case restore.ActionRefuse:
+				wantResult = restore.ResultFailed
+			case restore.ActionSkip, restore.ActionNone:
+				wantResult = restore.ResultSkipped
+			}
+			if o.Result != wantResult {
+				t.Errorf("step %d %s %s: %s (%d %s), want %s", o.Index, st.Action, k, o.Result, o.Code, o.Message, wantResult)
+			}
+		}
+		cm := ok(w.admin.CoreV1().ConfigMaps(ns).Get(ctx, "app-config", metav1.GetOptions{}))(t)
+		dep := ok(w.admin.AppsV1().Deployments(ns).Get(ctx, "api", metav1.GetOptions{}))(t)
+		if cm.Data["mode"] != "blue" || !reflect.DeepEqual(dep.Spec, wantDep.Spec) {
+			t.Errorf("after the namespace restore: data %v, Deployment spec equal %t", cm.Data, reflect.DeepEqual(dep.Spec, wantDep.Spec))
+		}
+		code, body := w.call(t, controlplane.AdminUser, http.MethodPost, plan.Execute, nil)
+		if code != http.StatusConflict || !strings.Contains(string(body), "a plan executes once") {
+			t.Errorf("second execution: %d %s", code, body)
+		}
+	})
+
+	t.Run("a user's changes are undone by an undo plan", func(t *testing.T) {
+		ns := "e2e-rs-one"
+		ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "keep"},
+			Data: map[string]string{"v": "alice"}}, metav1.CreateOptions{}))(t)
+		w.waitChanges(t, ns, "keep", 1)
+		since := time.Now().UTC()
+		ok(bob.CoreV1().ConfigMaps(ns).Patch(ctx, "keep", types.MergePatchType, []byte(`{"data":{"v":"bob"}}`), metav1.PatchOptions{}))(t)
+		ok(bob.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bobs"}}, metav1.CreateOptions{}))(t)
+		w.waitChanges(t, ns, "keep", 2)
+		w.waitChanges(t, ns, "bobs", 1)
+		var plan restore.Plan
+		w.postJSON(t, "alice", "/api/v1/clusters/e2e/restore-plans",
+			restore.PlanRequest{Kind: restore.KindUndo, User: "bob", Since: &since, Namespaces: []string{ns}}, http.StatusCreated, &plan)
+		var got []string
+		for _, st := range plan.Steps {
+			got = append(got, st.Action+" "+st.Object.Name)
+		}
+		if strings.Join(got, ",") != "delete bobs,update keep" {
+			t.Fatalf("undo plan: %v", got)
+		}
+		var done restore.Plan
+		w.postJSON(t, "alice", plan.Execute, nil, http.StatusOK, &done)
+		if _, err := alice.CoreV1().ConfigMaps(ns).Get(ctx, "bobs", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("bob's ConfigMap is still there: %v", err)
+		}
+		if cm := ok(alice.CoreV1().ConfigMaps(ns).Get(ctx, "keep", metav1.GetOptions{}))(t); cm.Data["v"] != "alice" {
+			t.Errorf("keep: %v", cm.Data)
+		}
+	})
+}
+
+// excludedUser is excluded by the e2e rule: its changes are not recorded.
+const excludedUser = "system:kube-scheduler"
+
+// restoreWorld is a world whose sink also serves the restore API.
+type restoreWorld struct {
+	*world
+	apiURL string
+	client *http.Client
+}
+
+// startRestoreWorld is startWorldWith with the restore API enabled, the
+// API's RBAC (TokenReview, SubjectAccessReview, impersonation) and a rule
+// that records Secret data in e2e-rs-vault.
+func startRestoreWorld(t *testing.T) *restoreWorld {
+	t.Helper()
+	dsn := pgtest.NewDatabase(t)
+	dir := t.TempDir()
+	ca, err := certs.NewCA("e2e sink CA", 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := ca.Issue("options-record", []string{"127.0.0.1"}, true, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile, err := serving.Write(dir, "sink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "e2e-webhook-token"
+	tokenFile := filepath.Join(dir, "webhook-token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port, apiPort := freePort(t), freePort(t)
+	webhook := controlplane.WriteWebhookKubeconfig(t, controlplane.WebhookKubeconfig{
+		Server: fmt.Sprintf("https://127.0.0.1:%d/audit", port), CAData: ca.CertPEM, Token: token,
+	})
+	w := &world{}
+	w.cp = controlplane.Start(t, controlplane.Options{
+		Users: append(slices.Clone(e2eUsers), controlplane.User{Name: excludedUser}),
+		// The shipped policy as is: the instrumented one logs the sink's
+		// requests at Metadata level, restores (impersonated) included.
+		AuditPolicyFile:        controlplane.PolicyFile(t),
+		AuditWebhookConfigFile: webhook,
+	})
+	admin := w.cp.AdminConfig()
+	w.admin = kubernetes.NewForConfigOrDie(admin)
+	w.dynAdmin = dynamic.NewForConfigOrDie(admin)
+	w.apply = newApplier(t, admin)
+	w.apply.createFile(t, controlplane.RepoFile(t, "deploy/crd/optionsrecord.io_optionsrecordcontrollers.yaml"), "")
+	w.apply.create(t, []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+sinkNS+`"}}`), "")
+	w.apply.createFile(t, "testdata/sink-rbac.yaml", "")
+	w.apply.createFile(t, "testdata/restore-rbac.yaml", "")
+	w.apply.createFile(t, "testdata/rules.yaml", sinkNS)
+	w.apply.createFile(t, "testdata/restore-rules.yaml", sinkNS)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- app.Serve(ctx, app.ServeOptions{
+			Database:    app.DatabaseOptions{URL: dsn, DataDir: dir},
+			Rules:       app.RulesOptions{Namespace: sinkNS},
+			Cluster:     "e2e",
+			WebhookAddr: "127.0.0.1:" + strconv.Itoa(port), MetricsAddr: "127.0.0.1:0",
+			TLSCertFile: certFile, TLSKeyFile: keyFile, TokenFile: tokenFile,
+			Kube: &app.KubeOptions{Config: w.config(sinkUser), Resync: 20 * time.Second,
+				StatusInterval: time.Second, Baseline: true, Identity: "e2e-sink"},
+			API:         &app.APIOptions{Addr: "127.0.0.1:" + strconv.Itoa(apiPort)},
+			Logger:      testLogger(t),
+			OnListening: func(_, m net.Addr) { w.metrics = m.String(); close(started) },
+		})
+	}()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("sink exited: %v", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("sink did not start")
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("sink: %v", err)
+		}
+	})
+	w.db, err = pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.db.Close)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.CertPEM)
+	return &restoreWorld{
+		world:  w,
+		apiURL: "https://127.0.0.1:" + strconv.Itoa(apiPort),
+		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}},
+	}
+}
+
+// call sends a request to the restore API as user ("" sends no token,
+// "nobody" a wrong one) and returns the status and body.
+func (w *restoreWorld) call(t *testing.T, user, method, path string, body any) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, w.apiURL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch user {
+	case "":
+	case "nobody":
+		req.Header.Set("Authorization", "Bearer not-a-token-of-this-cluster")
+	default:
+		req.Header.Set("Authorization", "Bearer "+w.cp.UserConfig(user).BearerToken)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, data
+}
+
+func (w *restoreWorld) getJSON(t *testing.T, user, path string, into any) {
+	t.Helper()
+	code, body := w.call(t, user, http.MethodGet, path, nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s as %s: %d %s", path, user, code, body)
+	}
+	if err := json.Unmarshal(body, into); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
+func (w *restoreWorld) postJSON(t *testing.T, user, path string, body any, want int, into any) {
+	t.Helper()
+	code, data := w.call(t, user, http.MethodPost, path, body)
+	if code != want {
+		t.Fatalf("POST %s as %s: %d %s, want %d", path, user, code, data, want)
+	}
+	if err := json.Unmarshal(data, into); err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+}
+
+// eventuallyGet polls a GET until check accepts what it decoded.
+func (w *restoreWorld) eventuallyGet(t *testing.T, user, path string, into any, check func() error) {
+	t.Helper()
+	eventually(t, 45*time.Second, "GET "+path, func() error {
+		code, body := w.call(t, user, http.MethodGet, path, nil)
+		if code != http.StatusOK {
+			return fmt.Errorf("%d %s", code, body)
+		}
+		reflect.ValueOf(into).Elem().SetZero()
+		if err := json.Unmarshal(body, into); err != nil {
+			return err
+		}
+		return check()
+	})
+}
+
+// deletion waits for the recorded deletion of an object and returns it.
+func (w *restoreWorld) deletion(t *testing.T, ns, resource, name string) restore.Deletion {
+	t.Helper()
+	var page restore.Page[restore.Deletion]
+	w.eventuallyGet(t, controlplane.AdminUser, "/api/v1/clusters/e2e/deletions?namespace="+ns+"&resource="+resource+"&name="+url.QueryEscape(name), &page, func() error {
+		if len(page.Items) == 0 {
+			return errors.New("no deletion recorded")
+		}
+		if page.Items[0].RestoreFrom == nil {
+			return errors.New("no state to restore recorded")
+		}
+		return nil
+	})
+	return page.Items[0]
+}
+
+// waitChanges waits until n changes of a ConfigMap are recorded.
+func (w *restoreWorld) waitChanges(t *testing.T, ns, name string, n int) {
+	t.Helper()
+	var page restore.Page[restore.Version]
+	w.eventuallyGet(t, controlplane.AdminUser, "/api/v1/clusters/e2e/history?resource=configmaps&namespace="+ns+"&name="+name, &page, func() error {
+		if len(page.Items) != n {
+			return fmt.Errorf("%d changes recorded, want %d", len(page.Items), n)
+		}
+		return nil
+	})
+}
+
+// restores lists the restores table's rows of a resource as "user state
+// dry_run", one per line.
+func (w *restoreWorld) restores(t *testing.T, resource string) string {
+	t.Helper()
+	var out string
+	err := w.db.QueryRow(context.Background(), `SELECT coalesce(string_agg(username || ' ' || state || ' ' || dry_run, E'\n' ORDER BY created_at), '')
+		FROM restores WHERE kind = 'version' AND plan->0->'object'->>'resource' = $1`, resource).Scan(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRestoreAPIStandalone runs the API without a cluster: read-only, on
+// loopback only, for the static token.
+func TestRestoreAPIStandalone(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "api-token")
+	const token = "standalone-e2e-token-0123456789"
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(ctx context.Context, addr string, started chan<- struct{}) error {
+		return app.Serve(ctx, app.ServeOptions{
+			Database: app.DatabaseOptions{URL: dsn, DataDir: dir}, Rules: app.RulesOptions{Namespace: sinkNS},
+			WebhookAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
+			API:    &app.APIOptions{Addr: addr, TokenFile: tokenFile},
+			Logger: testLogger(t), OnListening: func(_, _ net.Addr) { close(started) },
+		})
+	}
+	if err := serve(context.Background(), "0.0.0.0:0", make(chan struct{})); err == nil || !strings.Contains(err.Error(), "loopback only") {
+		t.Fatalf("standalone API on 0.0.0.0: %v, want a refusal", err)
+	}
+
+	port := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	started, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- serve(ctx, "127.0.0.1:"+strconv.Itoa(port), started) }()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	caPEM, err := os.ReadFile(filepath.Join(dir, "tls", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	call := func(method, path, tok string) (int, string) {
+		req, _ := http.NewRequest(method, "https://127.0.0.1:"+strconv.Itoa(port)+path, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	key := strings.Repeat("0", 64)
+	for _, tt := range []struct {
+		method, path, token string
+		code                int
+		body                string
+	}{
+		{"GET", "/api/v1/clusters/any/changes", token, 200, `"items":[]`},
+		{"GET", "/api/v1/clusters/any/deletions?namespace=prod", token, 200, `"items":[]`},
+		{"GET", "/api/v1/clusters/any/changes", "", 401, "bearer token"},
+		{"GET", "/api/v1/clusters/any/changes", "wrong-token-wrong-token", 401, "not accepted"},
+		{"POST", "/api/v1/clusters/any/objects/u/versions/" + key + "/restore", token, 403, "standalone mode is read-only"},
+		{"GET", "/api/v1/openapi.json", "", 200, `"openapi": "3.0.3"`},
+	} {
+		code, body := call(tt.method, tt.path, tt.token)
+		if code != tt.code || !strings.Contains(body, tt.body) {
+			t.Errorf("%s %s: %d %s, want %d with %q", tt.method, tt.path, code, body, tt.code, tt.body)
+		}
+	}
+}
