@@ -46,7 +46,7 @@ func TestOpenAPIGolden(t *testing.T) {
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	s := newTestServer(t, &fakeReader{})
 	routes := map[string]bool{}
-	err := chi.Walk(s.Router(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+	err := chi.Walk(s.router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		routes[method+" "+strings.TrimSuffix(route, "/")] = true
 		return nil
 	})

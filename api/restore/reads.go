@@ -25,15 +25,22 @@ func (s *Server) readFilter(ctx context.Context) *readFilter {
 	return &readFilter{s: s, ctx: ctx, cache: map[string]error{}}
 }
 
-// allowed reports whether the caller may get the resource in namespace;
-// errors other than a denial are returned.
-func (f *readFilter) allowed(group, resource, namespace string) (bool, error) {
+// check asks once per request whether the caller may get the resource in
+// namespace: nil, an ErrForbidden, or the authorizer's failure.
+func (f *readFilter) check(group, resource, namespace string) error {
 	k := group + "\x00" + resource + "\x00" + namespace
 	err, ok := f.cache[k]
 	if !ok {
 		err = f.s.authorize(f.ctx, "get", group, resource, namespace, "")
 		f.cache[k] = err
 	}
+	return err
+}
+
+// allowed reports whether the caller may get the resource in namespace;
+// errors other than a denial are returned.
+func (f *readFilter) allowed(group, resource, namespace string) (bool, error) {
+	err := f.check(group, resource, namespace)
 	if err == nil {
 		return true, nil
 	}

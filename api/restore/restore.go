@@ -145,12 +145,12 @@ func (s *Server) restoreVersion(w http.ResponseWriter, r *http.Request) error {
 	if ferr := s.finish(ctx, rec.ID, state, []StepOutcome{out}); ferr != nil {
 		return errors.Join(err, ferr)
 	}
+	s.log.Info("restore of a version", "user", u.GetName(), "resource", v.Resource, "namespace", v.Namespace, "name", v.Name,
+		"version", src.ID, "action", res.Action, "dry_run", req.DryRun, "restore_id", rec.ID, "state", state, "code", out.Code)
 	if err != nil {
 		return s.withPriorHint(ctx, v, err)
 	}
 	res.RestoreID = rec.ID
-	s.log.Info("restored a version", "user", u.GetName(), "resource", v.Resource, "namespace", v.Namespace, "name", v.Name,
-		"version", src.ID, "action", res.Action, "dry_run", req.DryRun, "restore_id", rec.ID)
 	return respond(w, r, http.StatusOK, res)
 }
 

@@ -121,9 +121,6 @@ func New(o Options) (*Server, error) {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
-// Router returns the chi router (tests walk its routes).
-func (s *Server) Router() chi.Routes { return s.router }
-
 // handlerFunc is a handler that returns its error; handle answers it.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 

@@ -125,7 +125,7 @@ func testVersions() []store.VersionRecord {
 	return []store.VersionRecord{
 		{Cluster: "default", UID: "u-cm", Key: k, ResourceVersion: &rv, Origin: "change", Verb: "update", ChangedAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
 			APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "prod", Name: "app", Complete: true, HasObject: true,
-			Object: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app","namespace":"prod","uid":"u-cm"},"data":{"k":"v"}}`),
+			Object:   []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app","namespace":"prod","uid":"u-cm"},"data":{"k":"v"}}`),
 			Username: "bob"},
 		{Cluster: "default", UID: "u-secret", Key: k, Origin: "change", Verb: "create", ChangedAt: time.Date(2026, 11, 21, 10, 1, 0, 0, time.UTC),
 			APIVersion: "v1", Kind: "Secret", Resource: "secrets", Namespace: "prod", Name: "db", Complete: true, HasObject: true, Created: true,
