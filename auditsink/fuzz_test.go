@@ -1,0 +1,187 @@
+package auditsink_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/filter"
+	"github.com/options-record/options-record/store"
+	. "github.com/options-record/options-record/test/gen"
+)
+
+// fuzzNow is the decoder's clock: an hour after the events of test/gen and
+// of the demo log.
+var fuzzNow = Base.Add(time.Hour)
+
+// fuzzSeeds are real event shapes: what test/gen builds for each kind of
+// change the record distinguishes, and the demo audit log.
+func fuzzSeeds(tb testing.TB) [][]byte {
+	tb.Helper()
+	cm := ConfigMap("prod", "app", "uid-1", 11, map[string]string{"LOG_LEVEL": "debug"}, Labels("app", "web"))
+	secret := Secret("vault", "db", "uid-2", 12, map[string]string{"password": "hunter2"},
+		Annotation("kubectl.kubernetes.io/last-applied-configuration", `{"data":{"password":"aHVudGVyMg=="}}`))
+	evs := []*auditv1.Event{
+		Event(Namespace("prod"), Name("app"), Response(cm)),
+		Event(Verb("update"), Namespace("prod"), Name("app"), Request(cm), Response(cm)),
+		Event(Verb("patch"), Namespace("prod"), Name("app"), Request([]any{Obj{"op": "replace", "path": "/data/LOG_LEVEL", "value": "info"}}), Response(cm)),
+		Event(Verb("delete"), Namespace("prod"), Name("app"), Response(Status("", "configmaps", "app", "uid-1"))),
+		Event(Verb("delete"), Namespace("prod"), Name("app"), Request(DeleteOptions(true)), Response(Status("", "configmaps", "app", "uid-1"))),
+		Event(Verb("deletecollection"), Namespace("team-a"), User("system:kube-controller-manager"),
+			Response(List("v1", "ConfigMapList", 20, ConfigMap("team-a", "f", "uid-3", 19, nil)))),
+		Event(Verb("patch"), Resource("apps", "v1", "deployments"), Subresource("scale"), Namespace("prod"), Name("web"),
+			Response(Scale("prod", "web", "uid-4", 13, 3))),
+		Event(Verb("update"), Resource("apps", "v1", "deployments"), Namespace("prod"), Name("web"), Impersonating("dave", "devs"),
+			Response(Deployment("prod", "web", "uid-4", 14, 2, Finalizers("x"), Deleting()))),
+		Event(Resource("", "v1", "secrets"), Namespace("vault"), Name("db"), Response(secret)),
+		Event(Verb("delete"), Resource("", "v1", "namespaces"), Namespace(""), Name("team-a"), Response(NamespaceObj("team-a", "uid-5", 15, true))),
+		Event(Verb("delete"), Namespace("prod"), Name("app"), Failed(403, metav1.StatusReasonForbidden, "forbidden")),
+		Event(Stage(auditv1.StageRequestReceived), Namespace("prod"), Name("app")),
+		Event(Verb("get"), Namespace("prod"), Name("app"), User("system:kube-scheduler")),
+	}
+	seeds := [][]byte{EventList(evs...)}
+	for _, ev := range evs {
+		seeds = append(seeds, EventList(ev))
+	}
+	// The demo log: one EventList of all its lines, and one per line.
+	data, err := os.ReadFile("../test/fixtures/demo-audit.jsonl")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var items []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); line != "" {
+			items = append(items, line)
+			seeds = append(seeds, []byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[`+line+`]}`))
+		}
+	}
+	seeds = append(seeds, []byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[`+strings.Join(items, ",")+`]}`))
+	return append(seeds,
+		[]byte(``), []byte(`{}`), []byte(`null`), []byte(`[]`),
+		[]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":null}`),
+		[]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[null,1,"x",{},[]]}`),
+		[]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1beta1","items":[]}`),
+		[]byte(`{"KIND":"EventList","apiversion":"audit.k8s.io/v1","items":[]}`),
+		[]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{"auditID":"a","stage":"ResponseComplete","verb":"create","stageTimestamp":"2026-11-21T10:00:00Z","objectRef":{"resource":"configmaps","namespace":"prod","name":"\u0000"},"responseObject":{"metadata":{"uid":"u","resourceVersion":"x"}}}]}`),
+		[]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{"a":`+strings.Repeat("[", 200)+strings.Repeat("]", 200)+`}]}`),
+	)
+}
+
+// FuzzDecodeEventList checks that no body makes the decoder (or the
+// conversion of what it returns into rows) panic, that it refuses exactly
+// the bodies that are not audit.k8s.io/v1 EventLists, and that every item
+// of an EventList is either returned as a valid event or counted as skipped.
+func FuzzDecodeEventList(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+	}
+	objs, err := filter.LoadFile("testdata/rules.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	rules, _ := filter.Compile(objs, filter.Options{SinkNamespace: "options-record"})
+	check := &checkingWriter{}
+	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, check, nil, nil)
+
+	f.Fuzz(func(t *testing.T, body []byte) {
+		events, skipped, err := auditsink.DecodeEventList(body, fuzzNow)
+
+		// The reference: what encoding/json makes of the envelope.
+		var ref struct {
+			Kind       string            `json:"kind"`
+			APIVersion string            `json:"apiVersion"`
+			Items      []json.RawMessage `json:"items"`
+		}
+		refErr := json.Unmarshal(body, &ref)
+		isList := refErr == nil && ref.Kind == "EventList" && ref.APIVersion == "audit.k8s.io/v1"
+		if err != nil {
+			if !errors.Is(err, auditsink.ErrBadRequest) {
+				t.Fatalf("error %v is not an ErrBadRequest", err)
+			}
+			if isList {
+				t.Fatalf("refused an EventList with %d items: %v", len(ref.Items), err)
+			}
+			if events != nil || skipped != nil {
+				t.Fatal("events returned with an error")
+			}
+			return
+		}
+		if refErr == nil && !isList {
+			t.Fatalf("accepted kind %q apiVersion %q", ref.Kind, ref.APIVersion)
+		}
+		n := len(events)
+		for reason, k := range skipped {
+			if reason == "" || k <= 0 {
+				t.Fatalf("skipped %v", skipped)
+			}
+			n += k
+		}
+		if refErr == nil && n != len(ref.Items) {
+			t.Fatalf("%d items: %d events and %v skipped", len(ref.Items), len(events), skipped)
+		}
+		for i := range events {
+			ev := &events[i]
+			if ev.AuditID == "" || ev.Stage == "" || ev.Verb == "" || ev.StageTimestamp.IsZero() ||
+				ev.StageTimestamp.After(fuzzNow.Add(24*time.Hour)) {
+				t.Fatalf("invalid event returned: %+v", ev)
+			}
+		}
+		// What the decoder lets through must convert without panicking, into
+		// rows the store can take.
+		if _, err := pipe.Process(context.Background(), "default", events, skipped); err != nil {
+			t.Fatalf("process: %v", err)
+		}
+	})
+}
+
+// checkingWriter checks the invariants of the batches the pipeline writes.
+type checkingWriter struct{}
+
+func (checkingWriter) WriteBatch(_ context.Context, b *store.Batch) (store.WriteResult, error) {
+	for i := range b.Events {
+		e := &b.Events[i]
+		if e.Cluster != "default" || len(e.Key) != 32 || e.StageAt.IsZero() {
+			return store.WriteResult{}, errors.New("event row without cluster, key or time")
+		}
+		if e.RequestObject != nil && !json.Valid(e.RequestObject) {
+			return store.WriteResult{}, errors.New("request object is not JSON")
+		}
+	}
+	for i := range b.Versions {
+		v := &b.Versions[i]
+		if v.UID == "" || v.Cluster == "" || len(v.Key) == 0 {
+			return store.WriteResult{}, errors.New("version row without uid or key")
+		}
+		if v.Object != nil && !json.Valid(v.Object) {
+			return store.WriteResult{}, errors.New("object is not JSON")
+		}
+	}
+	return store.WriteResult{Events: len(b.Events)}, nil
+}
+
+func TestFuzzSeedsAreRealEventLists(t *testing.T) {
+	t.Parallel()
+	kept := 0
+	for _, s := range fuzzSeeds(t)[:14] {
+		events, skipped, err := auditsink.DecodeEventList(s, fuzzNow)
+		if err != nil || len(skipped) > 0 || len(events) == 0 {
+			t.Fatalf("seed %.200s: %d events, skipped %v, %v", s, len(events), skipped, err)
+		}
+		kept += len(events)
+	}
+	if kept != 26 {
+		t.Errorf("%d events in the generated seeds, want 26", kept)
+	}
+}

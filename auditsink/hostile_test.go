@@ -1,0 +1,560 @@
+package auditsink_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/filter"
+	"github.com/options-record/options-record/internal/certs"
+	"github.com/options-record/options-record/store"
+	. "github.com/options-record/options-record/test/gen"
+)
+
+// hostile is the real handler, its metrics in a registry, over a real store,
+// behind TLS.
+type hostile struct {
+	*env
+	reg *prometheus.Registry
+	srv *httptest.Server
+}
+
+type hostileOptions struct {
+	maxBody     int64
+	maxInFlight int
+	writer      func(auditsink.Writer) auditsink.Writer // wraps the store
+	clientCA    *certs.Pair                             // require client certificates from this CA (no token)
+}
+
+func newHostile(t *testing.T, o hostileOptions) *hostile {
+	t.Helper()
+	e := newEnv(t)
+	objs, err := filter.LoadFile("testdata/rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, _ := filter.Compile(objs, filter.Options{SinkNamespace: "options-record"})
+	reg := prometheus.NewRegistry()
+	m := auditsink.NewMetrics(reg)
+	var w auditsink.Writer = e.st
+	if o.writer != nil {
+		w = o.writer(w)
+	}
+	e.pipe = auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, w, m, nil)
+
+	var clients []auditsink.ClientConfig
+	anyCert := ""
+	if o.clientCA == nil {
+		tf := filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(tf, []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, auditsink.ClientConfig{Cluster: "default", TokenFile: tf})
+	} else {
+		anyCert = "default"
+	}
+	auth, err := auditsink.NewAuthenticator(clients, anyCert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := auditsink.NewHandler(auditsink.HandlerOptions{Pipeline: e.pipe, Authenticator: auth,
+		MaxBodyBytes: o.maxBody, MaxInFlight: o.maxInFlight, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	if o.clientCA != nil {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(o.clientCA.CertPEM)
+		srv.TLS = &tls.Config{ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven} // as certs.ServerConfig does
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return &hostile{env: e, reg: reg, srv: srv}
+}
+
+// metric returns the value of the series name{labels...} (label pairs), 0
+// if it does not exist.
+func (h *hostile) metric(name string, labels ...string) float64 {
+	h.t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func (h *hostile) outcome(o string) float64 {
+	return h.metric("options_record_batches_total", "outcome", o)
+}
+
+// request posts body with the given headers (token and JSON by default).
+func (h *hostile) request(body []byte, hdr ...string) (int, http.Header, string) {
+	h.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/audit?timeout=30s", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i+1] == "" {
+			req.Header.Del(hdr[i])
+		} else {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+	}
+	resp, err := h.srv.Client().Do(req)
+	if err != nil {
+		h.t.Fatalf("post: %v", err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return resp.StatusCode, resp.Header, b.String()
+}
+
+// healthy checks that the sink still stores a good batch.
+func (h *hostile) healthy() {
+	h.t.Helper()
+	name := fmt.Sprintf("healthy-%d", time.Now().UnixNano())
+	ev := Event(Name(name), At(time.Now()), Response(ConfigMap("default", name, "uid-"+name, 10, map[string]string{"k": "v"})))
+	code, _, msg := h.request(EventList(ev))
+	if code != http.StatusOK {
+		h.t.Fatalf("the sink is not healthy after the hostile request: good batch got %d %s", code, msg)
+	}
+	if n := h.count(`SELECT count(*) FROM events WHERE name = $1`, name); n != 1 {
+		h.t.Fatalf("good batch after the hostile request: %d events stored", n)
+	}
+}
+
+func now(mods ...EventMod) *auditv1.Event {
+	return Event(append([]EventMod{At(time.Now())}, mods...)...)
+}
+
+func TestHostileRequestsAreRefusedAndCounted(t *testing.T) {
+	h := newHostile(t, hostileOptions{maxBody: 1 << 20})
+	good := EventList(now(Name("g1"), Response(ConfigMap("default", "g1", "uid-g1", 10, nil))))
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zeros := make([]byte, 1<<20)
+	for range 64 { // 64 MiB of zeros, about 64 KB compressed: a bomb if inflated
+		_, _ = zw.Write(zeros)
+	}
+	_ = zw.Close()
+
+	tests := []struct {
+		name     string
+		body     []byte
+		hdr      []string
+		want     []int // acceptable statuses
+		message  string
+		outcome  string
+		stateful bool
+	}{
+		{"over the body limit", bytes.Repeat([]byte(" "), 2<<20), nil, []int{413}, "body exceeds", "rejected", false},
+		// The handler does not decode Content-Encoding: a compressed body is
+		// never inflated. It should say so with 415 (see the report); today
+		// the gzip bytes fail as JSON with 400.
+		{"gzip bomb", gz.Bytes(), []string{"Content-Encoding", "gzip"}, []int{415, 400}, "", "rejected", false},
+		{"deeply nested body", append(bytes.Repeat([]byte("["), 100000), bytes.Repeat([]byte("]"), 100000)...), nil, []int{400}, "not a JSON EventList", "rejected", false},
+		{"wrong kind", []byte(`{"kind":"PodList","apiVersion":"v1","items":[]}`), nil, []int{400}, "want kind EventList", "rejected", false},
+		{"wrong apiVersion", []byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1beta1","items":[]}`), nil, []int{400}, "want kind EventList", "rejected", false},
+		{"not JSON", []byte("\x00\x01\x02"), nil, []int{400}, "not a JSON EventList", "rejected", false},
+		{"wrong content type", good, []string{"Content-Type", "application/x-www-form-urlencoded"}, []int{415}, "unsupported content type", "rejected", false},
+		{"GET", nil, []string{"X-Method", "GET"}, []int{405}, "method not allowed", "rejected", false},
+		{"no credentials", good, []string{"Authorization", ""}, []int{401}, "unauthenticated", "unauthenticated", false},
+		{"wrong bearer token", good, []string{"Authorization", "Bearer " + token + "x"}, []int{401}, "unauthenticated", "unauthenticated", false},
+		{"basic auth", good, []string{"Authorization", "Basic YWRtaW46YWRtaW4="}, []int{401}, "unauthenticated", "unauthenticated", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := h.outcome(tt.outcome)
+			var code int
+			var msg string
+			if len(tt.hdr) == 2 && tt.hdr[0] == "X-Method" {
+				req, _ := http.NewRequest(tt.hdr[1], h.srv.URL+"/audit", nil)
+				req.Header.Set("Authorization", "Bearer "+token)
+				resp, err := h.srv.Client().Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b bytes.Buffer
+				_, _ = b.ReadFrom(resp.Body)
+				resp.Body.Close()
+				code, msg = resp.StatusCode, b.String()
+			} else {
+				code, _, msg = h.request(tt.body, tt.hdr...)
+			}
+			ok := false
+			for _, w := range tt.want {
+				ok = ok || code == w
+			}
+			if !ok || !strings.Contains(msg, tt.message) {
+				t.Errorf("got %d %q, want %v containing %q", code, msg, tt.want, tt.message)
+			}
+			if d := h.outcome(tt.outcome) - before; d != 1 {
+				t.Errorf("batches_total{outcome=%q} grew by %v, want 1", tt.outcome, d)
+			}
+			h.healthy()
+		})
+	}
+	if n := h.count(`SELECT count(*) FROM events WHERE name <> '' AND name NOT LIKE 'healthy-%'`); n != 0 {
+		t.Errorf("%d events stored from hostile requests", n)
+	}
+}
+
+// TestHostileEventsAreSkippedAndCounted sends, inside otherwise good
+// batches, events that are wrong in one way each. The batch is
+// acknowledged, the good events in it stored, and the bad one dropped or
+// stored without a version, with a counted reason.
+func TestHostileEventsAreSkippedAndCounted(t *testing.T) {
+	h := newHostile(t, hostileOptions{maxBody: 64 << 20})
+	cm := func(name string, mods ...ObjMod) Obj { return ConfigMap("default", name, "uid-"+name, 10, nil, mods...) }
+	tests := []struct {
+		name string
+		// body is a whole EventList whose first event is good and named
+		// "<prefix>-good".
+		body       func(prefix string) []byte
+		wantStored int            // events of the batch stored, the good one included
+		dropped    map[string]int // growth of options_record_events_dropped_total by reason
+		skipped    string         // options_record_versions_skipped_total reason that must grow by 1
+	}{
+		{
+			name: "missing objectRef",
+			body: func(p string) []byte {
+				bad := now(Name(p + "-bad"))
+				bad.ObjectRef = nil
+				return EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), bad)
+			},
+			wantStored: 1, dropped: map[string]int{"no_object": 1},
+		},
+		{
+			name: "non-numeric resourceVersion",
+			body: func(p string) []byte {
+				bad := cm(p + "-bad")
+				bad["metadata"].(Obj)["resourceVersion"] = "not-a-number"
+				return EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), Response(bad)))
+			},
+			wantStored: 2, skipped: "bad_resource_version",
+		},
+		{
+			name: "event that is not an object",
+			body: func(p string) []byte {
+				b := EventList(now(Name(p+"-good"), Response(cm(p+"-good"))))
+				return append(bytes.TrimSuffix(b, []byte("]}")), `,"just a string",42,null,[]]}`...)
+			},
+			wantStored: 1, dropped: map[string]int{"malformed": 3, "invalid": 1}, // null decodes to an empty event
+		},
+		{
+			name: "absurd values",
+			body: func(p string) []byte {
+				far := Event(Name(p+"-bad"), At(time.Now().Add(10*365*24*time.Hour)))
+				return EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), far)
+			},
+			wantStored: 1, dropped: map[string]int{"invalid": 1},
+		},
+		{
+			name: "unknown fields",
+			body: func(p string) []byte {
+				b := EventList(now(Name(p+"-good"), Response(cm(p+"-good"))))
+				b = bytes.Replace(b, []byte(`{"kind":"EventList",`), []byte(`{"kind":"EventList","surprise":{"a":[1,2,3]},`), 1)
+				return bytes.Replace(b, []byte(`"level":`), []byte(`"futureField":true,"level":`), 1)
+			},
+			wantStored: 1,
+		},
+		{
+			name: "invalid UTF-8 in the event",
+			body: func(p string) []byte {
+				b := EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), User("mallory\xff\xfe"), Response(cm(p+"-bad"))))
+				return bytes.Replace(b, []byte("mallory\\ufffd\\ufffd"), []byte("mallory\xff\xfe"), 1)
+			},
+			wantStored: 2,
+		},
+		{
+			name: "a 10 MB object",
+			body: func(p string) []byte {
+				big := ConfigMap("default", p+"-big", "uid-"+p+"-big", 10, map[string]string{"blob": strings.Repeat("x", 10<<20)})
+				return EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-big"), Response(big)))
+			},
+			wantStored: 2,
+		},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := fmt.Sprintf("h%d", i)
+			dropped := map[string]float64{}
+			for r := range tt.dropped {
+				dropped[r] = h.metric("options_record_events_dropped_total", "reason", r)
+			}
+			skipped := h.metric("options_record_versions_skipped_total", "reason", tt.skipped)
+			code, _, msg := h.request(tt.body(p))
+			if code != http.StatusOK {
+				t.Fatalf("got %d %s, want 200: one bad event must not cost the batch", code, msg)
+			}
+			if n := h.count(`SELECT count(*) FROM events WHERE name LIKE $1`, p+"-%"); n != tt.wantStored {
+				t.Errorf("stored %d events of the batch, want %d", n, tt.wantStored)
+			}
+			if n := h.count(`SELECT count(*) FROM events WHERE name = $1`, p+"-good"); n != 1 {
+				t.Errorf("the good event was not stored")
+			}
+			for r, n := range tt.dropped {
+				if d := h.metric("options_record_events_dropped_total", "reason", r) - dropped[r]; d != float64(n) {
+					t.Errorf("events_dropped_total{reason=%q} grew by %v, want %d", r, d, n)
+				}
+			}
+			if tt.skipped != "" && h.metric("options_record_versions_skipped_total", "reason", tt.skipped) != skipped+1 {
+				t.Errorf("versions_skipped_total{reason=%q} did not grow by 1", tt.skipped)
+			}
+			h.healthy()
+		})
+	}
+}
+
+// TestHostileEventsThatPostgreSQLRejects covers events that decode but that
+// PostgreSQL cannot store as they are: a NUL character (\u0000) in a text
+// field or inside an object (jsonb refuses it), deep nesting near the JSON
+// decoder's limit, and invalid UTF-8 inside a stored object. Any user who
+// can write an object can send such values through the apiserver, and the
+// whole batch — other users' events included — must not be lost for it.
+func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
+	h := newHostile(t, hostileOptions{maxBody: 64 << 20})
+	cm := func(name string) Obj { return ConfigMap("default", name, "uid-"+name, 10, nil) }
+	deep := func(p string) []byte {
+		// An object the apiserver accepts (depth < 10000) nested inside an
+		// event inside an EventList goes past encoding/json's 10000 limit.
+		obj := cm(p + "-bad")
+		b := EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), Response(obj)))
+		nest := strings.Repeat(`{"a":`, 9998) + "1" + strings.Repeat("}", 9998) // the object's depth: 9999
+		return bytes.Replace(b, []byte(`"data":{}`), []byte(`"data":{},"spec":`+nest), 1)
+	}
+	tests := []struct {
+		name string
+		body func(p string) []byte
+		bug  string // set while the sink has the bug: the test is skipped with the fix
+	}{
+		{
+			name: "NUL in a text field",
+			body: func(p string) []byte {
+				return EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), User("eve\x00"), Response(cm(p+"-bad"))))
+			},
+			bug: bugNUL,
+		},
+		{
+			name: "NUL inside an object",
+			body: func(p string) []byte {
+				bad := ConfigMap("default", p+"-bad", "uid-"+p+"-bad", 10, map[string]string{"k": "v\x00"})
+				return EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), Response(bad)))
+			},
+			bug: bugNUL,
+		},
+		{
+			name: "invalid UTF-8 inside an object",
+			body: func(p string) []byte {
+				bad := ConfigMap("default", p+"-bad", "uid-"+p+"-bad", 10, map[string]string{"k": "MARK"})
+				b := EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), Response(bad)))
+				return bytes.Replace(b, []byte("MARK"), []byte("\xff\xfe"), 1)
+			},
+			bug: bugNUL,
+		},
+		{name: "object nested near the decoder's depth limit", body: deep, bug: bugDepth},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.bug != "" && os.Getenv("OPTIONS_RECORD_TEST_KNOWN_BUGS") == "" {
+				t.Skip(tt.bug + " (OPTIONS_RECORD_TEST_KNOWN_BUGS=1 runs it)")
+			}
+			p := fmt.Sprintf("pg%d", i)
+			code, _, msg := h.request(tt.body(p))
+			if code != http.StatusOK {
+				t.Fatalf("got %d %s, want 200: one bad event must not cost the batch", code, msg)
+			}
+			if n := h.count(`SELECT count(*) FROM events WHERE name = $1`, p+"-good"); n != 1 {
+				t.Errorf("the good event of the batch was not stored")
+			}
+			h.healthy()
+		})
+	}
+}
+
+// Known bugs, with the fix (see the report of issue 6); remove the skip
+// with the fix.
+const (
+	bugNUL = "known bug: PostgreSQL refuses NUL (\\u0000) in text and jsonb, and invalid UTF-8 in jsonb " +
+		"(SQLSTATE 22021/22P05): the whole batch fails with 503 and the apiserver drops it after its retries. " +
+		"Fix in auditsink: strip NUL from event strings and skip (count) objects that are not valid UTF-8 JSON without \\u0000"
+	bugDepth = "known bug: DecodeEventList unmarshals the whole body at once, so one item nested near " +
+		"encoding/json's depth limit (10000) fails the whole batch with 400. Fix: decode items one by one " +
+		"with a json.Decoder (Token to enter items, Decode each into a json.RawMessage): the deep item is then skipped as malformed"
+)
+
+// blocking holds every write until released.
+type blocking struct {
+	auditsink.Writer
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blocking) WriteBatch(ctx context.Context, batch *store.Batch) (store.WriteResult, error) {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	<-b.release
+	return b.Writer.WriteBatch(ctx, batch)
+}
+
+func TestFloodOfTinyRequestsIsThrottled(t *testing.T) {
+	var blk *blocking
+	h := newHostile(t, hostileOptions{maxInFlight: 2, writer: func(w auditsink.Writer) auditsink.Writer {
+		blk = &blocking{Writer: w, entered: make(chan struct{}, 100), release: make(chan struct{})}
+		return blk
+	}})
+	tiny := []byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[]}`)
+
+	// Two batches hold the two slots; the third is throttled.
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if code, _, msg := h.request(tiny); code != http.StatusOK {
+				t.Errorf("held batch: %d %s", code, msg)
+			}
+		})
+	}
+	<-blk.entered
+	<-blk.entered
+	code, hdr, _ := h.request(tiny)
+	if code != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" {
+		t.Errorf("third batch: %d (Retry-After %q), want 429 with Retry-After", code, hdr.Get("Retry-After"))
+	}
+	close(blk.release)
+	wg.Wait()
+
+	// A flood of one-event batches: every request gets 200 or 429, and the
+	// counters add up.
+	const flood = 300
+	codes := map[int]int{}
+	var mu sync.Mutex
+	sem := make(chan struct{}, 32)
+	for range flood {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			name := fmt.Sprintf("flood-%d", time.Now().UnixNano())
+			code, _, _ := h.request(EventList(now(Name(name), Response(ConfigMap("default", name, "uid-"+name, 1, nil)))))
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	t.Logf("flood of %d: %v", flood, codes)
+	if codes[200]+codes[429] != flood || codes[429] == 0 || codes[200] == 0 {
+		t.Errorf("answers %v: want 200 and 429, nothing else", codes)
+	}
+	if got := h.outcome("throttled"); got != float64(codes[429]+1) {
+		t.Errorf("throttled = %v, want %d", got, codes[429]+1)
+	}
+	if h.metric("options_record_batches_in_flight") != 0 {
+		t.Error("batches still counted in flight")
+	}
+	h.healthy()
+}
+
+func TestClientCertificates(t *testing.T) {
+	ca, err := certs.NewCA("apiserver-clients", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHostile(t, hostileOptions{clientCA: ca})
+	good := EventList(now(Name("tls1"), Response(ConfigMap("default", "tls1", "uid-tls1", 10, nil))))
+	client := func(pair *certs.Pair) *http.Client {
+		c := h.srv.Client()
+		tr := c.Transport.(*http.Transport).Clone()
+		if pair != nil {
+			cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.TLSClientConfig.Certificates = []tls.Certificate{cert}
+		}
+		return &http.Client{Transport: tr}
+	}
+	post := func(c *http.Client) (int, error) {
+		req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/audit", bytes.NewReader(good))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+
+	// TLS without a client certificate: the handshake succeeds (the
+	// certificate is optional so that token callers can connect) and the
+	// request is unauthenticated.
+	if code, err := post(client(nil)); code != http.StatusUnauthorized {
+		t.Errorf("no client certificate: %d %v, want 401", code, err)
+	}
+	if h.outcome("unauthenticated") != 1 {
+		t.Errorf("unauthenticated = %v, want 1", h.outcome("unauthenticated"))
+	}
+	// A certificate from another CA, presented anyway, fails the handshake.
+	other, _ := certs.NewCA("someone-else", time.Hour)
+	stranger, _ := other.Issue("kube-apiserver", nil, false, time.Hour)
+	c := client(nil)
+	cert, err := tls.X509KeyPair(stranger.CertPEM, stranger.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Transport.(*http.Transport).TLSClientConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		return &cert, nil
+	}
+	if code, err := post(c); err == nil {
+		t.Errorf("certificate from an unknown CA: %d, want a failed handshake", code)
+	}
+	// The right certificate is accepted, and the sink is fine.
+	apiserver, _ := ca.Issue("kube-apiserver", nil, false, time.Hour)
+	if code, err := post(client(apiserver)); code != http.StatusOK {
+		t.Errorf("client certificate from the CA: %d %v, want 200", code, err)
+	}
+	if n := h.count(`SELECT count(*) FROM events WHERE name = 'tls1'`); n != 1 {
+		t.Errorf("stored %d", n)
+	}
+}
