@@ -245,7 +245,9 @@ func TestHostileRequestsAreRefusedAndCounted(t *testing.T) {
 // stored without a version, with a counted reason.
 func TestHostileEventsAreSkippedAndCounted(t *testing.T) {
 	h := newHostile(t, hostileOptions{maxBody: 64 << 20})
-	cm := func(name string, mods ...ObjMod) Obj { return ConfigMap("default", name, "uid-"+name, 10, nil, mods...) }
+	cm := func(name string, mods ...ObjMod) Obj {
+		return ConfigMap("default", name, "uid-"+name, 10, nil, mods...)
+	}
 	tests := []struct {
 		name string
 		// body is a whole EventList whose first event is good and named
