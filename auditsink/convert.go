@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	fastjson "github.com/goccy/go-json"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/options-record/options-record/filter"
@@ -135,7 +136,7 @@ func convert(cluster string, ev *auditv1.Event, d filter.Decision) (converted, e
 	}
 
 	var meta objectMeta
-	if err := json.Unmarshal(ev.ResponseObject.Raw, &meta); err != nil {
+	if err := fastjson.Unmarshal(ev.ResponseObject.Raw, &meta); err != nil {
 		c.skips = append(c.skips, skipBadObject)
 		return c, nil
 	}
@@ -147,7 +148,7 @@ func convert(cluster string, ev *auditv1.Event, d filter.Decision) (converted, e
 		}
 		for _, item := range meta.Items {
 			var im objectMeta
-			if err := json.Unmarshal(item, &im); err != nil {
+			if err := fastjson.Unmarshal(item, &im); err != nil {
 				c.skips = append(c.skips, skipBadObject)
 				continue
 			}
@@ -223,7 +224,7 @@ func (c *converted) addObjectVersion(e *store.Event, ev *auditv1.Event, meta *ob
 		raw = digestObject(raw)
 		v.SecretDigested = true
 	}
-	v.Object = compactJSON(raw)
+	v.Object = raw // PostgreSQL's jsonb normalises it
 	c.versions = append(c.versions, v)
 }
 

@@ -56,6 +56,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	// The write path's duplicate lookups run as prepared statements; a
+	// generic plan cached before the first ANALYZE of a new partition would
+	// scan it sequentially on every batch. Plan each execution instead.
+	if _, ok := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !ok {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	}
 	if err := Migrate(ctx, cfg.ConnConfig, opts.Logger); err != nil {
 		return nil, err
 	}
