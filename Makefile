@@ -14,6 +14,8 @@ TEST_TIMEOUT ?= 40m
 CONTROLPLANE_TEST_TARGETS := test test-e2e e2e test-controlplane-smoke
 include mk/controlplane.mk
 include mk/generate.mk
+include mk/bench.mk
+include mk/ship.mk
 
 .PHONY: help
 help: ## List the targets
@@ -38,16 +40,20 @@ lint: ## go vet and gofmt
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 .PHONY: test
-test: deps lint verify ## Run every test: unit, integration (real PostgreSQL), end-to-end (real kube-apiserver)
+test: deps lint verify ## Run every test: unit, integration (real PostgreSQL), end-to-end (real kube-apiserver), shipping checks
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_PKGS)
+	cd test/shipcheck && go vet ./... && go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-short
 test-short: ## Unit tests only (no PostgreSQL, no control plane)
 	go test -short -count=1 $(GO_PKGS)
 
-.PHONY: e2e test-e2e
-e2e test-e2e: deps ## End-to-end tests against the real kube-apiserver, etcd and controller manager
+.PHONY: e2e
+e2e: deps ## End-to-end tests against the real kube-apiserver, etcd and controller manager
 	go test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
+
+.PHONY: test-e2e
+test-e2e: e2e
 
 .PHONY: clean
 clean: ## Remove build output and the demo's data
