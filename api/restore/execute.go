@@ -223,7 +223,7 @@ func (e *execution) apply(ctx context.Context, st *Step, o *StepOutcome) {
 	o.DroppedOwners = m.DroppedOwners
 	var res *unstructured.Unstructured
 	if action == ActionCreate {
-		res, err = ri.Create(ctx, &unstructured.Unstructured{Object: m.Object}, metav1.CreateOptions{DryRun: e.dryRun()})
+		res, err = ri.Create(ctx, &unstructured.Unstructured{Object: m.Object}, metav1.CreateOptions{DryRun: e.dryRun(), FieldManager: FieldManager})
 	} else {
 		if len(compareLive(live.Object, m)) == 0 {
 			o.Result, o.Message = ResultSkipped, "the live object already holds this state"
@@ -233,7 +233,7 @@ func (e *execution) apply(ctx context.Context, st *Step, o *StepOutcome) {
 		}
 		u := &unstructured.Unstructured{Object: m.Object}
 		u.SetResourceVersion(live.GetResourceVersion())
-		res, err = ri.Update(ctx, u, metav1.UpdateOptions{DryRun: e.dryRun()})
+		res, err = ri.Update(ctx, u, metav1.UpdateOptions{DryRun: e.dryRun(), FieldManager: FieldManager})
 	}
 	if err != nil {
 		stepError(o, err)

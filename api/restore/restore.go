@@ -18,6 +18,9 @@ import (
 	"github.com/options-record/options-record/store"
 )
 
+// FieldManager names the restore API's writes in managedFields.
+const FieldManager = "options-record-restore"
+
 // Plan and step actions.
 const (
 	ActionCreate = "create"
@@ -194,7 +197,7 @@ func (s *Server) restoreOne(ctx context.Context, v *store.VersionRecord, req Res
 	var out *unstructured.Unstructured
 	if live == nil {
 		res.Action = ActionCreate
-		out, err = resource(c, ref).Create(ctx, &unstructured.Unstructured{Object: m.Object}, metav1.CreateOptions{DryRun: dryRun})
+		out, err = resource(c, ref).Create(ctx, &unstructured.Unstructured{Object: m.Object}, metav1.CreateOptions{DryRun: dryRun, FieldManager: FieldManager})
 	} else {
 		res.Changes = compareLive(live.Object, m)
 		if len(res.Changes) == 0 {
@@ -205,7 +208,7 @@ func (s *Server) restoreOne(ctx context.Context, v *store.VersionRecord, req Res
 		res.Action = ActionUpdate
 		target := &unstructured.Unstructured{Object: m.Object}
 		target.SetResourceVersion(live.GetResourceVersion())
-		out, err = resource(c, ref).Update(ctx, target, metav1.UpdateOptions{DryRun: dryRun})
+		out, err = resource(c, ref).Update(ctx, target, metav1.UpdateOptions{DryRun: dryRun, FieldManager: FieldManager})
 	}
 	if err != nil {
 		return res, fmt.Errorf("%s %s %s as %q: %w", res.Action, v.Resource, objName(v.Namespace, v.Name), u.GetName(), err)
