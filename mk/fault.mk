@@ -1,0 +1,41 @@
+# Fault tests and fuzzing. Included by the main Makefile.
+#
+# The fault tests (test/fault) run bin/options-record as real processes on a
+# throwaway PostgreSQL and kill it, stop its database, lock its tables and
+# fill its journal disk; `go test ./...` (so `make test`) runs them, and
+# `make test-fault` runs them alone, verbosely.
+#
+# Fuzzing: `make test` runs each of FUZZ_SHORT_TARGETS for FUZZ_SHORT_TIME;
+# `make fuzz` runs every fuzz target of the module for FUZZTIME each.
+#
+#   make fuzz                                  every target, 2 minutes each
+#   make fuzz FUZZTIME=30m FUZZ_RUN=FuzzDecodeEventList
+
+FUZZTIME          ?= 2m
+FUZZ_SHORT_TIME   ?= 10s
+FUZZ_MINIMIZETIME ?= 5s
+# Run only the fuzz targets whose name matches this regexp.
+FUZZ_RUN          ?= .
+# package:target pairs fuzzed on every `make test`.
+FUZZ_SHORT_TARGETS := ./auditsink:FuzzDecodeEventList ./auditsink/journal:FuzzScanSegment
+
+.PHONY: test-fault
+test-fault: deps ## Fault tests: kill -9, database outage, slow database, SIGTERM, full journal disk (real processes)
+	go test -count=1 -timeout 15m -v ./test/fault/
+
+.PHONY: fuzz-short
+fuzz-short: ## Bounded fuzzing of the ingest decoder and the journal scan (FUZZ_SHORT_TIME each; part of make test)
+	@set -e; for pt in $(FUZZ_SHORT_TARGETS); do \
+		pkg=$${pt%%:*}; target=$${pt##*:}; \
+		echo "go test -run='^$$' -fuzz='^$$target\$$' -fuzztime=$(FUZZ_SHORT_TIME) $$pkg"; \
+		go test -run='^$$' -fuzz="^$$target\$$" -fuzztime=$(FUZZ_SHORT_TIME) -fuzzminimizetime=$(FUZZ_MINIMIZETIME) $$pkg; \
+	done
+
+.PHONY: fuzz
+fuzz: ## Fuzz every fuzz target of the module for FUZZTIME each (FUZZ_RUN=regexp to choose)
+	@set -e; git ls-files '*_test.go' | grep -v '^test/cpbuild/' | xargs grep -H '^func Fuzz' \
+	| sed -E 's#^(.*)/[^/]*:func (Fuzz[A-Za-z0-9_]*).*#./\1 \2#' | grep -E ' .*$(FUZZ_RUN)' \
+	| while read -r pkg target; do \
+		echo "== $$pkg $$target ($(FUZZTIME))"; \
+		go test -run='^$$' -fuzz="^$$target\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZ_MINIMIZETIME) $$pkg </dev/null; \
+	done
