@@ -80,12 +80,11 @@ CREATE TABLE object_versions (
 
 -- Prior-state lookup and the history of one incarnation.
 CREATE INDEX object_versions_uid_rv ON object_versions (cluster, uid, resource_version);
--- History of an object by name, across incarnations.
-CREATE INDEX object_versions_name_time ON object_versions (cluster, api_group, resource, namespace, name, changed_at);
+-- History of an object by name, across incarnations; its prefix (cluster,
+-- namespace) also serves the state of a namespace as of a time.
+CREATE INDEX object_versions_name_time ON object_versions (cluster, namespace, api_group, resource, name, changed_at);
 -- Join from events (what did user U change).
 CREATE INDEX object_versions_event ON object_versions (cluster, event_key);
--- State of a namespace as of a time.
-CREATE INDEX object_versions_namespace_time ON object_versions (cluster, namespace, changed_at);
 -- Who deleted what, when.
 CREATE INDEX object_versions_deletes_time ON object_versions (cluster, changed_at)
     WHERE verb IN ('delete', 'deletecollection');
