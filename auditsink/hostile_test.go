@@ -560,3 +560,34 @@ func TestClientCertificates(t *testing.T) {
 		t.Errorf("stored %d", n)
 	}
 }
+
+// TestBodyShorterThanAnnounced announces a larger body than it sends (the
+// handler allocates what is announced, up to the limit) and hangs up: the
+// request is refused and counted, and the sink goes on.
+func TestBodyShorterThanAnnounced(t *testing.T) {
+	h := newHostile(t, hostileOptions{maxBody: 1 << 20})
+	before := h.outcome("rejected")
+	conn, err := tls.Dial("tcp", h.srv.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /audit HTTP/1.1\r\nHost: sink\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"kind\":", token, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(conn)
+	if !strings.HasPrefix(b.String(), "HTTP/1.1 400") {
+		t.Errorf("answer %.200q, want 400", b.String())
+	}
+	if d := h.outcome("rejected") - before; d != 1 {
+		t.Errorf("rejected grew by %v, want 1", d)
+	}
+	h.healthy()
+}
