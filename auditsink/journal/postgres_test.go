@@ -234,3 +234,14 @@ func BenchmarkAppendParallel(b *testing.B) {
 		}
 	})
 }
+
+func BenchmarkEncode(b *testing.B) {
+	bs := realBatches(b, 1, 400)
+	rec, _ := encodeRecord(bs[0], time.Now())
+	b.SetBytes(int64(len(rec)))
+	for b.Loop() {
+		if _, err := encodeRecord(bs[0], time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
