@@ -16,6 +16,7 @@ include mk/controlplane.mk
 include mk/generate.mk
 include mk/bench.mk
 include mk/ship.mk
+include mk/fault.mk
 
 .PHONY: help
 help: ## List the targets
@@ -40,8 +41,9 @@ lint: ## go vet and gofmt
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 .PHONY: test
-test: deps lint verify ## Run every test: unit, integration (real PostgreSQL), end-to-end (real kube-apiserver), shipping checks
+test: deps lint verify ## Run every test: unit, integration (real PostgreSQL), end-to-end (real kube-apiserver), faults, bounded fuzzing, shipping checks
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_PKGS)
+	$(MAKE) fuzz-short
 	cd test/shipcheck && go vet ./... && go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-short

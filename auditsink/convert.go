@@ -64,11 +64,22 @@ type converted struct {
 	event    store.Event
 	versions []store.Version
 	skips    []string // reasons for versions that could not be derived
+	// sanitized: values PostgreSQL cannot store (NUL, invalid UTF-8) were
+	// replaced with U+FFFD.
+	sanitized bool
 }
 
 // convert turns a kept audit event into rows. It digests Secret values unless
 // the decision allows recording them.
 func convert(cluster string, ev *auditv1.Event, d filter.Decision) (converted, error) {
+	c, err := convertRaw(cluster, ev, d)
+	if err == nil {
+		c.sanitized = c.pgSafe()
+	}
+	return c, err
+}
+
+func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision) (converted, error) {
 	var c converted
 	if ev.ObjectRef == nil {
 		return c, errors.New("event has no objectRef")

@@ -66,8 +66,8 @@ func DecodeEventList(body []byte, now time.Time) ([]auditv1.Event, map[string]in
 		}
 		return events, skipped, nil
 	}
-	var l eventList
-	if err := json.Unmarshal(body, &l); err != nil {
+	l, err := splitEventList(body)
+	if err != nil {
 		return nil, nil, fmt.Errorf("%w: body is not a JSON EventList: %v", ErrBadRequest, err)
 	}
 	if l.Kind != "EventList" || l.APIVersion != auditv1.SchemeGroupVersion.String() {

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -90,6 +91,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("unsupported content type %q: want application/json", ct), http.StatusUnsupportedMediaType)
 			return
 		}
+	}
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		// Never inflate: a compressed body escapes the size limit (a bomb).
+		outcome = "rejected"
+		http.Error(w, fmt.Sprintf("unsupported content encoding %q: send the EventList uncompressed", ce), http.StatusUnsupportedMediaType)
+		return
 	}
 	select {
 	case h.sem <- struct{}{}:

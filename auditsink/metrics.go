@@ -6,15 +6,16 @@ import (
 
 // Metrics are the ingest's Prometheus metrics.
 type Metrics struct {
-	received *prometheus.CounterVec
-	kept     *prometheus.CounterVec
-	dropped  *prometheus.CounterVec
-	skipped  *prometheus.CounterVec
-	versions *prometheus.CounterVec
-	batches  *prometheus.CounterVec
-	ack      prometheus.Histogram
-	write    prometheus.Histogram
-	inFlight prometheus.Gauge
+	received  *prometheus.CounterVec
+	kept      *prometheus.CounterVec
+	sanitized *prometheus.CounterVec
+	dropped   *prometheus.CounterVec
+	skipped   *prometheus.CounterVec
+	versions  *prometheus.CounterVec
+	batches   *prometheus.CounterVec
+	ack       prometheus.Histogram
+	write     prometheus.Histogram
+	inFlight  prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not
@@ -26,6 +27,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"cluster"}),
 		kept: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "options_record_events_kept_total", Help: "Audit events selected by a rule and stored, by cluster.",
+		}, []string{"cluster"}),
+		sanitized: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "options_record_events_sanitized_total", Help: "Kept events in which NUL characters or invalid UTF-8, which PostgreSQL cannot store, were replaced with U+FFFD.",
 		}, []string{"cluster"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "options_record_events_dropped_total", Help: "Audit events not stored, by reason (filtered out, malformed, invalid).",
@@ -52,7 +56,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.received, m.kept, m.dropped, m.skipped, m.versions, m.batches, m.ack, m.write, m.inFlight)
+		reg.MustRegister(m.received, m.kept, m.sanitized, m.dropped, m.skipped, m.versions, m.batches, m.ack, m.write, m.inFlight)
 	}
 	return m
 }

@@ -86,7 +86,10 @@ type Outcome struct {
 	Kept     int
 	Dropped  map[string]int // by reason: filter reasons, malformed, invalid
 	Skipped  map[string]int // kept events that gave no version, by reason
-	Written  store.WriteResult
+	// Sanitized counts kept events in which values PostgreSQL cannot store
+	// (NUL, invalid UTF-8) were replaced with U+FFFD.
+	Sanitized int
+	Written   store.WriteResult
 }
 
 func (o *Outcome) drop(reason string, n int) {
@@ -112,6 +115,7 @@ func (o *Outcome) Add(p Outcome) {
 		}
 		o.Skipped[k] += v
 	}
+	o.Sanitized += p.Sanitized
 	o.Written.Events += p.Written.Events
 	o.Written.Versions += p.Written.Versions
 	o.Written.DuplicateEvents += p.Written.DuplicateEvents
@@ -150,6 +154,9 @@ func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1
 			continue
 		}
 		out.Kept++
+		if c.sanitized {
+			out.Sanitized++
+		}
 		batch.Events = append(batch.Events, c.event)
 		batch.Versions = append(batch.Versions, c.versions...)
 		for _, s := range c.skips {
@@ -177,6 +184,7 @@ func (p *Pipeline) record(cluster string, o *Outcome) {
 	m := p.metrics
 	m.received.WithLabelValues(cluster).Add(float64(o.Received))
 	m.kept.WithLabelValues(cluster).Add(float64(o.Kept))
+	m.sanitized.WithLabelValues(cluster).Add(float64(o.Sanitized))
 	for r, n := range o.Dropped {
 		m.dropped.WithLabelValues(cluster, r).Add(float64(n))
 	}

@@ -94,7 +94,12 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := auditsink.NewMetrics(reg)
-	pipe := auditsink.NewPipeline(registry, st, metrics, log).WithObserver(registry)
+	writer, stopJournal, journalReady, err := wrapJournal(ctx, JournalOptions{Dir: o.JournalDir}, st, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopJournal()
+	pipe := auditsink.NewPipeline(registry, writer, metrics, log).WithObserver(registry)
 	var syncer *rulesync.Syncer
 	if o.Kube != nil {
 		if syncer, err = startSyncer(ctx, o, registry, st, log); err != nil {
@@ -136,6 +141,16 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if journalReady != nil {
+			// With a journal the sink takes batches while the database is
+			// down: only a journal over its high-water mark, or full, makes it unready.
+			if err := journalReady(); err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			_, _ = w.Write([]byte("ok\n"))
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := st.Ping(ctx); err != nil {

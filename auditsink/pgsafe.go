@@ -1,0 +1,96 @@
+package auditsink
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+)
+
+// PostgreSQL refuses NUL in text ("invalid byte sequence", SQLSTATE 22021),
+// the \u0000 escape in jsonb (22P05) and invalid UTF-8 in either. Any user
+// who can write an object can put them in an audit event, and one such value
+// would fail the whole batch, other users' events included, until the
+// apiserver gives up on it. pgSafe replaces them with U+FFFD instead, and
+// reports whether it had to.
+func (c *converted) pgSafe() bool {
+	changed := false
+	str := func(s *string) {
+		if strings.IndexByte(*s, 0) >= 0 || !utf8.ValidString(*s) {
+			*s = strings.ToValidUTF8(strings.ReplaceAll(*s, "\x00", "\uFFFD"), "\uFFFD")
+			changed = true
+		}
+	}
+	strs := func(ss []string) {
+		for i := range ss {
+			str(&ss[i])
+		}
+	}
+	js := func(b *[]byte) {
+		if out, ok := safeJSON(*b); ok {
+			*b = out
+			changed = true
+		}
+	}
+	e := &c.event
+	for _, s := range []*string{&e.AuditID, &e.Stage, &e.Verb, &e.RequestURI, &e.Username, &e.UserUID,
+		&e.ImpersonatedUser, &e.UserAgent, &e.APIGroup, &e.APIVersion, &e.Resource, &e.Subresource,
+		&e.Namespace, &e.Name, &e.ObjectUID, &e.ResponseReason, &e.ResponseMessage} {
+		str(s)
+	}
+	strs(e.UserGroups)
+	strs(e.ImpersonatedGroups)
+	strs(e.SourceIPs)
+	js(&e.UserExtra)
+	js(&e.RequestObject)
+	js(&e.Annotations)
+	for i := range c.versions {
+		v := &c.versions[i]
+		for _, s := range []*string{&v.UID, &v.Verb, &v.APIGroup, &v.APIVersion, &v.Kind, &v.Resource,
+			&v.Subresource, &v.Namespace, &v.Name} {
+			str(s)
+		}
+		js(&v.Object)
+	}
+	return changed
+}
+
+// safeJSON returns raw re-encoded without NUL characters and invalid UTF-8,
+// and true, when raw has either; else raw and false. A document that does
+// not parse becomes nil (stored as NULL).
+func safeJSON(raw []byte) ([]byte, bool) {
+	if len(raw) == 0 || utf8.Valid(raw) && !bytes.Contains(raw, []byte(`\u0000`)) {
+		return raw, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(bytes.ToValidUTF8(raw, []byte("\uFFFD"))))
+	dec.UseNumber() // keep numbers as written
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, true
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(stripNUL(v)); err != nil {
+		return nil, true
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), true
+}
+
+func stripNUL(v any) any {
+	switch t := v.(type) {
+	case string:
+		return strings.ReplaceAll(t, "\x00", "\uFFFD")
+	case []any:
+		for i := range t {
+			t[i] = stripNUL(t[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[strings.ReplaceAll(k, "\x00", "\uFFFD")] = stripNUL(x)
+		}
+		return out
+	}
+	return v
+}
