@@ -72,7 +72,7 @@ func (v *VersionRecord) HasState() bool {
 }
 
 // versionSelect lists the columns of a VersionRecord; %s is the object
-// column ("v.object" or "NULL::jsonb") and the stale expression.
+// column ("v.object" or "NULL::json") and the stale expression.
 const versionSelect = `
 SELECT v.cluster, v.uid, v.version_key, v.resource_version, v.origin, v.verb, v.changed_at,
        v.api_group, v.api_version, v.kind, v.resource, v.subresource, v.namespace, v.name,
@@ -83,7 +83,7 @@ SELECT v.cluster, v.uid, v.version_key, v.resource_version, v.origin, v.verb, v.
        coalesce(e.user_agent, '') AS user_agent, coalesce(e.response_code, 0) AS response_code`
 
 var (
-	versionSelectNoObject   = fmt.Sprintf(versionSelect, "NULL::jsonb", "false")
+	versionSelectNoObject   = fmt.Sprintf(versionSelect, "NULL::json", "false")
 	versionSelectWithObject = fmt.Sprintf(versionSelect, "v.object", "false")
 )
 
@@ -281,7 +281,7 @@ const deletionsSelect = `
 SELECT d.cluster, d.uid, v.version_key, d.resource_version, v.origin, d.verb, d.changed_at,
        d.api_group, d.api_version, d.kind, d.resource, d.subresource, d.namespace, d.name,
        d.created, d.deleted, v.complete, d.secret_digested, (v.object IS NOT NULL) AS has_object,
-       NULL::jsonb AS object, d.prior_stale AS stale,
+       NULL::json AS object, d.prior_stale AS stale,
        coalesce(d.audit_id, '') AS audit_id, d.username, d.user_groups,
        coalesce(d.impersonated_user, '') AS impersonated_user, d.impersonated_groups, d.source_ips,
        coalesce(d.user_agent, '') AS user_agent, d.response_code,
@@ -447,7 +447,7 @@ func eventsSQL(q EventQuery, failed bool) (string, []any) {
 	}
 	timeBounds(&b, "e.stage_at", q.Since, q.Until)
 	keyset(&b, q.After, false, "e.stage_at", "", "e.event_key")
-	reqObj := "NULL::jsonb"
+	reqObj := "NULL::json"
 	if failed {
 		reqObj = "e.request_object"
 	}

@@ -220,7 +220,7 @@ func nullTime(t time.Time) any {
 	return t
 }
 
-// nullJSON hands raw JSON to pgx's jsonb codec ([]byte is sent as is), or NULL.
+// nullJSON hands raw JSON to pgx's json codec ([]byte is sent as is), or NULL.
 func nullJSON(b []byte) any {
 	if len(b) == 0 {
 		return nil
