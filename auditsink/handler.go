@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // HandlerOptions configure the webhook handler.
@@ -24,6 +26,10 @@ type HandlerOptions struct {
 	// MaxInFlight caps the batches processed at once (default 8). Beyond it
 	// the handler answers 429 with Retry-After, and the apiserver retries.
 	MaxInFlight int
+	// MaxInFlightBytes caps the bodies held at once (default 96 MiB), so
+	// memory stays bounded whatever the load: a request beyond it gets 429.
+	// A body of unknown length counts as MaxBodyBytes.
+	MaxInFlightBytes int64
 	// WriteTimeout bounds the store write of one batch (default 20 s, below
 	// the apiserver's 30 s request timeout).
 	WriteTimeout time.Duration
@@ -35,6 +41,7 @@ type HandlerOptions struct {
 type Handler struct {
 	opts HandlerOptions
 	sem  chan struct{}
+	mem  *semaphore.Weighted
 	now  func() time.Time
 }
 
@@ -45,6 +52,12 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 64 << 20
+	}
+	if opts.MaxInFlightBytes <= 0 {
+		opts.MaxInFlightBytes = 96 << 20
+	}
+	if opts.MaxInFlightBytes < opts.MaxBodyBytes {
+		opts.MaxInFlightBytes = opts.MaxBodyBytes
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 8
@@ -58,7 +71,7 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{opts: opts, sem: make(chan struct{}, opts.MaxInFlight), now: time.Now}, nil
+	return &Handler{opts: opts, sem: make(chan struct{}, opts.MaxInFlight), mem: semaphore.NewWeighted(opts.MaxInFlightBytes), now: time.Now}, nil
 }
 
 // ServeHTTP handles one POSTed EventList.
@@ -107,6 +120,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many batches in flight; retry", http.StatusTooManyRequests)
 		return
 	}
+	weight := h.opts.MaxBodyBytes
+	if r.ContentLength > 0 && r.ContentLength < weight {
+		weight = r.ContentLength
+	}
+	if !h.mem.TryAcquire(weight) {
+		outcome = "throttled"
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many bytes in flight; retry", http.StatusTooManyRequests)
+		return
+	}
+	defer h.mem.Release(weight)
 	m.inFlight.Inc()
 	defer m.inFlight.Dec()
 

@@ -38,7 +38,9 @@ type ServeOptions struct {
 	ClientsFile  string
 	MaxBodyBytes int64
 	MaxInFlight  int
-	MetricsAddr  string
+	// MaxInFlightBytes caps the request bodies held at once.
+	MaxInFlightBytes int64
+	MetricsAddr      string
 	// Kube is the cluster the sink runs in: rules from its
 	// OptionsRecordController objects, statuses, baselines. Nil: standalone
 	// (rules from files only).
@@ -114,7 +116,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	rules := registry.RulesFor(o.Cluster)
 	h, err := auditsink.NewHandler(auditsink.HandlerOptions{
 		Pipeline: pipe, Authenticator: auth, MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight,
-		Metrics: metrics, Logger: log,
+		MaxInFlightBytes: o.MaxInFlightBytes,
+		Metrics:          metrics, Logger: log,
 	})
 	if err != nil {
 		return err
