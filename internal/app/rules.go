@@ -36,23 +36,13 @@ func loadRuleObjects(o RulesOptions, log *slog.Logger) ([]v1alpha1.OptionsRecord
 	return objs, nil
 }
 
-// loadRules compiles the rules files. A rule that is not Ready is logged
-// and not applied; a file that cannot be read or parsed is an error.
+// loadRules compiles the rules files.
 func loadRules(o RulesOptions, log *slog.Logger) (*filter.Rules, error) {
-	var objs []v1alpha1.OptionsRecordController
-	for _, f := range o.Files {
-		got, err := filter.LoadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("rules file %s: %w", f, err)
-		}
-		objs = append(objs, got...)
+	objs, err := loadRuleObjects(o, log)
+	if err != nil {
+		return nil, err
 	}
-	rules, statuses := filter.Compile(objs, filter.Options{SinkNamespace: o.Namespace})
-	for _, s := range statuses {
-		if !s.Ready {
-			log.Warn("rule not applied", "namespace", s.Namespace, "name", s.Name, "reason", s.Reason, "message", s.Message)
-		}
-	}
+	rules, _ := filter.Compile(objs, filter.Options{SinkNamespace: o.Namespace})
 	if rules.Len() == 0 {
 		log.Warn("no rule selects anything: every event will be dropped (give --rules-file)")
 	}

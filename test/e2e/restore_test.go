@@ -15,13 +15,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -29,12 +27,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/options-record/options-record/api/restore"
 	"github.com/options-record/options-record/api/v1alpha1"
 	"github.com/options-record/options-record/internal/app"
-	"github.com/options-record/options-record/internal/certs"
 	"github.com/options-record/options-record/internal/pgtest"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
@@ -460,88 +456,19 @@ type restoreWorld struct {
 // that records Secret data in e2e-rs-vault.
 func startRestoreWorld(t *testing.T) *restoreWorld {
 	t.Helper()
-	dsn := pgtest.NewDatabase(t)
-	dir := t.TempDir()
-	ca, err := certs.NewCA("e2e sink CA", 24*time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serving, err := ca.Issue("options-record", []string{"127.0.0.1"}, true, 24*time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile, err := serving.Write(dir, "sink")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const token = "e2e-webhook-token"
-	tokenFile := filepath.Join(dir, "webhook-token")
-	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port, apiPort := freePort(t), freePort(t)
-	webhook := controlplane.WriteWebhookKubeconfig(t, controlplane.WebhookKubeconfig{
-		Server: fmt.Sprintf("https://127.0.0.1:%d/audit", port), CAData: ca.CertPEM, Token: token,
-	})
-	w := &world{}
-	w.cp = controlplane.Start(t, controlplane.Options{
-		Users: append(slices.Clone(e2eUsers), controlplane.User{Name: excludedUser}),
+	w := startWorldWith(t, worldOptions{
+		users: []controlplane.User{{Name: excludedUser}},
 		// The shipped policy as is: the instrumented one logs the sink's
 		// requests at Metadata level, restores (impersonated) included.
-		AuditPolicyFile:        controlplane.PolicyFile(t),
-		AuditWebhookConfigFile: webhook,
+		policy: func(t *testing.T, _ string) string { return controlplane.PolicyFile(t) },
+		files:  []string{"testdata/restore-rbac.yaml", "testdata/restore-rules.yaml"},
+		api:    true,
 	})
-	admin := w.cp.AdminConfig()
-	w.admin = kubernetes.NewForConfigOrDie(admin)
-	w.dynAdmin = dynamic.NewForConfigOrDie(admin)
-	w.apply = newApplier(t, admin)
-	w.apply.createFile(t, controlplane.RepoFile(t, "deploy/crd/optionsrecord.io_optionsrecordcontrollers.yaml"), "")
-	w.apply.create(t, []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+sinkNS+`"}}`), "")
-	w.apply.createFile(t, "testdata/sink-rbac.yaml", "")
-	w.apply.createFile(t, "testdata/restore-rbac.yaml", "")
-	w.apply.createFile(t, "testdata/rules.yaml", sinkNS)
-	w.apply.createFile(t, "testdata/restore-rules.yaml", sinkNS)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	started := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Serve(ctx, app.ServeOptions{
-			Database:    app.DatabaseOptions{URL: dsn, DataDir: dir},
-			Rules:       app.RulesOptions{Namespace: sinkNS},
-			Cluster:     "e2e",
-			WebhookAddr: "127.0.0.1:" + strconv.Itoa(port), MetricsAddr: "127.0.0.1:0",
-			TLSCertFile: certFile, TLSKeyFile: keyFile, TokenFile: tokenFile,
-			Kube: &app.KubeOptions{Config: w.config(sinkUser), Resync: 20 * time.Second,
-				StatusInterval: time.Second, Baseline: true, Identity: "e2e-sink"},
-			API:         &app.APIOptions{Addr: "127.0.0.1:" + strconv.Itoa(apiPort)},
-			Logger:      testLogger(t),
-			OnListening: func(_, m net.Addr) { w.metrics = m.String(); close(started) },
-		})
-	}()
-	select {
-	case <-started:
-	case err := <-done:
-		t.Fatalf("sink exited: %v", err)
-	case <-time.After(2 * time.Minute):
-		t.Fatal("sink did not start")
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("sink: %v", err)
-		}
-	})
-	w.db, err = pgxpool.New(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.db.Close)
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.CertPEM)
+	pool.AppendCertsFromPEM(w.caPEM)
 	return &restoreWorld{
 		world:  w,
-		apiURL: "https://127.0.0.1:" + strconv.Itoa(apiPort),
+		apiURL: w.apiURL,
 		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -47,6 +48,8 @@ type world struct {
 	apply    *applier
 	auditLog string
 	metrics  string // host:port of the sink's /metrics
+	apiURL   string // https://host:port of the restore API, when served
+	caPEM    []byte // the CA of the sink's serving certificate
 }
 
 func (w *world) kube(t *testing.T, user string) *kubernetes.Clientset {
@@ -69,6 +72,12 @@ type worldOptions struct {
 	// policy writes the apiserver's audit policy into dir; nil uses the
 	// shipped one, instrumented (see instrumentedPolicy).
 	policy func(t *testing.T, dir string) string
+	// users are added to the static-token users of e2eUsers.
+	users []controlplane.User
+	// files are YAML files of objects created after the test's rules.
+	files []string
+	// api serves the restore API on a free port (world.apiURL).
+	api bool
 }
 
 func startWorldWith(t *testing.T, wo worldOptions) *world {
@@ -101,9 +110,9 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 	webhook := controlplane.WriteWebhookKubeconfig(t, controlplane.WebhookKubeconfig{
 		Server: fmt.Sprintf("https://127.0.0.1:%d/audit", port), CAData: ca.CertPEM, Token: token,
 	})
-	w := &world{auditLog: filepath.Join(dir, "audit.log")}
+	w := &world{auditLog: filepath.Join(dir, "audit.log"), caPEM: ca.CertPEM}
 	w.cp = controlplane.Start(t, controlplane.Options{
-		Users:                  e2eUsers,
+		Users:                  append(slices.Clone(e2eUsers), wo.users...),
 		AuditPolicyFile:        wo.policy(t, dir),
 		AuditWebhookConfigFile: webhook,
 		ExtraAPIServerArgs:     []string{"--audit-log-path=" + w.auditLog, "--audit-log-format=json"},
@@ -116,6 +125,14 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 	w.apply.create(t, []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+sinkNS+`"}}`), "")
 	w.apply.createFile(t, "testdata/sink-rbac.yaml", "")
 	w.apply.createFile(t, "testdata/rules.yaml", sinkNS)
+	for _, f := range wo.files {
+		w.apply.createFile(t, f, sinkNS)
+	}
+	var api *app.APIOptions
+	if wo.api {
+		apiAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+		api, w.apiURL = &app.APIOptions{Addr: apiAddr}, "https://"+apiAddr
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan struct{})
@@ -129,6 +146,7 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 			TLSCertFile: certFile, TLSKeyFile: keyFile, TokenFile: tokenFile,
 			Kube: &app.KubeOptions{Config: w.config(sinkUser), Resync: 20 * time.Second,
 				StatusInterval: time.Second, Baseline: true, Identity: "e2e-sink"},
+			API:         api,
 			Logger:      testLogger(t),
 			OnListening: func(_, m net.Addr) { w.metrics = m.String(); close(started) },
 		})
