@@ -157,9 +157,6 @@ func TestStartRejects(t *testing.T) {
 		{"bad setting name", func(t *testing.T) Options {
 			return Options{DataDir: dataDir(t), Settings: map[string]string{"a=b": "c"}}
 		}, false, "not a valid parameter name"},
-		{"unreachable data dir", func(t *testing.T) Options {
-			return Options{DataDir: filepath.Join(t.TempDir(), "data")} // parent is 0700 root
-		}, true, "choose another --data-dir"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,6 +168,43 @@ func TestStartRejects(t *testing.T) {
 				t.Errorf("Start: got %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestUnreachableDataDirIsRelocated: as root, a DataDir under a directory the
+// postgres account cannot enter (a private home, t.TempDir()) keeps its
+// cluster under /var/lib/options-record, found again on the next start.
+func TestUnreachableDataDirIsRelocated(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root runs the server as another account")
+	}
+	dir := filepath.Join(t.TempDir(), "data") // parent is 0700 root
+	s := start(t, Options{DataDir: dir})
+	moved := s.dataDir
+	if !strings.HasPrefix(moved, relocatedRoot) {
+		t.Fatalf("cluster in %s, want it under %s", moved, relocatedRoot)
+	}
+	t.Cleanup(func() { os.RemoveAll(moved) })
+	conn := connect(t, s.ConnString())
+	if _, err := conn.Exec(context.Background(), "CREATE TABLE kept (x int); INSERT INTO kept VALUES (7)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(context.Background())
+	stop(t, s)
+	note, err := os.ReadFile(filepath.Join(dir, locationFile))
+	if err != nil || !strings.Contains(string(note), moved) {
+		t.Errorf("no note of the cluster's location in %s: %v %q", dir, err, note)
+	}
+	s = start(t, Options{DataDir: dir})
+	defer stop(t, s)
+	if s.dataDir != moved {
+		t.Fatalf("second start used %s, want %s", s.dataDir, moved)
+	}
+	var x int
+	conn = connect(t, s.ConnString())
+	defer conn.Close(context.Background())
+	if err := conn.QueryRow(context.Background(), "SELECT x FROM kept").Scan(&x); err != nil || x != 7 {
+		t.Errorf("data not kept across restarts: %v %d", err, x)
 	}
 }
 

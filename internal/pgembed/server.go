@@ -67,11 +67,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		done:     make(chan struct{}),
 		output:   &tail{max: 16 << 10},
 	}
-	if pid := runningPID(s.pgdata); pid != 0 {
-		return nil, fmt.Errorf("%w: postgres (pid %d) is serving %s; stop it or choose another --data-dir", ErrAlreadyRunning, pid, s.pgdata)
-	}
 	if s.account, err = serverAccount(); err != nil {
 		return nil, err
+	}
+	if err := s.relocateIfUnreachable(); err != nil {
+		return nil, err
+	}
+	if pid := runningPID(s.pgdata); pid != 0 {
+		return nil, fmt.Errorf("%w: postgres (pid %d) is serving %s; stop it or choose another --data-dir", ErrAlreadyRunning, pid, s.pgdata)
 	}
 	major := clusterMajor(s.pgdata)
 	binDir := opts.BinDir
