@@ -52,10 +52,20 @@ func (s *Server) relocateIfUnreachable() error {
 	if err := os.MkdirAll(relocatedRoot, 0o755); err != nil {
 		return fmt.Errorf("pgembed: %s is not reachable by the %q account, and %s cannot be created: %w", s.dataDir, s.account.name, relocatedRoot, err)
 	}
+	// A cluster there without the note in DataDir belonged to a DataDir that
+	// was removed (make clean): removing the data dir removes its record.
+	if _, err := os.Stat(filepath.Join(s.dataDir, locationFile)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(moved); err == nil {
+			s.log.Info("pgembed: removing the cluster of a removed data dir", "data_dir", s.dataDir, "cluster_dir", moved)
+			if err := os.RemoveAll(moved); err != nil {
+				return fmt.Errorf("pgembed: remove stale cluster %s: %w", moved, err)
+			}
+		}
+	}
 	if err := os.MkdirAll(s.dataDir, 0o700); err != nil {
 		return fmt.Errorf("pgembed: data dir: %w", err)
 	}
-	note := fmt.Sprintf("The PostgreSQL cluster of this directory is in %s:\nthe %q account that runs PostgreSQL (which refuses to run as root) cannot enter %s.\n", moved, s.account.name, existing)
+	note := fmt.Sprintf("The PostgreSQL cluster of this directory is in %s:\nthe %q account that runs PostgreSQL (which refuses to run as root) cannot reach %s.\nRemoving this directory removes that cluster on the next start.\n", moved, s.account.name, existing)
 	if err := os.WriteFile(filepath.Join(s.dataDir, locationFile), []byte(note), 0o644); err != nil {
 		return fmt.Errorf("pgembed: data dir: %w", err)
 	}
