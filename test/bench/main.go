@@ -178,6 +178,12 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 
 	var results []result
 	for i, mx := range o.mixes {
+		if i > 0 {
+			// The previous mix left hundreds of MiB of dirty pages whose
+			// writeback would slow this mix's WAL flushes: flush them first.
+			syscall.Sync()
+			time.Sleep(3 * time.Second)
+		}
 		fmt.Fprintf(out, "\n== mix %q: %.0f%% of the events in namespaces a rule selects; offered load %s\n", mx.name, mx.kept*100, rateString(o.rates[i]))
 		r, err := runMix(ctx, o, mx, o.rates[i], out)
 		if err != nil {

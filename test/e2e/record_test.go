@@ -122,6 +122,26 @@ func TestRecordOnARealControlPlane(t *testing.T) {
 		}
 	})
 
+	t.Run("client-side apply is recorded as kubectl sends it", func(t *testing.T) {
+		carol := w.kube(t, "carol")
+		const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+		applied := func(level string) string {
+			return `{"apiVersion":"v1","data":{"level":"` + level + `"},"kind":"ConfigMap","metadata":{"annotations":{},"name":"applied","namespace":"e2e-app"}}`
+		}
+		// kubectl apply of a new object: a create carrying the annotation.
+		ok(carol.CoreV1().ConfigMaps("e2e-app").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "applied",
+			Annotations: map[string]string{lastApplied: applied("one")}}, Data: map[string]string{"level": "one"}}, metav1.CreateOptions{FieldManager: "kubectl-client-side-apply"}))(t)
+		// kubectl apply of a change: a strategic merge patch of the fields and the annotation.
+		patch, _ := json.Marshal(map[string]any{"data": map[string]string{"level": "two"},
+			"metadata": map[string]any{"annotations": map[string]string{lastApplied: applied("two")}}})
+		ok(carol.CoreV1().ConfigMaps("e2e-app").Patch(ctx, "applied", types.StrategicMergePatchType, patch,
+			metav1.PatchOptions{FieldManager: "kubectl-client-side-apply"}))(t)
+		w.waitHistory(t, "e2e-app", "configmaps", "applied", []row{
+			{Verb: "create", User: "carol", PriorKnown: true, After: "one"},
+			{Verb: "patch", User: "carol", PriorKnown: true, Prior: "one", After: "two"},
+		})
+	})
+
 	t.Run("a scale marks the Deployment's prior state stale", func(t *testing.T) {
 		alice, bob := w.kube(t, "alice"), w.kube(t, "bob")
 		ok(alice.AppsV1().Deployments("e2e-app").Create(ctx, deployment("web"), metav1.CreateOptions{}))(t)
