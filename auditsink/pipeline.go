@@ -174,7 +174,9 @@ func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1
 	}
 	out.Written = res
 	p.record(cluster, &out)
-	if p.onStored != nil && len(batch.Events) > 0 {
+	// A redelivered batch was counted the first time (a partly redelivered
+	// one, rare, is not counted: statistics are approximate by design).
+	if p.onStored != nil && len(batch.Events) > 0 && res.DuplicateEvents == 0 {
 		p.onStored(cluster, batch.Events)
 	}
 	return out, nil
