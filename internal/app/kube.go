@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/options-record/options-record/filter/rulesync"
-	"github.com/options-record/options-record/store"
 )
 
 // KubeOptions say how the sink reaches the cluster it runs in.
@@ -48,7 +47,7 @@ func (k *KubeOptions) RestConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-func startSyncer(ctx context.Context, o ServeOptions, reg *rulesync.Registry, st *store.Store, log *slog.Logger) (*rulesync.Syncer, error) {
+func startSyncer(ctx context.Context, o ServeOptions, reg *rulesync.Registry, st rulesync.Store, log *slog.Logger) (*rulesync.Syncer, error) {
 	cfg, err := o.Kube.RestConfig()
 	if err != nil {
 		return nil, err

@@ -87,16 +87,22 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			log.Error("stopping embedded PostgreSQL", "err", err)
 		}
 	}()
-	st, err := store.Open(ctx, store.Options{URL: db.URL, Logger: log})
+	openCtx, stopOpening := context.WithCancel(ctx)
+	defer stopOpening()
+	ls, err := openStore(openCtx, store.Options{URL: db.URL, Logger: log}, o.JournalDir != "", log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() {
+		if st := ls.get(); st != nil {
+			st.Close()
+		}
+	}()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := auditsink.NewMetrics(reg)
-	writer, stopJournal, journalReady, err := wrapJournal(ctx, JournalOptions{Dir: o.JournalDir}, st, reg, log)
+	writer, stopJournal, journalReady, err := wrapJournal(ctx, JournalOptions{Dir: o.JournalDir}, ls, reg, log)
 	if err != nil {
 		return err
 	}
@@ -104,7 +110,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	pipe := auditsink.NewPipeline(registry, writer, metrics, log).WithObserver(registry)
 	var syncer *rulesync.Syncer
 	if o.Kube != nil {
-		if syncer, err = startSyncer(ctx, o, registry, st, log); err != nil {
+		if syncer, err = startSyncer(ctx, o, registry, ls, log); err != nil {
 			return err
 		}
 		pipe.WithSelf(syncer.IsSelf).WithOnStored(syncer.OnStored)
@@ -156,7 +162,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := st.Ping(ctx); err != nil {
+		if err := ls.get().Ping(ctx); err != nil {
 			http.Error(w, "database unavailable: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -164,18 +170,38 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	})
 	metricsSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
-	if o.API != nil && o.API.Addr != "" {
-		stopAPI, err := runAPI(ctx, o.API, &o, st, log)
-		if err != nil {
+	// What needs the open store starts with it: at once, or, with a journal
+	// and the database down at start-up, when it first answers.
+	var late lateStops
+	defer late.stop(ctx, log)
+	withStore := func(st *store.Store) error {
+		maintCtx, stopMaint := context.WithCancel(ctx)
+		maintDone := make(chan struct{})
+		go func() { defer close(maintDone); maintain(maintCtx, st, rules.MaxRetention(), log) }()
+		late.add(func(context.Context) error { stopMaint(); <-maintDone; return nil })
+		if o.API != nil && o.API.Addr != "" {
+			stopAPI, err := runAPI(ctx, o.API, &o, st, log)
+			if err != nil {
+				return err
+			}
+			late.add(stopAPI)
+		}
+		return nil
+	}
+	if st := ls.get(); st != nil {
+		if err := withStore(st); err != nil {
 			webhookLn.Close()
 			metricsLn.Close()
 			return err
 		}
-		defer func() {
-			shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			if err := stopAPI(shutCtx); err != nil {
-				log.Error("restore API shutdown", "err", err)
+	} else {
+		go func() {
+			select {
+			case <-ctx.Done():
+			case <-ls.ready:
+				if err := withStore(ls.get()); err != nil {
+					log.Error("the restore API could not start", "err", err)
+				}
 			}
 		}()
 	}
@@ -183,10 +209,6 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	errc := make(chan error, 2)
 	go func() { errc <- webhookSrv.ServeTLS(webhookLn, "", "") }()
 	go func() { errc <- metricsSrv.Serve(metricsLn) }()
-	maintCtx, stopMaint := context.WithCancel(ctx)
-	maintDone := make(chan struct{})
-	go func() { defer close(maintDone); maintain(maintCtx, st, rules.MaxRetention(), log) }()
-	defer func() { stopMaint(); <-maintDone }()
 	log.Info("serving the audit webhook", "webhook", webhookLn.Addr().String(), "metrics", metricsLn.Addr().String(),
 		"rules", rules.Len())
 	if o.OnListening != nil {
