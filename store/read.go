@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // ErrNotFound is returned by reads that find no row.
@@ -117,15 +118,7 @@ func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]VersionRecord, er
 		return nil, errors.New("store: changes: cluster and limit are required")
 	}
 	sql, args := changesSQL(q)
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: changes: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[VersionRecord])
-	if err != nil {
-		return nil, fmt.Errorf("store: changes: %w", err)
-	}
-	return out, nil
+	return queryAll[VersionRecord](ctx, s.pool, "changes", sql, args...)
 }
 
 func changesSQL(q ChangeQuery) (string, []any) {
@@ -303,15 +296,7 @@ func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, err
 		return nil, errors.New("store: deletions: cluster and limit are required")
 	}
 	sql, args := deletionsSQL(q)
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: deletions: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Deletion])
-	if err != nil {
-		return nil, fmt.Errorf("store: deletions: %w", err)
-	}
-	return out, nil
+	return queryAll[Deletion](ctx, s.pool, "deletions", sql, args...)
 }
 
 func deletionsSQL(q DeletionQuery) (string, []any) {
@@ -413,15 +398,7 @@ func (s *Store) events(ctx context.Context, what string, q EventQuery, failed bo
 		return nil, fmt.Errorf("store: %s: cluster and limit are required", what)
 	}
 	sql, args := eventsSQL(q, failed)
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: %s: %w", what, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[EventRecord])
-	if err != nil {
-		return nil, fmt.Errorf("store: %s: %w", what, err)
-	}
-	return out, nil
+	return queryAll[EventRecord](ctx, s.pool, what, sql, args...)
 }
 
 func eventsSQL(q EventQuery, failed bool) (string, []any) {
@@ -651,4 +628,17 @@ func isUUID(s string) bool {
 		}
 	}
 	return true
+}
+
+// queryAll runs a read and collects its rows into T by column name.
+func queryAll[T any](ctx context.Context, pool *pgxpool.Pool, what, sql string, args ...any) ([]T, error) {
+	rows, err := pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	return out, nil
 }
