@@ -124,18 +124,7 @@ func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]VersionRecord, er
 func changesSQL(q ChangeQuery) (string, []any) {
 	var b sqlBuilder
 	b.where("v.cluster = " + b.arg(q.Cluster))
-	if q.Group != nil {
-		b.where("v.api_group = " + b.arg(*q.Group))
-	}
-	if q.Resource != "" {
-		b.where("v.resource = " + b.arg(q.Resource))
-	}
-	if q.Namespace != nil {
-		b.where("v.namespace = " + b.arg(*q.Namespace))
-	}
-	if q.Name != "" {
-		b.where("v.name = " + b.arg(q.Name))
-	}
+	b.object("v", q.Group, q.Resource, q.Namespace, q.Name)
 	if q.UID != "" {
 		b.where("v.uid = " + b.arg(q.UID))
 	}
@@ -302,18 +291,7 @@ func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, err
 func deletionsSQL(q DeletionQuery) (string, []any) {
 	var b sqlBuilder
 	b.where("d.cluster = " + b.arg(q.Cluster))
-	if q.Group != nil {
-		b.where("d.api_group = " + b.arg(*q.Group))
-	}
-	if q.Resource != "" {
-		b.where("d.resource = " + b.arg(q.Resource))
-	}
-	if q.Namespace != nil {
-		b.where("d.namespace = " + b.arg(*q.Namespace))
-	}
-	if q.Name != "" {
-		b.where("d.name = " + b.arg(q.Name))
-	}
+	b.object("d", q.Group, q.Resource, q.Namespace, q.Name)
 	if q.User != "" {
 		b.where("d.username = " + b.arg(q.User))
 	}
@@ -410,18 +388,7 @@ func eventsSQL(q EventQuery, failed bool) (string, []any) {
 	if q.User != "" {
 		b.where("e.username = " + b.arg(q.User))
 	}
-	if q.Group != nil {
-		b.where("e.api_group = " + b.arg(*q.Group))
-	}
-	if q.Resource != "" {
-		b.where("e.resource = " + b.arg(q.Resource))
-	}
-	if q.Namespace != nil {
-		b.where("e.namespace = " + b.arg(*q.Namespace))
-	}
-	if q.Name != "" {
-		b.where("e.name = " + b.arg(q.Name))
-	}
+	b.object("e", q.Group, q.Resource, q.Namespace, q.Name)
 	timeBounds(&b, "e.stage_at", q.Since, q.Until)
 	keyset(&b, q.After, false, "e.stage_at", "", "e.event_key")
 	reqObj := "NULL::json"
@@ -641,4 +608,22 @@ func queryAll[T any](ctx context.Context, pool *pgxpool.Pool, what, sql string, 
 		return nil, fmt.Errorf("store: %s: %w", what, err)
 	}
 	return out, nil
+}
+
+// object adds the filters on an object's identity of the rows aliased a:
+// group and namespace when given (an empty one is meaningful), resource and
+// name when not empty.
+func (b *sqlBuilder) object(a string, group *string, resource string, namespace *string, name string) {
+	if group != nil {
+		b.where(a + ".api_group = " + b.arg(*group))
+	}
+	if resource != "" {
+		b.where(a + ".resource = " + b.arg(resource))
+	}
+	if namespace != nil {
+		b.where(a + ".namespace = " + b.arg(*namespace))
+	}
+	if name != "" {
+		b.where(a + ".name = " + b.arg(name))
+	}
 }
