@@ -120,18 +120,10 @@ func (s *Server) historyByUID(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listChanges(w http.ResponseWriter, r *http.Request, q store.ChangeQuery) error {
-	var err error
-	if q.Limit, err = limitParam(r); err != nil {
+	limit, err := pageParams(r, &q.Limit, &q.After, &q.Since, &q.Until)
+	if err != nil {
 		return err
 	}
-	if q.After, err = cursorParam(r); err != nil {
-		return err
-	}
-	if q.Since, q.Until, err = timeRange(r); err != nil {
-		return err
-	}
-	limit := q.Limit
-	q.Limit++
 	rows, err := s.reader.Changes(r.Context(), q)
 	if err != nil {
 		return err
@@ -330,18 +322,10 @@ func (s *Server) listDeletions(w http.ResponseWriter, r *http.Request) error {
 	v := r.URL.Query()
 	q := store.DeletionQuery{Cluster: chi.URLParam(r, "cluster"), Group: optional(r, "group"), Namespace: optional(r, "namespace"),
 		Resource: v.Get("resource"), Name: v.Get("name"), User: v.Get("user")}
-	var err error
-	if q.Limit, err = limitParam(r); err != nil {
+	limit, err := pageParams(r, &q.Limit, &q.After, &q.Since, &q.Until)
+	if err != nil {
 		return err
 	}
-	if q.After, err = cursorParam(r); err != nil {
-		return err
-	}
-	if q.Since, q.Until, err = timeRange(r); err != nil {
-		return err
-	}
-	limit := q.Limit
-	q.Limit++
 	rows, err := s.reader.Deletions(r.Context(), q)
 	if err != nil {
 		return err
@@ -379,18 +363,10 @@ func (s *Server) userActivity(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, read func(context.Context, store.EventQuery) ([]store.EventRecord, error), q store.EventQuery) error {
 	q.Cluster = chi.URLParam(r, "cluster")
-	var err error
-	if q.Limit, err = limitParam(r); err != nil {
+	limit, err := pageParams(r, &q.Limit, &q.After, &q.Since, &q.Until)
+	if err != nil {
 		return err
 	}
-	if q.After, err = cursorParam(r); err != nil {
-		return err
-	}
-	if q.Since, q.Until, err = timeRange(r); err != nil {
-		return err
-	}
-	limit := q.Limit
-	q.Limit++
 	rows, err := read(r.Context(), q)
 	if err != nil {
 		return err

@@ -290,6 +290,25 @@ const (
 	maxLimit     = 500
 )
 
+// pageParams reads the paging parameters (limit, cursor, since, until) into
+// a query, asking the store for one row more than the page so the API knows
+// whether a next page exists. It returns the page size.
+func pageParams(r *http.Request, limit *int, after **store.Cursor, since, until *time.Time) (int, error) {
+	var err error
+	if *limit, err = limitParam(r); err != nil {
+		return 0, err
+	}
+	if *after, err = cursorParam(r); err != nil {
+		return 0, err
+	}
+	if *since, *until, err = timeRange(r); err != nil {
+		return 0, err
+	}
+	n := *limit
+	*limit = n + 1
+	return n, nil
+}
+
 func limitParam(r *http.Request) (int, error) {
 	s := r.URL.Query().Get("limit")
 	if s == "" {
