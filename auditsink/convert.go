@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/bytedance/sonic"
 	fastjson "github.com/goccy/go-json"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
@@ -74,7 +75,7 @@ type converted struct {
 func convert(cluster string, ev *auditv1.Event, d filter.Decision) (converted, error) {
 	c, err := convertRaw(cluster, ev, d)
 	if err == nil {
-		c.sanitized = c.pgSafe()
+		c.sanitized = c.pgSafe() || c.sanitized
 	}
 	return c, err
 }
@@ -131,7 +132,12 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision) (converted
 	}
 	if keepRequestObject(ev, e.ResponseCode) {
 		raw := ev.RequestObject.Raw
-		if digest {
+		// The decoder skipped the objects without validating them (wire.go);
+		// what PostgreSQL's json column would refuse is not stored.
+		if !sonic.Valid(raw) {
+			raw = nil
+			c.sanitized = true
+		} else if digest {
 			raw = digestRequest(raw)
 		}
 		e.RequestObject = raw

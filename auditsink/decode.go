@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	fastjson "github.com/goccy/go-json"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
@@ -32,37 +31,30 @@ type eventList struct {
 	Items      []json.RawMessage `json:"items"`
 }
 
-// fastList is an EventList decoded in one pass: the common case.
-type fastList struct {
-	Kind       string          `json:"kind"`
-	APIVersion string          `json:"apiVersion"`
-	Items      []auditv1.Event `json:"items"`
-}
-
 // DecodeEventList parses an EventList body. A body that is not JSON or not an
 // audit.k8s.io/v1 EventList is an ErrBadRequest. Items that do not decode or
 // are not valid events are skipped and counted by reason.
 //
-// The body is decoded in one pass with a fast decoder (objects stay raw
-// bytes until needed); only when that fails is it decoded item by item, so
-// one bad item costs the others nothing.
+// The body is decoded in one pass by decodeWire (see wire.go): the events'
+// strings and objects are slices of body, which must not change afterwards;
+// whatever is kept past the batch must be copied. Only when that pass fails
+// is the body decoded item by item, so one bad item costs the others nothing.
 func DecodeEventList(body []byte, now time.Time) ([]auditv1.Event, map[string]int, error) {
-	var fast fastList
-	if err := fastjson.UnmarshalNoEscape(body, &fast); err == nil {
-		if fast.Kind != "EventList" || fast.APIVersion != auditv1.SchemeGroupVersion.String() {
-			return nil, nil, wrongKind(fast.Kind, fast.APIVersion)
+	if wl, err := decodeWire(body); err == nil {
+		if wl.Kind != "EventList" || wl.APIVersion != auditv1.SchemeGroupVersion.String() {
+			return nil, nil, wrongKind(wl.Kind, wl.APIVersion)
 		}
-		events := fast.Items[:0]
+		events := make([]auditv1.Event, 0, len(wl.Items))
 		var skipped map[string]int
-		for i := range fast.Items {
-			if err := validateEvent(&fast.Items[i], now); err != nil {
+		for i := range wl.Items {
+			events = append(events, wl.Items[i].event())
+			if err := validateEvent(&events[len(events)-1], now); err != nil {
+				events = events[:len(events)-1]
 				if skipped == nil {
 					skipped = map[string]int{}
 				}
 				skipped[reasonInvalid]++
-				continue
 			}
-			events = append(events, fast.Items[i])
 		}
 		return events, skipped, nil
 	}

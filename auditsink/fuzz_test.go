@@ -7,11 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/options-record/options-record/auditsink"
@@ -131,6 +134,9 @@ func FuzzDecodeEventList(f *testing.F) {
 		if refErr == nil && n != len(ref.Items) {
 			t.Fatalf("%d items: %d events and %v skipped", len(ref.Items), len(events), skipped)
 		}
+		if refErr == nil {
+			sameAsReference(t, events, ref.Items)
+		}
 		for i := range events {
 			ev := &events[i]
 			if ev.AuditID == "" || ev.Stage == "" || ev.Verb == "" || ev.StageTimestamp.IsZero() ||
@@ -144,6 +150,69 @@ func FuzzDecodeEventList(f *testing.F) {
 			t.Fatalf("process: %v", err)
 		}
 	})
+}
+
+// sameAsReference checks the fast decoder against encoding/json: every item
+// that encoding/json decodes into a valid event is returned, equal, in order.
+// The fast decoder may accept more (it reads timestamps as RFC 3339 with any
+// fraction of a second, where metav1.MicroTime wants six digits), never less.
+func sameAsReference(t *testing.T, events []auditv1.Event, items []json.RawMessage) {
+	t.Helper()
+	j := 0
+	for _, raw := range items {
+		var want auditv1.Event
+		if json.Unmarshal(raw, &want) != nil || want.AuditID == "" || want.Stage == "" || want.Verb == "" ||
+			want.StageTimestamp.IsZero() || want.StageTimestamp.Time.Before(time.Date(2014, 1, 1, 0, 0, 0, 0, time.UTC)) ||
+			want.StageTimestamp.Time.After(fuzzNow.Add(24*time.Hour)) ||
+			want.ResponseStatus != nil && (want.ResponseStatus.Code < 0 || want.ResponseStatus.Code > 999) {
+			continue
+		}
+		for ; j < len(events); j++ {
+			if events[j].AuditID == want.AuditID && equalEvents(&events[j], &want) {
+				break
+			}
+		}
+		if j == len(events) {
+			t.Fatalf("item %s: encoding/json decodes it as %+v, the decoder returned no equal event", raw, want)
+		}
+		j++
+	}
+}
+
+func equalEvents(got, want *auditv1.Event) bool {
+	g, w := *got, *want
+	if !g.StageTimestamp.Equal(&w.StageTimestamp) || !g.RequestReceivedTimestamp.Equal(&w.RequestReceivedTimestamp) {
+		return false
+	}
+	g.StageTimestamp, w.StageTimestamp = metav1.MicroTime{}, metav1.MicroTime{}
+	g.RequestReceivedTimestamp, w.RequestReceivedTimestamp = metav1.MicroTime{}, metav1.MicroTime{}
+	// The fast decoder replaces invalid UTF-8 inside objects as encoding/json
+	// does in strings, one U+FFFD per byte; encoding/json leaves raw objects be.
+	for _, u := range []**runtime.Unknown{&w.RequestObject, &w.ResponseObject} {
+		if *u != nil {
+			c := **u
+			c.Raw = validUTF8(c.Raw)
+			*u = &c
+		}
+	}
+	return reflect.DeepEqual(g, w)
+}
+
+func validUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = append(out, "\uFFFD"...)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
 }
 
 // checkingWriter checks the invariants of the batches the pipeline writes.

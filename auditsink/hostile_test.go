@@ -365,8 +365,9 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 		return bytes.Replace(b, []byte(`"data":{}`), []byte(`"data":{},"spec":`+nest), 1)
 	}
 	tests := []struct {
-		name string
-		body func(p string) []byte
+		name                 string
+		body                 func(p string) []byte
+		badStoredWithoutBody bool
 	}{
 		{
 			name: "NUL in a text field",
@@ -390,6 +391,17 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 			},
 		},
 		{name: "object nested near the decoder's depth limit", body: deep},
+		{
+			// The decoder skips objects without validating them; a kept
+			// request body that is not JSON is left out, the event stored.
+			name: "a patch whose body is not JSON",
+			body: func(p string) []byte {
+				b := EventList(now(Name(p+"-good"), Response(cm(p+"-good"))),
+					now(Verb("patch"), Name(p+"-bad"), Request(Obj{"data": "MARK"}), Response(cm(p+"-bad"))))
+				return bytes.Replace(b, []byte(`"MARK"`), []byte(`tru`), 1)
+			},
+			badStoredWithoutBody: true,
+		},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -400,6 +412,14 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 			}
 			if n := h.count(`SELECT count(*) FROM events WHERE name = $1`, p+"-good"); n != 1 {
 				t.Errorf("the good event of the batch was not stored")
+			}
+			if tt.badStoredWithoutBody {
+				if n := h.count(`SELECT count(*) FROM events WHERE name = $1 AND verb = 'patch' AND request_object IS NULL`, p+"-bad"); n != 1 {
+					t.Errorf("the patch was not stored without its body")
+				}
+				if n := h.count(`SELECT count(*) FROM object_versions WHERE name = $1`, p+"-bad"); n != 1 {
+					t.Errorf("the patch's object version was not stored")
+				}
 			}
 			h.healthy()
 		})
