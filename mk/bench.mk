@@ -1,6 +1,6 @@
 # Benchmark of `options-record serve` (test/bench): a throwaway PostgreSQL
 # with fsync on, the sink as a separate process, and a load generator posting
-# audit EventLists over HTTPS/HTTP/2 like several kube-apiservers. It is a
+# audit EventLists over HTTPS like several kube-apiservers. It is a
 # command, not a timed test; it prints a report and stops everything it
 # started. Included by the main Makefile.
 #

@@ -144,7 +144,9 @@ func TestServeEmbeddedEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	// The client prefers HTTP/2, as the apiserver's does; the webhook speaks
+	// HTTP/1.1 unless --webhook-http2.
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
 	body := gen.EventList(gen.Event(gen.Namespace("prod"), gen.Name("x"),
 		gen.Response(gen.ConfigMap("prod", "x", "uid-x", 5, nil))))
 	req, _ := http.NewRequest(http.MethodPost, "https://"+a[0].String()+"/audit", bytes.NewReader(body))
@@ -158,6 +160,9 @@ func TestServeEmbeddedEndToEnd(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(msg), `"kept":1`) {
 		t.Fatalf("webhook answered %d %s", resp.StatusCode, msg)
+	}
+	if resp.Proto != "HTTP/1.1" {
+		t.Errorf("webhook answered over %s, want HTTP/1.1 by default", resp.Proto)
 	}
 	for _, path := range []string{"/readyz", "/healthz"} {
 		r, err := http.Get("http://" + a[1].String() + path)

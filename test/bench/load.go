@@ -84,7 +84,7 @@ func (p *pacer) wait(stop <-chan struct{}) bool {
 	return true
 }
 
-// worker is one apiserver: one HTTP/2 connection sending its batches in
+// worker is one apiserver: one connection sending its batches in
 // turn, retrying refused ones.
 type worker struct {
 	client  *http.Client
@@ -97,7 +97,7 @@ type worker struct {
 	err     error
 }
 
-// newClient is an HTTP/2 client that trusts only the sink's CA and dials
+// newClient is a client that prefers HTTP/2 (as the apiserver's does), that trusts only the sink's CA and dials
 // only loopback.
 func newClient(caFile string) (*http.Client, error) {
 	pem, err := os.ReadFile(caFile)

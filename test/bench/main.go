@@ -1,7 +1,7 @@
 // Command bench measures `options-record serve` the way a fleet of
 // kube-apiservers loads it: it starts a throwaway PostgreSQL (fsync on) and
 // the sink as a separate process, POSTs pre-generated audit.k8s.io/v1
-// EventLists over HTTPS/HTTP/2 from several connections for a bounded time,
+// EventLists over HTTPS from several connections for a bounded time,
 // and prints throughput, ack latency, the sink's memory, the CPU of the sink
 // and of PostgreSQL, and the storage per kept event. It is a command, not a
 // test: `make bench` runs it.
@@ -82,7 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.pgBinDir, "pg-bin", "", "directory of initdb and postgres (default: the newest /usr/lib/postgresql/*/bin)")
 	fs.StringVar(&mixList, "mix", "all,10pct", "mixes to run, in order: all (every event kept), 10pct (10% kept)")
 	fs.StringVar(&rateList, "rate", "0", "offered load in events/s, one value for every mix or one per mix (\"9600,36000\"); 0: as fast as acknowledged")
-	fs.IntVar(&o.workers, "workers", 6, "concurrent HTTP/2 connections (apiservers), each sending one batch at a time")
+	fs.IntVar(&o.workers, "workers", 6, "concurrent connections (apiservers), each sending one batch at a time")
 	fs.IntVar(&o.batchSize, "batch", 400, "events per EventList (the apiserver's default batch size)")
 	fs.IntVar(&o.poolSize, "pool", 4, "distinct pre-generated batches per connection, replayed with fresh identities")
 	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "load before measuring")
@@ -171,7 +171,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintf(out, "options-record bench, %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(out, "machine: %d CPUs (%s), %s RAM, load average before start: %s\n", m.cpus, m.model, m.memory, m.loadavg)
 	fmt.Fprintf(out, "sink: %s serve (%s), separate process, --log-level warn, default --webhook-max-in-flight (8)\n", o.sinkBin, buildDescription(o.sinkBin))
-	fmt.Fprintf(out, "load: %d connections (apiservers) over HTTPS, HTTP/2, one batch in flight each; %d events per EventList; warm-up %s, measured %s per mix\n",
+	fmt.Fprintf(out, "load: %d connections (apiservers) over HTTPS, one batch in flight each; %d events per EventList; warm-up %s, measured %s per mix\n",
 		o.workers, o.batchSize, o.warmup, o.duration)
 	fmt.Fprintf(out, "      non-2xx answers are retried like the apiserver does (Retry-After, else 1 s; %d attempts, then the batch is dropped)\n", maxAttempts)
 	fmt.Fprintln(out, "database: a throwaway PostgreSQL per mix (internal/pgembed) with fsync ON: an ack waits for the WAL flush, durability is part of what is measured")
