@@ -1,0 +1,78 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestDuplicateLookupPrunesPartitions: every batch looks up its events
+// before storing them. With 40 days of partitions kept, that lookup must be
+// planned over the partitions of the batch's days only, not all of them.
+func TestDuplicateLookupPrunesPartitions(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	var days []time.Time
+	for i := range 40 {
+		days = append(days, now.AddDate(0, 0, -i))
+	}
+	if err := s.ensurePartitionsFor(ctx, days); err != nil {
+		t.Fatal(err)
+	}
+	var events []Event
+	for i := range 50 {
+		k := sha256.Sum256(fmt.Append(nil, i))
+		events = append(events, Event{Cluster: "default", Key: k[:], StageAt: now.Add(-time.Duration(i) * time.Millisecond)})
+	}
+	// The lookup's own statement and arguments, explained.
+	var plan []string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		plan, err = explainExistingEvents(ctx, tx, events)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanned := map[string]bool{}
+	for _, line := range plan {
+		for f := range strings.FieldsSeq(line) {
+			if strings.HasPrefix(f, "events_p") {
+				scanned[f] = true
+			}
+		}
+	}
+	if len(scanned) == 0 || len(scanned) > 2 {
+		t.Errorf("the lookup of a batch of one day touches %d partitions, want 1 or 2:\n%s", len(scanned), strings.Join(plan, "\n"))
+	}
+	// And it still finds what is stored.
+	b := &Batch{Events: events[:3]}
+	for i := range b.Events {
+		b.Events[i].Verb, b.Events[i].Stage, b.Events[i].AuditID = "create", "ResponseComplete", fmt.Sprint(i)
+	}
+	if _, err := s.WriteBatch(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.WriteBatch(ctx, &Batch{Events: events[:5]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DuplicateEvents != 3 || res.Events != 2 {
+		t.Errorf("redelivery of 3 stored events and 2 new: %+v", res)
+	}
+}
+
+// explainExistingEvents is the plan of existingEvents' statement for events.
+func explainExistingEvents(ctx context.Context, tx pgx.Tx, events []Event) ([]string, error) {
+	rows, err := tx.Query(ctx, "EXPLAIN "+existingEventsSQL, existingEventsArgs(events)...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
