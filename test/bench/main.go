@@ -45,6 +45,7 @@ type options struct {
 	keep      bool
 	perfDir   string
 	analyze   bool
+	days      int
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -87,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.poolSize, "pool", 4, "distinct pre-generated batches per connection, replayed with fresh identities")
 	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "load before measuring")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured time per mix")
+	fs.IntVar(&o.days, "days", 30, "days of (empty) event partitions before today, as a sink with the default 30-day retention holds")
 	fs.BoolVar(&o.analyze, "analyze", false, "ANALYZE the record's tables after the warm-up, as autovacuum does after about a minute, to measure that steady state rather than a fresh database's first seconds")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories (database, sink log) for inspection")
 	fs.StringVar(&o.perfDir, "perf", "", "record a system-wide CPU profile of each measured window with perf into `dir`")
@@ -122,7 +124,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	case len(o.rates) != len(o.mixes):
 		return o, fmt.Errorf("-rate: %d values for %d mixes", len(o.rates), len(o.mixes))
 	}
-	if o.workers < 1 || o.batchSize < 1 || o.poolSize < 1 || o.duration <= 0 || o.warmup < 0 {
+	if o.workers < 1 || o.batchSize < 1 || o.poolSize < 1 || o.duration <= 0 || o.warmup < 0 || o.days < 0 {
 		return o, errors.New("-workers, -batch, -pool and -duration must be positive")
 	}
 	if _, err := os.Stat(o.sinkBin); err != nil {
@@ -249,6 +251,10 @@ func runMix(ctx context.Context, o options, mx mix, rate float64, out io.Writer)
 	if r.pg, err = e.describePG(ctx); err != nil {
 		return r, err
 	}
+	if err := e.keepDays(ctx, o.days); err != nil {
+		return r, err
+	}
+	fmt.Fprintf(out, "record: %d days of event partitions before today (-days), as the default 30-day retention keeps\n", o.days)
 	fmt.Fprintf(out, "PostgreSQL %s (pid %d): %s\n", r.pg.version, e.pgPID, r.pg.settings)
 	fmt.Fprintf(out, "sink pid %d, webhook %s, metrics %s\n", e.sink.Process.Pid, strings.TrimSuffix(e.webhook, "?timeout=30s"), e.metrics)
 

@@ -255,6 +255,27 @@ func (e *env) describePG(ctx context.Context) (pgInfo, error) {
 	return info, nil
 }
 
+// keepDays creates the event partitions of the past days, empty: a sink in
+// its steady state holds one per day of retention (30 by default), and the
+// planner's cost of a write grows with their number where it is not pruned.
+func (e *env) keepDays(ctx context.Context, days int) error {
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	for i := 1; i <= days; i++ {
+		d := today.AddDate(0, 0, -i)
+		sql := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF events FOR VALUES FROM ('%s') TO ('%s')",
+			pgx.Identifier{"events_p" + d.Format("20060102")}.Sanitize(), d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("partition of %s: %w", d.Format(time.DateOnly), err)
+		}
+	}
+	return nil
+}
+
 // analyze gathers planner statistics on the record's tables.
 func (e *env) analyze(ctx context.Context) error {
 	conn, err := pgx.Connect(ctx, e.dsn)
