@@ -24,6 +24,7 @@ var versionColumns = []string{
 
 // Both lookups only read rows the batch could collide with: the events of
 // its clusters and time range, and the versions of its objects.
+//
 // existingEventsSQL finds the events of a batch already stored. The bounds
 // on stage_at ($4, $5: the batch's earliest and latest) are redundant with
 // the join but let the planner prune the daily partitions: without them,
