@@ -35,6 +35,7 @@ import (
 type options struct {
 	sinkBin   string
 	pgBinDir  string
+	pgSet     pgSettings
 	mixes     []mix
 	rates     []float64 // per mix; 0: as fast as the sink acknowledges
 	workers   int
@@ -81,6 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var mixList, rateList string
 	fs.StringVar(&o.sinkBin, "sink", "bin/options-record", "the options-record `binary` to run as the sink (make bench builds it)")
 	fs.StringVar(&o.pgBinDir, "pg-bin", "", "directory of initdb and postgres (default: the newest /usr/lib/postgresql/*/bin)")
+	fs.Var(&o.pgSet, "pg", "a PostgreSQL `setting=value` for the throwaway server, to measure a tuning (repeatable)")
 	fs.StringVar(&mixList, "mix", "all,10pct", "mixes to run, in order: all (every event kept), 10pct (10% kept)")
 	fs.StringVar(&rateList, "rate", "0", "offered load in events/s, one value for every mix or one per mix (\"9600,36000\"); 0: as fast as acknowledged")
 	fs.IntVar(&o.workers, "workers", 6, "concurrent connections (apiservers), each sending one batch at a time")
@@ -580,4 +582,21 @@ func targetList(rs []result, f func(m mix) string) string {
 		parts = append(parts, f(r.mix))
 	}
 	return strings.Join(parts, " / ")
+}
+
+// pgSettings collects -pg name=value flags.
+type pgSettings map[string]string
+
+func (p *pgSettings) String() string { return fmt.Sprint(map[string]string(*p)) }
+
+func (p *pgSettings) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want setting=value, got %q", v)
+	}
+	if *p == nil {
+		*p = pgSettings{}
+	}
+	(*p)[name] = value
+	return nil
 }

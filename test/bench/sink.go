@@ -59,9 +59,10 @@ func startEnv(ctx context.Context, o options) (_ *env, err error) {
 	pgCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	e.pg, err = pgembed.Start(pgCtx, pgembed.Options{
-		DataDir: filepath.Join(dir, "pg"),
-		BinDir:  o.pgBinDir,
-		Fsync:   true, // durability is part of what is measured
+		DataDir:  filepath.Join(dir, "pg"),
+		BinDir:   o.pgBinDir,
+		Fsync:    true, // durability is part of what is measured
+		Settings: o.pgSet,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start PostgreSQL: %w", err)
@@ -240,7 +241,7 @@ func (e *env) describePG(ctx context.Context) (pgInfo, error) {
 		return info, fmt.Errorf("server_version: %w", err)
 	}
 	var parts []string
-	for _, s := range []string{"fsync", "synchronous_commit", "full_page_writes", "wal_sync_method", "shared_buffers", "default_toast_compression"} {
+	for _, s := range []string{"fsync", "synchronous_commit", "full_page_writes", "wal_sync_method", "shared_buffers", "wal_buffers", "max_wal_size", "default_toast_compression"} {
 		var v string
 		if err := conn.QueryRow(ctx, "SELECT current_setting($1)", s).Scan(&v); err != nil {
 			return info, fmt.Errorf("%s: %w", s, err)
