@@ -71,6 +71,9 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if err := warmDecoder(); err != nil {
+		opts.Logger.Warn("the EventList decoder was not compiled ahead; the first batch compiles it", "err", err)
+	}
 	return &Handler{opts: opts, sem: make(chan struct{}, opts.MaxInFlight), mem: semaphore.NewWeighted(opts.MaxInFlightBytes), now: time.Now}, nil
 }
 
