@@ -140,6 +140,11 @@ func changesSQL(q ChangeQuery) (string, []any) {
 	if q.User != "" {
 		timeBounds(&b, "e.stage_at", q.Since, q.Until)
 	}
+	// A baseline LIST racing the batch of a change can observe the state the
+	// change recorded: the same object at the same resourceVersion, twice.
+	// The change says who made it; the baseline adds nothing.
+	b.where(`(v.origin = 'change' OR NOT EXISTS (SELECT 1 FROM object_versions c
+    WHERE c.cluster = v.cluster AND c.uid = v.uid AND c.resource_version = v.resource_version AND c.origin = 'change'))`)
 	keyset(&b, q.After, q.Ascending, "v.changed_at", "v.uid", "v.version_key")
 	return versionSelectNoObject + versionFromEvents + b.whereSQL() +
 		orderBy(q.Ascending, "v.changed_at", "v.uid", "v.version_key") + " LIMIT " + strconv.Itoa(q.Limit), b.args

@@ -196,6 +196,27 @@ func TestChangesFilterAndPage(t *testing.T) {
 	}
 }
 
+// TestBaselineOfARecordedStateIsNotListed: a baseline LIST that raced a
+// create's batch stored the state the create recorded; the history shows
+// the create only. A baseline of a state no change recorded stays listed.
+func TestBaselineOfARecordedStateIsNotListed(t *testing.T) {
+	s := openStore(t)
+	write(t, s,
+		change{verb: "create", user: "alice", resource: "configmaps", ns: "prod", name: "raced", uid: "u6", rv: 30, data: "v1", created: true},
+		change{baseline: true, resource: "configmaps", ns: "prod", name: "raced", uid: "u6", rv: 30, at: time.Second, data: "v1"},
+		change{verb: "patch", user: "bob", resource: "configmaps", ns: "prod", name: "raced", uid: "u6", rv: 31, at: time.Minute, data: "v2"},
+		change{baseline: true, resource: "configmaps", ns: "prod", name: "raced", uid: "u6", rv: 32, at: 2 * time.Minute, data: "v3"},
+	)
+	got, err := s.Changes(context.Background(), ChangeQuery{Cluster: "default", Name: "raced", Ascending: true, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"create prod/raced u6 by alice", "patch prod/raced u6 by bob", "baseline prod/raced u6 by "}
+	if diff := cmp.Diff(want, summary(got)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestVersionStateBeforeNewest(t *testing.T) {
 	s := openStore(t)
 	write(t, s, lifecycle...)
