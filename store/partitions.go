@@ -39,10 +39,12 @@ func (s *Store) EnsurePartitionsAround(ctx context.Context, now time.Time) error
 	for i := -1; i <= s.parts.ahead; i++ {
 		days = append(days, now.AddDate(0, 0, i))
 	}
-	return s.ensurePartitionsFor(ctx, days)
+	return s.EnsurePartitionsFor(ctx, days)
 }
 
-func (s *Store) ensurePartitionsFor(ctx context.Context, times []time.Time) error {
+// EnsurePartitionsFor creates the event partitions of the days of times
+// that do not exist yet. WriteBatch calls it for the days of its events.
+func (s *Store) EnsurePartitionsFor(ctx context.Context, times []time.Time) error {
 	s.parts.mu.Lock()
 	defer s.parts.mu.Unlock()
 	var missing []time.Time

@@ -61,7 +61,7 @@ func (s *Store) WriteBatch(ctx context.Context, b *Batch) (WriteResult, error) {
 	for i := range b.Events {
 		days = append(days, b.Events[i].StageAt)
 	}
-	if err := s.ensurePartitionsFor(ctx, days); err != nil {
+	if err := s.EnsurePartitionsFor(ctx, days); err != nil {
 		return WriteResult{}, err
 	}
 	var res WriteResult

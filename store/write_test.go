@@ -22,7 +22,7 @@ func TestDuplicateLookupPrunesPartitions(t *testing.T) {
 	for i := range 40 {
 		days = append(days, now.AddDate(0, 0, -i))
 	}
-	if err := s.ensurePartitionsFor(ctx, days); err != nil {
+	if err := s.EnsurePartitionsFor(ctx, days); err != nil {
 		t.Fatal(err)
 	}
 	var events []Event

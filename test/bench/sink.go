@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/options-record/options-record/internal/pgembed"
+	"github.com/options-record/options-record/store"
 )
 
 // env is one mix's throwaway PostgreSQL and sink process.
@@ -260,21 +261,16 @@ func (e *env) describePG(ctx context.Context) (pgInfo, error) {
 // its steady state holds one per day of retention (30 by default), and the
 // planner's cost of a write grows with their number where it is not pruned.
 func (e *env) keepDays(ctx context.Context, days int) error {
-	conn, err := pgx.Connect(ctx, e.dsn)
+	st, err := store.Open(ctx, store.Options{URL: e.dsn})
 	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+		return fmt.Errorf("open the record: %w", err)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	today := time.Now().UTC().Truncate(24 * time.Hour)
+	defer st.Close()
+	var past []time.Time
 	for i := 1; i <= days; i++ {
-		d := today.AddDate(0, 0, -i)
-		sql := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF events FOR VALUES FROM ('%s') TO ('%s')",
-			pgx.Identifier{"events_p" + d.Format("20060102")}.Sanitize(), d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("partition of %s: %w", d.Format(time.DateOnly), err)
-		}
+		past = append(past, time.Now().AddDate(0, 0, -i))
 	}
-	return nil
+	return st.EnsurePartitionsFor(ctx, past)
 }
 
 // analyze gathers planner statistics on the record's tables.
