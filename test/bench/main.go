@@ -167,6 +167,7 @@ type result struct {
 	metrics      sinkMetrics
 	pg           pgInfo
 	perfFile     string
+	pgWaits      waitSample
 	sinkLogLines int
 }
 
@@ -330,13 +331,16 @@ func runMix(ctx context.Context, o options, mx mix, rate float64, out io.Writer)
 		return r, err
 	}
 	perf := startPerf(o.perfDir, mx, out)
+	waits := e.sampleWaits(ctx)
 	t0 := time.Now()
 	if err := sleep(ctx, o.duration); err != nil {
 		perf.stop()
+		waits()
 		return r, err
 	}
 	t1 := time.Now()
 	r.perfFile = perf.stop()
+	r.pgWaits = waits()
 	sink1, err := processCPU(e.sink.Process.Pid)
 	if err != nil {
 		return r, fmt.Errorf("%w: %w", err, e.sinkAlive())
@@ -506,6 +510,9 @@ func printMix(out io.Writer, r result) {
 	}
 	fmt.Fprintf(out, "  sink counters (whole run): received %s, kept %s, dropped: %s; sink log: %d lines at warn or above\n",
 		thousands(r.metrics.received), thousands(r.metrics.kept), strings.Join(drops, ", "), r.sinkLogLines)
+	if w := r.pgWaits.String(); w != "" {
+		fmt.Fprintf(out, "  PostgreSQL backends (sampled every 100 ms while writing): %s\n", w)
+	}
 	if r.perfFile != "" {
 		fmt.Fprintf(out, "  perf profile: %s (perf report -i %s --no-children --sort comm,dso,sym)\n", r.perfFile, r.perfFile)
 	}

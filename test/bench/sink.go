@@ -1,15 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -271,6 +274,76 @@ func (e *env) keepDays(ctx context.Context, days int) error {
 		past = append(past, time.Now().AddDate(0, 0, -i))
 	}
 	return st.EnsurePartitionsFor(ctx, past)
+}
+
+// waitSample counts what the database's client backends were doing when
+// sampled inside a transaction: on CPU, waiting (by wait event type and
+// name; Client:ClientRead is waiting for the sink's data), or idle between
+// the statements of a transaction (the sink working between them).
+type waitSample struct {
+	samples int
+	by      map[string]int
+}
+
+// String lists the states by share of the samples, largest first.
+func (w waitSample) String() string {
+	if w.samples == 0 {
+		return ""
+	}
+	keys := slices.Collect(maps.Keys(w.by))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(w.by[b]-w.by[a], strings.Compare(a, b)) })
+	var parts []string
+	for _, k := range keys {
+		if pct := 100 * w.by[k] / w.samples; pct >= 1 {
+			parts = append(parts, fmt.Sprintf("%s %d%%", k, pct))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sampleWaits samples pg_stat_activity every 100 ms until the returned
+// function is called, which returns the counts: where the backends that
+// serve the sink spend their time (CPU, WAL flushes, waiting for the client).
+func (e *env) sampleWaits(ctx context.Context) func() waitSample {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan waitSample, 1)
+	go func() {
+		w := waitSample{by: map[string]int{}}
+		defer func() { done <- w }()
+		conn, err := pgx.Connect(ctx, e.dsn)
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			rows, err := conn.Query(ctx, `SELECT CASE WHEN state = 'active' THEN coalesce(wait_event_type || ':' || wait_event, 'CPU')
+                 ELSE 'idle in transaction' END
+FROM pg_stat_activity
+WHERE backend_type = 'client backend' AND state IN ('active', 'idle in transaction') AND pid <> pg_backend_pid()`)
+			if err != nil {
+				return
+			}
+			states, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return
+			}
+			for _, s := range states {
+				w.by[s]++
+				w.samples++
+			}
+		}
+	}()
+	return func() waitSample {
+		cancel()
+		return <-done
+	}
 }
 
 // analyze gathers planner statistics on the record's tables.
