@@ -43,10 +43,10 @@ step "applying kind-config/ (deploy/ + PostgreSQL + kind credentials)"
 k apply -k kind-config/
 k wait --for condition=established --timeout 60s crd/optionsrecordcontrollers.optionsrecord.io
 k apply -f deploy/samples/record-prod.yaml
-# Pods of the Deployment are replaced when the image changes under the same tag.
-k -n "$NS" rollout restart deployment/options-record >/dev/null
+# Pods of the StatefulSet are replaced when the image changes under the same tag.
+k -n "$NS" rollout restart statefulset/options-record >/dev/null
 k -n "$NS" rollout status statefulset/options-record-postgres --timeout 300s
-k -n "$NS" rollout status deployment/options-record --timeout 300s
+k -n "$NS" rollout status statefulset/options-record --timeout 300s
 
 # 4. A deletion to record: prod is covered by the sample rule "prod".
 step "creating, changing and deleting prod/app-config"
@@ -61,13 +61,13 @@ query="SELECT changed_at, username, resource, namespace, name, prior_object->'da
 FROM deletions WHERE cluster = 'default' AND namespace = 'prod' AND name = 'app-config'
 ORDER BY changed_at DESC LIMIT 3"
 for _ in $(seq 1 30); do
-	if out=$(k -n "$NS" exec deploy/options-record -- /options-record sql "$query" 2>&1) && grep -q app-config <<<"$out"; then
+	if out=$(k -n "$NS" exec statefulset/options-record -- /options-record sql "$query" 2>&1) && grep -q app-config <<<"$out"; then
 		echo "$out"
-		printf '\nMore: kubectl --context kind-%s -n %s exec deploy/options-record -- /options-record sql "SELECT ..."\n' "$KIND_CLUSTER" "$NS"
+		printf '\nMore: kubectl --context kind-%s -n %s exec statefulset/options-record -- /options-record sql "SELECT ..."\n' "$KIND_CLUSTER" "$NS"
 		exit 0
 	fi
 	sleep 2
 done
 echo "$out" >&2
-echo "no deletion recorded after 60 s; see: kubectl --context kind-$KIND_CLUSTER -n $NS logs deploy/options-record" >&2
+echo "no deletion recorded after 60 s; see: kubectl --context kind-$KIND_CLUSTER -n $NS logs statefulset/options-record" >&2
 exit 1

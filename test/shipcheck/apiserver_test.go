@@ -136,7 +136,7 @@ var realKinds = []string{"CustomResourceDefinition", "Namespace", "ServiceAccoun
 // a server-side dry run with strict field validation, and the pods of every
 // workload through the real Pod Security admission of the namespace. Then it
 // runs the sink's cluster-facing code as its ServiceAccount (rbac_test.go),
-// and the binary with the Deployment's command line (serve_test.go).
+// and the binary with the StatefulSet's command line (serve_test.go).
 func TestOnRealAPIServer(t *testing.T) {
 	vs := renderAll(t)
 	c := startCluster(t)

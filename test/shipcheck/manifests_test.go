@@ -26,7 +26,7 @@ import (
 // The names the shipped manifests and the checks agree on.
 const (
 	sinkNamespace  = "options-record"
-	sinkName       = "options-record" // Deployment, ServiceAccount, container
+	sinkName       = "options-record" // StatefulSet, ServiceAccount, container
 	sinkSA         = "system:serviceaccount:" + sinkNamespace + ":" + sinkName
 	sinkContainer  = "options-record"
 	webhookService = "options-record-webhook"
@@ -109,9 +109,9 @@ func TestManifests(t *testing.T) {
 					t.Errorf("%s %s: selector %v does not select its pod template %v", w.kind, w.name, w.selector, w.template.Labels)
 				}
 			}
-			sink := slices.IndexFunc(ws, func(w workload) bool { return w.kind == "Deployment" && w.name == sinkName })
+			sink := slices.IndexFunc(ws, func(w workload) bool { return w.kind == "StatefulSet" && w.name == sinkName })
 			if sink < 0 {
-				t.Fatal("no Deployment options-record")
+				t.Fatal("no StatefulSet options-record")
 			}
 			checkSink(t, ws[sink], flags)
 			checkServices(t, v.objects, ws)
@@ -169,7 +169,7 @@ func checkPodSecurity(t *testing.T, w workload) {
 	}
 }
 
-// checkSink checks the sink's Deployment against the flags of the binary it
+// checkSink checks the sink's StatefulSet against the flags of the binary it
 // runs and the requirements.
 func checkSink(t *testing.T, w workload, flags map[string]bool) {
 	t.Helper()
@@ -254,6 +254,35 @@ func checkSink(t *testing.T, w workload, flags map[string]bool) {
 	if m, ok := mounts[args["data-dir"]]; !ok || m.ReadOnly {
 		t.Errorf("--data-dir=%q is not a writable volume", args["data-dir"])
 	}
+	// The journal acknowledges batches the database has not taken yet: it
+	// must outlive the pod, so it is on a volume of a volumeClaimTemplate
+	// (an emptyDir goes with the pod, and with it what was acknowledged).
+	journal, ok := args["journal-dir"]
+	if !ok {
+		t.Fatal("the sink runs without --journal-dir: a database outage longer than the apiserver's retries loses events")
+	}
+	m, ok := mountOf(c.VolumeMounts, journal)
+	switch {
+	case !ok:
+		t.Errorf("--journal-dir=%s is not in a mounted volume", journal)
+	case m.ReadOnly:
+		t.Errorf("--journal-dir=%s is on a read-only mount", journal)
+	case !slices.Contains(w.claims, m.Name):
+		t.Errorf("--journal-dir=%s is on volume %q, not on a volumeClaimTemplate %v: it would not outlive the pod", journal, m.Name, w.claims)
+	}
+}
+
+// mountOf returns the mount that holds path (the deepest one).
+func mountOf(mounts []corev1.VolumeMount, path string) (corev1.VolumeMount, bool) {
+	var best corev1.VolumeMount
+	found := false
+	for _, m := range mounts {
+		if (path == m.MountPath || strings.HasPrefix(path, strings.TrimSuffix(m.MountPath, "/")+"/")) &&
+			(!found || len(m.MountPath) > len(best.MountPath)) {
+			best, found = m, true
+		}
+	}
+	return best, found
 }
 
 func checkServices(t *testing.T, objs []*unstructured.Unstructured, ws []workload) {

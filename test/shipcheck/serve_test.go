@@ -30,7 +30,7 @@ import (
 )
 
 // testServeAsDeployed runs the product binary with the command line and
-// environment of the shipped Deployment (deploy/), as the sink's
+// environment of the shipped StatefulSet (deploy/), as the sink's
 // ServiceAccount, against a real PostgreSQL: only what a pod cannot have
 // here is replaced (in-cluster config by a kubeconfig with the
 // ServiceAccount's token, mount paths by directories, listen addresses by
@@ -44,9 +44,9 @@ func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 	dir := t.TempDir()
 	bin := buildProduct(t, dir)
 
-	d := find(variantNamed(t, vs, "deploy").objects, "Deployment", sinkName)
+	d := find(variantNamed(t, vs, "deploy").objects, "StatefulSet", sinkName)
 	if len(d) != 1 {
-		t.Fatal("no sink Deployment in deploy/")
+		t.Fatal("no sink StatefulSet in deploy/")
 	}
 	w := workloads(t, d)[0]
 	ctr := w.template.Spec.Containers[slices.IndexFunc(w.template.Spec.Containers, func(c corev1.Container) bool { return c.Name == sinkContainer })]
@@ -91,8 +91,15 @@ func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 		if err := os.MkdirAll(local, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		vol := w.template.Spec.Volumes[slices.IndexFunc(w.template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })]
-		if vol.Secret != nil {
+		mounts[m.MountPath] = local
+		if slices.Contains(w.claims, m.Name) {
+			continue // a volumeClaimTemplate: an empty persistent volume
+		}
+		vi := slices.IndexFunc(w.template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
+		if vi < 0 {
+			t.Fatalf("volume mount %s has no volume", m.Name)
+		}
+		if vol := w.template.Spec.Volumes[vi]; vol.Secret != nil {
 			files, ok := secretFiles[vol.Secret.SecretName]
 			if !ok {
 				t.Fatalf("no stand-in for Secret %s", vol.Secret.SecretName)
@@ -103,7 +110,6 @@ func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 				}
 			}
 		}
-		mounts[m.MountPath] = local
 	}
 
 	// The command line: $(VAR) expanded like the kubelet does, the
@@ -233,6 +239,14 @@ func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("webhook answered %d: %s", resp.StatusCode, body)
+	}
+	// The journal is open where the StatefulSet's volume is mounted.
+	for _, a := range args {
+		if dir, ok := strings.CutPrefix(a, "--journal-dir="); ok {
+			if _, err := os.Stat(filepath.Join(dir, "quarantine")); err != nil {
+				t.Errorf("the sink did not open its journal at %s: %v", dir, err)
+			}
+		}
 	}
 
 	// The restore API: a caller authenticated by TokenReview and authorized
