@@ -20,7 +20,9 @@ type BaselineObject struct {
 	Rules      []string
 	// RecordSecretData keeps Secret values in clear (a rule asks for it).
 	RecordSecretData bool
-	ObservedAt       time.Time
+	// Digester digests Secret values (nil: plain SHA-256).
+	Digester   *SecretDigester
+	ObservedAt time.Time
 }
 
 // BaselineVersion turns a listed object into a baseline version: a known
@@ -41,7 +43,7 @@ func BaselineVersion(o BaselineObject) (store.Version, error) {
 	raw := o.Raw
 	digested := false
 	if !o.RecordSecretData && (o.APIGroup == "" && o.Resource == "secrets" || meta.Kind == "Secret" && meta.APIVersion == "v1") {
-		raw, digested = digestObject(raw), true
+		raw, digested = o.Digester.object(raw), true
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "baseline\x00%s\x00%s\x00%d", o.Cluster, meta.Metadata.UID, *rv)

@@ -70,17 +70,17 @@ type converted struct {
 	sanitized bool
 }
 
-// convert turns a kept audit event into rows. It digests Secret values unless
-// the decision allows recording them.
-func convert(cluster string, ev *auditv1.Event, d filter.Decision) (converted, error) {
-	c, err := convertRaw(cluster, ev, d)
+// convert turns a kept audit event into rows. It digests Secret values with
+// dg unless the decision allows recording them.
+func convert(cluster string, ev *auditv1.Event, d filter.Decision, dg *SecretDigester) (converted, error) {
+	c, err := convertRaw(cluster, ev, d, dg)
 	if err == nil {
 		c.sanitized = c.pgSafe() || c.sanitized
 	}
 	return c, err
 }
 
-func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision) (converted, error) {
+func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *SecretDigester) (converted, error) {
 	var c converted
 	if ev.ObjectRef == nil {
 		return c, errors.New("event has no objectRef")
@@ -138,7 +138,7 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision) (converted
 			raw = nil
 			c.sanitized = true
 		} else if digest {
-			raw = digestRequest(raw)
+			raw = dg.request(raw)
 		}
 		e.RequestObject = raw
 	}
@@ -169,7 +169,7 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision) (converted
 				c.skips = append(c.skips, skipBadObject)
 				continue
 			}
-			c.addObjectVersion(&e, ev, &im, item, !d.RecordSecretData)
+			c.addObjectVersion(&e, ev, &im, item, !d.RecordSecretData, dg)
 		}
 	case ev.Verb == "delete" && meta.Kind == "Status":
 		uid := string(ref.UID)
@@ -209,14 +209,14 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision) (converted
 		v.Key = versionKey(e.Key, uid)
 		c.versions = append(c.versions, v)
 	default:
-		c.addObjectVersion(&e, ev, &meta, ev.ResponseObject.Raw, !d.RecordSecretData)
+		c.addObjectVersion(&e, ev, &meta, ev.ResponseObject.Raw, !d.RecordSecretData, dg)
 	}
 	return c, nil
 }
 
 // addObjectVersion records raw (the object in a response) as the state after
 // the change. Secrets are digested unless recordSecrets.
-func (c *converted) addObjectVersion(e *store.Event, ev *auditv1.Event, meta *objectMeta, raw []byte, redactSecrets bool) {
+func (c *converted) addObjectVersion(e *store.Event, ev *auditv1.Event, meta *objectMeta, raw []byte, redactSecrets bool, dg *SecretDigester) {
 	if meta.Metadata.UID == "" {
 		c.skips = append(c.skips, skipNoUID)
 		return
@@ -238,10 +238,10 @@ func (c *converted) addObjectVersion(e *store.Event, ev *auditv1.Event, meta *ob
 	}
 	v.SecretDigested = false
 	if redactSecrets && (e.SecretDigested || meta.Kind == "Secret" && meta.APIVersion == "v1") {
-		raw = digestObject(raw)
+		raw = dg.object(raw)
 		v.SecretDigested = true
 	}
-	v.Object = raw // PostgreSQL's jsonb normalises it
+	v.Object = raw // the text the apiserver sent (json keeps it as is)
 	c.versions = append(c.versions, v)
 }
 

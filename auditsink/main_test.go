@@ -44,8 +44,16 @@ func newEnv(t *testing.T) *env {
 			t.Fatalf("rule %s/%s not ready: %s", s.Namespace, s.Name, s.Message)
 		}
 	}
-	return &env{t: t, st: st, pool: st.Pool(), pipe: auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, nil, nil)}
+	dg, err := auditsink.NewSecretDigester([]byte(testDigestKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, nil, nil).WithSecretDigester(dg)
+	return &env{t: t, st: st, pool: st.Pool(), pipe: pipe}
 }
+
+// testDigestKey is the secret digest key of the test pipelines.
+const testDigestKey = "options-record-test-digest-key"
 
 // send processes events as one batch of cluster "default".
 func (e *env) send(evs ...*auditv1.Event) auditsink.Outcome {

@@ -46,7 +46,12 @@ type Pipeline struct {
 	observer Observer
 	self     func(cluster string, ev *auditv1.Event) bool
 	onStored func(cluster string, events []store.Event)
+	digester *SecretDigester
 }
+
+// WithSecretDigester sets how Secret values are digested (default: plain
+// SHA-256, see SecretDigester).
+func (p *Pipeline) WithSecretDigester(d *SecretDigester) *Pipeline { p.digester = d; return p }
 
 // WithObserver sets the observer of decoded batches.
 func (p *Pipeline) WithObserver(o Observer) *Pipeline { p.observer = o; return p }
@@ -147,7 +152,7 @@ func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1
 			out.drop(string(d.Reason), 1)
 			continue
 		}
-		c, err := convert(cluster, ev, d)
+		c, err := convert(cluster, ev, d, p.digester)
 		if err != nil {
 			p.log.Warn("skipping event", "audit_id", ev.AuditID, "err", err)
 			out.drop(reasonConvert, 1)

@@ -1,6 +1,9 @@
 package auditsink_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
+	"github.com/options-record/options-record/auditsink"
 	. "github.com/options-record/options-record/test/gen"
 )
 
@@ -295,8 +299,19 @@ func TestSecretsAreDigestedUnlessARuleAsks(t *testing.T) {
 			t.Errorf("secret value %q stored in clear", clear)
 		}
 	}
-	if !strings.Contains(dump, "sha256:") {
-		t.Errorf("no digests stored: %s", dump)
+	if !strings.Contains(dump, auditsink.KeyedDigestPrefix) {
+		t.Errorf("no keyed digests stored: %s", dump)
+	}
+	// Keyed: a value's plain SHA-256 (what a dictionary of guesses holds)
+	// is not in the record, the HMAC under the sink's key is.
+	plain := sha256.Sum256([]byte("hunter2"))
+	if strings.Contains(dump, hex.EncodeToString(plain[:])) {
+		t.Errorf("the plain SHA-256 of a secret value is stored: it can be matched against guesses")
+	}
+	mac := hmac.New(sha256.New, []byte(testDigestKey))
+	mac.Write([]byte("hunter2"))
+	if !strings.Contains(dump, auditsink.KeyedDigestPrefix+hex.EncodeToString(mac.Sum(nil))) {
+		t.Errorf("the HMAC-SHA256 of hunter2 under the key is not stored: %s", dump)
 	}
 	h := e.history("default", "db")
 	if len(h) != 3 || !h[0].SecretDigested {

@@ -1,10 +1,12 @@
 package auditsink
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -12,13 +14,41 @@ import (
 // the data in clear.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// digestPrefix marks a value replaced by its SHA-256 digest. Restores refuse
-// versions holding such values.
-const digestPrefix = "sha256:"
+// The prefixes of a value replaced by its digest. Restores refuse versions
+// holding such values.
+const (
+	// KeyedDigestPrefix: HMAC-SHA256 under the sink's secret digest key.
+	KeyedDigestPrefix = "hmac-sha256:"
+	// PlainDigestPrefix: SHA-256 without a key (no key configured).
+	PlainDigestPrefix = "sha256:"
+)
 
-// digestValue is the digest of a Secret value. For data (base64) it digests
-// the decoded bytes, so the same value in data and stringData digests alike.
-func digestValue(v any, base64Encoded bool) any {
+// SecretDigester replaces the values of Secrets by digests, so that a diff
+// still shows that a key changed. With a key (serve always has one) the
+// digest is an HMAC-SHA256: whoever reads the database, a backup or an export
+// cannot test guesses of a low-entropy value (a password) against it without
+// the key, which is kept out of the database. A nil *SecretDigester digests
+// with plain SHA-256. All sink replicas of a cluster must share the key, or
+// the same value digests differently depending on the replica.
+type SecretDigester struct {
+	key []byte
+}
+
+// MinSecretDigestKeyBytes is the shortest key NewSecretDigester accepts.
+const MinSecretDigestKeyBytes = 16
+
+// NewSecretDigester returns a digester keyed with key (at least
+// MinSecretDigestKeyBytes bytes).
+func NewSecretDigester(key []byte) (*SecretDigester, error) {
+	if len(key) < MinSecretDigestKeyBytes {
+		return nil, fmt.Errorf("secret digest key: %d bytes, want at least %d", len(key), MinSecretDigestKeyBytes)
+	}
+	return &SecretDigester{key: append([]byte(nil), key...)}, nil
+}
+
+// value is the digest of a Secret value. For data (base64) it digests the
+// decoded bytes, so the same value in data and stringData digests alike.
+func (d *SecretDigester) value(v any, base64Encoded bool) any {
 	s, ok := v.(string)
 	if !ok {
 		b, _ := json.Marshal(v)
@@ -30,21 +60,26 @@ func digestValue(v any, base64Encoded bool) any {
 			b = dec
 		}
 	}
-	sum := sha256.Sum256(b)
-	return digestPrefix + hex.EncodeToString(sum[:])
+	if d == nil {
+		sum := sha256.Sum256(b)
+		return PlainDigestPrefix + hex.EncodeToString(sum[:])
+	}
+	m := hmac.New(sha256.New, d.key)
+	m.Write(b)
+	return KeyedDigestPrefix + hex.EncodeToString(m.Sum(nil))
 }
 
-func digestMap(v any, base64Encoded bool) any {
+func (d *SecretDigester) digestMap(v any, base64Encoded bool) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		if v == nil {
 			return nil
 		}
-		return digestValue(v, base64Encoded)
+		return d.value(v, base64Encoded)
 	}
 	for k, val := range m {
 		if val != nil {
-			m[k] = digestValue(val, base64Encoded)
+			m[k] = d.value(val, base64Encoded)
 		}
 	}
 	return m
@@ -52,30 +87,30 @@ func digestMap(v any, base64Encoded bool) any {
 
 // redactSecretFields digests data, stringData and the last-applied
 // annotation of a Secret-shaped JSON object (an object or a merge patch).
-func redactSecretFields(obj map[string]any) {
-	if d, ok := obj["data"]; ok {
-		obj["data"] = digestMap(d, true)
+func (d *SecretDigester) redactSecretFields(obj map[string]any) {
+	if v, ok := obj["data"]; ok {
+		obj["data"] = d.digestMap(v, true)
 	}
-	if d, ok := obj["stringData"]; ok {
-		obj["stringData"] = digestMap(d, false)
+	if v, ok := obj["stringData"]; ok {
+		obj["stringData"] = d.digestMap(v, false)
 	}
 	if md, ok := obj["metadata"].(map[string]any); ok {
 		if ann, ok := md["annotations"].(map[string]any); ok {
 			if v, ok := ann[lastApplied]; ok && v != nil {
-				ann[lastApplied] = digestValue(v, false)
+				ann[lastApplied] = d.value(v, false)
 			}
 		}
 	}
 }
 
-// digestObject digests the values of a Secret object. If the bytes are not a
+// object digests the values of a Secret object. If the bytes are not a
 // JSON object, nothing of them is kept.
-func digestObject(raw []byte) []byte {
+func (d *SecretDigester) object(raw []byte) []byte {
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil
 	}
-	redactSecretFields(obj)
+	d.redactSecretFields(obj)
 	out, err := json.Marshal(obj)
 	if err != nil {
 		return nil
@@ -83,24 +118,24 @@ func digestObject(raw []byte) []byte {
 	return out
 }
 
-// digestRequest digests the values in a request body on a Secret: an object
+// request digests the values in a request body on a Secret: an object
 // (create, update, merge or strategic merge patch, apply), or a JSON patch.
 // A body of any other shape is dropped: nothing of it is kept in clear.
-func digestRequest(raw []byte) []byte {
+func (d *SecretDigester) request(raw []byte) []byte {
 	var body any
 	if err := json.Unmarshal(raw, &body); err != nil {
 		return nil
 	}
 	switch b := body.(type) {
 	case map[string]any:
-		redactSecretFields(b)
+		d.redactSecretFields(b)
 	case []any:
 		for _, op := range b {
 			o, ok := op.(map[string]any)
 			if !ok {
 				return nil
 			}
-			redactJSONPatchOp(o)
+			d.redactJSONPatchOp(o)
 		}
 	default:
 		return nil
@@ -114,7 +149,7 @@ func digestRequest(raw []byte) []byte {
 
 // redactJSONPatchOp digests the value of a JSON-patch operation that writes
 // under /data, /stringData, /metadata/annotations or the whole document.
-func redactJSONPatchOp(op map[string]any) {
+func (d *SecretDigester) redactJSONPatchOp(op map[string]any) {
 	path, _ := op["path"].(string)
 	val, has := op["value"]
 	if !has || val == nil {
@@ -123,29 +158,29 @@ func redactJSONPatchOp(op map[string]any) {
 	switch {
 	case path == "" || path == "/":
 		if m, ok := val.(map[string]any); ok {
-			redactSecretFields(m)
+			d.redactSecretFields(m)
 		} else {
-			op["value"] = digestValue(val, false)
+			op["value"] = d.value(val, false)
 		}
 	case path == "/data":
-		op["value"] = digestMap(val, true)
+		op["value"] = d.digestMap(val, true)
 	case path == "/stringData":
-		op["value"] = digestMap(val, false)
+		op["value"] = d.digestMap(val, false)
 	case strings.HasPrefix(path, "/data/"):
-		op["value"] = digestValue(val, true)
+		op["value"] = d.value(val, true)
 	case strings.HasPrefix(path, "/stringData/"):
-		op["value"] = digestValue(val, false)
+		op["value"] = d.value(val, false)
 	case path == "/metadata/annotations":
 		if m, ok := val.(map[string]any); ok {
 			if v, ok := m[lastApplied]; ok && v != nil {
-				m[lastApplied] = digestValue(v, false)
+				m[lastApplied] = d.value(v, false)
 			}
 		}
 	case path == "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration":
-		op["value"] = digestValue(val, false)
+		op["value"] = d.value(val, false)
 	case path == "/metadata":
 		if m, ok := val.(map[string]any); ok {
-			redactSecretFields(map[string]any{"metadata": m})
+			d.redactSecretFields(map[string]any{"metadata": m})
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/store"
 )
 
@@ -82,7 +83,7 @@ func secretHasDigests(raw []byte) bool {
 	}
 	for _, m := range []map[string]string{s.Data, s.StringData} {
 		for _, v := range m {
-			if strings.HasPrefix(v, "sha256:") {
+			if strings.HasPrefix(v, auditsink.KeyedDigestPrefix) || strings.HasPrefix(v, auditsink.PlainDigestPrefix) {
 				return true
 			}
 		}

@@ -75,6 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 type common struct {
 	dataDir, databaseURL, logLevel, namespace, cluster string
 	rulesFiles                                         stringList
+	secretDigestKeyFile                                string
 }
 
 func (c *common) register(fs *flag.FlagSet, withRules bool) {
@@ -85,6 +86,7 @@ func (c *common) register(fs *flag.FlagSet, withRules bool) {
 		fs.Var(&c.rulesFiles, "rules-file", "YAML file of OptionsRecordController objects (repeatable)")
 		fs.StringVar(&c.namespace, "namespace", "options-record", "the sink's own namespace: rules there may select any namespace")
 		fs.StringVar(&c.cluster, "cluster", "default", "cluster name recorded for events from the configured token or client CA")
+		fs.StringVar(&c.secretDigestKeyFile, "secret-digest-key-file", "", "key of the HMAC digests that replace Secret values (the same for every replica of a cluster); empty: generated under --data-dir")
 	}
 }
 
@@ -144,6 +146,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		o.API = &api
 	}
 	o.Database, o.Rules, o.Cluster, o.Logger = c.database(), c.rules(), c.cluster, c.logger(stderr)
+	o.SecretDigestKeyFile = c.secretDigestKeyFile
 	tuneRuntime()
 	return app.Serve(ctx, o)
 }
@@ -159,7 +162,7 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	o := app.ImportOptions{
 		Database: c.database(), Rules: c.rules(), Cluster: c.cluster, BatchSize: *batch,
-		Files: fs.Args(), Out: stdout, Logger: c.logger(stderr),
+		SecretDigestKeyFile: c.secretDigestKeyFile, Files: fs.Args(), Out: stdout, Logger: c.logger(stderr),
 	}
 	if isTerminal(stderr) {
 		o.Progress = stderr

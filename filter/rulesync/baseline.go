@@ -144,7 +144,7 @@ func (b *baseliner) list(ctx context.Context, rules *filter.Rules, gvr schema.Gr
 			}
 			v, err := auditsink.BaselineVersion(auditsink.BaselineObject{
 				Cluster: b.s.opts.Cluster, APIGroup: gvr.Group, APIVersion: gvr.Version, Resource: gvr.Resource,
-				Raw: raw, Rules: d.Rules, RecordSecretData: d.RecordSecretData, ObservedAt: now,
+				Raw: raw, Rules: d.Rules, RecordSecretData: d.RecordSecretData, Digester: b.s.opts.Digester, ObservedAt: now,
 			})
 			if err != nil {
 				continue

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/options-record/options-record/api/v1alpha1"
+	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/store"
 )
 
@@ -48,7 +49,9 @@ type Options struct {
 	BaselineMaxObjects int
 	Registry           *Registry
 	Store              Store
-	Logger             *slog.Logger
+	// Digester digests the Secret values of baselines (nil: plain SHA-256).
+	Digester *auditsink.SecretDigester
+	Logger   *slog.Logger
 }
 
 // Syncer keeps a Registry current from the cluster and writes statuses.

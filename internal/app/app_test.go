@@ -60,7 +60,7 @@ func TestImportLogLinesAndEventLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	o := ImportOptions{Database: DatabaseOptions{URL: dsn}, Rules: RulesOptions{Files: []string{rulesFile}, Namespace: "options-record"},
+	o := ImportOptions{Database: DatabaseOptions{URL: dsn, DataDir: dir}, Rules: RulesOptions{Files: []string{rulesFile}, Namespace: "options-record"},
 		Files: []string{lines, list}, Out: &out, BatchSize: 2}
 	if err := Import(context.Background(), o); err != nil {
 		t.Fatalf("import: %v", err)

@@ -25,10 +25,12 @@ type ImportOptions struct {
 	Rules     RulesOptions
 	Cluster   string
 	BatchSize int
-	Files     []string
-	Out       io.Writer // summary
-	Progress  io.Writer // progress bar; nil for none
-	Logger    *slog.Logger
+	// SecretDigestKeyFile: as for serve (the same key gives the same digests).
+	SecretDigestKeyFile string
+	Files               []string
+	Out                 io.Writer // summary
+	Progress            io.Writer // progress bar; nil for none
+	Logger              *slog.Logger
 }
 
 // Import runs audit log files (the log backend's JSON lines, or EventList
@@ -53,6 +55,10 @@ func Import(ctx context.Context, o ImportOptions) error {
 	if err != nil {
 		return err
 	}
+	digester, err := loadSecretDigester(o.SecretDigestKeyFile, o.Database.DataDir, log)
+	if err != nil {
+		return err
+	}
 	db, err := openDatabase(ctx, o.Database, true, log)
 	if err != nil {
 		return err
@@ -63,7 +69,7 @@ func Import(ctx context.Context, o ImportOptions) error {
 		return err
 	}
 	defer st.Close()
-	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, nil, log)
+	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, nil, log).WithSecretDigester(digester)
 
 	var total auditsink.Outcome
 	var runErr error

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/filter/rulesync"
 )
 
@@ -47,7 +48,7 @@ func (k *KubeOptions) RestConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-func startSyncer(ctx context.Context, o ServeOptions, reg *rulesync.Registry, st rulesync.Store, log *slog.Logger) (*rulesync.Syncer, error) {
+func startSyncer(ctx context.Context, o ServeOptions, reg *rulesync.Registry, st rulesync.Store, dg *auditsink.SecretDigester, log *slog.Logger) (*rulesync.Syncer, error) {
 	cfg, err := o.Kube.RestConfig()
 	if err != nil {
 		return nil, err
@@ -55,7 +56,7 @@ func startSyncer(ctx context.Context, o ServeOptions, reg *rulesync.Registry, st
 	s, err := rulesync.New(rulesync.Options{
 		Config: cfg, Cluster: o.Cluster, Namespace: o.Rules.Namespace, Identity: o.Kube.Identity,
 		Resync: o.Kube.Resync, StatusInterval: o.Kube.StatusInterval, Baseline: o.Kube.Baseline,
-		Registry: reg, Store: st, Logger: log,
+		Registry: reg, Store: st, Digester: dg, Logger: log,
 	})
 	if err != nil {
 		return nil, err

@@ -52,7 +52,10 @@ type ServeOptions struct {
 	// JournalDir, when set, makes the sink acknowledge batches it could not
 	// store by journaling them durably there, and store them later.
 	JournalDir string
-	Logger     *slog.Logger
+	// SecretDigestKeyFile holds the key Secret values are digested with;
+	// empty: a key generated under the data directory.
+	SecretDigestKeyFile string
+	Logger              *slog.Logger
 	// OnListening, if set, is called with the bound addresses once both
 	// listeners are up (tests listen on port 0).
 	OnListening func(webhook, metrics net.Addr)
@@ -74,6 +77,10 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	registry := rulesync.NewRegistry(static, filter.Options{SinkNamespace: o.Rules.Namespace})
 	tlsCfg, auth, err := webhookSecurity(&o, log)
+	if err != nil {
+		return err
+	}
+	digester, err := loadSecretDigester(o.SecretDigestKeyFile, o.Database.DataDir, log)
 	if err != nil {
 		return err
 	}
@@ -109,10 +116,10 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer stopJournal()
-	pipe := auditsink.NewPipeline(registry, writer, metrics, log).WithObserver(registry)
+	pipe := auditsink.NewPipeline(registry, writer, metrics, log).WithObserver(registry).WithSecretDigester(digester)
 	var syncer *rulesync.Syncer
 	if o.Kube != nil {
-		if syncer, err = startSyncer(ctx, o, registry, ls, log); err != nil {
+		if syncer, err = startSyncer(ctx, o, registry, ls, digester, log); err != nil {
 			return err
 		}
 		pipe.WithSelf(syncer.IsSelf).WithOnStored(syncer.OnStored)

@@ -34,7 +34,7 @@ const (
 
 // operatorSecrets are the Secrets the default install reads but does not
 // ship (deploy/README.md tells how to create them).
-var operatorSecrets = []string{"options-record-tls", "options-record-webhook", "options-record-database"}
+var operatorSecrets = []string{"options-record-tls", "options-record-webhook", "options-record-database", "options-record-secret-digest"}
 
 // typed converts a rendered object into its Go type, failing on fields the
 // type does not know (a typo in a manifest).
@@ -244,7 +244,7 @@ func checkSink(t *testing.T, w workload, flags map[string]bool) {
 	for _, m := range c.VolumeMounts {
 		mounts[m.MountPath] = m
 	}
-	for _, flag := range []string{"tls-cert-file", "tls-key-file", "webhook-token-file", "webhook-client-ca", "webhook-clients-file", "api-tls-cert-file", "api-tls-key-file"} {
+	for _, flag := range []string{"tls-cert-file", "tls-key-file", "webhook-token-file", "webhook-client-ca", "webhook-clients-file", "api-tls-cert-file", "api-tls-key-file", "secret-digest-key-file"} {
 		if p, ok := args[flag]; ok {
 			if _, ok := mounts[filepath.Dir(p)]; !ok {
 				t.Errorf("--%s=%s is not in a mounted volume", flag, p)
@@ -253,6 +253,11 @@ func checkSink(t *testing.T, w workload, flags map[string]bool) {
 	}
 	if m, ok := mounts[args["data-dir"]]; !ok || m.ReadOnly {
 		t.Errorf("--data-dir=%q is not a writable volume", args["data-dir"])
+	}
+	// Replicas generating their own keys would digest one Secret value
+	// differently: the key comes from a Secret they all mount.
+	if _, ok := args["secret-digest-key-file"]; !ok {
+		t.Error("the sink runs without --secret-digest-key-file: each replica would generate its own key")
 	}
 	// The journal acknowledges batches the database has not taken yet: it
 	// must outlive the pod, so it is on a volume of a volumeClaimTemplate

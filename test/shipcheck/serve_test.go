@@ -82,8 +82,9 @@ func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 	}
 	const webhookToken = "shipcheck-webhook-token"
 	secretFiles := map[string]map[string][]byte{
-		"options-record-tls":     {"tls.crt": serving.CertPEM, "tls.key": serving.KeyPEM, "ca.crt": ca.CertPEM},
-		"options-record-webhook": {"token": []byte(webhookToken)},
+		"options-record-tls":           {"tls.crt": serving.CertPEM, "tls.key": serving.KeyPEM, "ca.crt": ca.CertPEM},
+		"options-record-webhook":       {"token": []byte(webhookToken)},
+		"options-record-secret-digest": {"key": []byte("shipcheck-secret-digest-key")},
 	}
 	mounts := map[string]string{} // mountPath -> local directory
 	for _, m := range ctr.VolumeMounts {

@@ -35,10 +35,11 @@ const (
 	KeyFile        = "tls.key"
 	TokenFile      = "webhook-token"
 	KubeconfigFile = "audit-webhook.kubeconfig"
+	DigestKeyFile  = "secret-digest-key"
 )
 
 // Files lists every file Generate makes.
-var Files = []string{CAFile, CertFile, KeyFile, TokenFile, KubeconfigFile}
+var Files = []string{CAFile, CertFile, KeyFile, TokenFile, KubeconfigFile, DigestKeyFile}
 
 // ServingNames are the names and address in the serving certificate: the
 // clusterIP for the apiserver, the Service names for clients in the cluster.
@@ -67,6 +68,10 @@ func Generate(template []byte) (map[string][]byte, error) {
 		return nil, fmt.Errorf("kindcreds: token: %w", err)
 	}
 	token := hex.EncodeToString(b)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("kindcreds: secret digest key: %w", err)
+	}
+	digestKey := hex.EncodeToString(b)
 	kubeconfig, err := controlplane.RenderWebhookKubeconfig(template, controlplane.WebhookKubeconfig{
 		Server: WebhookURL, CAData: ca.CertPEM, Token: token,
 	})
@@ -79,6 +84,7 @@ func Generate(template []byte) (map[string][]byte, error) {
 		KeyFile:        serving.KeyPEM,
 		TokenFile:      []byte(token),
 		KubeconfigFile: kubeconfig,
+		DigestKeyFile:  []byte(digestKey),
 	}, nil
 }
 
