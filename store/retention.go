@@ -40,11 +40,18 @@ type RetentionResult struct {
 	DeletedVersions   int64
 }
 
+// MinRetention is the shortest maxAge ApplyRetention accepts: a shorter one
+// (zero, from a caller that knows no rule) would delete the whole record.
+const MinRetention = time.Hour
+
 // ApplyRetention drops the event partitions that end before now-maxAge and
 // deletes object versions older than that, keeping each live object's newest
-// version. maxAge is the longest retention of any rule.
+// version. maxAge is the longest retention of any rule, at least MinRetention.
 func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.Duration) (RetentionResult, error) {
 	var res RetentionResult
+	if maxAge < MinRetention {
+		return res, fmt.Errorf("store: retention %s is shorter than %s: nothing deleted", maxAge, MinRetention)
+	}
 	cutoff := now.Add(-maxAge)
 	rows, err := s.pool.Query(ctx, listPartitionsSQL)
 	if err != nil {

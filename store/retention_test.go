@@ -50,6 +50,11 @@ func TestRetentionDropsPartitionsAndKeepsLivePriors(t *testing.T) {
 	if _, err := st.WriteBatch(ctx, b); err != nil {
 		t.Fatal(err)
 	}
+	// A retention of zero (no rule known) is refused, not applied as "keep
+	// nothing".
+	if res, err := st.ApplyRetention(ctx, now, 0); err == nil || len(res.DroppedPartitions) > 0 || res.DeletedVersions > 0 {
+		t.Fatalf("retention 0: %+v, %v; want an error and nothing deleted", res, err)
+	}
 	res, err := st.ApplyRetention(ctx, now, 30*24*time.Hour)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
@@ -72,6 +73,17 @@ func (r *Registry) RulesFor(cluster string) *filter.Rules {
 		return c.rules
 	}
 	return r.staticR.rules
+}
+
+// MaxRetention is the longest retention of the rules in force for any
+// cluster (0 when no rule is): the record is shared, so what one cluster's
+// rules keep is kept.
+func (r *Registry) MaxRetention() time.Duration {
+	m := r.staticR.rules.MaxRetention()
+	for _, c := range *r.compiled.Load() {
+		m = max(m, c.rules.MaxRetention())
+	}
+	return m
 }
 
 // Statuses returns the compile outcome of each object of a cluster (static

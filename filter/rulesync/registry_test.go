@@ -2,6 +2,7 @@ package rulesync
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -88,5 +89,42 @@ func TestRegistryFollowsEventsAndLists(t *testing.T) {
 	}
 	if changes == 0 {
 		t.Error("OnChange never called")
+	}
+}
+
+func TestRegistryMaxRetention(t *testing.T) {
+	withRetention := func(o v1alpha1.OptionsRecordController, d time.Duration) v1alpha1.OptionsRecordController {
+		o.Spec.Retention = &metav1.Duration{Duration: d}
+		return o
+	}
+	const day = 24 * time.Hour
+	tests := []struct {
+		name     string
+		static   []v1alpha1.OptionsRecordController
+		clusters map[string][]v1alpha1.OptionsRecordController
+		want     time.Duration
+	}{
+		{name: "no rule: nothing says how long, 0", want: 0},
+		{name: "a rule without retention: the default",
+			clusters: map[string][]v1alpha1.OptionsRecordController{"c": {orc("options-record", "a", "u1", "1")}},
+			want:     v1alpha1.DefaultRetention},
+		{name: "the longest of every cluster's and the static rules",
+			static: []v1alpha1.OptionsRecordController{withRetention(orc("options-record", "s", "u0", "1"), 2*day)},
+			clusters: map[string][]v1alpha1.OptionsRecordController{
+				"c": {withRetention(orc("options-record", "a", "u1", "1"), 10*day)},
+				"d": {withRetention(orc("options-record", "b", "u2", "1"), 90*day), withRetention(orc("options-record", "e", "u3", "1"), 5*day)},
+			},
+			want: 90 * day},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRegistry(tc.static, filter.Options{SinkNamespace: "options-record"})
+			for cluster, objs := range tc.clusters {
+				r.Replace(cluster, objs, 1)
+			}
+			if got := r.MaxRetention(); got != tc.want {
+				t.Errorf("MaxRetention = %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -187,7 +187,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	withStore := func(st *store.Store) error {
 		maintCtx, stopMaint := context.WithCancel(ctx)
 		maintDone := make(chan struct{})
-		go func() { defer close(maintDone); maintain(maintCtx, st, rules.MaxRetention(), log) }()
+		go func() { defer close(maintDone); maintain(maintCtx, st, registry.MaxRetention, log) }()
 		late.add(func(context.Context) error { stopMaint(); <-maintDone; return nil })
 		if o.API != nil && o.API.Addr != "" {
 			stopAPI, err := runAPI(ctx, o.API, &o, st, log)
@@ -320,24 +320,37 @@ func ensureToken(path string) (string, error) {
 }
 
 // maintain keeps partitions ahead of time and applies retention, hourly.
-func maintain(ctx context.Context, st *store.Store, retention time.Duration, log *slog.Logger) {
+// retention is asked each time, so rules added or changed since start-up
+// count.
+func maintain(ctx context.Context, st *store.Store, retention func() time.Duration, log *slog.Logger) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		now := time.Now()
-		if err := st.EnsurePartitionsAround(ctx, now); err != nil {
-			log.Error("partition maintenance", "err", err)
-		}
-		if res, err := st.ApplyRetention(ctx, now, retention); err != nil {
-			log.Error("retention", "err", err)
-		} else if len(res.DroppedPartitions) > 0 || res.DeletedVersions > 0 {
-			log.Info("retention applied", "dropped_partitions", res.DroppedPartitions, "deleted_versions", res.DeletedVersions)
-		}
+		maintainOnce(ctx, st, time.Now(), retention(), log)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// maintainOnce creates the coming partitions and applies the retention of
+// the rules in force. With no rule in force (none created yet, all deleted
+// or invalid, the first LIST failed) nothing is deleted: the record is not
+// given up because its rules are gone.
+func maintainOnce(ctx context.Context, st *store.Store, now time.Time, retention time.Duration, log *slog.Logger) {
+	if err := st.EnsurePartitionsAround(ctx, now); err != nil {
+		log.Error("partition maintenance", "err", err)
+	}
+	if retention <= 0 {
+		log.Warn("retention not applied: no OptionsRecordController in force says how long to keep the record")
+		return
+	}
+	if res, err := st.ApplyRetention(ctx, now, retention); err != nil {
+		log.Error("retention", "err", err)
+	} else if len(res.DroppedPartitions) > 0 || res.DeletedVersions > 0 {
+		log.Info("retention applied", "retention", retention, "dropped_partitions", res.DroppedPartitions, "deleted_versions", res.DeletedVersions)
 	}
 }
 
