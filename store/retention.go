@@ -8,18 +8,30 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// listPartitionsSQL lists the daily partitions of events.
+// listPartitionsSQL lists the daily event tables of the schema: attached
+// partitions, partitions whose concurrent detach was interrupted (pending),
+// and tables a previous run detached but did not get to drop.
 const listPartitionsSQL = `
-SELECT c.relname
-FROM pg_inherits i
-JOIN pg_class c ON c.oid = i.inhrelid
-JOIN pg_class p ON p.oid = i.inhparent
-WHERE p.relname = 'events' AND c.relname ~ '^events_p[0-9]{8}$'
+SELECT c.relname, i.inhrelid IS NOT NULL AS attached, coalesce(i.inhdetachpending, false) AS pending
+FROM pg_class c
+LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
+    AND i.inhparent = to_regclass('events')
+WHERE c.relnamespace = to_regnamespace(current_schema())
+  AND c.relkind = 'r' AND c.relname ~ '^events_p[0-9]{8}$'
 ORDER BY c.relname`
 
-// expireVersionsSQL deletes the versions older than the cutoff except the
-// newest one of each object that still exists, which later changes need as
-// their prior state. Bounded per call so it never holds long locks.
+type eventTable struct {
+	Name     string `db:"relname"`
+	Attached bool   `db:"attached"`
+	Pending  bool   `db:"pending"`
+}
+
+// expireVersionsSQL deletes the versions that were superseded before the
+// cutoff ($1): a version older than the cutoff stays as long as it was the
+// object's state at the cutoff, because a change inside the retention window
+// (an edit, or a delete answered without the object) needs it as its prior
+// state. Deletions older than the cutoff go, with the states before them.
+// Bounded per call ($2) so it never holds long locks.
 const expireVersionsSQL = `
 DELETE FROM object_versions v
 USING (
@@ -28,7 +40,7 @@ USING (
     WHERE o.changed_at < $1
       AND (o.deleted OR EXISTS (
           SELECT 1 FROM object_versions n
-          WHERE n.cluster = o.cluster AND n.uid = o.uid
+          WHERE n.cluster = o.cluster AND n.uid = o.uid AND n.changed_at < $1
             AND ((n.complete AND n.resource_version > o.resource_version) OR n.deleted)))
     LIMIT $2
 ) x
@@ -45,8 +57,9 @@ type RetentionResult struct {
 const MinRetention = time.Hour
 
 // ApplyRetention drops the event partitions that end before now-maxAge and
-// deletes object versions older than that, keeping each live object's newest
-// version. maxAge is the longest retention of any rule, at least MinRetention.
+// deletes the object versions superseded before then, keeping the state
+// each object had at that time unless it was deleted before it. maxAge is
+// the longest retention of any rule, at least MinRetention.
 func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.Duration) (RetentionResult, error) {
 	var res RetentionResult
 	if maxAge < MinRetention {
@@ -57,16 +70,31 @@ func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.D
 	if err != nil {
 		return res, fmt.Errorf("store: list partitions: %w", err)
 	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	tables, err := pgx.CollectRows(rows, pgx.RowToStructByName[eventTable])
 	if err != nil {
 		return res, fmt.Errorf("store: list partitions: %w", err)
 	}
-	for _, name := range names {
+	for _, tbl := range tables {
+		name := tbl.Name
 		d, err := time.Parse("20060102", name[len("events_p"):])
 		if err != nil || !d.AddDate(0, 0, 1).Before(cutoff) {
 			continue
 		}
-		if _, err := s.pool.Exec(ctx, "DROP TABLE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		// Detach first, concurrently: that takes no lock that blocks
+		// writes or reads of events. A plain DROP needs an exclusive lock
+		// on events, so it would queue behind any long query of the record
+		// and every batch would queue behind it.
+		ident := pgx.Identifier{name}.Sanitize()
+		switch {
+		case tbl.Pending: // a detach interrupted by a restart
+			_, err = s.pool.Exec(ctx, "ALTER TABLE events DETACH PARTITION "+ident+" FINALIZE")
+		case tbl.Attached:
+			_, err = s.pool.Exec(ctx, "ALTER TABLE events DETACH PARTITION "+ident+" CONCURRENTLY")
+		}
+		if err != nil {
+			return res, fmt.Errorf("store: detach partition %s: %w", name, err)
+		}
+		if _, err := s.pool.Exec(ctx, "DROP TABLE IF EXISTS "+ident); err != nil {
 			return res, fmt.Errorf("store: drop partition %s: %w", name, err)
 		}
 		s.parts.mu.Lock()

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"crypto/sha256"
+	"slices"
 	"testing"
 	"time"
 
@@ -42,11 +43,16 @@ func TestRetentionDropsPartitionsAndKeepsLivePriors(t *testing.T) {
 		b.Events = append(b.Events, e...)
 		b.Versions = append(b.Versions, v...)
 	}
-	add(change("a1", "live", old, 10, false))   // the newest state of a live object: kept as a prior
-	add(change("b1", "edited", old, 11, false)) // superseded by b2: expired
+	add(change("a1", "live", old, 10, false))                    // the newest state of a live object: kept as a prior
+	add(change("b0", "edited", old, 9, false))                   // superseded by b1 before the cutoff: expired
+	add(change("b1", "edited", old.Add(time.Minute), 11, false)) // the prior of b2, inside the window: kept
 	add(change("b2", "edited", now.Add(-time.Hour), 12, false))
 	add(change("c1", "gone", old, 13, false)) // the object was deleted long ago: expired
 	add(change("c2", "gone", old.Add(time.Minute), 0, true))
+	// Deleted yesterday by a delete answered with a Status (no object): the
+	// state before it, 40 days old, is what a restore of that deletion needs.
+	add(change("d1", "deleted-yesterday", old, 14, false))
+	add(change("d2", "deleted-yesterday", now.AddDate(0, 0, -1), 0, true))
 	if _, err := st.WriteBatch(ctx, b); err != nil {
 		t.Fatal(err)
 	}
@@ -74,15 +80,77 @@ func TestRetentionDropsPartitionsAndKeepsLivePriors(t *testing.T) {
 		}
 		left = append(left, s)
 	}
-	want := []string{"edited:12", "live:10"}
-	if len(left) != len(want) || left[0] != want[0] || left[1] != want[1] {
+	want := []string{"deleted-yesterday:14", "deleted-yesterday:deleted", "edited:11", "edited:12", "live:10"}
+	if !slices.Equal(left, want) {
 		t.Errorf("versions left %v, want %v", left, want)
 	}
 	var events int
 	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM events`).Scan(&events); err != nil {
 		t.Fatal(err)
 	}
-	if events != 1 {
-		t.Errorf("events left %d, want the recent one", events)
+	if events != 2 {
+		t.Errorf("events left %d, want the two recent ones", events)
+	}
+}
+
+// TestRetentionDoesNotBlockIngest: a long query of the record is running
+// while retention removes an old partition; batches are still stored at
+// once (a plain DROP would wait for the query, and every write behind it).
+// A table a previous run detached without dropping it goes too.
+func TestRetentionDoesNotBlockIngest(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now().UTC()
+	old := now.AddDate(0, 0, -40)
+	e, v := change("old", "o", old, 1, false)
+	if _, err := st.WriteBatch(ctx, &store.Batch{Events: e, Versions: v}); err != nil {
+		t.Fatal(err)
+	}
+	orphan := "events_p" + now.AddDate(0, 0, -50).Format("20060102")
+	if _, err := st.Pool().Exec(ctx, "CREATE TABLE "+orphan+" (LIKE events)"); err != nil {
+		t.Fatal(err)
+	}
+
+	reader, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback(ctx)
+	var n int
+	if err := reader.QueryRow(ctx, "SELECT count(*) FROM events").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("reader: %d %v", n, err)
+	}
+
+	done := make(chan error, 1)
+	var res store.RetentionResult
+	go func() {
+		var err error
+		res, err = st.ApplyRetention(ctx, now, 30*24*time.Hour)
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // retention is waiting for the reader
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	e, v = change("new", "n", now, 2, false)
+	if _, err := st.WriteBatch(wctx, &store.Batch{Events: e, Versions: v}); err != nil {
+		t.Fatalf("a batch written while retention runs: %v", err)
+	}
+	if err := reader.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := []string{orphan, "events_p" + old.Format("20060102")}
+	if !slices.Equal(res.DroppedPartitions, want) {
+		t.Errorf("dropped %v, want %v", res.DroppedPartitions, want)
+	}
+	var left int
+	if err := st.Pool().QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relname = ANY($1)", want).Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d of %v left: %v", left, want, err)
 	}
 }
