@@ -96,11 +96,19 @@ func writeBatch(ctx context.Context, tx pgx.Tx, b *Batch) (WriteResult, error) {
 	}
 
 	candidates := make([]*Version, 0, len(b.Versions))
+	seenVersion := make(map[string]bool, len(b.Versions))
 	for i := range b.Versions {
 		v := &b.Versions[i]
 		if v.EventKey != nil && !seenEvent[v.Cluster+"\x00"+string(v.EventKey)] {
 			continue // its event is stored already: so is the version
 		}
+		// The same event twice in one batch (a journal merging a batch
+		// with its redelivery) gives its versions twice.
+		k := v.Cluster + "\x00" + v.UID + "\x00" + string(v.Key)
+		if seenVersion[k] {
+			continue
+		}
+		seenVersion[k] = true
 		candidates = append(candidates, v)
 	}
 	states, err := existingStates(ctx, tx, candidates)

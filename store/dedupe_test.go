@@ -1,0 +1,42 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/store"
+)
+
+// TestBatchWithAnEventTwice: a batch holding the same event twice (the
+// journal merges a batch with its redelivery into one write) stores it
+// once, also when its version is a delete, which has no resourceVersion to
+// be found by.
+func TestBatchWithAnEventTwice(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	b := &store.Batch{}
+	for range 2 {
+		for _, c := range []struct {
+			id      string
+			rv      int64
+			deleted bool
+		}{{"upd", 5, false}, {"del", 0, true}} {
+			e, v := change(c.id, "obj-"+c.id, at, c.rv, c.deleted)
+			b.Events, b.Versions = append(b.Events, e...), append(b.Versions, v...)
+		}
+	}
+	res, err := st.WriteBatch(ctx, b)
+	if err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if res.Events != 2 || res.Versions != 2 || res.DuplicateEvents != 2 {
+		t.Errorf("result %+v, want 2 events, 2 versions, 2 duplicates", res)
+	}
+}
