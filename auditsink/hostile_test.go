@@ -368,6 +368,7 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 		name                 string
 		body                 func(p string) []byte
 		badStoredWithoutBody bool
+		badStoredShortened   bool
 	}{
 		{
 			name: "NUL in a text field",
@@ -392,6 +393,18 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 		},
 		{name: "object nested near the decoder's depth limit", body: deep},
 		{
+			// A refused request for an object with a 3,000-character
+			// name: audited, and kept as a failed mutation. The name is
+			// longer than a B-tree entry can hold.
+			name: "a name too long for an index entry",
+			body: func(p string) []byte {
+				long := p + "-bad-" + strings.Repeat("x", 3000)
+				return EventList(now(Name(p+"-good"), Response(cm(p+"-good"))),
+					now(Verb("delete"), Name(long), User(strings.Repeat("u", 3000)), Failed(404, "NotFound", "not found")))
+			},
+			badStoredShortened: true,
+		},
+		{
 			// The decoder skips objects without validating them; a kept
 			// request body that is not JSON is left out, the event stored.
 			name: "a patch whose body is not JSON",
@@ -412,6 +425,12 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 			}
 			if n := h.count(`SELECT count(*) FROM events WHERE name = $1`, p+"-good"); n != 1 {
 				t.Errorf("the good event of the batch was not stored")
+			}
+			if tt.badStoredShortened {
+				if n := h.count(`SELECT count(*) FROM failed_mutations WHERE name LIKE $1 AND octet_length(name) <= 1024
+					AND name LIKE '%…sha256:%' AND octet_length(username) <= 1024`, p+"-bad-%"); n != 1 {
+					t.Errorf("the refused request was not stored with its name and user shortened")
+				}
 			}
 			if tt.badStoredWithoutBody {
 				if n := h.count(`SELECT count(*) FROM events WHERE name = $1 AND verb = 'patch' AND request_object IS NULL`, p+"-bad"); n != 1 {

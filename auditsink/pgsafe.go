@@ -2,17 +2,31 @@ package auditsink
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
+)
+
+// The longest values kept in the indexed columns. A B-tree entry holds at
+// most about 2.7 KB, and one longer value fails the whole batch (SQLSTATE
+// 54000). Anyone can send one: a request for an object with a name of
+// thousands of characters is refused by the apiserver, but audited, and the
+// record keeps failed mutations. The caps leave every index entry under the
+// limit; Kubernetes' own limits are lower (253 for names and namespaces).
+const (
+	maxKeyBytes  = 253  // API group, resource, namespace, uid
+	maxNameBytes = 1024 // name, username
 )
 
 // PostgreSQL refuses NUL in text ("invalid byte sequence", SQLSTATE 22021),
 // the \u0000 escape in jsonb (22P05) and invalid UTF-8 in either. Any user
 // who can write an object can put them in an audit event, and one such value
 // would fail the whole batch, other users' events included, until the
-// apiserver gives up on it. pgSafe replaces them with U+FFFD instead, and
-// reports whether it had to.
+// apiserver gives up on it. pgSafe replaces them with U+FFFD instead,
+// shortens values too long for an index entry, and reports whether it had
+// to.
 func (c *converted) pgSafe() bool {
 	changed := false
 	str := func(s *string) {
@@ -32,7 +46,18 @@ func (c *converted) pgSafe() bool {
 			changed = true
 		}
 	}
+	long := func(s *string, max int) {
+		if len(*s) > max {
+			*s = shorten(*s, max)
+			changed = true
+		}
+	}
 	e := &c.event
+	for _, s := range []*string{&e.APIGroup, &e.Resource, &e.Namespace, &e.ObjectUID} {
+		long(s, maxKeyBytes)
+	}
+	long(&e.Name, maxNameBytes)
+	long(&e.Username, maxNameBytes)
 	for _, s := range []*string{&e.AuditID, &e.Stage, &e.Verb, &e.RequestURI, &e.Username, &e.UserUID,
 		&e.ImpersonatedUser, &e.UserAgent, &e.APIGroup, &e.APIVersion, &e.Resource, &e.Subresource,
 		&e.Namespace, &e.Name, &e.ObjectUID, &e.ResponseReason, &e.ResponseMessage} {
@@ -46,6 +71,10 @@ func (c *converted) pgSafe() bool {
 	js(&e.Annotations)
 	for i := range c.versions {
 		v := &c.versions[i]
+		for _, s := range []*string{&v.APIGroup, &v.Resource, &v.Namespace, &v.UID} {
+			long(s, maxKeyBytes)
+		}
+		long(&v.Name, maxNameBytes)
 		for _, s := range []*string{&v.UID, &v.Verb, &v.APIGroup, &v.APIVersion, &v.Kind, &v.Resource,
 			&v.Subresource, &v.Namespace, &v.Name} {
 			str(s)
@@ -53,6 +82,19 @@ func (c *converted) pgSafe() bool {
 		js(&v.Object)
 	}
 	return changed
+}
+
+// shorten keeps a prefix of s and the digest of all of it, max bytes in
+// all, so that distinct long values stay distinct. The prefix ends on a
+// character boundary.
+func shorten(s string, max int) string {
+	sum := sha256.Sum256([]byte(s))
+	suffix := "…sha256:" + hex.EncodeToString(sum[:8])
+	cut := max - len(suffix)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + suffix
 }
 
 // safeJSON returns raw re-encoded without NUL characters and invalid UTF-8,

@@ -395,7 +395,8 @@ func (j *Journal) Close() error {
 // Permanent reports whether a store error is about the data rather than the
 // database's availability: retrying the same batch cannot succeed. These are
 // PostgreSQL's data exceptions (SQLSTATE class 22, e.g. a NUL character in
-// text) and integrity violations (class 23) other than a unique violation,
+// text), program limits (class 54, e.g. a value too long for an index
+// entry) and integrity violations (class 23) other than a unique violation,
 // which a concurrent write of the same rows causes and a retry resolves.
 func Permanent(err error) bool {
 	var pe *pgconn.PgError
@@ -403,7 +404,7 @@ func Permanent(err error) bool {
 		return false
 	}
 	switch pe.Code[:2] {
-	case "22":
+	case "22", "54":
 		return true
 	case "23":
 		return pe.Code != "23505"
