@@ -128,7 +128,11 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *Secret
 		e.ResponseMessage = ev.ResponseStatus.Message
 	}
 	if len(ev.Annotations) > 0 {
-		e.Annotations, _ = json.Marshal(ev.Annotations)
+		ann := ev.Annotations
+		if digest {
+			ann = dg.annotations(ann)
+		}
+		e.Annotations, _ = json.Marshal(ann)
 	}
 	if keepRequestObject(ev, e.ResponseCode) {
 		raw := ev.RequestObject.Raw

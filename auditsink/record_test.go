@@ -287,14 +287,30 @@ func TestSecretsAreDigestedUnlessARuleAsks(t *testing.T) {
 		Response(Secret("default", "db", "uid-sec", 702, map[string]string{"password": "tuna"}))))
 	e.send(Event(Verb("update"), Resource("", "v1", "secrets"), Name("db"), Failed(409, "Conflict", "conflict"),
 		Request(Secret("default", "db", "uid-sec", 701, map[string]string{"password": "marlin"}))))
+	// A mutating admission webhook injected a value: the apiserver records
+	// its patch in an audit annotation.
+	e.send(Event(Verb("update"), Resource("", "v1", "secrets"), Name("db"),
+		Request(Secret("default", "db", "uid-sec", 702, map[string]string{"password": "tuna"})),
+		Response(Secret("default", "db", "uid-sec", 703, map[string]string{"password": "tuna", "token": "octopus"})),
+		func(ev *auditv1.Event) {
+			ev.Annotations = map[string]string{
+				"patch.webhook.admission.k8s.io/round_0_index_0":    `{"configuration":"inject","webhook":"inject.example.com","patch":[{"op":"add","path":"/data/token","value":"b2N0b3B1cw=="}],"patchType":"JSONPatch"}`,
+				"patch.webhook.admission.k8s.io/round_0_index_1":    `not json octopus`,
+				"mutation.webhook.admission.k8s.io/round_0_index_0": `{"configuration":"inject","webhook":"inject.example.com","mutated":true}`,
+			}
+		}))
 
 	var dump string
 	if err := e.pool.QueryRow(t.Context(), `
 		SELECT coalesce(string_agg(object::text, ' '), '') || coalesce((SELECT string_agg(request_object::text, ' ') FROM events), '')
+		    || coalesce((SELECT string_agg(annotations::text, ' ') FROM events), '')
 		FROM object_versions`).Scan(&dump); err != nil {
 		t.Fatal(err)
 	}
-	for _, clear := range []string{"hunter2", "aHVudGVyMg==", "swordfish", "c3dvcmRmaXNo", "tuna", "marlin", "bWFybGlu", "dHVuYQ=="} {
+	if !strings.Contains(dump, "inject.example.com") || !strings.Contains(dump, `\"mutated\":true`) {
+		t.Errorf("the admission annotations are not kept (digested): %s", dump)
+	}
+	for _, clear := range []string{"hunter2", "aHVudGVyMg==", "swordfish", "c3dvcmRmaXNo", "tuna", "marlin", "bWFybGlu", "dHVuYQ==", "octopus", "b2N0b3B1cw=="} {
 		if strings.Contains(dump, clear) {
 			t.Errorf("secret value %q stored in clear", clear)
 		}
@@ -314,7 +330,7 @@ func TestSecretsAreDigestedUnlessARuleAsks(t *testing.T) {
 		t.Errorf("the HMAC-SHA256 of hunter2 under the key is not stored: %s", dump)
 	}
 	h := e.history("default", "db")
-	if len(h) != 3 || !h[0].SecretDigested {
+	if len(h) != 4 || !h[0].SecretDigested {
 		t.Fatalf("history = %d rows, digested=%v", len(h), len(h) > 0 && h[0].SecretDigested)
 	}
 	if data(h[1].PriorObject)["password"] == data(h[1].Object)["password"] {

@@ -14,6 +14,11 @@ import (
 // the data in clear.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
+// admissionPatchPrefix starts the audit annotations in which the apiserver
+// records the JSON patch of each mutating admission webhook (at Request level
+// and above): a webhook that injects a Secret's data puts it there.
+const admissionPatchPrefix = "patch.webhook.admission.k8s.io/"
+
 // The prefixes of a value replaced by its digest. Restores refuse versions
 // holding such values.
 const (
@@ -143,6 +148,49 @@ func (d *SecretDigester) request(raw []byte) []byte {
 	out, err := json.Marshal(body)
 	if err != nil {
 		return nil
+	}
+	return out
+}
+
+// annotations returns the event's audit annotations with the Secret values
+// in admission webhooks' patches digested. An admission patch annotation
+// that does not parse is left out: nothing of it is kept in clear.
+func (d *SecretDigester) annotations(ann map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range ann {
+		if !strings.HasPrefix(k, admissionPatchPrefix) {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(ann))
+			for k2, v2 := range ann {
+				out[k2] = v2
+			}
+		}
+		delete(out, k)
+		var rec map[string]any
+		if json.Unmarshal([]byte(v), &rec) != nil {
+			continue
+		}
+		if p, ok := rec["patch"]; ok {
+			ops, ok := p.([]any)
+			if !ok {
+				continue
+			}
+			for _, op := range ops {
+				o, ok := op.(map[string]any)
+				if !ok {
+					continue
+				}
+				d.redactJSONPatchOp(o)
+			}
+		}
+		if b, err := json.Marshal(rec); err == nil {
+			out[k] = string(b)
+		}
+	}
+	if out == nil {
+		return ann
 	}
 	return out
 }
