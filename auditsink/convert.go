@@ -199,6 +199,9 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *Secret
 		}
 		v := baseVersion(&e, uid)
 		v.Complete = false
+		// The garbage collector removes finalizers through the metadata
+		// API: the last one removed, the object is gone.
+		v.Deleted = meta.Kind == "PartialObjectMetadata" && removedLastFinalizer(&meta) && gone(&meta)
 		if meta.Kind == "Scale" || meta.Kind == "PartialObjectMetadata" {
 			rv, err := parseRV(meta.Metadata.ResourceVersion)
 			if err != nil {
@@ -237,7 +240,7 @@ func (c *converted) addObjectVersion(e *store.Event, ev *auditv1.Event, meta *ob
 	v.Namespace, v.Name = meta.Metadata.Namespace, meta.Metadata.Name
 	v.Complete = true
 	v.Created = ev.ObjectRef.Subresource == "" && (ev.Verb == "create" || e.ResponseCode == 201)
-	if ev.Verb == "delete" || ev.Verb == "deletecollection" {
+	if ev.Verb == "delete" || ev.Verb == "deletecollection" || removedLastFinalizer(meta) {
 		v.Deleted = gone(meta)
 	}
 	v.SecretDigested = false
@@ -278,6 +281,14 @@ func deletedVersion(e *store.Event, uid string, ev *auditv1.Event) store.Version
 
 // gone reports whether a deleted object left the store with this request,
 // rather than waiting for finalizers or a grace period.
+// removedLastFinalizer says whether an update or patch answered an object
+// being deleted (deletionTimestamp set) that has no finalizer left: the
+// write removed the last one, and the apiserver deleted the object with it.
+// No delete event follows.
+func removedLastFinalizer(m *objectMeta) bool {
+	return m.Metadata.DeletionTimestamp != nil && len(m.Metadata.Finalizers) == 0
+}
+
 func gone(m *objectMeta) bool {
 	if len(m.Metadata.Finalizers) > 0 || len(m.Spec.Finalizers) > 0 {
 		return false

@@ -356,3 +356,40 @@ func TestRecreatedObjectHistorySpansIncarnations(t *testing.T) {
 		t.Errorf("history = %+v", h)
 	}
 }
+
+// TestRemovingTheLastFinalizerDeletes: a delete of an object with a
+// finalizer only marks it; the write that removes the last finalizer is what
+// deletes it, and no delete event follows. The record must say the object is
+// gone from then on (objects_as_of, the deleted flag).
+func TestRemovingTheLastFinalizerDeletes(t *testing.T) {
+	e := newEnv(t)
+	const uid = "uid-fin"
+	cm := func(rv int64, mods ...ObjMod) Obj { return ConfigMap("default", "fin", uid, rv, nil, mods...) }
+	e.send(
+		Event(Verb("create"), Name("fin"), Request(cm(0, Finalizers("example.com/hold"))), Response(cm(10, Finalizers("example.com/hold")))),
+		Event(Verb("delete"), User("alice"), Name("fin"), Response(cm(11, Finalizers("example.com/hold"), Deleting()))),
+	)
+	later := Base.Add(time.Hour)
+	e.send(Event(Verb("patch"), User("controller"), Name("fin"), At(later),
+		Request(Obj{"metadata": Obj{"finalizers": nil}}), Response(cm(12, Deleting()))))
+
+	h := e.history("default", "fin")
+	if len(h) != 3 {
+		t.Fatalf("history has %d rows, want 3", len(h))
+	}
+	if h[1].Deleted {
+		t.Error("the delete of an object holding a finalizer says it is gone")
+	}
+	if !h[2].Deleted || h[2].Verb != "patch" {
+		t.Errorf("the patch that removed the last finalizer: verb %s, deleted %v; want the object gone", h[2].Verb, h[2].Deleted)
+	}
+	asOf := func(at time.Time) int {
+		return e.count(`SELECT count(*) FROM objects_as_of('default', 'default', $1) WHERE name = 'fin'`, at)
+	}
+	if n := asOf(Base.Add(time.Minute)); n != 1 {
+		t.Errorf("objects_as_of while it was terminating: %d, want 1", n)
+	}
+	if n := asOf(later.Add(time.Minute)); n != 0 {
+		t.Errorf("objects_as_of after its last finalizer went: %d, want 0 (gone)", n)
+	}
+}
