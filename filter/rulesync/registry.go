@@ -13,6 +13,7 @@ import (
 
 	"github.com/options-record/options-record/api/v1alpha1"
 	"github.com/options-record/options-record/filter"
+	"github.com/options-record/options-record/store"
 )
 
 // Registry is the per-cluster set of OptionsRecordController objects and the
@@ -27,6 +28,9 @@ type Registry struct {
 	compiled atomic.Pointer[map[string]*compiled]
 	staticR  *compiled
 	onChange []func(cluster string)
+	// onObserved receives what ObserveEvents changed, to share it with the
+	// other replicas (see Sharer).
+	onObserved func(objs []store.RuleObject)
 }
 
 type compiled struct {
@@ -213,6 +217,7 @@ func (r *Registry) recompile(cluster string, changed bool) []func(string) {
 // written; a delete removes it. It returns whether the rules changed.
 func (r *Registry) ObserveEvents(cluster string, evs []auditv1.Event) bool {
 	var changed, any bool
+	var observed []store.RuleObject
 	r.mu.Lock()
 	for i := range evs {
 		ev := &evs[i]
@@ -220,17 +225,100 @@ func (r *Registry) ObserveEvents(cluster string, evs []auditv1.Event) bool {
 			continue
 		}
 		any = true
-		changed = r.apply(r.cluster(cluster), ev) || changed
+		c := r.cluster(cluster)
+		before := c.snapshot()
+		if r.apply(c, ev) {
+			changed = true
+			observed = append(observed, c.diff(cluster, before)...)
+		}
 	}
 	var fns []func(string)
 	if any {
 		fns = r.recompile(cluster, changed)
 	}
+	share := r.onObserved
 	r.mu.Unlock()
+	if share != nil && len(observed) > 0 {
+		share(observed)
+	}
 	for _, fn := range fns {
 		fn(cluster)
 	}
 	return changed
+}
+
+// OnObserved registers fn to receive the rule objects that audit events
+// changed (upserted, or deleted), outside the lock. One function: the
+// Sharer's.
+func (r *Registry) OnObserved(fn func(objs []store.RuleObject)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onObserved = fn
+}
+
+// ApplyShared applies rule objects other replicas observed (newer copies
+// win, deletions are final), as audit events would have been.
+func (r *Registry) ApplyShared(objs []store.RuleObject) {
+	changed := map[string]bool{}
+	r.mu.Lock()
+	for _, so := range objs {
+		c := r.cluster(so.Cluster)
+		if so.Deleted {
+			if c.remove(types.UID(so.UID), "", "") {
+				changed[so.Cluster] = true
+			}
+			continue
+		}
+		var o v1alpha1.OptionsRecordController
+		if json.Unmarshal(so.Object, &o) != nil || o.UID != types.UID(so.UID) {
+			continue
+		}
+		if c.upsert(o) {
+			changed[so.Cluster] = true
+		}
+	}
+	fns := map[string][]func(string){}
+	for cluster := range changed {
+		fns[cluster] = r.recompile(cluster, true)
+	}
+	r.mu.Unlock()
+	for cluster, fs := range fns {
+		for _, fn := range fs {
+			fn(cluster)
+		}
+	}
+}
+
+// snapshot is the resourceVersion of each known object (-1: gone).
+func (c *clusterObjects) snapshot() map[types.UID]int64 {
+	out := make(map[types.UID]int64, len(c.objs)+len(c.gone))
+	for uid, k := range c.objs {
+		out[uid] = k.rv
+	}
+	for uid := range c.gone {
+		out[uid] = -1
+	}
+	return out
+}
+
+// diff returns the objects that changed since before, as shared rows.
+func (c *clusterObjects) diff(cluster string, before map[types.UID]int64) []store.RuleObject {
+	var out []store.RuleObject
+	for uid, k := range c.objs {
+		if rv, ok := before[uid]; !ok || rv != k.rv {
+			raw, err := json.Marshal(k.obj)
+			if err != nil {
+				continue
+			}
+			out = append(out, store.RuleObject{Cluster: cluster, UID: string(uid), ResourceVersion: k.rv, Object: raw})
+		}
+	}
+	for uid := range c.gone {
+		if rv, ok := before[uid]; !ok || rv != -1 {
+			out = append(out, store.RuleObject{Cluster: cluster, UID: string(uid), Deleted: true})
+		}
+	}
+	return out
 }
 
 func isControllerEvent(ev *auditv1.Event) bool {

@@ -76,6 +76,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	registry := rulesync.NewRegistry(static, filter.Options{SinkNamespace: o.Rules.Namespace})
+	sharer := rulesync.NewSharer(registry, log)
 	tlsCfg, auth, err := webhookSecurity(&o, log)
 	if err != nil {
 		return err
@@ -185,6 +186,17 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	var late lateStops
 	defer late.stop(ctx, log)
 	withStore := func(st *store.Store) error {
+		// The rules the other replicas saw (and those of the fleet's other
+		// clusters) before the first batch is filtered, then kept in step.
+		if objs, err := st.RuleObjects(ctx); err != nil {
+			log.Warn("loading the rules other replicas shared", "err", err)
+		} else {
+			registry.ApplyShared(objs)
+		}
+		shareCtx, stopShare := context.WithCancel(ctx)
+		shareDone := make(chan struct{})
+		go func() { defer close(shareDone); sharer.Run(shareCtx, st) }()
+		late.add(func(context.Context) error { stopShare(); <-shareDone; return nil })
 		maintCtx, stopMaint := context.WithCancel(ctx)
 		maintDone := make(chan struct{})
 		go func() { defer close(maintDone); maintain(maintCtx, st, registry.MaxRetention, log) }()
