@@ -135,6 +135,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&k.Resync, "resync", 10*time.Minute, "period of the safety-net LIST of OptionsRecordControllers")
 	fs.DurationVar(&k.StatusInterval, "status-interval", 15*time.Second, "how often OptionsRecordController statuses are written at most")
 	fs.BoolVar(&k.Baseline, "baseline", true, "LIST the objects a rule begins to cover and store them as baseline versions")
+	fs.IntVar(&k.BaselineMaxObjects, "baseline-max-objects", 100000, "objects one baseline pass lists at most; the next pass, 10 s later, goes on")
 	fs.StringVar(&k.Identity, "identity", os.Getenv("POD_NAME"), "this replica's name in the status Lease (default: hostname)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -18,14 +19,21 @@ import (
 // baseliner LISTs the resources the rules cover and stores their objects as
 // baseline versions, so the first recorded change of each has a prior
 // state. It runs in the background, never blocks ingest, pages its LISTs
-// and stops a pass at BaselineMaxObjects.
+// and stops a pass at BaselineMaxObjects. What a pass leaves (the budget
+// ran out, a LIST or a write failed) is taken up by another pass after
+// BaselineRetry, where it stopped.
 type baseliner struct {
 	s    *Syncer
 	done map[schema.GroupVersionResource]string // resource → fingerprint of the rules it was baselined under
+	// resume holds where a pass's budget cut a resource off, under which
+	// rules: a pass under other rules starts that resource over.
+	resume map[schema.GroupVersionResource]resumeAt
 }
 
+type resumeAt struct{ fp, cont string }
+
 func newBaseliner(s *Syncer) *baseliner {
-	return &baseliner{s: s, done: map[schema.GroupVersionResource]string{}}
+	return &baseliner{s: s, done: map[schema.GroupVersionResource]string{}, resume: map[schema.GroupVersionResource]resumeAt{}}
 }
 
 func (b *baseliner) run(ctx context.Context) {
@@ -39,28 +47,33 @@ func (b *baseliner) run(ctx context.Context) {
 			}
 		}
 	})
+	var retry <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-kick:
+		case <-retry:
 		}
-		b.pass(ctx)
+		retry = nil
+		if b.pass(ctx) {
+			retry = time.After(b.s.opts.BaselineRetry)
+		}
 	}
 }
 
 // pass baselines every listable resource some rule covers whose rules
-// changed since it was last baselined.
-func (b *baseliner) pass(ctx context.Context) {
+// changed since it was last baselined. It reports whether work is left.
+func (b *baseliner) pass(ctx context.Context) (unfinished bool) {
 	rules := b.s.opts.Registry.RulesFor(b.s.opts.Cluster)
 	if rules.Len() == 0 {
-		return
+		return false
 	}
 	fp := strings.Join(rules.Names(), ",") + "|" + statusesFingerprint(b.s.opts.Registry.Statuses(b.s.opts.Cluster))
 	lists, err := b.s.kube.Discovery().ServerPreferredResources()
 	if err != nil && len(lists) == 0 {
 		b.s.log.Warn("baseline: discovery failed", "err", err)
-		return
+		return true
 	}
 	budget := b.s.opts.BaselineMaxObjects
 	for _, l := range lists {
@@ -76,21 +89,35 @@ func (b *baseliner) pass(ctx context.Context) {
 			if b.done[gvr] == fp || !rules.CoversResource(gvr.Group, gvr.Resource) {
 				continue
 			}
-			n, err := b.list(ctx, rules, gvr, r.Namespaced, &budget)
-			if err != nil {
-				b.s.log.Warn("baseline: list failed", "resource", gvr.String(), "err", err)
-				continue
+			if budget <= 0 {
+				b.s.log.Info("baseline: object budget of this pass reached; the next pass goes on", "next_in", b.s.opts.BaselineRetry)
+				return true
 			}
-			b.done[gvr] = fp
+			from := ""
+			if at, ok := b.resume[gvr]; ok && at.fp == fp {
+				from = at.cont
+			}
+			n, cont, err := b.list(ctx, rules, gvr, r.Namespaced, &budget, from)
 			if n > 0 {
 				b.s.log.Info("baseline stored", "resource", gvr.String(), "new_versions", n)
 			}
-			if budget <= 0 {
-				b.s.log.Warn("baseline: object budget reached; the rest waits for the next pass")
-				return
+			switch {
+			case err != nil:
+				if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+					delete(b.resume, gvr) // the continue token expired: start over
+				}
+				b.s.log.Warn("baseline: list failed; retrying in the next pass", "resource", gvr.String(), "err", err, "next_in", b.s.opts.BaselineRetry)
+				unfinished = true
+			case cont != "":
+				b.resume[gvr] = resumeAt{fp: fp, cont: cont}
+				unfinished = true
+			default:
+				delete(b.resume, gvr)
+				b.done[gvr] = fp
 			}
 		}
 	}
+	return unfinished
 }
 
 func statusesFingerprint(sts []filter.RuleStatus) string {
@@ -110,15 +137,18 @@ func hasVerb(verbs []string, v string) bool {
 	return false
 }
 
-func (b *baseliner) list(ctx context.Context, rules *filter.Rules, gvr schema.GroupVersionResource, namespaced bool, budget *int) (int, error) {
+// list stores the covered objects of one resource, from the continue token
+// cont on, in pages, until the list ends (it returns "") or the budget is
+// spent (it returns where to go on).
+func (b *baseliner) list(ctx context.Context, rules *filter.Rules, gvr schema.GroupVersionResource, namespaced bool, budget *int, cont string) (int, string, error) {
 	res := b.s.dyn.Resource(gvr)
-	opts := metav1.ListOptions{Limit: 500}
+	opts := metav1.ListOptions{Limit: int64(min(500, max(*budget, 1))), Continue: cont}
 	stored := 0
 	nsCache := map[string]*filter.Decision{}
 	for {
 		l, err := res.List(ctx, opts)
 		if err != nil {
-			return stored, err
+			return stored, "", err
 		}
 		var vs []store.Version
 		now := time.Now()
@@ -154,12 +184,13 @@ func (b *baseliner) list(ctx context.Context, rules *filter.Rules, gvr schema.Gr
 		*budget -= len(l.Items)
 		n, err := b.s.opts.Store.WriteBaseline(ctx, vs)
 		if err != nil {
-			return stored, err
+			return stored, "", err
 		}
 		stored += n
 		if l.GetContinue() == "" || *budget <= 0 {
-			return stored, nil
+			return stored, l.GetContinue(), nil
 		}
 		opts.Continue = l.GetContinue()
+		opts.Limit = int64(min(500, *budget))
 	}
 }

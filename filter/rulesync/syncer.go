@@ -47,8 +47,11 @@ type Options struct {
 	Baseline bool
 	// BaselineMaxObjects bounds one baseline pass (default 100,000).
 	BaselineMaxObjects int
-	Registry           *Registry
-	Store              Store
+	// BaselineRetry is the pause before a pass that goes on with what the
+	// previous one left (budget spent, a LIST or a write failed); default 10 s.
+	BaselineRetry time.Duration
+	Registry      *Registry
+	Store         Store
 	// Digester digests the Secret values of baselines (nil: plain SHA-256).
 	Digester *auditsink.SecretDigester
 	Logger   *slog.Logger
@@ -82,6 +85,9 @@ func New(o Options) (*Syncer, error) {
 	}
 	if o.BaselineMaxObjects <= 0 {
 		o.BaselineMaxObjects = 100000
+	}
+	if o.BaselineRetry <= 0 {
+		o.BaselineRetry = 10 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -25,6 +25,10 @@ type KubeOptions struct {
 	StatusInterval time.Duration
 	// Baseline enables baseline LISTs of the resources the rules cover.
 	Baseline bool
+	// BaselineMaxObjects bounds the objects one baseline pass lists; the
+	// next pass goes on after BaselineRetry (defaults: 100,000 and 10 s).
+	BaselineMaxObjects int
+	BaselineRetry      time.Duration
 	// Identity names this replica in the status Lease.
 	Identity string
 }
@@ -56,6 +60,7 @@ func startSyncer(ctx context.Context, o ServeOptions, reg *rulesync.Registry, st
 	s, err := rulesync.New(rulesync.Options{
 		Config: cfg, Cluster: o.Cluster, Namespace: o.Rules.Namespace, Identity: o.Kube.Identity,
 		Resync: o.Kube.Resync, StatusInterval: o.Kube.StatusInterval, Baseline: o.Kube.Baseline,
+		BaselineMaxObjects: o.Kube.BaselineMaxObjects, BaselineRetry: o.Kube.BaselineRetry,
 		Registry: reg, Store: st, Digester: dg, Logger: log,
 	})
 	if err != nil {

@@ -284,10 +284,25 @@ func TestRecordOnARealControlPlane(t *testing.T) {
 	})
 
 	t.Run("a baseline gives the first change after a rule a prior state", func(t *testing.T) {
+		// The namespace sorts last, so its ConfigMap comes in the last page
+		// of the cluster-wide LIST: with the sink's small baseline passes
+		// (7 objects), it is reached only if passes go on where the
+		// previous one stopped.
 		alice := w.kube(t, "alice")
-		w.namespace(t, "base-x")
+		w.namespace(t, "base-filler")
+		for i := range 12 {
+			eventually(t, 10*time.Second, "filler ConfigMap", func() error {
+				_, err := alice.CoreV1().ConfigMaps("base-filler").Create(ctx, &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("filler-%02d", i)}}, metav1.CreateOptions{})
+				if apierrors.IsAlreadyExists(err) {
+					return nil
+				}
+				return err
+			})
+		}
+		w.namespace(t, "zz-base-x")
 		eventually(t, 10*time.Second, "create in a fresh namespace (RBAC settles)", func() error {
-			_, err := alice.CoreV1().ConfigMaps("base-x").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "old"},
+			_, err := alice.CoreV1().ConfigMaps("zz-base-x").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "old"},
 				Data: map[string]string{"level": "before-rule"}}, metav1.CreateOptions{})
 			return err
 		})
@@ -295,15 +310,15 @@ func TestRecordOnARealControlPlane(t *testing.T) {
 		// in the same batch would select it).
 		time.Sleep(3 * time.Second)
 		w.apply.create(t, []byte(`{"apiVersion":"optionsrecord.io/v1alpha1","kind":"OptionsRecordController",
-			"metadata":{"name":"base-x","namespace":"options-record"},"spec":{"namespaces":["base-x"],"resources":[{"group":"","resources":["configmaps"]}]}}`), "")
+			"metadata":{"name":"zz-base-x","namespace":"options-record"},"spec":{"namespaces":["zz-base-x"],"resources":[{"group":"","resources":["configmaps"]}]}}`), "")
 		eventually(t, 60*time.Second, "baseline stored", func() error {
-			if w.count(t, `SELECT count(*) FROM object_versions WHERE origin = 'baseline' AND namespace = 'base-x' AND name = 'old'`) != 1 {
+			if w.count(t, `SELECT count(*) FROM object_versions WHERE origin = 'baseline' AND namespace = 'zz-base-x' AND name = 'old'`) != 1 {
 				return errors.New("no baseline")
 			}
 			return nil
 		})
-		ok(alice.CoreV1().ConfigMaps("base-x").Patch(ctx, "old", types.MergePatchType, []byte(`{"data":{"level":"after"}}`), metav1.PatchOptions{}))(t)
-		w.waitHistory(t, "base-x", "configmaps", "old", []row{{Verb: "patch", User: "alice", PriorKnown: true, Prior: "before-rule", After: "after"}})
+		ok(alice.CoreV1().ConfigMaps("zz-base-x").Patch(ctx, "old", types.MergePatchType, []byte(`{"data":{"level":"after"}}`), metav1.PatchOptions{}))(t)
+		w.waitHistory(t, "zz-base-x", "configmaps", "old", []row{{Verb: "patch", User: "alice", PriorKnown: true, Prior: "before-rule", After: "after"}})
 	})
 
 	t.Run("the sink never watches and its own requests are not recorded", func(t *testing.T) {

@@ -145,7 +145,9 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 			WebhookAddr: "127.0.0.1:" + strconv.Itoa(port), MetricsAddr: "127.0.0.1:0",
 			TLSCertFile: certFile, TLSKeyFile: keyFile, TokenFile: tokenFile,
 			Kube: &app.KubeOptions{Config: w.config(sinkUser), Resync: 20 * time.Second,
-				StatusInterval: time.Second, Baseline: true, Identity: "e2e-sink"},
+				StatusInterval: time.Second, Baseline: true, Identity: "e2e-sink",
+				// Small passes: baselines go on across several of them.
+				BaselineMaxObjects: 7, BaselineRetry: 200 * time.Millisecond},
 			API:         api,
 			Logger:      testLogger(t),
 			OnListening: func(_, m net.Addr) { w.metrics = m.String(); close(started) },
