@@ -393,3 +393,27 @@ func TestRemovingTheLastFinalizerDeletes(t *testing.T) {
 		t.Errorf("objects_as_of after its last finalizer went: %d, want 0 (gone)", n)
 	}
 }
+
+// TestNamespaceCascadeNeedsTheObjectToPredateTheDeletion: alice deleted
+// namespace team-b long ago; it was made again, and an object created there
+// since is deleted by the controller manager (a Job's TTL, say). Alice's old
+// deletion did not start that.
+func TestNamespaceCascadeNeedsTheObjectToPredateTheDeletion(t *testing.T) {
+	e := newEnv(t)
+	e.send(Event(Verb("delete"), User("alice"), Resource("", "v1", "namespaces"), Namespace(""), Name("team-b"),
+		At(Base.Add(-24*time.Hour)), Response(NamespaceObj("team-b", "uid-ns-old", 600, true))))
+	cm := ConfigMap("team-b", "fresh", "uid-fresh", 610, map[string]string{"k": "x"}) // created at Base
+	e.send(Event(Namespace("team-b"), Name("fresh"), Response(cm)))
+	e.send(Event(Verb("delete"), User("system:kube-controller-manager"), Namespace("team-b"), Name("fresh"),
+		At(Base.Add(time.Hour)), Response(Status("", "configmaps", "fresh", "uid-fresh"))))
+
+	var who, via *string
+	if err := e.pool.QueryRow(t.Context(), `
+		SELECT initiated_by, initiated_via FROM deletions
+		WHERE namespace = 'team-b' AND name = 'fresh'`).Scan(&who, &via); err != nil {
+		t.Fatalf("query deletions: %v", err)
+	}
+	if who != nil || via != nil {
+		t.Errorf("deletion attributed to %v via %v: that namespace deletion predates the object", *who, *via)
+	}
+}
