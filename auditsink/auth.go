@@ -62,14 +62,23 @@ func NewAuthenticator(clients []ClientConfig, anyCertCluster string) (*Authentic
 		if c.TokenFile == "" && c.CommonName == "" {
 			return nil, fmt.Errorf("webhook client %d (%s): needs tokenFile or commonName", i, c.Cluster)
 		}
+		// One credential names one cluster: listed twice, the last one
+		// would win silently and record a cluster's events under another.
 		if c.TokenFile != "" {
 			tok, err := ReadToken(c.TokenFile)
 			if err != nil {
 				return nil, fmt.Errorf("webhook client %d (%s): %w", i, c.Cluster, err)
 			}
-			a.tokens[sha256.Sum256([]byte(tok))] = c.Cluster
+			k := sha256.Sum256([]byte(tok))
+			if other, ok := a.tokens[k]; ok && other != c.Cluster {
+				return nil, fmt.Errorf("webhook client %d (%s): its token is also cluster %s's", i, c.Cluster, other)
+			}
+			a.tokens[k] = c.Cluster
 		}
 		if c.CommonName != "" {
+			if other, ok := a.names[c.CommonName]; ok && other != c.Cluster {
+				return nil, fmt.Errorf("webhook client %d (%s): common name %q is also cluster %s's", i, c.Cluster, c.CommonName, other)
+			}
 			a.names[c.CommonName] = c.Cluster
 		}
 	}

@@ -116,6 +116,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serving certificate (reloaded when it changes); empty: self-signed under --data-dir")
 	fs.StringVar(&o.TLSKeyFile, "tls-key-file", "", "serving key")
 	fs.StringVar(&o.ClientCAFile, "webhook-client-ca", "", "CA that verifies the apiservers' client certificates")
+	var clientCNs stringList
+	fs.Var(&clientCNs, "webhook-client-cn", "common name of an apiserver's client certificate (repeatable); unset: any certificate --webhook-client-ca verifies")
 	fs.StringVar(&o.TokenFile, "webhook-token-file", "", "bearer token the apiserver presents (its events are recorded under --cluster)")
 	fs.StringVar(&o.ClientsFile, "webhook-clients-file", "", "YAML list of apiservers (token file or certificate CN) and their cluster names")
 	fs.Int64Var(&o.MaxBodyBytes, "webhook-max-body-bytes", 64<<20, "largest EventList body accepted")
@@ -148,6 +150,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	o.Database, o.Rules, o.Cluster, o.Logger = c.database(), c.rules(), c.cluster, c.logger(stderr)
 	o.SecretDigestKeyFile = c.secretDigestKeyFile
+	o.ClientCNs = clientCNs
 	tuneRuntime()
 	return app.Serve(ctx, o)
 }

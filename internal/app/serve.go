@@ -34,6 +34,9 @@ type ServeOptions struct {
 	TLSCertFile  string
 	TLSKeyFile   string
 	ClientCAFile string
+	// ClientCNs, when set, are the only client-certificate common names
+	// accepted (for Cluster) besides the clients file's.
+	ClientCNs    []string
 	TokenFile    string
 	ClientsFile  string
 	MaxBodyBytes int64
@@ -304,7 +307,14 @@ func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink
 	}
 	anyCert := ""
 	if o.ClientCAFile != "" && o.ClientsFile == "" {
-		anyCert = o.Cluster
+		if len(o.ClientCNs) > 0 {
+			for _, cn := range o.ClientCNs {
+				clients = append(clients, auditsink.ClientConfig{Cluster: o.Cluster, CommonName: cn})
+			}
+		} else {
+			anyCert = o.Cluster
+			log.Warn("any client certificate --webhook-client-ca verifies is taken for the apiserver: use a CA that issues only apiserver client certificates (not the cluster CA, which also signs kubelets'), or list the apiservers' names with --webhook-client-cn")
+		}
 	}
 	auth, err := auditsink.NewAuthenticator(clients, anyCert)
 	if err != nil {
