@@ -4,6 +4,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/store"
 	. "github.com/options-record/options-record/test/gen"
 )
 
@@ -415,5 +418,53 @@ func TestNamespaceCascadeNeedsTheObjectToPredateTheDeletion(t *testing.T) {
 	}
 	if who != nil || via != nil {
 		t.Errorf("deletion attributed to %v via %v: that namespace deletion predates the object", *who, *via)
+	}
+}
+
+// TestNoOpWriteStoredFirstDoesNotTakeTheChange: alice's update makes
+// resourceVersion 801 through one apiserver; bob's no-op apply 5 s later
+// answers with the same resourceVersion through another, whose batch is
+// stored first. The state is alice's change; bob's write changed nothing.
+// The same answer whichever batch comes first.
+func TestNoOpWriteStoredFirstDoesNotTakeTheChange(t *testing.T) {
+	for _, bobFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("no-op stored first: %v", bobFirst), func(t *testing.T) {
+			e := newEnv(t)
+			cm := func(rv int64, v string) Obj {
+				return ConfigMap("default", "shared", "uid-shared", rv, map[string]string{"k": v})
+			}
+			e.send(Event(Verb("create"), User("carol"), Name("shared"), Request(cm(0, "a")), Response(cm(800, "a"))))
+			alice := Event(Verb("update"), User("alice"), Name("shared"), At(Base.Add(time.Second)), Request(cm(800, "b")), Response(cm(801, "b")))
+			bob := Event(Verb("patch"), User("bob"), Name("shared"), At(Base.Add(6*time.Second)), Request(Obj{"data": Obj{"k": "b"}}), Response(cm(801, "b")))
+			if bobFirst {
+				e.send(bob)
+				e.send(alice)
+			} else {
+				e.send(alice)
+				e.send(bob)
+			}
+			h := e.history("default", "shared")
+			var who []string
+			for _, c := range h {
+				who = append(who, c.Verb+":"+c.Username)
+			}
+			if want := []string{"create:carol", "update:alice"}; !slices.Equal(who, want) {
+				t.Errorf("history %v, want %v", who, want)
+			}
+			if len(h) == 2 && (data(h[1].PriorObject)["k"] != "a" || data(h[1].Object)["k"] != "b") {
+				t.Errorf("alice's change: %v -> %v, want a -> b", data(h[1].PriorObject), data(h[1].Object))
+			}
+			vs, err := e.st.Changes(t.Context(), store.ChangeQuery{Cluster: "default", UID: "uid-shared", Limit: 10, Ascending: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var api []string
+			for _, v := range vs {
+				api = append(api, v.Verb+":"+v.Username)
+			}
+			if want := []string{"create:carol", "update:alice"}; !slices.Equal(api, want) {
+				t.Errorf("restore API history %v, want %v", api, want)
+			}
+		})
 	}
 }

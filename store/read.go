@@ -145,6 +145,12 @@ func changesSQL(q ChangeQuery) (string, []any) {
 	// The change says who made it; the baseline adds nothing.
 	b.where(`(v.origin = 'change' OR NOT EXISTS (SELECT 1 FROM object_versions c
     WHERE c.cluster = v.cluster AND c.uid = v.uid AND c.resource_version = v.resource_version AND c.origin = 'change'))`)
+	// A no-op write stored before the change it repeats (their batches came
+	// from different apiservers) is not a change: the earliest report of a
+	// state is (as in object_history).
+	b.where(`(v.origin <> 'change' OR v.deleted OR v.resource_version IS NULL OR NOT EXISTS (SELECT 1 FROM object_versions d
+    WHERE d.cluster = v.cluster AND d.uid = v.uid AND d.resource_version = v.resource_version AND d.origin = 'change'
+      AND NOT d.deleted AND (d.changed_at, d.version_key) < (v.changed_at, v.version_key)))`)
 	keyset(&b, q.After, q.Ascending, "v.changed_at", "v.uid", "v.version_key")
 	return versionSelectNoObject + versionFromEvents + b.whereSQL() +
 		orderBy(q.Ascending, "v.changed_at", "v.uid", "v.version_key") + " LIMIT " + strconv.Itoa(q.Limit), b.args

@@ -37,12 +37,15 @@ JOIN unnest($1::text[], $2::bytea[], $3::timestamptz[]) AS k(cluster, event_key,
   ON e.cluster = k.cluster AND e.event_key = k.event_key AND e.stage_at = k.stage_at
 WHERE e.stage_at BETWEEN $4 AND $5`
 
+// existingStatesSQL finds, for each (object, resourceVersion) of a batch,
+// the earliest stored change that reported it.
 const existingStatesSQL = `
-SELECT v.cluster, v.uid, v.resource_version
+SELECT v.cluster, v.uid, v.resource_version, min(v.changed_at)
 FROM object_versions v
 JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS k(cluster, uid, resource_version)
   ON v.cluster = k.cluster AND v.uid = k.uid AND v.resource_version = k.resource_version
-WHERE v.origin = 'change' AND NOT v.deleted`
+WHERE v.origin = 'change' AND NOT v.deleted
+GROUP BY 1, 2, 3`
 
 type stateKey struct {
 	cluster, uid string
@@ -115,15 +118,20 @@ func writeBatch(ctx context.Context, tx pgx.Tx, b *Batch) (WriteResult, error) {
 	if err != nil {
 		return res, err
 	}
+	// A write that changed nothing (a no-op update or apply) answers with
+	// the resourceVersion of the change before it: that state is not stored
+	// again. Batches of different apiservers arrive in any order, so only a
+	// later report of a state is a no-op; an earlier one is stored, and the
+	// views and queries show the earliest change of each state.
 	versions := make([]*Version, 0, len(candidates))
 	for _, v := range candidates {
 		if v.Origin == OriginChange && !v.Deleted && v.ResourceVersion != nil {
 			k := stateKey{v.Cluster, v.UID, *v.ResourceVersion}
-			if states[k] {
+			if at, ok := states[k]; ok && !v.ChangedAt.Before(at) {
 				res.NoopVersions++
 				continue
 			}
-			states[k] = true
+			states[k] = v.ChangedAt
 		}
 		versions = append(versions, v)
 	}
@@ -185,7 +193,7 @@ func existingEventsArgs(events []Event) []any {
 	return []any{clusters, keys, stages, first, last}
 }
 
-func existingStates(ctx context.Context, tx pgx.Tx, versions []*Version) (map[stateKey]bool, error) {
+func existingStates(ctx context.Context, tx pgx.Tx, versions []*Version) (map[stateKey]time.Time, error) {
 	var clusters, uids []string
 	var rvs []int64
 	for _, v := range versions {
@@ -193,7 +201,7 @@ func existingStates(ctx context.Context, tx pgx.Tx, versions []*Version) (map[st
 			clusters, uids, rvs = append(clusters, v.Cluster), append(uids, v.UID), append(rvs, *v.ResourceVersion)
 		}
 	}
-	found := map[stateKey]bool{}
+	found := map[stateKey]time.Time{}
 	if len(uids) == 0 {
 		return found, nil
 	}
@@ -202,8 +210,9 @@ func existingStates(ctx context.Context, tx pgx.Tx, versions []*Version) (map[st
 		return nil, fmt.Errorf("look up stored versions: %w", err)
 	}
 	var k stateKey
-	_, err = pgx.ForEachRow(rows, []any{&k.cluster, &k.uid, &k.rv}, func() error {
-		found[k] = true
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&k.cluster, &k.uid, &k.rv, &at}, func() error {
+		found[k] = at
 		return nil
 	})
 	if err != nil {
