@@ -390,18 +390,10 @@ func (e *env) storage(ctx context.Context) (storage, error) {
 		return storage{}, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	var s storage
-	err = conn.QueryRow(ctx, `
-SELECT (SELECT count(*) FROM events),
-       (SELECT count(*) FROM object_versions),
-       (SELECT coalesce(sum(pg_total_relation_size(inhrelid)), 0)::bigint FROM pg_inherits WHERE inhparent = 'events'::regclass),
-       (SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass),
-       pg_total_relation_size('object_versions')`).Scan(&s.events, &s.versions, &s.eventBytes, &s.partitions, &s.versionBytes)
-	if err != nil {
-		return s, fmt.Errorf("storage: %w", err)
-	}
 	// The statistics collector is fed by the backends within about a second.
+	// Read before the counts below, whose own scans are not the sink's.
 	time.Sleep(1500 * time.Millisecond)
+	var s storage
 	err = conn.QueryRow(ctx, `
 SELECT coalesce(sum(seq_scan) FILTER (WHERE relid <> 'object_versions'::regclass), 0)::bigint,
        coalesce(sum(seq_tup_read) FILTER (WHERE relid <> 'object_versions'::regclass), 0)::bigint,
@@ -413,6 +405,15 @@ WHERE relid = 'object_versions'::regclass
 		&s.eventSeqScans, &s.eventSeqRows, &s.versionSeqScans, &s.versionSeqRows)
 	if err != nil {
 		return s, fmt.Errorf("table statistics: %w", err)
+	}
+	err = conn.QueryRow(ctx, `
+SELECT (SELECT count(*) FROM events),
+       (SELECT count(*) FROM object_versions),
+       (SELECT coalesce(sum(pg_total_relation_size(inhrelid)), 0)::bigint FROM pg_inherits WHERE inhparent = 'events'::regclass),
+       (SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass),
+       pg_total_relation_size('object_versions')`).Scan(&s.events, &s.versions, &s.eventBytes, &s.partitions, &s.versionBytes)
+	if err != nil {
+		return s, fmt.Errorf("storage: %w", err)
 	}
 	return s, nil
 }
