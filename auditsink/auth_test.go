@@ -83,7 +83,7 @@ func TestAuthenticator(t *testing.T) {
 	}
 
 	for name, clients := range map[string][]auditsink.ClientConfig{
-		"one token for two clusters": {{Cluster: "prod", TokenFile: prodTok}, {Cluster: "staging", TokenFile: tokenFile("copy", "prod-token")}},
+		"one token for two clusters":       {{Cluster: "prod", TokenFile: prodTok}, {Cluster: "staging", TokenFile: tokenFile("copy", "prod-token")}},
 		"one common name for two clusters": {{Cluster: "prod", CommonName: "apiserver"}, {Cluster: "staging", CommonName: "apiserver"}},
 	} {
 		if _, err := auditsink.NewAuthenticator(clients, ""); err == nil || !strings.Contains(err.Error(), "also cluster") {

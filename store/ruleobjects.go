@@ -126,4 +126,3 @@ func (s *Store) listenOnce(ctx context.Context, fn func()) error {
 		}
 	}
 }
-
