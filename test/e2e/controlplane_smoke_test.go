@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/options-record/options-record/internal/certs"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 
@@ -34,19 +36,22 @@ func TestControlPlaneSmoke(t *testing.T) {
 		sinkCN    = "smoke-kube-apiserver"
 	)
 
-	sinkCA, err := controlplane.NewCA("smoke-sink-ca")
+	sinkCA, err := certs.NewCA("smoke-sink-ca", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	serverCert, serverKey, err := sinkCA.ServingCert("127.0.0.1")
+	server, err := sinkCA.Issue("127.0.0.1", []string{"127.0.0.1"}, true, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clientCert, clientKey, err := sinkCA.ClientCert(sinkCN)
+	client, err := sinkCA.Issue(sinkCN, nil, false, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, err := tls.X509KeyPair(serverCert, serverKey)
+	clientCert, clientKey := client.CertPEM, client.KeyPEM
+	pool := x509.NewCertPool()
+	pool.AddCert(sinkCA.Cert)
+	kp, err := tls.X509KeyPair(server.CertPEM, server.KeyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +62,7 @@ func TestControlPlaneSmoke(t *testing.T) {
 	srv.TLS = &tls.Config{
 		Certificates: []tls.Certificate{kp},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    sinkCA.Pool(),
+		ClientCAs:    pool,
 		MinVersion:   tls.VersionTLS12,
 	}
 	srv.StartTLS()
@@ -65,7 +70,7 @@ func TestControlPlaneSmoke(t *testing.T) {
 
 	webhook := controlplane.WriteWebhookKubeconfig(t, controlplane.WebhookKubeconfig{
 		Server:         srv.URL + "/audit/v1/events",
-		CAData:         sinkCA.CertPEM(),
+		CAData:         sinkCA.CertPEM,
 		ClientCertData: clientCert,
 		ClientKeyData:  clientKey,
 		Token:          sinkToken,

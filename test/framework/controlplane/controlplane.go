@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/options-record/options-record/internal/certs"
 )
 
 // EnvDir names the environment variable holding the directory with the etcd,
@@ -106,7 +108,7 @@ type Options struct {
 // Everything is stopped by the test's cleanup.
 type ControlPlane struct {
 	host       string
-	ca         *CA
+	ca         *certs.Pair
 	dir        string
 	tokens     map[string]string // user name -> bearer token
 	procs      []*process
@@ -194,14 +196,15 @@ func findBinaries(t testing.TB) binaries {
 func (cp *ControlPlane) start(ctx context.Context, bins binaries, opts Options, logDir string) error {
 	dir := cp.dir
 	var err error
-	if cp.ca, err = NewCA("options-record-e2e-ca"); err != nil {
+	if cp.ca, err = certs.NewCA("options-record-e2e-ca", 24*time.Hour); err != nil {
 		return err
 	}
-	servingCert, servingKey, err := cp.ca.ServingCert("127.0.0.1", "localhost", "::1",
-		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
+	serving, err := cp.ca.Issue("kubernetes", []string{"127.0.0.1", "localhost", "::1",
+		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}, true, 24*time.Hour)
 	if err != nil {
 		return fmt.Errorf("apiserver serving certificate: %w", err)
 	}
+	servingCert, servingKey := serving.CertPEM, serving.KeyPEM
 	saKey, err := newSigningKeyPEM()
 	if err != nil {
 		return err
@@ -229,7 +232,7 @@ func (cp *ControlPlane) start(ctx context.Context, bins binaries, opts Options, 
 	}
 
 	files := map[string][]byte{
-		"ca.crt":        cp.ca.CertPEM(),
+		"ca.crt":        cp.ca.CertPEM,
 		"apiserver.crt": servingCert,
 		"apiserver.key": servingKey,
 		"sa.key":        saKey,
@@ -496,11 +499,11 @@ func (cp *ControlPlane) Host() string { return cp.host }
 
 // CAData returns the PEM of the CA that signed the apiserver's serving
 // certificate (and that --client-ca-file trusts).
-func (cp *ControlPlane) CAData() []byte { return cp.ca.CertPEM() }
+func (cp *ControlPlane) CAData() []byte { return cp.ca.CertPEM }
 
 // CA returns the control plane's CA, e.g. to issue client certificates the
 // apiserver accepts (CN = user, O = groups).
-func (cp *ControlPlane) CA() *CA { return cp.ca }
+func (cp *ControlPlane) CA() *certs.Pair { return cp.ca }
 
 // AdminConfig returns a client config for a user in system:masters.
 func (cp *ControlPlane) AdminConfig() *rest.Config {
@@ -521,7 +524,7 @@ func (cp *ControlPlane) configFor(token string) *rest.Config {
 	return &rest.Config{
 		Host:            cp.host,
 		BearerToken:     token,
-		TLSClientConfig: rest.TLSClientConfig{CAData: cp.ca.CertPEM()},
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.ca.CertPEM},
 		QPS:             200,
 		Burst:           400,
 		Timeout:         30 * time.Second,
@@ -546,7 +549,7 @@ func (cp *ControlPlane) writeKubeconfig(path, user string) error {
 		return fmt.Errorf("kubeconfig for unknown user %q", user)
 	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cp.host, CertificateAuthorityData: cp.ca.CertPEM()}
+	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cp.host, CertificateAuthorityData: cp.ca.CertPEM}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: tok}
 	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: user}
 	cfg.CurrentContext = "e2e"

@@ -14,23 +14,26 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/options-record/options-record/internal/certs"
 )
 
 func TestRenderWebhookKubeconfig(t *testing.T) {
-	ca, err := NewCA("render-ca")
+	ca, err := certs.NewCA("render-ca", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, key, err := ca.ClientCert("apiserver")
+	client, err := ca.Issue("apiserver", nil, false, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cert, key := client.CertPEM, client.KeyPEM
 	for _, tc := range []struct {
 		name string
 		cfg  WebhookKubeconfig
 	}{
-		{"client certificate", WebhookKubeconfig{Server: "https://127.0.0.1:8443/audit/v1", CAData: ca.CertPEM(), ClientCertData: cert, ClientKeyData: key}},
-		{"token", WebhookKubeconfig{Server: "https://sink.example:8443/audit", CAData: ca.CertPEM(), Token: "abc.def"}},
+		{"client certificate", WebhookKubeconfig{Server: "https://127.0.0.1:8443/audit/v1", CAData: ca.CertPEM, ClientCertData: cert, ClientKeyData: key}},
+		{"token", WebhookKubeconfig{Server: "https://sink.example:8443/audit", CAData: ca.CertPEM, Token: "abc.def"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := WriteWebhookKubeconfig(t, tc.cfg)
