@@ -135,6 +135,9 @@ func (s *Server) authorize(ctx context.Context, verb, group, resource, namespace
 	if u == nil {
 		return fmt.Errorf("%w: no caller", ErrUnauthenticated)
 	}
+	if name != "" {
+		namespace = authzNamespace(group, resource, namespace, name)
+	}
 	dec, reason, err := s.authz.Authorize(ctx, authorizer.AttributesRecord{
 		User: u, Verb: verb, APIGroup: group, Resource: resource, Namespace: namespace, Name: name,
 		ResourceRequest: true,

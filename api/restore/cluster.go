@@ -43,6 +43,10 @@ func (k *kubeAccess) as(u user.Info) (dynamic.Interface, error) {
 	}
 	cfg := rest.CopyConfig(k.base)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}
+	// A plan of a thousand steps reads and writes a few thousand times:
+	// at client-go's default 5 requests/s it would outlast its deadline.
+	// The cluster's API priority and fairness rates the caller.
+	cfg.QPS, cfg.Burst = 100, 200
 	c, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("restore: client as %q: %w", u.GetName(), err)

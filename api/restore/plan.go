@@ -267,7 +267,7 @@ func (s *Server) planAsOf(ctx context.Context, cluster string, req *PlanRequest)
 			deletes = append(deletes, *v)
 		}
 	}
-	return s.planSteps(ctx, cluster, targets, deletes, nil)
+	return s.planSteps(ctx, cluster, targets, deletes, nil, *req.At)
 }
 
 // planUndo plans reverting what req.User changed between since and until:
@@ -344,7 +344,7 @@ func (s *Server) planUndo(ctx context.Context, cluster string, req *PlanRequest)
 		}
 		undo[uid] = info
 	}
-	return s.planSteps(ctx, cluster, targets, nil, undo)
+	return s.planSteps(ctx, cluster, targets, nil, undo, time.Time{})
 }
 
 // undoInfo is what an undo plan knows of one object.

@@ -73,7 +73,18 @@ func pageOf[R any, T any](rows []R, limit int, f *readFilter, gr func(*R) (strin
 }
 
 func versionGR(v *store.VersionRecord) (string, string, string) {
-	return v.APIGroup, v.Resource, v.Namespace
+	return v.APIGroup, v.Resource, authzNamespace(v.APIGroup, v.Resource, v.Namespace, v.Name)
+}
+
+// authzNamespace is the namespace a request for an object is authorized in.
+// The apiserver authorizes a request for a Namespace object as in that
+// namespace itself, so a RoleBinding in team-a that grants reading
+// namespaces lets its subjects read team-a.
+func authzNamespace(group, resource, namespace, name string) string {
+	if group == "" && resource == "namespaces" && namespace == "" {
+		return name
+	}
+	return namespace
 }
 func versionCursor(v *store.VersionRecord) store.Cursor {
 	return store.Cursor{At: v.ChangedAt, UID: v.UID, Key: v.Key}
@@ -372,7 +383,9 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, read func(co
 		return err
 	}
 	page, err := pageOf(rows, limit, s.readFilter(r.Context()),
-		func(e *store.EventRecord) (string, string, string) { return e.APIGroup, e.Resource, e.Namespace },
+		func(e *store.EventRecord) (string, string, string) {
+			return e.APIGroup, e.Resource, authzNamespace(e.APIGroup, e.Resource, e.Namespace, e.Name)
+		},
 		eventOf,
 		func(e *store.EventRecord) store.Cursor { return store.Cursor{At: e.At, Key: e.Key} })
 	if err != nil {

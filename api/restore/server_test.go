@@ -295,3 +295,45 @@ func TestOrderSteps(t *testing.T) {
 		t.Errorf("order:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// teamNamespaceOnly allows reading namespaces only in team-a, as a
+// RoleBinding in team-a granting get on namespaces does: the apiserver
+// authorizes a request for the Namespace object team-a as in team-a.
+type teamNamespaceOnly struct{}
+
+func (teamNamespaceOnly) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.GetResource() == "namespaces" && a.GetNamespace() == "team-a" {
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionNoOpinion, "no RBAC rule", nil
+}
+
+func TestNamespaceObjectsAreAuthorizedInThemselves(t *testing.T) {
+	t.Parallel()
+	k := make([]byte, 32)
+	ns := func(uid, name string) store.VersionRecord {
+		return store.VersionRecord{Cluster: "default", UID: uid, Key: k, Origin: "change", Verb: "update",
+			ChangedAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), APIVersion: "v1", Kind: "Namespace",
+			Resource: "namespaces", Name: name, Complete: true, HasObject: true,
+			Object: []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + name + `","uid":"` + uid + `"}}`)}
+	}
+	s, err := New(Options{Reader: &fakeReader{versions: []store.VersionRecord{ns("u-a", "team-a"), ns("u-b", "team-b")}},
+		Authenticator: oneUser{}, Authorizer: teamNamespaceOnly{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, body := do(t, s, http.MethodGet, "/api/v1/clusters/default/changes", "")
+	var page Page[Version]
+	if err := json.Unmarshal([]byte(body), &page); err != nil || code != 200 {
+		t.Fatalf("changes: %d %s", code, body)
+	}
+	if len(page.Items) != 1 || page.Items[0].UID != "u-a" {
+		t.Errorf("changes listed %+v, want the Namespace team-a only", page.Items)
+	}
+	if code, _, _ := do(t, s, http.MethodGet, "/api/v1/clusters/default/objects/u-a/versions/"+strings.Repeat("00", 32), ""); code != http.StatusOK {
+		t.Errorf("the Namespace team-a's version: %d, want 200", code)
+	}
+	if code, _, _ := do(t, s, http.MethodGet, "/api/v1/clusters/default/objects/u-b/versions/"+strings.Repeat("00", 32), ""); code != http.StatusForbidden {
+		t.Errorf("the Namespace team-b's version: %d, want 403", code)
+	}
+}

@@ -18,7 +18,9 @@ import (
 
 // planSteps checks the caller may read every object involved, looks at
 // the live objects as the caller, and orders the steps.
-func (s *Server) planSteps(ctx context.Context, cluster string, targets, deletes []store.VersionRecord, undo map[string]*undoInfo) ([]Step, error) {
+// createdAfter, when set (as-of plans), is the time an object to delete must
+// have been created after: one that already existed then is left alone.
+func (s *Server) planSteps(ctx context.Context, cluster string, targets, deletes []store.VersionRecord, undo map[string]*undoInfo, createdAfter time.Time) ([]Step, error) {
 	if n := len(targets) + len(deletes); n > s.maxSteps {
 		return nil, fmt.Errorf("%w: the plan would have %d steps, more than %d: narrow it (resources, names)", ErrInvalid, n, s.maxSteps)
 	}
@@ -26,7 +28,7 @@ func (s *Server) planSteps(ctx context.Context, cluster string, targets, deletes
 	for _, set := range [][]store.VersionRecord{targets, deletes} {
 		for i := range set {
 			v := &set[i]
-			if err := rf.check(v.APIGroup, v.Resource, v.Namespace); err != nil {
+			if err := rf.check(v.APIGroup, v.Resource, authzNamespace(v.APIGroup, v.Resource, v.Namespace, v.Name)); err != nil {
 				return nil, err
 			}
 		}
@@ -59,7 +61,7 @@ func (s *Server) planSteps(ctx context.Context, cluster string, targets, deletes
 	}
 	for i := range deletes {
 		g.Go(func() error {
-			st, err := s.planDelete(gctx, c, &deletes[i], deleteUIDs)
+			st, err := s.planDelete(gctx, c, &deletes[i], deleteUIDs, createdAfter)
 			steps[len(targets)+i] = st
 			return err
 		})
@@ -163,13 +165,20 @@ func (s *Server) planTarget(ctx context.Context, c dynamic.Interface, t *store.V
 	}
 	var ctl *OwnerReference
 	st.Owners, ctl = ownersOf(obj)
-	if ctl != nil && live == nil {
+	if ctl != nil {
 		exists := targetUIDs[ctl.UID]
 		if !exists {
 			_, exists, _ = s.kube.ownerCheck(ctx, c, t.Namespace, nil)(*ctl)
 		}
-		if exists {
+		switch {
+		case exists && live == nil:
 			st.Action, st.Reason = ActionSkip, fmt.Sprintf("its controller %s %s re-creates it", ctl.Kind, ctl.Name)
+			return st, nil
+		case exists:
+			// Written directly, the controller would undo it (an old
+			// ReplicaSet's replicas): the controller's own state is what
+			// restores it.
+			st.Action, st.Reason = ActionSkip, fmt.Sprintf("its controller %s %s manages it: restoring the controller restores it", ctl.Kind, ctl.Name)
 			return st, nil
 		}
 	}
@@ -213,7 +222,7 @@ func (s *Server) laterChanges(ctx context.Context, u *undoInfo) string {
 }
 
 // planDelete plans deleting an object created after the as-of time.
-func (s *Server) planDelete(ctx context.Context, c dynamic.Interface, v *store.VersionRecord, deleting map[string]bool) (Step, error) {
+func (s *Server) planDelete(ctx context.Context, c dynamic.Interface, v *store.VersionRecord, deleting map[string]bool, createdAfter time.Time) (Step, error) {
 	st := Step{Object: refOf(v)}
 	live, err := getLive(ctx, c, st.Object)
 	if err != nil {
@@ -232,10 +241,24 @@ func (s *Server) planDelete(ctx context.Context, c dynamic.Interface, v *store.V
 		return st, nil
 	}
 	st.Live = &LiveRef{UID: string(live.GetUID()), ResourceVersion: live.GetResourceVersion()}
+	// Not recorded as existing then is not proof of being created since: the
+	// record may start later (a baseline taken after that time, a first
+	// change with no prior state). The apiserver's creationTimestamp says.
+	if created := live.GetCreationTimestamp(); !createdAfter.IsZero() && !created.After(createdAfter) {
+		st.Action, st.Reason = ActionRefuse, fmt.Sprintf("it existed at %s (created %s) but the record holds no state of it from then: left alone",
+			createdAfter.UTC().Format(time.RFC3339), created.UTC().Format(time.RFC3339))
+		return st, nil
+	}
 	var ctl *OwnerReference
 	st.Owners, ctl = ownersOf(live.Object)
-	if ctl != nil && deleting[ctl.UID] {
+	switch {
+	case ctl != nil && deleting[ctl.UID]:
 		st.Action, st.Reason = ActionSkip, fmt.Sprintf("the garbage collector deletes it with its controller %s %s", ctl.Kind, ctl.Name)
+		return st, nil
+	case ctl != nil:
+		// A ReplicaSet of a rollout since: restoring its Deployment
+		// scales it away; deleting it would kill its pods at once.
+		st.Action, st.Reason = ActionSkip, fmt.Sprintf("its controller %s %s manages it: restoring the controller restores it", ctl.Kind, ctl.Name)
 		return st, nil
 	}
 	if why := managedByCluster(v); why != "" {

@@ -110,6 +110,12 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, st *store.Stor
 
 // delegatingAuth asks the cluster: TokenReview, SubjectAccessReview.
 func delegatingAuth(cfg *rest.Config) (authenticator.Request, authorizer.Authorizer, error) {
+	// Every caller's TokenReview and SubjectAccessReviews go through this
+	// one client: client-go's default 5 requests/s would let a burst of
+	// requests with bad tokens starve everyone's authentication (the
+	// delegated authentication of k8s.io/apiserver uses 200/400 too).
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 200, 400
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore API: kube client: %w", err)

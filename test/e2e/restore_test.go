@@ -410,6 +410,44 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 		}
 	})
 
+	t.Run("an as-of plan deletes only what was created after its time", func(t *testing.T) {
+		// "early" exists before the time restored to, but the record starts
+		// later: no rule covered its namespace then, and the baseline the
+		// new rule takes observes it afterwards. Not recorded then does not
+		// mean created since: it must not be deleted. "later" was.
+		ns := "rs-late"
+		w.namespace(t, ns)
+		ok(w.admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "early"}}, metav1.CreateOptions{}))(t)
+		time.Sleep(1100 * time.Millisecond)
+		at := time.Now().UTC()
+		time.Sleep(100 * time.Millisecond)
+		w.apply.create(t, []byte(`{"apiVersion":"optionsrecord.io/v1alpha1","kind":"OptionsRecordController",
+			"metadata":{"name":"rs-late","namespace":"options-record"},"spec":{"namespaces":["rs-late"],"resources":[{"group":"","resources":["configmaps"]}]}}`), "")
+		eventually(t, 60*time.Second, "baseline of early", func() error {
+			if w.count(t, `SELECT count(*) FROM object_versions WHERE origin = 'baseline' AND namespace = 'rs-late' AND name = 'early'`) != 1 {
+				return errors.New("no baseline yet")
+			}
+			return nil
+		})
+		ok(w.admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, metav1.CreateOptions{}))(t)
+		w.waitChanges(t, ns, "later", 1)
+
+		var plan restore.Plan
+		w.postJSON(t, controlplane.AdminUser, "/api/v1/clusters/e2e/restore-plans",
+			restore.PlanRequest{Kind: restore.KindAsOf, Namespaces: []string{ns}, At: &at,
+				Resources: []restore.GroupResource{{Group: "", Resource: "configmaps"}}}, http.StatusCreated, &plan)
+		got := map[string]string{}
+		for _, st := range plan.Steps {
+			got[st.Object.Name] = st.Action + ": " + st.Reason
+		}
+		if !strings.HasPrefix(got["early"], restore.ActionRefuse+": it existed at") {
+			t.Errorf("early (created before the time): %q, want refused", got["early"])
+		}
+		if !strings.HasPrefix(got["later"], restore.ActionDelete+":") {
+			t.Errorf("later (created after the time): %q, want deleted", got["later"])
+		}
+	})
+
 	t.Run("a user's changes are undone by an undo plan", func(t *testing.T) {
 		ns := "e2e-rs-one"
 		ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "keep"},
