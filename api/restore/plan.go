@@ -96,7 +96,10 @@ func (s *Server) ownPlan(r *http.Request) (*store.RestoreRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	if u := caller(r.Context()); rec.Username != u.GetName() {
+	// The author is the user and, when the authenticator gives one, its
+	// uid: a ServiceAccount deleted and made again under the same name is
+	// another author (and may have other rights).
+	if u := caller(r.Context()); rec.Username != u.GetName() || rec.UserUID != "" && rec.UserUID != u.GetUID() {
 		return nil, fmt.Errorf("%w: restore plan %s was made by %q: only its author may read or execute it", ErrForbidden, id, rec.Username)
 	}
 	return rec, nil
@@ -191,6 +194,9 @@ func (sel selection) hasResource(group, resource string) bool {
 	return sel.resources == nil || sel.resources[GroupResource{Group: group, Resource: resource}]
 }
 
+// maxPlanNamespaces bounds the namespaces of one as-of plan.
+const maxPlanNamespaces = 100
+
 // planAsOf plans putting the selected namespaces back as they were at
 // req.At: every object that existed then gets its state back (create or
 // update); objects recorded as created since are deleted.
@@ -210,6 +216,24 @@ func (s *Server) planAsOf(ctx context.Context, cluster string, req *PlanRequest)
 	sel, err := newSelection(req)
 	if err != nil {
 		return nil, err
+	}
+	if len(req.Namespaces) > maxPlanNamespaces {
+		return nil, fmt.Errorf("%w: %d namespaces in one plan, more than %d", ErrInvalid, len(req.Namespaces), maxPlanNamespaces)
+	}
+	// Before the record is read: the caller may read what the plan covers
+	// (each object is checked again when planned), so a caller with no
+	// rights cannot make the sink load whole namespaces.
+	rf := s.readFilter(ctx)
+	for _, ns := range req.Namespaces {
+		if sel.resources != nil {
+			for gr := range sel.resources {
+				if err := rf.check(gr.Group, gr.Resource, ns); err != nil {
+					return nil, err
+				}
+			}
+		} else if err := rf.check("", "namespaces", ns); err != nil { // the Namespace object, authorized in itself
+			return nil, err
+		}
 	}
 	var targets, existing []store.VersionRecord
 	var clusterScoped []store.VersionRecord

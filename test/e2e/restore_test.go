@@ -83,6 +83,14 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 		if code != 400 || !strings.Contains(string(body), "as-of needs at") {
 			t.Errorf("plan without at = %d %s", code, body)
 		}
+		// A namespace the caller may not read is refused before anything
+		// of it is loaded.
+		at := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+		code, body = w.call(t, "alice", http.MethodPost, "/api/v1/clusters/e2e/restore-plans",
+			map[string]any{"kind": "as-of", "namespaces": []string{"kube-system"}, "at": at})
+		if code != http.StatusForbidden || !strings.Contains(string(body), `cannot get namespaces in the namespace \"kube-system\"`) {
+			t.Errorf("alice's plan for kube-system = %d %s, want 403", code, body)
+		}
 	})
 
 	t.Run("a user without get on secrets cannot read a Secret's history", func(t *testing.T) {
