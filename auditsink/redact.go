@@ -51,6 +51,18 @@ func NewSecretDigester(key []byte) (*SecretDigester, error) {
 	return &SecretDigester{key: append([]byte(nil), key...)}, nil
 }
 
+// DeriveKey returns a 32-byte key for purpose, derived from the digest key
+// (HMAC-SHA256), for other secrets the replicas must share; nil for a nil
+// digester.
+func (d *SecretDigester) DeriveKey(purpose string) []byte {
+	if d == nil {
+		return nil
+	}
+	m := hmac.New(sha256.New, d.key)
+	m.Write([]byte("options-record/" + purpose))
+	return m.Sum(nil)
+}
+
 // value is the digest of a Secret value. For data (base64) it digests the
 // decoded bytes, so the same value in data and stringData digests alike.
 func (d *SecretDigester) value(v any, base64Encoded bool) any {

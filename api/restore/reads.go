@@ -57,7 +57,7 @@ func pageOf[R any, T any](rows []R, limit int, f *readFilter, gr func(*R) (strin
 	more := len(rows) > limit
 	if more {
 		rows = rows[:limit]
-		page.Next = encodeCursor(cur(&rows[len(rows)-1]))
+		page.Next = f.s.encodeCursor(cur(&rows[len(rows)-1]))
 	}
 	for i := range rows {
 		g, res, ns := gr(&rows[i])
@@ -96,6 +96,13 @@ func (s *Server) searchChanges(w http.ResponseWriter, r *http.Request) error {
 		Namespace: optional(r, "namespace")}
 	v := r.URL.Query()
 	q.Resource, q.Name, q.UID, q.User, q.Verb = v.Get("resource"), v.Get("name"), v.Get("uid"), v.Get("user"), v.Get("verb")
+	// A search for objects the caller may not read is refused as such: an
+	// empty page with a next cursor would tell that some exist.
+	if q.Group != nil && q.Resource != "" && q.Namespace != nil {
+		if err := s.authorize(r.Context(), "get", *q.Group, q.Resource, *q.Namespace, q.Name); err != nil {
+			return err
+		}
+	}
 	return s.listChanges(w, r, q)
 }
 
@@ -131,7 +138,7 @@ func (s *Server) historyByUID(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listChanges(w http.ResponseWriter, r *http.Request, q store.ChangeQuery) error {
-	limit, err := pageParams(r, &q.Limit, &q.After, &q.Since, &q.Until)
+	limit, err := s.pageParams(r, &q.Limit, &q.After, &q.Since, &q.Until)
 	if err != nil {
 		return err
 	}
@@ -333,7 +340,7 @@ func (s *Server) listDeletions(w http.ResponseWriter, r *http.Request) error {
 	v := r.URL.Query()
 	q := store.DeletionQuery{Cluster: chi.URLParam(r, "cluster"), Group: optional(r, "group"), Namespace: optional(r, "namespace"),
 		Resource: v.Get("resource"), Name: v.Get("name"), User: v.Get("user")}
-	limit, err := pageParams(r, &q.Limit, &q.After, &q.Since, &q.Until)
+	limit, err := s.pageParams(r, &q.Limit, &q.After, &q.Since, &q.Until)
 	if err != nil {
 		return err
 	}
@@ -374,7 +381,7 @@ func (s *Server) userActivity(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, read func(context.Context, store.EventQuery) ([]store.EventRecord, error), q store.EventQuery) error {
 	q.Cluster = chi.URLParam(r, "cluster")
-	limit, err := pageParams(r, &q.Limit, &q.After, &q.Since, &q.Until)
+	limit, err := s.pageParams(r, &q.Limit, &q.After, &q.Since, &q.Until)
 	if err != nil {
 		return err
 	}

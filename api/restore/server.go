@@ -2,6 +2,9 @@ package restore
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -63,7 +66,11 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxPlanSteps caps the objects of a plan (default 2000).
 	MaxPlanSteps int
-	Logger       *slog.Logger
+	// CursorKey seals page cursors (32 bytes). Replicas behind one Service
+	// need the same key to accept each other's cursors; nil: a random key
+	// for this process.
+	CursorKey []byte
+	Logger    *slog.Logger
 }
 
 // Server is the restore API.
@@ -79,6 +86,7 @@ type Server struct {
 	maxSteps int
 	router   chi.Router
 	openapi  []byte
+	cursors  cipher.AEAD // seals page cursors
 }
 
 // New builds the API. Serve it over TLS: bearer tokens travel in it.
@@ -101,6 +109,10 @@ func New(o Options) (*Server, error) {
 	}
 	if s.maxSteps <= 0 {
 		s.maxSteps = 2000
+	}
+	var err error
+	if s.cursors, err = newCursorAEAD(o.CursorKey); err != nil {
+		return nil, err
 	}
 	if o.Kube != nil {
 		k, err := newKubeAccess(o.Kube)
@@ -293,12 +305,12 @@ const (
 // pageParams reads the paging parameters (limit, cursor, since, until) into
 // a query, asking the store for one row more than the page so the API knows
 // whether a next page exists. It returns the page size.
-func pageParams(r *http.Request, limit *int, after **store.Cursor, since, until *time.Time) (int, error) {
+func (s *Server) pageParams(r *http.Request, limit *int, after **store.Cursor, since, until *time.Time) (int, error) {
 	var err error
 	if *limit, err = limitParam(r); err != nil {
 		return 0, err
 	}
-	if *after, err = cursorParam(r); err != nil {
+	if *after, err = s.cursorParam(r); err != nil {
 		return 0, err
 	}
 	if *since, *until, err = timeRange(r); err != nil {
@@ -370,25 +382,50 @@ func optional(r *http.Request, name string) *string {
 	return &v
 }
 
-// cursor is the opaque page cursor: base64url of a small JSON document.
+// cursor is the page cursor: where the previous page stopped, which may be a
+// row the caller may not read. It is sealed (AES-GCM), so it tells nothing
+// of that row.
 type cursor struct {
 	At  time.Time `json:"t"`
 	UID string    `json:"u,omitempty"`
 	Key string    `json:"k"`
 }
 
-func encodeCursor(c store.Cursor) string {
-	b, _ := json.Marshal(cursor{At: c.At.UTC(), UID: c.UID, Key: hex.EncodeToString(c.Key)})
-	return base64.RawURLEncoding.EncodeToString(b)
+// newCursorAEAD keys the cursor seal: key (32 bytes; replicas that share it
+// accept each other's cursors), or a random one for this process.
+func newCursorAEAD(key []byte) (cipher.AEAD, error) {
+	if key == nil {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("restore: cursor key: %w", err)
+		}
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("restore: cursor key: %w", err)
+	}
+	return cipher.NewGCM(block)
 }
 
-func cursorParam(r *http.Request) (*store.Cursor, error) {
-	s := r.URL.Query().Get("cursor")
-	if s == "" {
+func (s *Server) encodeCursor(c store.Cursor) string {
+	b, _ := json.Marshal(cursor{At: c.At.UTC(), UID: c.UID, Key: hex.EncodeToString(c.Key)})
+	nonce := make([]byte, s.cursors.NonceSize())
+	_, _ = rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(s.cursors.Seal(nonce, nonce, b, nil))
+}
+
+func (s *Server) cursorParam(r *http.Request) (*store.Cursor, error) {
+	v := r.URL.Query().Get("cursor")
+	if v == "" {
 		return nil, nil
 	}
-	bad := fmt.Errorf("%w: cursor=%q is not a cursor this API returned (pass the next value of a page as is)", ErrInvalid, s)
-	b, err := base64.RawURLEncoding.DecodeString(s)
+	bad := fmt.Errorf("%w: cursor=%q is not a cursor this API returned (pass the next value of a page as is)", ErrInvalid, v)
+	sealed, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil || len(sealed) < s.cursors.NonceSize() {
+		return nil, bad
+	}
+	n := s.cursors.NonceSize()
+	b, err := s.cursors.Open(nil, sealed[:n], sealed[n:], nil)
 	if err != nil {
 		return nil, bad
 	}

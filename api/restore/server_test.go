@@ -1,11 +1,14 @@
 package restore
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -246,13 +249,47 @@ func TestManifestOfADigestedSecretIsRefused(t *testing.T) {
 	}
 }
 
-func TestCursorRoundTrip(t *testing.T) {
+// TestCursors: a cursor comes back as it was, tells nothing of the row it
+// stops at (which the caller may not be allowed to read), is refused when
+// altered, and is accepted by another replica with the same key only.
+func TestCursors(t *testing.T) {
 	t.Parallel()
-	c := store.Cursor{At: time.Date(2026, 11, 21, 10, 0, 0, 123456000, time.UTC), UID: "u", Key: []byte{1, 2, 3}}
-	req := httptest.NewRequest(http.MethodGet, "/x?cursor="+encodeCursor(c), nil)
-	got, err := cursorParam(req)
-	if err != nil || !got.At.Equal(c.At) || got.UID != "u" || string(got.Key) != string(c.Key) {
-		t.Errorf("cursor round trip: %+v, %v", got, err)
+	key := bytes.Repeat([]byte{7}, 32)
+	server := func(key []byte) *Server {
+		authn, authz, err := StaticToken(testToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(Options{Reader: &fakeReader{}, Authenticator: authn, Authorizer: authz, CursorKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b, other := server(key), server(key), server(nil)
+	c := store.Cursor{At: time.Date(2026, 11, 21, 10, 0, 0, 123456000, time.UTC), UID: "uid-of-a-secret-in-payments", Key: []byte{1, 2, 3}}
+	enc := a.encodeCursor(c)
+	param := func(s *Server, v string) (*store.Cursor, error) {
+		return s.cursorParam(httptest.NewRequest(http.MethodGet, "/x?cursor="+url.QueryEscape(v), nil))
+	}
+	got, err := param(b, enc)
+	if err != nil || !got.At.Equal(c.At) || got.UID != c.UID || string(got.Key) != string(c.Key) {
+		t.Errorf("round trip through a replica with the same key: %+v, %v", got, err)
+	}
+	raw, _ := base64.RawURLEncoding.DecodeString(enc)
+	if bytes.Contains(raw, []byte("uid-of")) || bytes.Contains(raw, []byte("2026")) {
+		t.Errorf("the cursor shows the row it stops at: %q", raw)
+	}
+	raw[len(raw)-1] ^= 1
+	if _, err := param(a, base64.RawURLEncoding.EncodeToString(raw)); err == nil {
+		t.Error("an altered cursor was accepted")
+	}
+	if _, err := param(other, enc); err == nil {
+		t.Error("a cursor sealed with another key was accepted")
+	}
+	plain, _ := json.Marshal(map[string]string{"t": "2026-11-21T10:00:00Z", "k": "01"})
+	if _, err := param(a, base64.RawURLEncoding.EncodeToString(plain)); err == nil {
+		t.Error("a forged cursor was accepted")
 	}
 }
 
@@ -335,5 +372,22 @@ func TestNamespaceObjectsAreAuthorizedInThemselves(t *testing.T) {
 	}
 	if code, _, _ := do(t, s, http.MethodGet, "/api/v1/clusters/default/objects/u-b/versions/"+strings.Repeat("00", 32), ""); code != http.StatusForbidden {
 		t.Errorf("the Namespace team-b's version: %d, want 403", code)
+	}
+}
+
+// TestSearchForUnreadableObjectsIsRefused: a search naming a resource and a
+// namespace the caller may not read answers 403, not an empty page whose
+// next cursor would tell that such objects exist.
+func TestSearchForUnreadableObjectsIsRefused(t *testing.T) {
+	t.Parallel()
+	s, err := New(Options{Reader: &fakeReader{versions: testVersions()}, Authenticator: oneUser{}, Authorizer: denySecrets{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, e, _ := do(t, s, http.MethodGet, "/api/v1/clusters/default/changes?group=&resource=secrets&namespace=prod&name=db", ""); code != http.StatusForbidden {
+		t.Errorf("search of secrets in prod: %d %+v, want 403", code, e)
+	}
+	if code, _, _ := do(t, s, http.MethodGet, "/api/v1/clusters/default/changes?group=&resource=configmaps&namespace=prod", ""); code != http.StatusOK {
+		t.Errorf("search of configmaps in prod: %d, want 200", code)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/options-record/options-record/api/restore"
+	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/internal/certs"
 	"github.com/options-record/options-record/store"
 )
@@ -40,9 +41,11 @@ type APIOptions struct {
 // one (standalone) the API is read-only, listens on loopback only and
 // accepts the static token of TokenFile (generated in the data directory
 // when not given).
-func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, st *store.Store, log *slog.Logger) (func(context.Context) error, error) {
+func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, st *store.Store, dg *auditsink.SecretDigester, log *slog.Logger) (func(context.Context) error, error) {
 	log = log.With("component", "restore-api")
-	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log}
+	// Page cursors are sealed with a key the replicas share (they share the
+	// digest key), so a page from one replica continues on another.
+	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors")}
 	var err error
 	if so.Kube != nil {
 		if o.TokenFile != "" {
