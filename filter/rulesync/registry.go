@@ -45,6 +45,10 @@ type clusterObjects struct {
 	// gone remembers deleted uids so an older event arriving late does not
 	// bring an object back.
 	gone map[types.UID]bool
+	// listRV is the resourceVersion of the newest LIST applied: a shared
+	// copy at most as new of an object that LIST did not return was
+	// deleted since (ApplyShared).
+	listRV int64
 }
 
 type known struct {
@@ -141,6 +145,7 @@ func (r *Registry) cluster(name string) *clusterObjects {
 func (r *Registry) Replace(cluster string, objs []v1alpha1.OptionsRecordController, listRV int64) {
 	r.mu.Lock()
 	c := r.cluster(cluster)
+	before := c.snapshot()
 	seen := map[types.UID]bool{}
 	changed := false
 	for _, o := range objs {
@@ -154,8 +159,16 @@ func (r *Registry) Replace(cluster string, objs []v1alpha1.OptionsRecordControll
 			changed = true
 		}
 	}
+	c.listRV = max(c.listRV, listRV)
 	fns := r.recompile(cluster, changed)
+	// What the LIST changed is shared too: the other replicas learn a
+	// deletion they missed, and the cluster's rules are in the database.
+	observed := c.diff(cluster, before)
+	share := r.onObserved
 	r.mu.Unlock()
+	if share != nil && len(observed) > 0 {
+		share(observed)
+	}
 	for _, fn := range fns {
 		fn(cluster)
 	}
@@ -227,10 +240,11 @@ func (r *Registry) ObserveEvents(cluster string, evs []auditv1.Event) bool {
 		any = true
 		c := r.cluster(cluster)
 		before := c.snapshot()
-		if r.apply(c, ev) {
-			changed = true
-			observed = append(observed, c.diff(cluster, before)...)
-		}
+		// A delete of an object this replica never held changes no rule
+		// here but is news to the others: share what the event did, not
+		// only what it changed.
+		changed = r.apply(c, ev) || changed
+		observed = append(observed, c.diff(cluster, before)...)
 	}
 	var fns []func(string)
 	if any {
@@ -271,6 +285,12 @@ func (r *Registry) ApplyShared(objs []store.RuleObject) {
 		}
 		var o v1alpha1.OptionsRecordController
 		if json.Unmarshal(so.Object, &o) != nil || o.UID != types.UID(so.UID) {
+			continue
+		}
+		if _, held := c.objs[o.UID]; !held && c.listRV > 0 && so.ResourceVersion <= c.listRV {
+			// A LIST newer than this copy did not return the object: it
+			// was deleted since (a deletion the sharer missed).
+			c.gone[o.UID] = true
 			continue
 		}
 		if c.upsert(o) {

@@ -2,11 +2,14 @@ package rulesync
 
 import (
 	"context"
+	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
+	"github.com/options-record/options-record/api/v1alpha1"
 	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/internal/pgtest"
 	"github.com/options-record/options-record/store"
@@ -91,5 +94,74 @@ func TestSharerKeepsReplicasInStep(t *testing.T) {
 	objs, err = st.RuleObjects(ctx)
 	if err != nil || len(objs) != 1 || !objs[0].Deleted {
 		t.Errorf("after the delete the shared row is %+v (%v), want a tombstone", objs, err)
+	}
+}
+
+// blindStore shares what its replica observes but never tells it what the
+// others shared: a replica whose listener is down.
+type blindStore struct{ SharedRules }
+
+func (blindStore) RuleObjects(context.Context) ([]store.RuleObject, error) { return nil, nil }
+func (blindStore) ListenRuleObjects(ctx context.Context, _ func()) error {
+	<-ctx.Done()
+	return nil
+}
+
+// TestSharedDeletionOfARuleNotHeld: the delete of a rule reaches a replica
+// that never learned the rule (its listener was down). It changes nothing
+// there, but the others must hear of it.
+func TestSharedDeletionOfARuleNotHeld(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	opts := filter.Options{SinkNamespace: "options-record"}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	run := func(shared SharedRules) *Registry {
+		r := NewRegistry(nil, opts)
+		s := NewSharer(r, nil)
+		wg.Go(func() { s.Run(ctx, shared) })
+		return r
+	}
+	a, blind := run(st), run(blindStore{st})
+	a.ObserveEvents("c", []auditv1.Event{orcEvent("create", orc("options-record", "r", "u1", "10", "shop"))})
+	blind.ObserveEvents("c", []auditv1.Event{orcEvent("delete", gen.Status("optionsrecord.io", "optionsrecordcontrollers", "r", "u1"))})
+	deadline := time.Now().Add(10 * time.Second)
+	for keeps(a, "shop") {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica holding the rule never heard of its deletion")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSharedCopyOlderThanAListIsNotRevived: a starting replica LISTs the
+// rules, then loads the shared copies. A copy older than the LIST of a rule
+// the LIST did not return was deleted since (its deletion was never
+// shared): it must not come back. A copy newer than the LIST applies.
+func TestSharedCopyOlderThanAListIsNotRevived(t *testing.T) {
+	r := NewRegistry(nil, filter.Options{SinkNamespace: "options-record"})
+	r.Replace("c", nil, 20)
+	raw := func(o v1alpha1.OptionsRecordController) []byte {
+		b, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	r.ApplyShared([]store.RuleObject{
+		{Cluster: "c", UID: "u1", ResourceVersion: 10, Object: raw(orc("options-record", "old", "u1", "10", "prod"))},
+		{Cluster: "c", UID: "u2", ResourceVersion: 25, Object: raw(orc("options-record", "new", "u2", "25", "dev"))},
+	})
+	if keeps(r, "prod") {
+		t.Error("a rule deleted before the LIST came back from its shared copy")
+	}
+	if !keeps(r, "dev") {
+		t.Error("a rule created after the LIST was not applied from its shared copy")
 	}
 }
