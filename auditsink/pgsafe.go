@@ -53,16 +53,17 @@ func (c *converted) pgSafe() bool {
 		}
 	}
 	e := &c.event
-	for _, s := range []*string{&e.APIGroup, &e.Resource, &e.Namespace, &e.ObjectUID} {
-		long(s, maxKeyBytes)
-	}
-	long(&e.Name, maxNameBytes)
-	long(&e.Username, maxNameBytes)
 	for _, s := range []*string{&e.AuditID, &e.Stage, &e.Verb, &e.RequestURI, &e.Username, &e.UserUID,
 		&e.ImpersonatedUser, &e.UserAgent, &e.APIGroup, &e.APIVersion, &e.Resource, &e.Subresource,
 		&e.Namespace, &e.Name, &e.ObjectUID, &e.ResponseReason, &e.ResponseMessage} {
 		str(s)
 	}
+	// Shortened after the replacements, which can make a value longer.
+	for _, s := range []*string{&e.APIGroup, &e.Resource, &e.Namespace, &e.ObjectUID} {
+		long(s, maxKeyBytes)
+	}
+	long(&e.Name, maxNameBytes)
+	long(&e.Username, maxNameBytes)
 	strs(e.UserGroups)
 	strs(e.ImpersonatedGroups)
 	strs(e.SourceIPs)
@@ -71,14 +72,14 @@ func (c *converted) pgSafe() bool {
 	js(&e.Annotations)
 	for i := range c.versions {
 		v := &c.versions[i]
-		for _, s := range []*string{&v.APIGroup, &v.Resource, &v.Namespace, &v.UID} {
-			long(s, maxKeyBytes)
-		}
-		long(&v.Name, maxNameBytes)
 		for _, s := range []*string{&v.UID, &v.Verb, &v.APIGroup, &v.APIVersion, &v.Kind, &v.Resource,
 			&v.Subresource, &v.Namespace, &v.Name} {
 			str(s)
 		}
+		for _, s := range []*string{&v.APIGroup, &v.Resource, &v.Namespace, &v.UID} {
+			long(s, maxKeyBytes)
+		}
+		long(&v.Name, maxNameBytes)
 		js(&v.Object)
 	}
 	return changed

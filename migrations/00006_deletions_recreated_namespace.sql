@@ -5,12 +5,19 @@
 
 -- +goose Up
 -- +goose StatementBegin
--- k8s_time reads an RFC 3339 time as the apiserver writes it; NULL for anything
--- else, so one odd value cannot fail a query of the view.
+-- k8s_time reads an RFC 3339 time as the apiserver writes it; NULL for
+-- anything else (an imported log can hold any text), so one odd value cannot
+-- fail a query of the view.
 CREATE FUNCTION k8s_time(v text) RETURNS timestamptz
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT CASE WHEN v ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$'
-                THEN v::timestamptz END
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+BEGIN
+    IF v !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$' THEN
+        RETURN NULL;
+    END IF;
+    RETURN v::timestamptz;
+EXCEPTION WHEN OTHERS THEN
+    RETURN NULL; -- e.g. month 13
+END
 $$;
 -- +goose StatementEnd
 

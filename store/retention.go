@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -52,6 +53,9 @@ type RetentionResult struct {
 	DeletedVersions   int64
 }
 
+// retentionLock is the advisory lock key of ApplyRetention.
+const retentionLock int64 = 0x6f72_7265_7465_6e74 // "oretent"
+
 // MinRetention is the shortest maxAge ApplyRetention accepts: a shorter one
 // (zero, from a caller that knows no rule) would delete the whole record.
 const MinRetention = time.Hour
@@ -65,6 +69,24 @@ func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.D
 	if maxAge < MinRetention {
 		return res, fmt.Errorf("store: retention %s is shorter than %s: nothing deleted", maxAge, MinRetention)
 	}
+	// One replica at a time: two concurrent detaches of one partition fail
+	// each other. The lock is held by a session, so a crashed replica's
+	// lock goes with its connection.
+	lockConn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return res, fmt.Errorf("store: retention: %w", err)
+	}
+	defer lockConn.Release()
+	var locked bool
+	if err := lockConn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", retentionLock).Scan(&locked); err != nil {
+		return res, fmt.Errorf("store: retention lock: %w", err)
+	}
+	if !locked {
+		return res, nil // another replica is applying it
+	}
+	defer func() {
+		_, _ = lockConn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", retentionLock)
+	}()
 	cutoff := now.Add(-maxAge)
 	rows, err := s.pool.Query(ctx, listPartitionsSQL)
 	if err != nil {
@@ -74,6 +96,7 @@ func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.D
 	if err != nil {
 		return res, fmt.Errorf("store: list partitions: %w", err)
 	}
+	var errs []error
 	for _, tbl := range tables {
 		name := tbl.Name
 		d, err := time.Parse("20060102", name[len("events_p"):])
@@ -91,11 +114,13 @@ func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.D
 		case tbl.Attached:
 			_, err = s.pool.Exec(ctx, "ALTER TABLE events DETACH PARTITION "+ident+" CONCURRENTLY")
 		}
-		if err != nil {
-			return res, fmt.Errorf("store: detach partition %s: %w", name, err)
+		if err == nil {
+			_, err = s.pool.Exec(ctx, "DROP TABLE IF EXISTS "+ident)
 		}
-		if _, err := s.pool.Exec(ctx, "DROP TABLE IF EXISTS "+ident); err != nil {
-			return res, fmt.Errorf("store: drop partition %s: %w", name, err)
+		if err != nil {
+			// The next hour's run tries it again; the versions expire now.
+			errs = append(errs, fmt.Errorf("store: drop partition %s: %w", name, err))
+			continue
 		}
 		s.parts.mu.Lock()
 		delete(s.parts.known, name)
@@ -105,11 +130,11 @@ func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.D
 	for {
 		tag, err := s.pool.Exec(ctx, expireVersionsSQL, cutoff, 5000)
 		if err != nil {
-			return res, fmt.Errorf("store: expire versions: %w", err)
+			return res, errors.Join(append(errs, fmt.Errorf("store: expire versions: %w", err))...)
 		}
 		res.DeletedVersions += tag.RowsAffected()
 		if tag.RowsAffected() < 5000 {
-			return res, nil
+			return res, errors.Join(errs...)
 		}
 	}
 }

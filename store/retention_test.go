@@ -154,3 +154,38 @@ func TestRetentionDoesNotBlockIngest(t *testing.T) {
 		t.Errorf("%d of %v left: %v", left, want, err)
 	}
 }
+
+// TestRetentionRunsOnOneReplicaAtATime: while another replica applies
+// retention (it holds the lock), a second run does nothing rather than
+// fight it over the same partitions.
+func TestRetentionRunsOnOneReplicaAtATime(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now().UTC()
+	e, v := change("old", "o", now.AddDate(0, 0, -40), 1, false)
+	if _, err := st.WriteBatch(ctx, &store.Batch{Events: e, Versions: v}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := st.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	if _, err := other.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(0x6f72_7265_7465_6e74)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.ApplyRetention(ctx, now, 30*24*time.Hour)
+	if err != nil || len(res.DroppedPartitions) != 0 || res.DeletedVersions != 0 {
+		t.Fatalf("while another replica holds the lock: %+v, %v; want nothing done", res, err)
+	}
+	if _, err := other.Exec(ctx, "SELECT pg_advisory_unlock($1)", int64(0x6f72_7265_7465_6e74)); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = st.ApplyRetention(ctx, now, 30*24*time.Hour); err != nil || len(res.DroppedPartitions) != 1 {
+		t.Errorf("once free: %+v, %v; want the old partition dropped", res, err)
+	}
+}

@@ -87,9 +87,13 @@ func (s *Store) RuleObjects(ctx context.Context) ([]RuleObject, error) {
 func (s *Store) ListenRuleObjects(ctx context.Context, fn func()) error {
 	backoff := time.Second
 	for {
+		start := time.Now()
 		err := s.listenOnce(ctx, fn)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if time.Since(start) > time.Minute {
+			backoff = time.Second // it worked for a while: a new failure
 		}
 		s.log.Warn("listening for shared rule changes; reconnecting", "err", err, "in", backoff)
 		select {

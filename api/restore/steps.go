@@ -245,8 +245,13 @@ func (s *Server) planDelete(ctx context.Context, c dynamic.Interface, v *store.V
 	// record may start later (a baseline taken after that time, a first
 	// change with no prior state). The apiserver's creationTimestamp says.
 	if created := live.GetCreationTimestamp(); !createdAfter.IsZero() && !created.After(createdAfter) {
-		st.Action, st.Reason = ActionRefuse, fmt.Sprintf("it existed at %s (created %s) but the record holds no state of it from then: left alone",
-			createdAfter.UTC().Format(time.RFC3339), created.UTC().Format(time.RFC3339))
+		// creationTimestamp has whole seconds: in the same second as the
+		// time restored to, it may have been created just after it.
+		why := "it existed at %s (created %s) but the record holds no state of it from then: left alone"
+		if created.Time.Equal(createdAfter.Truncate(time.Second)) {
+			why = "created in the same second as %s (at %s), whether before or after cannot be told: left alone"
+		}
+		st.Action, st.Reason = ActionRefuse, fmt.Sprintf(why, createdAfter.UTC().Format(time.RFC3339Nano), created.UTC().Format(time.RFC3339))
 		return st, nil
 	}
 	var ctl *OwnerReference

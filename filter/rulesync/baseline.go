@@ -48,32 +48,43 @@ func (b *baseliner) run(ctx context.Context) {
 		}
 	})
 	var retry <-chan time.Time
+	wait := b.s.opts.BaselineRetry
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-kick:
+			wait = b.s.opts.BaselineRetry
 		case <-retry:
 		}
 		retry = nil
-		if b.pass(ctx) {
+		switch more, failed := b.pass(ctx); {
+		case failed:
+			// Back off while passes keep failing (up to 5 minutes).
+			retry = time.After(wait)
+			wait = min(2*wait, max(5*time.Minute, b.s.opts.BaselineRetry))
+		case more: // the budget ran out: go on at the pace it sets
 			retry = time.After(b.s.opts.BaselineRetry)
+			wait = b.s.opts.BaselineRetry
+		default:
+			wait = b.s.opts.BaselineRetry
 		}
 	}
 }
 
 // pass baselines every listable resource some rule covers whose rules
-// changed since it was last baselined. It reports whether work is left.
-func (b *baseliner) pass(ctx context.Context) (unfinished bool) {
+// changed since it was last baselined. It reports whether work is left,
+// and whether because something failed.
+func (b *baseliner) pass(ctx context.Context) (unfinished, failed bool) {
 	rules := b.s.opts.Registry.RulesFor(b.s.opts.Cluster)
 	if rules.Len() == 0 {
-		return false
+		return false, false
 	}
 	fp := strings.Join(rules.Names(), ",") + "|" + statusesFingerprint(b.s.opts.Registry.Statuses(b.s.opts.Cluster))
 	lists, err := b.s.kube.Discovery().ServerPreferredResources()
 	if err != nil && len(lists) == 0 {
 		b.s.log.Warn("baseline: discovery failed", "err", err)
-		return true
+		return true, true
 	}
 	budget := b.s.opts.BaselineMaxObjects
 	for _, l := range lists {
@@ -91,7 +102,7 @@ func (b *baseliner) pass(ctx context.Context) (unfinished bool) {
 			}
 			if budget <= 0 {
 				b.s.log.Info("baseline: object budget of this pass reached; the next pass goes on", "next_in", b.s.opts.BaselineRetry)
-				return true
+				return true, failed
 			}
 			from := ""
 			if at, ok := b.resume[gvr]; ok && at.fp == fp {
@@ -102,12 +113,19 @@ func (b *baseliner) pass(ctx context.Context) (unfinished bool) {
 				b.s.log.Info("baseline stored", "resource", gvr.String(), "new_versions", n)
 			}
 			switch {
+			case apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
+				// The sink may not list it (see deploy/ for the aggregated
+				// baseline role): asking again will not change that. The
+				// next change of the rules asks again.
+				b.s.log.Warn("baseline: cannot list; skipped until the rules change", "resource", gvr.String(), "err", err)
+				delete(b.resume, gvr)
+				b.done[gvr] = fp
 			case err != nil:
 				if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 					delete(b.resume, gvr) // the continue token expired: start over
 				}
-				b.s.log.Warn("baseline: list failed; retrying in the next pass", "resource", gvr.String(), "err", err, "next_in", b.s.opts.BaselineRetry)
-				unfinished = true
+				b.s.log.Warn("baseline: list failed; retrying in a later pass", "resource", gvr.String(), "err", err)
+				unfinished, failed = true, true
 			case cont != "":
 				b.resume[gvr] = resumeAt{fp: fp, cont: cont}
 				unfinished = true
@@ -117,7 +135,7 @@ func (b *baseliner) pass(ctx context.Context) (unfinished bool) {
 			}
 		}
 	}
-	return unfinished
+	return unfinished, failed
 }
 
 func statusesFingerprint(sts []filter.RuleStatus) string {

@@ -31,6 +31,9 @@ type Sharer struct {
 	mu      sync.Mutex
 	pending map[[2]string]store.RuleObject // by (cluster, uid): the newest not yet written
 	wake    chan struct{}
+
+	loadedOnce sync.Once
+	loaded     chan struct{} // closed once the shared rules were loaded
 }
 
 // NewSharer registers with reg at once, so that what reg observes before
@@ -39,7 +42,8 @@ func NewSharer(reg *Registry, log *slog.Logger) *Sharer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sharer{reg: reg, log: log, poll: time.Minute, pending: map[[2]string]store.RuleObject{}, wake: make(chan struct{}, 1)}
+	s := &Sharer{reg: reg, log: log, poll: time.Minute, pending: map[[2]string]store.RuleObject{}, wake: make(chan struct{}, 1),
+		loaded: make(chan struct{})}
 	reg.OnObserved(s.enqueue)
 	return s
 }
@@ -60,17 +64,27 @@ func (s *Sharer) enqueue(objs []store.RuleObject) {
 	}
 }
 
+// Load applies the rules the replicas shared in st.
+func (s *Sharer) Load(ctx context.Context, st SharedRules) error {
+	objs, err := st.RuleObjects(ctx)
+	if err != nil {
+		return err
+	}
+	s.reg.ApplyShared(objs)
+	s.loadedOnce.Do(func() { close(s.loaded) })
+	return nil
+}
+
+// Loaded is closed once the shared rules were loaded: until then the
+// registry may not know every cluster's rules (retention waits for it).
+func (s *Sharer) Loaded() <-chan struct{} { return s.loaded }
+
 // Run shares through st until ctx ends.
 func (s *Sharer) Run(ctx context.Context, st SharedRules) {
 	load := func() {
-		objs, err := st.RuleObjects(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Warn("loading the rules other replicas shared", "err", err)
-			}
-			return
+		if err := s.Load(ctx, st); err != nil && ctx.Err() == nil {
+			s.log.Warn("loading the rules other replicas shared", "err", err)
 		}
-		s.reg.ApplyShared(objs)
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()

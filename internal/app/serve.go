@@ -191,10 +191,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	withStore := func(st *store.Store) error {
 		// The rules the other replicas saw (and those of the fleet's other
 		// clusters) before the first batch is filtered, then kept in step.
-		if objs, err := st.RuleObjects(ctx); err != nil {
-			log.Warn("loading the rules other replicas shared", "err", err)
-		} else {
-			registry.ApplyShared(objs)
+		if err := sharer.Load(ctx, st); err != nil {
+			log.Warn("loading the rules other replicas shared; retention waits for them", "err", err)
 		}
 		shareCtx, stopShare := context.WithCancel(ctx)
 		shareDone := make(chan struct{})
@@ -202,7 +200,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		late.add(func(context.Context) error { stopShare(); <-shareDone; return nil })
 		maintCtx, stopMaint := context.WithCancel(ctx)
 		maintDone := make(chan struct{})
-		go func() { defer close(maintDone); maintain(maintCtx, st, registry.MaxRetention, log) }()
+		go func() { defer close(maintDone); maintain(maintCtx, st, registry.MaxRetention, sharer.Loaded(), log) }()
 		late.add(func(context.Context) error { stopMaint(); <-maintDone; return nil })
 		if o.API != nil && o.API.Addr != "" {
 			stopAPI, err := runAPI(ctx, o.API, &o, st, digester, log)
@@ -344,11 +342,19 @@ func ensureToken(path string) (string, error) {
 // maintain keeps partitions ahead of time and applies retention, hourly.
 // retention is asked each time, so rules added or changed since start-up
 // count.
-func maintain(ctx context.Context, st *store.Store, retention func() time.Duration, log *slog.Logger) {
+// rulesKnown is closed once the rules of every cluster are known (the
+// shared ones loaded): before, the longest retention could be too short.
+func maintain(ctx context.Context, st *store.Store, retention func() time.Duration, rulesKnown <-chan struct{}, log *slog.Logger) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		maintainOnce(ctx, st, time.Now(), retention(), log)
+		r := retention()
+		select {
+		case <-rulesKnown:
+		default:
+			r = 0 // not yet: partitions only
+		}
+		maintainOnce(ctx, st, time.Now(), r, log)
 		select {
 		case <-ctx.Done():
 			return
@@ -366,7 +372,7 @@ func maintainOnce(ctx context.Context, st *store.Store, now time.Time, retention
 		log.Error("partition maintenance", "err", err)
 	}
 	if retention <= 0 {
-		log.Warn("retention not applied: no OptionsRecordController in force says how long to keep the record")
+		log.Warn("retention not applied: no OptionsRecordController in force says how long to keep the record (or the rules the replicas shared are not loaded yet)")
 		return
 	}
 	if res, err := st.ApplyRetention(ctx, now, retention); err != nil {
