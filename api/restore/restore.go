@@ -45,7 +45,7 @@ var errStandalone = fmt.Errorf("%w: standalone mode is read-only: restores need 
 func restorable(v *store.VersionRecord) error {
 	id := v.UID + "/" + fmt.Sprintf("%x", v.Key)
 	if v.SecretDigested || (v.APIGroup == "" && v.Resource == "secrets" && secretHasDigests(v.Object)) {
-		return fmt.Errorf("%w: version %s of Secret %s holds SHA-256 digests of the Secret's values, not the values "+
+		return fmt.Errorf("%w: version %s of Secret %s holds digests (HMAC-SHA256) of the Secret's values, not the values "+
 			"(no rule recording it set recordSecretData: true), so it cannot be restored", ErrUnprocessable, id, objName(v.Namespace, v.Name))
 	}
 	if !v.HasState() {

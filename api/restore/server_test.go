@@ -240,7 +240,7 @@ func TestManifestOfADigestedSecretIsRefused(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, &fakeReader{versions: testVersions()})
 	code, e, _ := do(t, s, http.MethodGet, "/api/v1/clusters/default/objects/u-secret/versions/"+key1+"/manifest", "")
-	if code != http.StatusUnprocessableEntity || !strings.Contains(e.Message, "SHA-256 digests") {
+	if code != http.StatusUnprocessableEntity || !strings.Contains(e.Message, "holds digests (HMAC-SHA256)") {
 		t.Errorf("digested secret manifest: %d %+v", code, e)
 	}
 	code, _, body := do(t, s, http.MethodGet, "/api/v1/clusters/default/objects/u-cm/versions/"+key1+"/manifest?format=yaml", "")

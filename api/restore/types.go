@@ -63,7 +63,7 @@ type Version struct {
 	Deleted         bool      `json:"deleted,omitempty" doc:"the object is gone after this change"`
 	Complete        bool      `json:"complete" doc:"the version holds the full state (false: e.g. a /scale write)"`
 	HasState        bool      `json:"hasState" doc:"the version holds a state that can be restored (for a delete: the last state)"`
-	SecretDigested  bool      `json:"secretDigested,omitempty" doc:"Secret values are SHA-256 digests: this version cannot be restored"`
+	SecretDigested  bool      `json:"secretDigested,omitempty" doc:"Secret values are digests (HMAC-SHA256): this version cannot be restored"`
 	Stale           bool      `json:"stale,omitempty" doc:"a subresource write changed the object after this state without recording it"`
 	Actor           *Actor    `json:"actor,omitempty" doc:"absent for a baseline"`
 	Links           Links     `json:"links"`

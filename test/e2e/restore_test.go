@@ -261,7 +261,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 		}
 		del := w.deletion(t, "e2e-rs-one", "secrets", "db")
 		code, body := w.call(t, "alice", http.MethodPost, del.RestoreFrom.Restore, nil)
-		if code != http.StatusUnprocessableEntity || !strings.Contains(string(body), "holds SHA-256 digests") {
+		if code != http.StatusUnprocessableEntity || !strings.Contains(string(body), "holds digests (HMAC-SHA256)") {
 			t.Errorf("restore of a digested Secret: %d %s", code, body)
 		}
 
