@@ -61,9 +61,11 @@ func BaselineVersion(o BaselineObject) (store.Version, error) {
 		Resource:        o.Resource,
 		Namespace:       meta.Metadata.Namespace,
 		Name:            meta.Metadata.Name,
-		Complete:        true,
-		Object:          compactJSON(raw),
-		SecretDigested:  digested,
-		Rules:           o.Rules,
+		// A LIST through the dynamic client types its items; an object
+		// without a type or name is kept as data, not as a state to restore.
+		Complete:       meta.APIVersion != "" && meta.Kind != "" && meta.Metadata.Name != "",
+		Object:         compactJSON(raw),
+		SecretDigested: digested,
+		Rules:          o.Rules,
 	}, nil
 }

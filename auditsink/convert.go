@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bytedance/sonic"
@@ -65,7 +66,8 @@ type converted struct {
 	event    store.Event
 	versions []store.Version
 	skips    []string // reasons for versions that could not be derived
-	// sanitized: values PostgreSQL cannot store (NUL, invalid UTF-8) were
+	// sanitized: values PostgreSQL cannot store or read as jsonb (NUL,
+	// invalid UTF-8, unpaired surrogate escapes) were
 	// replaced with U+FFFD.
 	sanitized bool
 }
@@ -167,12 +169,17 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *Secret
 			c.skips = append(c.skips, skipNoListInResult)
 			return c, nil
 		}
+		// The items of a List carry no apiVersion and kind of their own
+		// (the namespace controller's deletecollection answers a
+		// ConfigMapList, ...): they are the List's, without "List".
+		itemAPIVersion, itemKind := listItemType(&meta, ref)
 		for _, item := range meta.Items {
 			var im objectMeta
 			if err := fastjson.Unmarshal(item, &im); err != nil {
 				c.skips = append(c.skips, skipBadObject)
 				continue
 			}
+			item = withTypeMeta(item, &im, itemAPIVersion, itemKind)
 			c.addObjectVersion(&e, ev, &im, item, !d.RecordSecretData, dg)
 		}
 	case ev.Verb == "delete" && meta.Kind == "Status":
@@ -238,11 +245,14 @@ func (c *converted) addObjectVersion(e *store.Event, ev *auditv1.Event, meta *ob
 	v.ResourceVersion = rv
 	v.APIVersion, v.Kind = splitAPIVersion(meta.APIVersion, v.APIVersion), meta.Kind
 	v.Namespace, v.Name = meta.Metadata.Namespace, meta.Metadata.Name
-	v.Complete = true
 	v.Created = ev.ObjectRef.Subresource == "" && (ev.Verb == "create" || e.ResponseCode == 201)
 	if ev.Verb == "delete" || ev.Verb == "deletecollection" || removedLastFinalizer(meta) {
 		v.Deleted = gone(meta)
 	}
+	// A full state is only one that can be given back: a Kubernetes object.
+	// A response without its type or name is kept as data, not as a state
+	// to restore.
+	v.Complete = meta.APIVersion != "" && meta.Kind != "" && meta.Metadata.Name != ""
 	v.SecretDigested = false
 	if redactSecrets && (e.SecretDigested || meta.Kind == "Secret" && meta.APIVersion == "v1") {
 		raw = dg.object(raw)
@@ -250,6 +260,55 @@ func (c *converted) addObjectVersion(e *store.Event, ev *auditv1.Event, meta *ob
 	}
 	v.Object = raw // the text the apiserver sent (json keeps it as is)
 	c.versions = append(c.versions, v)
+}
+
+// listItemType is the apiVersion and kind of the items of a List answered
+// by a deletecollection: the List's apiVersion (else the objectRef's group
+// and version) and its kind without the "List" suffix ("" when the List does
+// not say).
+func listItemType(list *objectMeta, ref *auditv1.ObjectReference) (apiVersion, kind string) {
+	apiVersion = list.APIVersion
+	if apiVersion == "" && ref.APIVersion != "" {
+		apiVersion = ref.APIVersion
+		if ref.APIGroup != "" {
+			apiVersion = ref.APIGroup + "/" + ref.APIVersion
+		}
+	}
+	if k, ok := strings.CutSuffix(list.Kind, "List"); ok {
+		kind = k
+	}
+	return apiVersion, kind
+}
+
+// withTypeMeta returns the object raw with apiVersion and kind set where it
+// lacks them, and updates m to match. The object's own text follows
+// unchanged, so its other fields keep the form the apiserver sent.
+func withTypeMeta(raw []byte, m *objectMeta, apiVersion, kind string) []byte {
+	var head []byte
+	if m.APIVersion == "" && apiVersion != "" {
+		b, _ := json.Marshal(apiVersion)
+		head = append(append(head, `"apiVersion":`...), b...)
+		m.APIVersion = apiVersion
+	}
+	if m.Kind == "" && kind != "" {
+		b, _ := json.Marshal(kind)
+		if len(head) > 0 {
+			head = append(head, ',')
+		}
+		head = append(append(head, `"kind":`...), b...)
+		m.Kind = kind
+	}
+	body := bytes.TrimLeft(raw, " \t\r\n")
+	if len(head) == 0 || len(body) == 0 || body[0] != '{' {
+		return raw
+	}
+	rest := bytes.TrimLeft(body[1:], " \t\r\n")
+	out := make([]byte, 0, len(raw)+len(head)+1)
+	out = append(append(out, '{'), head...)
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
 }
 
 func baseVersion(e *store.Event, uid string) store.Version {

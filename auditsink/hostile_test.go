@@ -369,6 +369,8 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 		body                 func(p string) []byte
 		badStoredWithoutBody bool
 		badStoredShortened   bool
+		badValue             string // data.k of the stored object, when set
+		badPatchValue        string // data.k of the stored patch, when set
 	}{
 		{
 			name: "NUL in a text field",
@@ -390,6 +392,27 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 				b := EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), Response(bad)))
 				return bytes.Replace(b, []byte("MARK"), []byte("\xff\xfe"), 1)
 			},
+		},
+		{
+			// PostgreSQL's json accepts the escape, its jsonb does not:
+			// stored as is, the row could never be read as jsonb again.
+			name: "a lone UTF-16 surrogate inside an object",
+			body: func(p string) []byte {
+				bad := ConfigMap("default", p+"-bad", "uid-"+p+"-bad", 10, map[string]string{"k": "MARK", "pair": "PAIR"})
+				b := EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), Response(bad)))
+				b = bytes.Replace(b, []byte("PAIR"), []byte(`\ud83d\ude00`), 1) // a valid pair stays
+				return bytes.Replace(b, []byte("MARK"), []byte(`a\ud800b`), 1)
+			},
+			badValue: "a\uFFFDb",
+		},
+		{
+			name: "a lone low surrogate in a patch body",
+			body: func(p string) []byte {
+				b := EventList(now(Name(p+"-good"), Response(cm(p+"-good"))),
+					now(Verb("patch"), Name(p+"-bad"), Request(Obj{"data": Obj{"k": "MARK"}}), Response(cm(p+"-bad"))))
+				return bytes.Replace(b, []byte("MARK"), []byte(`\uDC00\\ud800`), 1) // the second is an escaped backslash
+			},
+			badPatchValue: "\uFFFD\\ud800",
 		},
 		{name: "object nested near the decoder's depth limit", body: deep},
 		{
@@ -419,6 +442,7 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := fmt.Sprintf("pg%d", i)
+			sanitized := h.metric("options_record_events_sanitized_total")
 			code, _, msg := h.request(tt.body(p))
 			if code != http.StatusOK {
 				t.Fatalf("got %d %s, want 200: one bad event must not cost the batch", code, msg)
@@ -438,6 +462,33 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 				}
 				if n := h.count(`SELECT count(*) FROM object_versions WHERE name = $1`, p+"-bad"); n != 1 {
 					t.Errorf("the patch's object version was not stored")
+				}
+			}
+			// Every acknowledged row reads back as jsonb.
+			if n := h.count(`SELECT count(*) FROM object_versions WHERE name LIKE $1 AND object IS NOT NULL
+				AND jsonb_typeof(object::jsonb) = 'object'`, p+"-%"); n < 1 {
+				t.Errorf("no stored version of the batch reads back as a jsonb object")
+			}
+			// count(expr) evaluates expr on every row: a row that is not
+			// jsonb fails the query.
+			if n := h.count(`SELECT count(*) + count(request_object::jsonb) + count(annotations::jsonb) + count(user_extra::jsonb)
+				FROM events WHERE name LIKE $1`, p+"-%"); n < 1 {
+				t.Errorf("the events of the batch do not read back as jsonb")
+			}
+			if tt.badValue != "" {
+				if n := h.count(`SELECT count(*) FROM object_versions WHERE name = $1 AND object::jsonb->'data'->>'k' = $2
+					AND object::jsonb->'data'->>'pair' = '😀'`, p+"-bad", tt.badValue); n != 1 {
+					t.Errorf("the object was not stored with the surrogate replaced by U+FFFD (and the pair kept)")
+				}
+			}
+			if tt.badPatchValue != "" {
+				if n := h.count(`SELECT count(*) FROM events WHERE name = $1 AND request_object::jsonb->'data'->>'k' = $2`, p+"-bad", tt.badPatchValue); n != 1 {
+					t.Errorf("the patch was not stored with the surrogate replaced by U+FFFD")
+				}
+			}
+			if tt.badValue != "" || tt.badPatchValue != "" {
+				if got := h.metric("options_record_events_sanitized_total") - sanitized; got != 1 {
+					t.Errorf("sanitized events counted %v, want 1", got)
 				}
 			}
 			h.healthy()

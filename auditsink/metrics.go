@@ -29,7 +29,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "options_record_events_kept_total", Help: "Audit events selected by a rule and stored, by cluster.",
 		}, []string{"cluster"}),
 		sanitized: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "options_record_events_sanitized_total", Help: "Kept events in which NUL characters or invalid UTF-8, which PostgreSQL cannot store, were replaced with U+FFFD.",
+			Name: "options_record_events_sanitized_total", Help: "Kept events in which NUL characters, invalid UTF-8 or unpaired UTF-16 surrogate escapes, which PostgreSQL cannot store or read as jsonb, were replaced with U+FFFD.",
 		}, []string{"cluster"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "options_record_events_dropped_total", Help: "Audit events not stored, by reason (filtered out, malformed, invalid).",

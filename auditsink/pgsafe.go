@@ -98,11 +98,14 @@ func shorten(s string, max int) string {
 	return s[:cut] + suffix
 }
 
-// safeJSON returns raw re-encoded without NUL characters and invalid UTF-8,
-// and true, when raw has either; else raw and false. A document that does
+// safeJSON returns raw re-encoded without NUL characters, invalid UTF-8 and
+// unpaired UTF-16 surrogate escapes, and true, when raw has any; else raw and
+// false. PostgreSQL's json type accepts a lone surrogate escape such as
+// \ud800, but the value can then never be read as jsonb (SQLSTATE 22P05):
+// Go's decoder turns each into U+FFFD, as Unicode says to. A document that does
 // not parse becomes nil (stored as NULL).
 func safeJSON(raw []byte) ([]byte, bool) {
-	if len(raw) == 0 || utf8.Valid(raw) && !bytes.Contains(raw, []byte(`\u0000`)) {
+	if len(raw) == 0 || utf8.Valid(raw) && !bytes.Contains(raw, []byte(`\u0000`)) && !hasLoneSurrogate(raw) {
 		return raw, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(bytes.ToValidUTF8(raw, []byte("\uFFFD"))))
@@ -118,6 +121,57 @@ func safeJSON(raw []byte) ([]byte, bool) {
 		return nil, true
 	}
 	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), true
+}
+
+// hasLoneSurrogate reports whether a JSON text holds a \uXXXX escape of a
+// UTF-16 surrogate that is not part of a high-low pair. Backslashes only
+// occur inside strings in valid JSON, so no string tracking is needed.
+func hasLoneSurrogate(raw []byte) bool {
+	for i := 0; i < len(raw); i++ {
+		j := bytes.IndexByte(raw[i:], '\\')
+		if j < 0 {
+			return false
+		}
+		i += j
+		r, ok := escapedRune(raw, i)
+		if !ok {
+			i++ // \", \\, \n, ...: skip the escaped character
+			continue
+		}
+		i += 5
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true // a low surrogate with no high one before it
+		case r >= 0xD800 && r <= 0xDBFF:
+			low, ok := escapedRune(raw, i+1)
+			if !ok || low < 0xDC00 || low > 0xDFFF {
+				return true
+			}
+			i += 6
+		}
+	}
+	return false
+}
+
+// escapedRune reads the \uXXXX escape at raw[i:].
+func escapedRune(raw []byte, i int) (rune, bool) {
+	if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+		return 0, false
+	}
+	var r rune
+	for _, c := range raw[i+2 : i+6] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 func stripNUL(v any) any {

@@ -160,6 +160,15 @@ func TestDeleteCollectionRecordsEachObject(t *testing.T) {
 		if d.Verb != "deletecollection" || d.Username != "erin" || !d.Deleted || !d.PriorKnown || data(d.PriorObject)["k"] != name+"1" {
 			t.Errorf("%s: deletecollection row = %+v", name, d)
 		}
+		// The List's items have no type of their own: the stored state
+		// is a whole Kubernetes object again, so it can be restored.
+		if d.PriorObject["apiVersion"] != "v1" || d.PriorObject["kind"] != "ConfigMap" {
+			t.Errorf("%s: state before the deletecollection has apiVersion %v kind %v, want v1 ConfigMap", name, d.PriorObject["apiVersion"], d.PriorObject["kind"])
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM object_versions WHERE verb = 'deletecollection' AND complete
+		AND kind = 'ConfigMap' AND object->>'kind' = 'ConfigMap' AND object->>'apiVersion' = 'v1'`); n != 2 {
+		t.Errorf("complete deletecollection versions typed ConfigMap = %d, want 2", n)
 	}
 	if n := e.count(`SELECT count(*) FROM deletions WHERE namespace = 'prod'`); n != 2 {
 		t.Errorf("deletions = %d, want 2", n)

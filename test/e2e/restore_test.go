@@ -318,6 +318,62 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 		}
 	})
 
+	t.Run("an object deleted by a namespace cascade comes back from its deletion", func(t *testing.T) {
+		// The namespace controller deletes the namespace's ConfigMaps with
+		// one deletecollection, answered by a ConfigMapList whose items
+		// carry no apiVersion and kind: the deletion must still hold a
+		// state that exports and restores.
+		ns := "e2e-rs-cascade"
+		w.namespace(t, ns)
+		before := ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop-config", Labels: map[string]string{"app": "shop"}, Annotations: map[string]string{"note": "a: b"}},
+			Data:       map[string]string{"currency": "EUR", "multi": "line one\nline two"},
+		}, metav1.CreateOptions{}))(t)
+		w.waitChanges(t, ns, "shop-config", 1)
+		var hist restore.Page[restore.Version]
+		w.getJSON(t, "alice", "/api/v1/clusters/e2e/history?resource=configmaps&namespace="+ns+"&name=shop-config", &hist)
+		hist.Items = changesOnly(hist.Items)
+		var created restore.ManifestResult
+		w.getJSON(t, "alice", hist.Items[0].Links.Manifest, &created)
+		_, createdYAML := w.call(t, "alice", http.MethodGet, hist.Items[0].Links.Manifest+"?format=yaml", nil)
+
+		if err := w.admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 60*time.Second, "namespace gone", func() error {
+			if _, err := w.admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("namespace still there (%v)", err)
+			}
+			return nil
+		})
+		del := w.deletion(t, ns, "configmaps", "shop-config")
+		if del.Verb != "deletecollection" || del.InitiatedVia != "namespace-deletion" || del.RestoreFrom.Self != del.Links.Self {
+			t.Errorf("the cascade deletion: verb %s via %q, restore from %s (itself: %s)", del.Verb, del.InitiatedVia, del.RestoreFrom.Self, del.Links.Self)
+		}
+		var exported restore.ManifestResult
+		w.getJSON(t, "alice", del.RestoreFrom.Manifest, &exported)
+		want, _ := json.Marshal(created.Manifest)
+		got, _ := json.Marshal(exported.Manifest)
+		if !bytes.Equal(got, want) {
+			t.Errorf("manifest from the cascade deletion:\n%s\nwant the state before it:\n%s", got, want)
+		}
+		code, yml := w.call(t, "alice", http.MethodGet, del.RestoreFrom.Manifest+"?format=yaml", nil)
+		if code != http.StatusOK || !bytes.Equal(uncommented(yml), uncommented(createdYAML)) {
+			t.Errorf("YAML manifest from the cascade deletion: %d\n%s\nwant\n%s", code, yml, createdYAML)
+		}
+
+		w.namespace(t, ns) // the namespace first, as an operator would
+		var res restore.RestoreResult
+		w.postJSON(t, "alice", del.RestoreFrom.Restore, nil, http.StatusOK, &res)
+		if res.Action != restore.ActionCreate {
+			t.Errorf("restore: %+v", res)
+		}
+		live := ok(alice.CoreV1().ConfigMaps(ns).Get(ctx, "shop-config", metav1.GetOptions{}))(t)
+		if !reflect.DeepEqual(live.Data, before.Data) || !reflect.DeepEqual(live.Labels, before.Labels) || !reflect.DeepEqual(live.Annotations, before.Annotations) {
+			t.Errorf("restored %v %v %v, want %v %v %v", live.Data, live.Labels, live.Annotations, before.Data, before.Labels, before.Annotations)
+		}
+	})
+
 	t.Run("a namespace deletion cascade is undone by a namespace restore", func(t *testing.T) {
 		ns := "e2e-rs-ns"
 		ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config"},
@@ -485,6 +541,75 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 			t.Errorf("keep: %v", cm.Data)
 		}
 	})
+
+	// Last: over everything the scenarios above recorded from the real
+	// apiserver (creates, patches, updates, deletes, cascades, baselines,
+	// subresource writes), every version stored with a full state gives it
+	// back.
+	t.Run("every stored full state is a Kubernetes object kubectl accepts", func(t *testing.T) {
+		everyFullStateIsAnObject(t, w)
+	})
+}
+
+// everyFullStateIsAnObject checks that every version stored with a full
+// state reads back as jsonb, is a Kubernetes object (apiVersion, kind,
+// metadata.name), and that the manifest the API exports of one version of
+// each kind of change (group, resource, verb) is one object to
+// `kubectl apply --dry-run=client`.
+func everyFullStateIsAnObject(t *testing.T, w *restoreWorld) {
+	ctx := context.Background()
+	var total, typed int
+	// count(object::jsonb) reads every row as jsonb: one that is not fails
+	// the query.
+	err := w.db.QueryRow(ctx, `SELECT count(object::jsonb),
+		count(*) FILTER (WHERE jsonb_typeof(object::jsonb->'apiVersion') = 'string' AND object::jsonb->>'apiVersion' <> ''
+			AND jsonb_typeof(object::jsonb->'kind') = 'string' AND object::jsonb->>'kind' <> ''
+			AND jsonb_typeof(object::jsonb->'metadata'->'name') = 'string' AND object::jsonb->'metadata'->>'name' <> '')
+		FROM object_versions WHERE complete`).Scan(&total, &typed)
+	if err != nil {
+		t.Fatalf("read the full states as jsonb: %v", err)
+	}
+	if total < 20 || typed != total {
+		t.Errorf("%d versions with a full state, %d of them Kubernetes objects", total, typed)
+	}
+	rows, err := w.db.Query(ctx, `SELECT DISTINCT ON (api_group, resource, verb) uid, encode(version_key, 'hex'), api_group, resource, verb
+		FROM object_versions WHERE complete AND NOT secret_digested
+		ORDER BY api_group, resource, verb, changed_at DESC`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sample struct{ uid, key, group, resource, verb string }
+	var samples []sample
+	for rows.Next() {
+		var s sample
+		if err := rows.Scan(&s.uid, &s.key, &s.group, &s.resource, &s.verb); err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	verbs := map[string]bool{}
+	for _, s := range samples {
+		verbs[s.verb] = true
+		path := "/api/v1/clusters/e2e/objects/" + s.uid + "/versions/" + s.key + "/manifest?format=yaml"
+		code, yml := w.call(t, controlplane.AdminUser, http.MethodGet, path, nil)
+		if code != http.StatusOK {
+			t.Errorf("%s %s/%s: manifest %d %s", s.verb, s.group, s.resource, code, yml)
+			continue
+		}
+		out, errOut, err := w.cp.Kubectl(t, controlplane.AdminUser, yml, "apply", "--dry-run=client", "-o", "name", "-f", "-")
+		if lines := strings.Fields(out); err != nil || len(lines) != 1 {
+			t.Errorf("%s %s/%s: kubectl apply --dry-run=client saw %q (%v: %s) in\n%s", s.verb, s.group, s.resource, out, err, errOut, yml)
+		}
+	}
+	for _, v := range []string{"create", "deletecollection", "baseline"} {
+		if !verbs[v] {
+			t.Errorf("no full state of a %s was checked (verbs checked: %v)", v, verbs)
+		}
+	}
+	t.Logf("%d full states read back as Kubernetes objects; kubectl checked the manifests of %d kinds of change", total, len(samples))
 }
 
 // excludedUser is excluded by the e2e rule: its changes are not recorded.
@@ -726,4 +851,15 @@ func TestRestoreAPIStandalone(t *testing.T) {
 			t.Errorf("%s %s: %d %s, want %d with %q", tt.method, tt.path, code, body, tt.code, tt.body)
 		}
 	}
+}
+
+// uncommented is a YAML document without its comment lines.
+func uncommented(doc []byte) []byte {
+	var out [][]byte
+	for _, l := range bytes.Split(doc, []byte("\n")) {
+		if !bytes.HasPrefix(l, []byte("#")) {
+			out = append(out, l)
+		}
+	}
+	return bytes.Join(out, []byte("\n"))
 }

@@ -129,11 +129,18 @@ func Status(group, kind, name, uid string) Obj {
 		"details": Obj{"name": name, "group": group, "kind": kind, "uid": uid}}
 }
 
-// List is a List response (deletecollection) of items.
+// List is a List response (deletecollection) of items. As the apiserver
+// sends it, the items carry no apiVersion and kind of their own.
 func List(apiVersion, kind string, rv int64, items ...Obj) Obj {
 	l := make([]any, len(items))
 	for i := range items {
-		l[i] = items[i]
+		it := make(Obj, len(items[i]))
+		for k, v := range items[i] {
+			if k != "apiVersion" && k != "kind" {
+				it[k] = v
+			}
+		}
+		l[i] = it
 	}
 	return Obj{"apiVersion": apiVersion, "kind": kind, "metadata": Obj{"resourceVersion": strconv.FormatInt(rv, 10)}, "items": l}
 }

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,7 +29,7 @@ import (
 )
 
 // EnvDir names the environment variable holding the directory with the etcd,
-// kube-apiserver and kube-controller-manager binaries (set by `make
+// kube-apiserver, kube-controller-manager and kubectl binaries (set by `make
 // controlplane` / mk/controlplane.mk).
 const EnvDir = "OPTIONS_RECORD_CONTROLPLANE_DIR"
 
@@ -107,6 +109,7 @@ type Options struct {
 // ControlPlane is a running etcd + kube-apiserver (+ kube-controller-manager).
 // Everything is stopped by the test's cleanup.
 type ControlPlane struct {
+	kubectl    string // the kubectl binary of the same release
 	host       string
 	ca         *certs.Pair
 	dir        string
@@ -156,7 +159,7 @@ func Start(t testing.TB, opts Options) *ControlPlane {
 		t.Fatalf("controlplane: create log dir: %v", err)
 	}
 
-	cp := &ControlPlane{dir: dir, tokens: map[string]string{}}
+	cp := &ControlPlane{dir: dir, tokens: map[string]string{}, kubectl: bins.kubectl}
 	t.Cleanup(func() { cp.stop(t) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
@@ -169,7 +172,7 @@ func Start(t testing.TB, opts Options) *ControlPlane {
 	return cp
 }
 
-type binaries struct{ etcd, apiserver, kcm string }
+type binaries struct{ etcd, apiserver, kcm, kubectl string }
 
 func findBinaries(t testing.TB) binaries {
 	t.Helper()
@@ -182,8 +185,9 @@ func findBinaries(t testing.TB) binaries {
 		etcd:      filepath.Join(dir, "etcd"),
 		apiserver: filepath.Join(dir, "kube-apiserver"),
 		kcm:       filepath.Join(dir, "kube-controller-manager"),
+		kubectl:   filepath.Join(dir, "kubectl"),
 	}
-	for _, p := range []string{b.etcd, b.apiserver, b.kcm} {
+	for _, p := range []string{b.etcd, b.apiserver, b.kcm, b.kubectl} {
 		st, err := os.Stat(p)
 		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 			t.Fatalf("controlplane: %s=%s lacks the executable %s; run `export %s=$(make -s controlplane)` "+
@@ -557,6 +561,23 @@ func (cp *ControlPlane) writeKubeconfig(path, user string) error {
 		return fmt.Errorf("write kubeconfig for %s: %w", user, err)
 	}
 	return nil
+}
+
+// Kubectl runs the real kubectl binary (built with the control plane, of the
+// same release) as the named user, with stdin as its input, and returns what
+// it printed. err is set when kubectl exits non-zero.
+func (cp *ControlPlane) Kubectl(t testing.TB, user string, stdin []byte, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	kubeconfig := cp.WriteKubeconfig(t, user)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cp.kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(cp.dir, "kubectl-cache"))
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
 }
 
 func randomToken() string {

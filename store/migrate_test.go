@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/migrations"
+)
+
+// migrateTo applies the migrations up to version on the database at dsn.
+func migrateTo(t *testing.T, dsn string, version int64) {
+	t.Helper()
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDB(*cc)
+	defer func(db *sql.DB) { _ = db.Close() }(db)
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(context.Background(), version); err != nil {
+		t.Fatalf("migrate to %d: %v", version, err)
+	}
+}
+
+// Rows recorded from a namespace cascade before the sink typed the List's
+// items are repaired by migration 00008, the ones it cannot type left alone.
+func TestMigrationTypesCascadeItems(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t)
+	migrateTo(t, dsn, 7)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+
+	type row struct {
+		uid, verb, group, resource, kind, object string
+	}
+	item := func(name string) string {
+		return `{"metadata":{"name":"` + name + `","namespace":"shop","uid":"u-` + name + `","resourceVersion":"9"},"data":{"k":"v"}}`
+	}
+	rows := []row{
+		// Its create names the kind.
+		{"u-a", "create", "", "configmaps", "ConfigMap", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"shop","uid":"u-a","resourceVersion":"1"}}`},
+		{"u-a", "deletecollection", "", "configmaps", "", item("a")},
+		// Another object of the resource in the namespace names it.
+		{"u-w", "baseline", "example.com", "widgets", "Widget", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"shop","uid":"u-w","resourceVersion":"2"}}`},
+		{"u-x", "deletecollection", "example.com", "widgets", "", item("x")},
+		// Nothing recorded: the built-in kind.
+		{"u-s", "deletecollection", "", "secrets", "", item("s")},
+		// Nothing anywhere: left as it is.
+		{"u-g", "deletecollection", "example.com", "gadgets", "", item("g")},
+		// Unreadable as jsonb (a lone surrogate, stored before the sink
+		// replaced them): left as it is, the migration still succeeds.
+		{"u-l", "deletecollection", "", "configmaps", "", `{"metadata":{"name":"l\ud800","namespace":"shop","uid":"u-l","resourceVersion":"9"}}`},
+	}
+	for i, r := range rows {
+		_, err := conn.Exec(ctx, `INSERT INTO object_versions (cluster, uid, version_key, resource_version, origin, verb, changed_at,
+			api_group, api_version, kind, resource, namespace, name, complete, deleted, object)
+			VALUES ('default', $1, $2, $3, CASE WHEN $4 = 'baseline' THEN 'baseline' ELSE 'change' END, $4, now(),
+			$5, 'v1', $6, $7, 'shop', 'n', true, $4 = 'deletecollection', $8::json)`,
+			r.uid, []byte{byte(i)}, i+1, r.verb, r.group, r.kind, r.resource, r.object)
+		if err != nil {
+			t.Fatalf("insert %s: %v", r.uid, err)
+		}
+	}
+
+	migrateTo(t, dsn, 8)
+
+	want := map[string][3]string{ // uid -> kind column, object apiVersion, object kind
+		"u-a": {"ConfigMap", "v1", "ConfigMap"},
+		"u-x": {"Widget", "example.com/v1", "Widget"},
+		"u-s": {"Secret", "v1", "Secret"},
+		"u-g": {"", "", ""},
+	}
+	for uid, w := range want {
+		var kind, apiVersion, objKind string
+		var data string
+		err := conn.QueryRow(ctx, `SELECT kind, coalesce(object->>'apiVersion', ''), coalesce(object->>'kind', ''),
+			coalesce(object::jsonb->'data'->>'k', '')
+			FROM object_versions WHERE uid = $1 AND verb = 'deletecollection'`, uid).Scan(&kind, &apiVersion, &objKind, &data)
+		if err != nil {
+			t.Fatalf("%s: %v", uid, err)
+		}
+		if got := [3]string{kind, apiVersion, objKind}; got != w || data != "v" {
+			t.Errorf("%s after the migration: kind, apiVersion, object kind = %q (data.k %q), want %q", uid, got, data, w)
+		}
+	}
+	var body string
+	if err := conn.QueryRow(ctx, `SELECT object::text FROM object_versions WHERE uid = 'u-l'`).Scan(&body); err != nil {
+		t.Fatal(err)
+	}
+	if body != rows[len(rows)-1].object {
+		t.Errorf("the unreadable row was changed: %s", body)
+	}
+}
