@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -300,16 +301,28 @@ func (s *Server) getManifest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("encode manifest: %w", err)
 	}
-	var hdr strings.Builder
-	fmt.Fprintf(&hdr, "# %s %s/%s, version %s (%s by %s at %s)\n", v.Kind, v.Namespace, v.Name, res.Version.ID, v.Verb,
-		orNone(v.Username), v.ChangedAt.UTC().Format("2006-01-02T15:04:05Z"))
-	for _, d := range m.DroppedOwners {
-		fmt.Fprintf(&hdr, "# ownerReference %s %s (uid %s) dropped: %s\n", d.Kind, d.Name, d.UID, d.Reason)
-	}
 	w.Header().Set("Content-Type", "application/yaml")
-	_, _ = w.Write([]byte(hdr.String()))
+	_, _ = w.Write(manifestHeader(v, res.Version.ID, m.DroppedOwners))
 	_, _ = w.Write(body)
 	return nil
+}
+
+// manifestHeader is the report of a YAML manifest, as comment lines. Every
+// recorded value in it was written by some cluster user (an ownerReference
+// name may hold a newline followed by a whole ClusterRoleBinding), and the
+// manifest is made to be piped into kubectl apply: each value is quoted
+// with every control and non-ASCII character escaped, so that no value can
+// end its comment line, whatever YAML version reads it (YAML 1.1 also
+// breaks lines at U+0085, U+2028 and U+2029).
+func manifestHeader(v *store.VersionRecord, id string, dropped []DroppedOwner) []byte {
+	q := strconv.QuoteToASCII
+	var hdr strings.Builder
+	fmt.Fprintf(&hdr, "# %s %s/%s, version %s (%s by %s at %s)\n", q(v.Kind), q(v.Namespace), q(v.Name), q(id), q(v.Verb),
+		q(orNone(v.Username)), v.ChangedAt.UTC().Format("2006-01-02T15:04:05Z"))
+	for _, d := range dropped {
+		fmt.Fprintf(&hdr, "# ownerReference %s %s (uid %s) dropped: %s\n", q(d.Kind), q(d.Name), q(d.UID), q(d.Reason))
+	}
+	return []byte(hdr.String())
 }
 
 func orNone(s string) string {

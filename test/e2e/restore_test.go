@@ -542,6 +542,36 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 		}
 	})
 
+	t.Run("a recorded ownerReference cannot inject objects into an exported manifest", func(t *testing.T) {
+		// The apiserver does not restrict an ownerReference's name: a
+		// tenant who may edit a ConfigMap can embed a document. An admin
+		// who pipes the exported manifest into kubectl apply must get the
+		// ConfigMap and nothing else.
+		inject := "x\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: injected\n" +
+			"roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: cluster-admin\n" +
+			"subjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: alice\n"
+		ok(alice.CoreV1().ConfigMaps("e2e-rs-one").Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "owned", OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "ConfigMap\n---\nkind: Secret", Name: inject, UID: "00000000-0000-0000-0000-00000000dead"}}},
+			Data: map[string]string{"k": "v"},
+		}, metav1.CreateOptions{}))(t)
+		var hist restore.Page[restore.Version]
+		w.eventuallyGet(t, controlplane.AdminUser, "/api/v1/clusters/e2e/history?resource=configmaps&namespace=e2e-rs-one&name=owned", &hist, func() error {
+			if hist.Items = changesOnly(hist.Items); len(hist.Items) == 0 {
+				return errors.New("the create is not recorded yet")
+			}
+			return nil
+		})
+		code, yml := w.call(t, controlplane.AdminUser, http.MethodGet, hist.Items[0].Links.Manifest+"?format=yaml", nil)
+		if code != http.StatusOK || !bytes.Contains(yml, []byte("# ownerReference")) {
+			t.Fatalf("manifest: %d\n%s", code, yml)
+		}
+		out, errOut, err := w.cp.Kubectl(t, controlplane.AdminUser, yml, "apply", "--dry-run=client", "-o", "name", "-f", "-")
+		if err != nil || strings.TrimSpace(out) != "configmap/owned" {
+			t.Errorf("kubectl apply --dry-run=client -f - of the exported manifest saw %q (%v: %s), want only configmap/owned; manifest:\n%s", out, err, errOut, yml)
+		}
+	})
+
 	// Last: over everything the scenarios above recorded from the real
 	// apiserver (creates, patches, updates, deletes, cascades, baselines,
 	// subresource writes), every version stored with a full state gives it
