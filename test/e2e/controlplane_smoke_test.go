@@ -111,10 +111,15 @@ func TestControlPlaneSmoke(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Data:       map[string]string{"greeting": "hello"},
 	}
-	created, err := alice.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("%s creates the ConfigMap: %v", user, err)
-	}
+	// The authorizer sees a new binding, and the aggregation controller
+	// fills "edit", a moment later (seconds on a busy machine): retry while
+	// the create is forbidden.
+	var created *corev1.ConfigMap
+	eventually(t, 30*time.Second, user+" creates the ConfigMap", func() error {
+		var err error
+		created, err = alice.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+		return err
+	})
 	if _, err := alice.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
 		t.Fatalf("%s reads the ConfigMap: %v", user, err)
 	}
@@ -126,7 +131,9 @@ func TestControlPlaneSmoke(t *testing.T) {
 	isConfigMap := func(verb string) func(e auditv1.Event) bool {
 		return func(e auditv1.Event) bool {
 			return e.Verb == verb && e.Stage == auditv1.StageResponseComplete && e.ObjectRef != nil &&
-				e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Namespace == ns && e.ObjectRef.Name == name
+				e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Namespace == ns && e.ObjectRef.Name == name &&
+				// not a create refused while RBAC caught up (retried above)
+				(verb != "create" || e.ResponseStatus == nil || e.ResponseStatus.Code != 403)
 		}
 	}
 	create := sink.waitFor(ctx, t, "ResponseComplete create of the ConfigMap", isConfigMap("create"))
