@@ -43,7 +43,7 @@ func BaselineVersion(o BaselineObject) (store.Version, error) {
 	raw := o.Raw
 	digested := false
 	if !o.RecordSecretData && (o.APIGroup == "" && o.Resource == "secrets" || meta.Kind == "Secret" && meta.APIVersion == "v1") {
-		raw, digested = o.Digester.object(raw), true
+		raw, digested = o.Digester.at(SecretPlace{o.Cluster, meta.Metadata.Namespace, meta.Metadata.Name}).object(raw), true
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "baseline\x00%s\x00%s\x00%d", o.Cluster, meta.Metadata.UID, *rv)

@@ -132,7 +132,7 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *Secret
 	if len(ev.Annotations) > 0 {
 		ann := ev.Annotations
 		if digest {
-			ann = dg.annotations(ann)
+			ann = dg.at(SecretPlace{cluster, ref.Namespace, ref.Name}).annotations(ann)
 		}
 		e.Annotations, _ = json.Marshal(ann)
 	}
@@ -144,7 +144,7 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *Secret
 			raw = nil
 			c.sanitized = true
 		} else if digest {
-			raw = dg.request(raw)
+			raw = dg.at(SecretPlace{cluster, ref.Namespace, ref.Name}).request(raw)
 		}
 		e.RequestObject = raw
 	}
@@ -255,7 +255,7 @@ func (c *converted) addObjectVersion(e *store.Event, ev *auditv1.Event, meta *ob
 	v.Complete = meta.APIVersion != "" && meta.Kind != "" && meta.Metadata.Name != ""
 	v.SecretDigested = false
 	if redactSecrets && (e.SecretDigested || meta.Kind == "Secret" && meta.APIVersion == "v1") {
-		raw = dg.object(raw)
+		raw = dg.at(SecretPlace{e.Cluster, meta.Metadata.Namespace, meta.Metadata.Name}).object(raw)
 		v.SecretDigested = true
 	}
 	v.Object = raw // the text the apiserver sent (json keeps it as is)

@@ -1,8 +1,10 @@
 package auditsink_test
 
 import (
+	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -336,10 +338,26 @@ func TestSecretsAreDigestedUnlessARuleAsks(t *testing.T) {
 	if strings.Contains(dump, hex.EncodeToString(plain[:])) {
 		t.Errorf("the plain SHA-256 of a secret value is stored: it can be matched against guesses")
 	}
-	mac := hmac.New(sha256.New, []byte(testDigestKey))
+	// The digest is HMAC-SHA256 under a key of its own, derived from the
+	// sink's key (HKDF), of the value bound to its place: cluster,
+	// namespace, name and data key, each length-prefixed.
+	valueKey, err := hkdf.Key(sha256.New, []byte(testDigestKey), nil, "options-record/v2 secret value digest", 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := hmac.New(sha256.New, valueKey)
+	for _, f := range []string{"default", "default", "db", "password"} {
+		mac.Write(binary.BigEndian.AppendUint64(nil, uint64(len(f))))
+		mac.Write([]byte(f))
+	}
 	mac.Write([]byte("hunter2"))
 	if !strings.Contains(dump, auditsink.KeyedDigestPrefix+hex.EncodeToString(mac.Sum(nil))) {
-		t.Errorf("the HMAC-SHA256 of hunter2 under the key is not stored: %s", dump)
+		t.Errorf("the place-bound HMAC-SHA256 of hunter2 is not stored: %s", dump)
+	}
+	unbound := hmac.New(sha256.New, []byte(testDigestKey))
+	unbound.Write([]byte("hunter2"))
+	if strings.Contains(dump, hex.EncodeToString(unbound.Sum(nil))) {
+		t.Errorf("the HMAC of hunter2 under the operator's key itself is stored: equal values link across Secrets")
 	}
 	h := e.history("default", "db")
 	if len(h) != 4 || !h[0].SecretDigested {

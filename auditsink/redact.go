@@ -1,9 +1,11 @@
 package auditsink
 
 import (
+	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -22,11 +24,36 @@ const admissionPatchPrefix = "patch.webhook.admission.k8s.io/"
 // The prefixes of a value replaced by its digest. Restores refuse versions
 // holding such values.
 const (
-	// KeyedDigestPrefix: HMAC-SHA256 under the sink's secret digest key.
-	KeyedDigestPrefix = "hmac-sha256:"
-	// PlainDigestPrefix: SHA-256 without a key (no key configured).
+	// KeyedDigestPrefix: HMAC-SHA256, under a key derived from the sink's
+	// secret digest key for this use only, of the value and its place
+	// (cluster, namespace, name, field).
+	KeyedDigestPrefix = "hmac-sha256-v2:"
+	// LegacyKeyedDigestPrefix: the digests recorded before KeyedDigestPrefix
+	// (HMAC-SHA256 of the value alone, under the digest key itself). They
+	// stay in the rows that hold them; they cannot be compared with v2
+	// digests (across the change every digested value shows as replaced
+	// once).
+	LegacyKeyedDigestPrefix = "hmac-sha256:"
+	// PlainDigestPrefix: SHA-256 of the value without a key (a nil
+	// SecretDigester; serve and import always have a key).
 	PlainDigestPrefix = "sha256:"
 )
+
+// The HKDF labels of the keys derived from the secret digest key. Every use
+// has its own key, so that no recorded digest is ever a key: a tenant who
+// records a Secret whose value is a label learns a digest, not a key.
+const (
+	valueDigestLabel = "options-record/v2 secret value digest"
+	derivedKeyLabel  = "options-record/v2 derived key: "
+)
+
+// SecretPlace is where a Secret value is recorded. Value digests are bound
+// to it: equal values in different Secrets, namespaces or clusters digest
+// differently, so a digest does not link them, while the versions of one
+// Secret still show which keys changed.
+type SecretPlace struct {
+	Cluster, Namespace, Name string
+}
 
 // SecretDigester replaces the values of Secrets by digests, so that a diff
 // still shows that a key changed. With a key (serve always has one) the
@@ -36,7 +63,8 @@ const (
 // with plain SHA-256. All sink replicas of a cluster must share the key, or
 // the same value digests differently depending on the replica.
 type SecretDigester struct {
-	key []byte
+	master   []byte // the operator's key: only ever an HKDF input
+	valueKey []byte // HKDF(master, valueDigestLabel)
 }
 
 // MinSecretDigestKeyBytes is the shortest key NewSecretDigester accepts.
@@ -48,24 +76,42 @@ func NewSecretDigester(key []byte) (*SecretDigester, error) {
 	if len(key) < MinSecretDigestKeyBytes {
 		return nil, fmt.Errorf("secret digest key: %d bytes, want at least %d", len(key), MinSecretDigestKeyBytes)
 	}
-	return &SecretDigester{key: append([]byte(nil), key...)}, nil
+	master := append([]byte(nil), key...)
+	vk, err := hkdf.Key(sha256.New, master, nil, valueDigestLabel, 32)
+	if err != nil {
+		return nil, fmt.Errorf("secret digest key: derive the value digest key: %w", err)
+	}
+	return &SecretDigester{master: master, valueKey: vk}, nil
 }
 
-// DeriveKey returns a 32-byte key for purpose, derived from the digest key
-// (HMAC-SHA256), for other secrets the replicas must share; nil for a nil
-// digester.
+// DeriveKey returns a 32-byte key for purpose (HKDF-SHA256 of the digest key,
+// with a label of its own: never the key of value digests), for other
+// secrets the replicas must share; nil for a nil digester.
 func (d *SecretDigester) DeriveKey(purpose string) []byte {
 	if d == nil {
 		return nil
 	}
-	m := hmac.New(sha256.New, d.key)
-	m.Write([]byte("options-record/" + purpose))
-	return m.Sum(nil)
+	k, err := hkdf.Key(sha256.New, d.master, nil, derivedKeyLabel+purpose, 32)
+	if err != nil {
+		panic(fmt.Sprintf("hkdf of 32 bytes failed: %v", err)) // only for lengths over 255*32
+	}
+	return k
 }
 
-// value is the digest of a Secret value. For data (base64) it digests the
-// decoded bytes, so the same value in data and stringData digests alike.
-func (d *SecretDigester) value(v any, base64Encoded bool) any {
+// at returns the digester of values recorded at place p.
+func (d *SecretDigester) at(p SecretPlace) placeDigester { return placeDigester{d: d, place: p} }
+
+// placeDigester digests the values of one Secret (or a request or
+// annotation about it).
+type placeDigester struct {
+	d     *SecretDigester
+	place SecretPlace
+}
+
+// value is the digest of a Secret value under field (its data or
+// stringData key, or the annotation it is in). For data (base64) it digests
+// the decoded bytes, so the same value in data and stringData digests alike.
+func (pd placeDigester) value(field string, v any, base64Encoded bool) any {
 	s, ok := v.(string)
 	if !ok {
 		b, _ := json.Marshal(v)
@@ -77,26 +123,36 @@ func (d *SecretDigester) value(v any, base64Encoded bool) any {
 			b = dec
 		}
 	}
-	if d == nil {
+	if pd.d == nil {
 		sum := sha256.Sum256(b)
 		return PlainDigestPrefix + hex.EncodeToString(sum[:])
 	}
-	m := hmac.New(sha256.New, d.key)
+	m := hmac.New(sha256.New, pd.d.valueKey)
+	for _, f := range []string{pd.place.Cluster, pd.place.Namespace, pd.place.Name, field} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		m.Write(n[:])
+		m.Write([]byte(f))
+	}
 	m.Write(b)
 	return KeyedDigestPrefix + hex.EncodeToString(m.Sum(nil))
 }
 
-func (d *SecretDigester) digestMap(v any, base64Encoded bool) any {
+// lastAppliedField is the field name the last-applied annotation's digest
+// is bound to (not a data key: those cannot hold a slash).
+const lastAppliedField = "metadata.annotations/" + lastApplied
+
+func (pd placeDigester) digestMap(v any, base64Encoded bool) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		if v == nil {
 			return nil
 		}
-		return d.value(v, base64Encoded)
+		return pd.value("", v, base64Encoded)
 	}
 	for k, val := range m {
 		if val != nil {
-			m[k] = d.value(val, base64Encoded)
+			m[k] = pd.value(k, val, base64Encoded)
 		}
 	}
 	return m
@@ -104,17 +160,17 @@ func (d *SecretDigester) digestMap(v any, base64Encoded bool) any {
 
 // redactSecretFields digests data, stringData and the last-applied
 // annotation of a Secret-shaped JSON object (an object or a merge patch).
-func (d *SecretDigester) redactSecretFields(obj map[string]any) {
+func (pd placeDigester) redactSecretFields(obj map[string]any) {
 	if v, ok := obj["data"]; ok {
-		obj["data"] = d.digestMap(v, true)
+		obj["data"] = pd.digestMap(v, true)
 	}
 	if v, ok := obj["stringData"]; ok {
-		obj["stringData"] = d.digestMap(v, false)
+		obj["stringData"] = pd.digestMap(v, false)
 	}
 	if md, ok := obj["metadata"].(map[string]any); ok {
 		if ann, ok := md["annotations"].(map[string]any); ok {
 			if v, ok := ann[lastApplied]; ok && v != nil {
-				ann[lastApplied] = d.value(v, false)
+				ann[lastApplied] = pd.value(lastAppliedField, v, false)
 			}
 		}
 	}
@@ -122,12 +178,12 @@ func (d *SecretDigester) redactSecretFields(obj map[string]any) {
 
 // object digests the values of a Secret object. If the bytes are not a
 // JSON object, nothing of them is kept.
-func (d *SecretDigester) object(raw []byte) []byte {
+func (pd placeDigester) object(raw []byte) []byte {
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil
 	}
-	d.redactSecretFields(obj)
+	pd.redactSecretFields(obj)
 	out, err := json.Marshal(obj)
 	if err != nil {
 		return nil
@@ -138,21 +194,21 @@ func (d *SecretDigester) object(raw []byte) []byte {
 // request digests the values in a request body on a Secret: an object
 // (create, update, merge or strategic merge patch, apply), or a JSON patch.
 // A body of any other shape is dropped: nothing of it is kept in clear.
-func (d *SecretDigester) request(raw []byte) []byte {
+func (pd placeDigester) request(raw []byte) []byte {
 	var body any
 	if err := json.Unmarshal(raw, &body); err != nil {
 		return nil
 	}
 	switch b := body.(type) {
 	case map[string]any:
-		d.redactSecretFields(b)
+		pd.redactSecretFields(b)
 	case []any:
 		for _, op := range b {
 			o, ok := op.(map[string]any)
 			if !ok {
 				return nil
 			}
-			d.redactJSONPatchOp(o)
+			pd.redactJSONPatchOp(o)
 		}
 	default:
 		return nil
@@ -167,7 +223,7 @@ func (d *SecretDigester) request(raw []byte) []byte {
 // annotations returns the event's audit annotations with the Secret values
 // in admission webhooks' patches digested. An admission patch annotation
 // that does not parse is left out: nothing of it is kept in clear.
-func (d *SecretDigester) annotations(ann map[string]string) map[string]string {
+func (pd placeDigester) annotations(ann map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range ann {
 		if !strings.HasPrefix(k, admissionPatchPrefix) {
@@ -194,7 +250,7 @@ func (d *SecretDigester) annotations(ann map[string]string) map[string]string {
 				if !ok {
 					continue
 				}
-				d.redactJSONPatchOp(o)
+				pd.redactJSONPatchOp(o)
 			}
 		}
 		if b, err := json.Marshal(rec); err == nil {
@@ -209,7 +265,7 @@ func (d *SecretDigester) annotations(ann map[string]string) map[string]string {
 
 // redactJSONPatchOp digests the value of a JSON-patch operation that writes
 // under /data, /stringData, /metadata/annotations or the whole document.
-func (d *SecretDigester) redactJSONPatchOp(op map[string]any) {
+func (pd placeDigester) redactJSONPatchOp(op map[string]any) {
 	path, _ := op["path"].(string)
 	val, has := op["value"]
 	if !has || val == nil {
@@ -218,29 +274,34 @@ func (d *SecretDigester) redactJSONPatchOp(op map[string]any) {
 	switch {
 	case path == "" || path == "/":
 		if m, ok := val.(map[string]any); ok {
-			d.redactSecretFields(m)
+			pd.redactSecretFields(m)
 		} else {
-			op["value"] = d.value(val, false)
+			op["value"] = pd.value("", val, false)
 		}
 	case path == "/data":
-		op["value"] = d.digestMap(val, true)
+		op["value"] = pd.digestMap(val, true)
 	case path == "/stringData":
-		op["value"] = d.digestMap(val, false)
+		op["value"] = pd.digestMap(val, false)
 	case strings.HasPrefix(path, "/data/"):
-		op["value"] = d.value(val, true)
+		op["value"] = pd.value(pointerToken(strings.TrimPrefix(path, "/data/")), val, true)
 	case strings.HasPrefix(path, "/stringData/"):
-		op["value"] = d.value(val, false)
+		op["value"] = pd.value(pointerToken(strings.TrimPrefix(path, "/stringData/")), val, false)
 	case path == "/metadata/annotations":
 		if m, ok := val.(map[string]any); ok {
 			if v, ok := m[lastApplied]; ok && v != nil {
-				m[lastApplied] = d.value(v, false)
+				m[lastApplied] = pd.value(lastAppliedField, v, false)
 			}
 		}
 	case path == "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration":
-		op["value"] = d.value(val, false)
+		op["value"] = pd.value(lastAppliedField, val, false)
 	case path == "/metadata":
 		if m, ok := val.(map[string]any); ok {
-			d.redactSecretFields(map[string]any{"metadata": m})
+			pd.redactSecretFields(map[string]any{"metadata": m})
 		}
 	}
+}
+
+// pointerToken unescapes one JSON pointer token (RFC 6901).
+func pointerToken(t string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
 }

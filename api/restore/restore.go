@@ -83,7 +83,8 @@ func secretHasDigests(raw []byte) bool {
 	}
 	for _, m := range []map[string]string{s.Data, s.StringData} {
 		for _, v := range m {
-			if strings.HasPrefix(v, auditsink.KeyedDigestPrefix) || strings.HasPrefix(v, auditsink.PlainDigestPrefix) {
+			if strings.HasPrefix(v, auditsink.KeyedDigestPrefix) || strings.HasPrefix(v, auditsink.LegacyKeyedDigestPrefix) ||
+				strings.HasPrefix(v, auditsink.PlainDigestPrefix) {
 				return true
 			}
 		}
