@@ -137,7 +137,7 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *Secret
 		e.Annotations, _ = json.Marshal(ann)
 	}
 	if keepRequestObject(ev, e.ResponseCode) {
-		raw := ev.RequestObject.Raw
+		raw := withoutCredentials(ref, ev.RequestObject.Raw)
 		// The decoder skipped the objects without validating them (wire.go);
 		// what PostgreSQL's json column would refuse is not stored.
 		if !sonic.Valid(raw) {
@@ -360,6 +360,30 @@ func gone(m *objectMeta) bool {
 	}
 	_ = json.Unmarshal(m.Status, &st)
 	return st.Phase != "Terminating"
+}
+
+// withoutCredentials returns a request body without the credentials some
+// requests carry: a TokenReview's spec.token is a bearer token of the
+// cluster. A rule may name tokenreviews (to see who asks), never to keep
+// the tokens. A body that does not parse is dropped.
+func withoutCredentials(ref *auditv1.ObjectReference, raw []byte) []byte {
+	if ref.APIGroup != "authentication.k8s.io" || ref.Resource != "tokenreviews" {
+		return raw
+	}
+	var body map[string]any
+	if json.Unmarshal(raw, &body) != nil {
+		return nil
+	}
+	if spec, ok := body["spec"].(map[string]any); ok {
+		if _, has := spec["token"]; has {
+			spec["token"] = "(removed: a bearer token)"
+		}
+	}
+	out, err := json.Marshal(body)
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // keepRequestObject says whether the request body adds to the record: patches

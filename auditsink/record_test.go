@@ -495,3 +495,35 @@ func TestNoOpWriteStoredFirstDoesNotTakeTheChange(t *testing.T) {
 		})
 	}
 }
+
+// A rule that names tokenreviews records who asked, never the bearer token
+// under review (it would let anyone who reads the record act as its owner).
+func TestTokenReviewsNeverKeepTheToken(t *testing.T) {
+	e := newEnv(t)
+	const token = "eyJhbGciOiJSUzI1NiJ9.tenant-bearer-token-under-review"
+	review := Obj{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "metadata": Obj{},
+		"spec": Obj{"token": token, "audiences": []any{"https://kubernetes.default.svc"}}}
+	answered := Obj{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "metadata": Obj{},
+		"spec": Obj{"token": token}, "status": Obj{"authenticated": true, "user": Obj{"username": "system:serviceaccount:app:api"}}}
+	rv := Resource("authentication.k8s.io", "v1", "tokenreviews")
+	out := e.send(
+		Event(rv, Namespace(""), Name(""), User("webhook-authn"), Request(review), Response(answered)),
+		Event(rv, Namespace(""), Name(""), User("mallory"), Request(review), Failed(403, "Forbidden", "forbidden")),
+		Event(Verb("patch"), rv, Namespace(""), Name("x"), User("mallory"), Request(review), Failed(405, "MethodNotAllowed", "not allowed")),
+	)
+	if out.Kept != 3 {
+		t.Fatalf("kept %d tokenreview events, want 3 (the rule names them): %+v", out.Kept, out)
+	}
+	if n := e.count(`SELECT count(*) FROM events WHERE resource = 'tokenreviews' AND request_object IS NOT NULL
+		AND request_object->'spec'->>'audiences' IS NOT NULL`); n != 2 {
+		t.Errorf("tokenreview request bodies kept = %d, want the 2 failed ones (without the token)", n)
+	}
+	var dump string
+	if err := e.pool.QueryRow(t.Context(), `SELECT coalesce(string_agg(request_object::text || coalesce(annotations::text, ''), ' '), '')
+		|| coalesce((SELECT string_agg(object::text, ' ') FROM object_versions), '') FROM events`).Scan(&dump); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(dump, "tenant-bearer-token") {
+		t.Errorf("a bearer token under review was stored: %s", dump)
+	}
+}
