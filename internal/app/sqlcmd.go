@@ -5,11 +5,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // SQLOptions configure `options-record sql`.
@@ -37,11 +43,7 @@ func SQL(ctx context.Context, o SQLOptions) error {
 	}
 	defer db.Close(context.WithoutCancel(ctx))
 	if psql, err := exec.LookPath("psql"); err == nil {
-		args := []string{"--no-psqlrc", "-v", "ON_ERROR_STOP=1", db.URL}
-		if o.Query != "" {
-			args = append(args, "-c", o.Query)
-		}
-		cmd := exec.CommandContext(ctx, psql, args...)
+		cmd := psqlCommand(ctx, psql, db.URL, o.Query)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Out, o.Err
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("psql: %w", err)
@@ -49,10 +51,63 @@ func SQL(ctx context.Context, o SQLOptions) error {
 		return nil
 	}
 	if o.Query == "" {
-		return fmt.Errorf("psql is not installed: give a query (connection string: %s)", db.URL)
+		dsn, _ := splitPassword(db.URL)
+		return fmt.Errorf("psql is not installed: give a query (connection string without its password: %s)", dsn)
 	}
 	return runQuery(ctx, db.URL, o.Query, o.Out)
 }
+
+// psqlCommand runs psql on dsn. The password goes to psql in PGPASSWORD,
+// not on its command line, which every user of the machine can read
+// (/proc/<pid>/cmdline, ps).
+func psqlCommand(ctx context.Context, psql, dsn, query string) *exec.Cmd {
+	dsn, password := splitPassword(dsn)
+	args := []string{"--no-psqlrc", "-v", "ON_ERROR_STOP=1", dsn}
+	if query != "" {
+		args = append(args, "-c", query)
+	}
+	cmd := exec.CommandContext(ctx, psql, args...)
+	if password != "" {
+		cmd.Env = append(os.Environ(), "PGPASSWORD="+password)
+	}
+	return cmd
+}
+
+// splitPassword returns a connection string without its password, and the
+// password. It takes both forms libpq does: a postgres:// URL (the password
+// in its user info or a password query parameter) and key=value pairs.
+func splitPassword(dsn string) (string, string) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "(unparsable connection string)", ""
+		}
+		var password string
+		if u.User != nil {
+			password, _ = u.User.Password()
+			u.User = url.User(u.User.Username())
+		}
+		q := u.Query()
+		if p := q.Get("password"); p != "" {
+			password = p
+			q.Del("password")
+			u.RawQuery = q.Encode()
+		}
+		return u.String(), password
+	}
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return "(unparsable connection string)", ""
+	}
+	if cfg.Password == "" {
+		return dsn, ""
+	}
+	return keywordPassword.ReplaceAllString(dsn, ""), cfg.Password
+}
+
+// keywordPassword matches a password=... pair of a key=value connection
+// string, quoted ('a b\'c') or not.
+var keywordPassword = regexp.MustCompile(`(^|\s)password\s*=\s*('(\\.|[^'\\])*'|\S*)`)
 
 func runQuery(ctx context.Context, url, query string, out io.Writer) error {
 	conn, err := pgx.Connect(ctx, url)
@@ -79,10 +134,8 @@ func runQuery(ctx context.Context, url, query string, out io.Writer) error {
 		}
 		cells := make([]string, len(vals))
 		for i, v := range vals {
-			if v == nil {
-				cells[i] = ""
-			} else {
-				cells[i] = fmt.Sprint(v)
+			if v != nil {
+				cells[i] = cell(fmt.Sprint(v))
 			}
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
@@ -94,4 +147,15 @@ func runQuery(ctx context.Context, url, query string, out io.Writer) error {
 	tw.Flush()
 	fmt.Fprintf(out, "(%d rows)\n", n)
 	return nil
+}
+
+// cell is a value as a table cell. Recorded strings were written by cluster
+// users: one holding a tab, a newline or a terminal escape sequence could
+// forge rows or take over the operator's terminal, so a value with any
+// character that is not printable is shown quoted, with those escaped.
+func cell(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
 }

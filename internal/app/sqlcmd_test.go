@@ -1,0 +1,54 @@
+package app
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// The database password never reaches psql's command line (readable by
+// every user of the machine) nor an error message.
+func TestPsqlGetsThePasswordOutOfItsArguments(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		dsn, password string
+	}{
+		{"postgres://record:s3cret-pw@db.example:5432/record?sslmode=verify-full", "s3cret-pw"},
+		{"postgresql://record@db.example/record?password=s3cret-pw&sslmode=require", "s3cret-pw"},
+		{"host=db.example user=record password=s3cret-pw dbname=record sslmode=require", "s3cret-pw"},
+		{"host=db.example password='s3cret pw\\'x' dbname=record", "s3cret pw'x"},
+		{"password=s3cret-pw host=/run/pg", "s3cret-pw"},
+		{"postgres://record@/record?host=/run/pg", ""},
+	}
+	for _, tt := range tests {
+		cmd := psqlCommand(context.Background(), "/usr/bin/psql", tt.dsn, "SELECT 1")
+		args := strings.Join(cmd.Args, " ")
+		if strings.Contains(args, "s3cret") {
+			t.Errorf("%s: psql's arguments hold the password: %s", tt.dsn, args)
+		}
+		env := strings.Join(cmd.Env, "\n")
+		if tt.password != "" && !strings.Contains(env, "PGPASSWORD="+tt.password+"\n") && !strings.HasSuffix(env, "PGPASSWORD="+tt.password) {
+			t.Errorf("%s: PGPASSWORD not set to the password", tt.dsn)
+		}
+		if dsn, _ := splitPassword(tt.dsn); !strings.Contains(dsn, "db.example") && !strings.Contains(dsn, "/run/pg") {
+			t.Errorf("%s: the rest of the connection string was lost: %s", tt.dsn, dsn)
+		}
+	}
+}
+
+func TestTableCellsEscapeWhatCouldForgeOutput(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"plain name":          "plain name",
+		"café":                "café",
+		"a\tb":                `"a\tb"`,
+		"x\nforged row":       `"x\nforged row"`,
+		"\x1b]0;pwned\x07":    `"\x1b]0;pwned\a"`,
+		"rtl\u202eoverride":   `"rtl\u202eoverride"`,
+		"line\u2028separator": `"line\u2028separator"`,
+	} {
+		if got := cell(in); got != want {
+			t.Errorf("cell(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
