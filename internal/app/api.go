@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -128,8 +127,9 @@ func delegatingAuth(cfg *rest.Config) (authenticator.Request, authorizer.Authori
 
 // standaloneAuth reads (or generates) the static token.
 func standaloneAuth(o *APIOptions, so *ServeOptions, log *slog.Logger) (authenticator.Request, authorizer.Authorizer, error) {
-	file := o.TokenFile
+	file, generated := o.TokenFile, false
 	if file == "" {
+		generated = true
 		if so.Database.DataDir == "" {
 			return nil, nil, errors.New("restore API without a cluster: set --api-token-file (or --data-dir to generate one)")
 		}
@@ -139,7 +139,7 @@ func standaloneAuth(o *APIOptions, so *ServeOptions, log *slog.Logger) (authenti
 		}
 		log.Info("using a generated restore API token (standalone mode)", "token_file", file)
 	}
-	tok, err := os.ReadFile(file)
+	tok, err := readSecretFile(file, generated)
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore API token: %w", err)
 	}

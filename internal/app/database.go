@@ -57,8 +57,14 @@ func openDatabase(ctx context.Context, o DatabaseOptions, reuse bool, log *slog.
 			return &database{URL: url}, nil
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Private: it holds the generated keys and tokens and the connection
+	// string. (pgembed moves the PostgreSQL cluster elsewhere when the
+	// server account cannot enter it.)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o077 != 0 {
+		log.Warn("the data directory is open to other users; it holds keys and tokens: chmod 700 it", "data_dir", dir, "mode", fmt.Sprintf("%04o", st.Mode().Perm()))
 	}
 	srv, err := pgembed.Start(ctx, pgembed.Options{DataDir: dir, Fsync: true, Logger: log})
 	if err != nil {

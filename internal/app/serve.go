@@ -321,7 +321,9 @@ func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink
 	return cfg, auth, nil
 }
 
-// ensureToken creates a random token file (0600) if it does not exist.
+// ensureToken creates a random token file (0600) if it does not exist. An
+// existing one is used only if it is this process's own and private
+// (readSecretFile checks it when it is read).
 func ensureToken(path string) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
