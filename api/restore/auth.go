@@ -28,12 +28,19 @@ const AuthCacheTTL = 10 * time.Second
 // the sink's client and cached for ttl (denials for ttl/2, so a new
 // RoleBinding takes effect soon). The sink's identity needs "create" on
 // tokenreviews and subjectaccessreviews.
-func DelegatingAuth(kube kubernetes.Interface, ttl time.Duration) (authenticator.Request, authorizer.Authorizer, error) {
+//
+// With audiences, a token is accepted only if it was issued for one of them
+// (`kubectl create token SA --audience options-record`): a token made for
+// the restore API is then worth nothing against the kube-apiserver, and a
+// token made for another service is refused here. Without, TokenReview
+// checks the apiserver's own audiences, and callers' ordinary tokens work.
+func DelegatingAuth(kube kubernetes.Interface, ttl time.Duration, audiences ...string) (authenticator.Request, authorizer.Authorizer, error) {
 	if ttl <= 0 {
 		ttl = AuthCacheTTL
 	}
 	backoff := retry.DefaultBackoff
 	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+		APIAudiences:             authenticator.Audiences(audiences),
 		TokenAccessReviewClient:  kube.AuthenticationV1(),
 		TokenAccessReviewTimeout: 10 * time.Second,
 		WebhookRetryBackoff:      &backoff,
@@ -41,6 +48,9 @@ func DelegatingAuth(kube kubernetes.Interface, ttl time.Duration) (authenticator
 	}.New()
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore: TokenReview authenticator: %w", err)
+	}
+	if len(audiences) > 0 {
+		authn = audienceBound{Request: authn, audiences: audiences}
 	}
 	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
 		SubjectAccessReviewClient: kube.AuthorizationV1(),
@@ -52,6 +62,26 @@ func DelegatingAuth(kube kubernetes.Interface, ttl time.Duration) (authenticator
 		return nil, nil, fmt.Errorf("restore: SubjectAccessReview authorizer: %w", err)
 	}
 	return authn, authz, nil
+}
+
+// audienceBound asks TokenReview for the API's audiences (the webhook token
+// authenticator takes them from the request's context, as the generic
+// apiserver's authentication filter sets them) and refuses an answer for
+// other audiences.
+type audienceBound struct {
+	authenticator.Request
+	audiences authenticator.Audiences
+}
+
+func (a audienceBound) AuthenticateRequest(r *http.Request) (*authenticator.Response, bool, error) {
+	resp, ok, err := a.Request.AuthenticateRequest(r.WithContext(authenticator.WithAudiences(r.Context(), a.audiences)))
+	if !ok || err != nil {
+		return resp, ok, err
+	}
+	if len(resp.Audiences) > 0 && len(a.audiences.Intersect(resp.Audiences)) == 0 {
+		return nil, false, errors.New("the token is not for this API's audiences")
+	}
+	return resp, ok, nil
 }
 
 // StandaloneUser is the identity of the static token of the standalone mode.

@@ -130,6 +130,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&api.TLSCertFile, "api-tls-cert-file", "", "restore API serving certificate; empty reuses the webhook's")
 	fs.StringVar(&api.TLSKeyFile, "api-tls-key-file", "", "restore API serving key")
 	fs.StringVar(&api.TokenFile, "api-token-file", "", "standalone mode: read-only API on loopback for callers presenting this token (no cluster)")
+	fs.Func("api-audiences", "comma-separated token audiences the restore API accepts (e.g. options-record: callers use `kubectl create token SA --audience options-record`); empty: the apiserver's own", func(v string) error {
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				api.Audiences = append(api.Audiences, a)
+			}
+		}
+		return nil
+	})
 	fs.StringVar(&o.JournalDir, "journal-dir", "", "durable local journal: batches the database cannot take are acknowledged from here and stored later")
 	k := app.KubeOptions{}
 	inCluster := fs.Bool("in-cluster", false, "follow the OptionsRecordController objects of the cluster the sink runs in (in-cluster config)")

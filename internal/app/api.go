@@ -31,6 +31,9 @@ type APIOptions struct {
 	// TokenFile enables the standalone mode: a read-only API on loopback
 	// whose callers present this static token (no cluster needed).
 	TokenFile string
+	// Audiences, when set, are the only token audiences the API accepts
+	// (TokenReview spec.audiences).
+	Audiences []string
 }
 
 // runAPI starts the restore API and returns a function that stops it.
@@ -53,7 +56,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, st *store.Stor
 		if opts.Kube, err = so.Kube.RestConfig(); err != nil {
 			return nil, err
 		}
-		if opts.Authenticator, opts.Authorizer, err = delegatingAuth(opts.Kube); err != nil {
+		if opts.Authenticator, opts.Authorizer, err = delegatingAuth(opts.Kube, o.Audiences); err != nil {
 			return nil, err
 		}
 	} else {
@@ -111,7 +114,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, st *store.Stor
 }
 
 // delegatingAuth asks the cluster: TokenReview, SubjectAccessReview.
-func delegatingAuth(cfg *rest.Config) (authenticator.Request, authorizer.Authorizer, error) {
+func delegatingAuth(cfg *rest.Config, audiences []string) (authenticator.Request, authorizer.Authorizer, error) {
 	// Every caller's TokenReview and SubjectAccessReviews go through this
 	// one client: client-go's default 5 requests/s would let a burst of
 	// requests with bad tokens starve everyone's authentication (the
@@ -122,7 +125,7 @@ func delegatingAuth(cfg *rest.Config) (authenticator.Request, authorizer.Authori
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore API: kube client: %w", err)
 	}
-	return restore.DelegatingAuth(kube, restore.AuthCacheTTL)
+	return restore.DelegatingAuth(kube, restore.AuthCacheTTL, audiences...)
 }
 
 // standaloneAuth reads (or generates) the static token.
