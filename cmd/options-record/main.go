@@ -117,7 +117,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.TLSKeyFile, "tls-key-file", "", "serving key")
 	fs.StringVar(&o.ClientCAFile, "webhook-client-ca", "", "CA that verifies the apiservers' client certificates")
 	var clientCNs stringList
-	fs.Var(&clientCNs, "webhook-client-cn", "common name of an apiserver's client certificate (repeatable); unset: any certificate --webhook-client-ca verifies")
+	fs.Var(&clientCNs, "webhook-client-cn", "common name of an apiserver's client certificate (repeatable); required with --webhook-client-ca unless --webhook-clients-file or --webhook-allow-any-client-cert")
+	fs.BoolVar(&o.AllowAnyClientCert, "webhook-allow-any-client-cert", false, "take any certificate --webhook-client-ca verifies for the apiserver (only for a CA that issues nothing but apiserver client certificates, never the cluster CA)")
 	fs.StringVar(&o.TokenFile, "webhook-token-file", "", "bearer token the apiserver presents (its events are recorded under --cluster)")
 	fs.StringVar(&o.ClientsFile, "webhook-clients-file", "", "YAML list of apiservers (token file or certificate CN) and their cluster names")
 	fs.Int64Var(&o.MaxBodyBytes, "webhook-max-body-bytes", 64<<20, "largest EventList body accepted")

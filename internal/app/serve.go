@@ -35,12 +35,16 @@ type ServeOptions struct {
 	TLSKeyFile   string
 	ClientCAFile string
 	// ClientCNs, when set, are the only client-certificate common names
-	// accepted (for Cluster) besides the clients file's.
-	ClientCNs    []string
-	TokenFile    string
-	ClientsFile  string
-	MaxBodyBytes int64
-	MaxInFlight  int
+	// accepted (for Cluster) besides the clients file's. With ClientCAFile
+	// and no clients file, they are required unless AllowAnyClientCert.
+	ClientCNs []string
+	// AllowAnyClientCert takes any certificate ClientCAFile verifies for
+	// the apiserver of Cluster: only for a CA that issues nothing else.
+	AllowAnyClientCert bool
+	TokenFile          string
+	ClientsFile        string
+	MaxBodyBytes       int64
+	MaxInFlight        int
 	// MaxInFlightBytes caps the request bodies held at once.
 	MaxInFlightBytes int64
 	// WebhookHTTP2 offers HTTP/2 on the webhook besides HTTP/1.1.
@@ -263,6 +267,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 // self-signed certificate and a random token under the data directory:
 // the webhook is never served in clear nor unauthenticated.
 func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink.Authenticator, error) {
+	if o.AllowAnyClientCert && o.ClientCAFile == "" {
+		return nil, nil, errors.New("--webhook-allow-any-client-cert needs --webhook-client-ca")
+	}
 	if o.TLSCertFile == "" {
 		if o.Database.DataDir == "" {
 			return nil, nil, errors.New("no --tls-cert-file and no --data-dir to generate one in")
@@ -304,14 +311,21 @@ func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink
 		clients = append(clients, auditsink.ClientConfig{Cluster: o.Cluster, TokenFile: o.TokenFile})
 	}
 	anyCert := ""
-	if o.ClientCAFile != "" && o.ClientsFile == "" {
-		if len(o.ClientCNs) > 0 {
-			for _, cn := range o.ClientCNs {
-				clients = append(clients, auditsink.ClientConfig{Cluster: o.Cluster, CommonName: cn})
-			}
-		} else {
-			anyCert = o.Cluster
-			log.Warn("any client certificate --webhook-client-ca verifies is taken for the apiserver: use a CA that issues only apiserver client certificates (not the cluster CA, which also signs kubelets'), or list the apiservers' names with --webhook-client-cn")
+	switch {
+	case o.AllowAnyClientCert && (len(o.ClientCNs) > 0 || o.ClientsFile != ""):
+		return nil, nil, errors.New("--webhook-allow-any-client-cert contradicts the names of --webhook-client-cn or --webhook-clients-file: use one or the other")
+	case o.AllowAnyClientCert:
+		anyCert = o.Cluster
+		log.Warn("any client certificate --webhook-client-ca verifies is taken for the apiserver (--webhook-allow-any-client-cert): the CA must issue only apiserver client certificates, never the cluster CA, which also signs kubelets'")
+	case o.ClientCAFile != "" && o.ClientsFile == "":
+		// Fail closed: the cluster CA verifies every kubelet's certificate
+		// too, and any of them could write history.
+		if len(o.ClientCNs) == 0 {
+			return nil, nil, errors.New("--webhook-client-ca without a name allow-list would take any certificate the CA verifies (with the cluster CA, every kubelet's) for the apiserver: " +
+				"list the apiservers' certificate names with --webhook-client-cn (or --webhook-clients-file), or set --webhook-allow-any-client-cert if the CA issues only apiserver client certificates")
+		}
+		for _, cn := range o.ClientCNs {
+			clients = append(clients, auditsink.ClientConfig{Cluster: o.Cluster, CommonName: cn})
 		}
 	}
 	auth, err := auditsink.NewAuthenticator(clients, anyCert)
