@@ -33,15 +33,23 @@ type HandlerOptions struct {
 	// WriteTimeout bounds the store write of one batch (default 20 s, below
 	// the apiserver's 30 s request timeout).
 	WriteTimeout time.Duration
-	Metrics      *Metrics
-	Logger       *slog.Logger
+	// MinBodyRate is the slowest a body may arrive, in bytes per second
+	// averaged from the start of the request, once the first 2 s have passed
+	// (default 32 KiB/s). A slower body is cut off with 408. Bodies are read
+	// before the request takes one of MaxInFlight's slots, so a slow caller
+	// never holds one.
+	MinBodyRate int64
+	// BodyTimeout bounds the reading of a whole body (default 15 s).
+	BodyTimeout time.Duration
+	Metrics     *Metrics
+	Logger      *slog.Logger
 }
 
 // Handler is the audit webhook endpoint.
 type Handler struct {
 	opts HandlerOptions
 	sem  chan struct{}
-	mem  *semaphore.Weighted
+	body *bodyReader
 	now  func() time.Time
 }
 
@@ -65,6 +73,12 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 20 * time.Second
 	}
+	if opts.MinBodyRate <= 0 {
+		opts.MinBodyRate = 32 << 10
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 15 * time.Second
+	}
 	if opts.Metrics == nil {
 		opts.Metrics = opts.Pipeline.metrics
 	}
@@ -74,7 +88,13 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	if err := warmDecoder(); err != nil {
 		opts.Logger.Warn("the EventList decoder was not compiled ahead; the first batch compiles it", "err", err)
 	}
-	return &Handler{opts: opts, sem: make(chan struct{}, opts.MaxInFlight), mem: semaphore.NewWeighted(opts.MaxInFlightBytes), now: time.Now}, nil
+	return &Handler{
+		opts: opts,
+		sem:  make(chan struct{}, opts.MaxInFlight),
+		body: &bodyReader{max: opts.MaxBodyBytes, minRate: opts.MinBodyRate, timeout: opts.BodyTimeout,
+			mem: semaphore.NewWeighted(opts.MaxInFlightBytes), now: time.Now},
+		now: time.Now,
+	}, nil
 }
 
 // ServeHTTP handles one POSTed EventList.
@@ -114,6 +134,35 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("unsupported content encoding %q: send the EventList uncompressed", ce), http.StatusUnsupportedMediaType)
 		return
 	}
+	// The answer, whatever it is, must not wait on a caller that does not read it.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.opts.BodyTimeout + h.opts.WriteTimeout + 10*time.Second))
+	// The body is read before a slot is taken: a slow sender holds its
+	// connection, not a slot, and only the bytes it has sent.
+	body, held, err := h.body.read(w, r)
+	defer h.body.mem.Release(held)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			outcome = "rejected"
+			http.Error(w, fmt.Sprintf("body exceeds %d bytes: lower --audit-webhook-batch-max-size on the apiserver or raise --webhook-max-body-bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+		case errors.Is(err, errBytesBusy):
+			outcome = "throttled"
+			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Connection", "close") // the rest of the body is not read
+			http.Error(w, "too many bytes in flight; retry", http.StatusTooManyRequests)
+		case errors.Is(err, errSlowBody):
+			outcome = "slow_body"
+			h.opts.Logger.Warn("request body too slow: cut off", "cluster", cluster, "remote", r.RemoteAddr,
+				"received_bytes", len(body), "min_rate", h.opts.MinBodyRate)
+			w.Header().Set("Connection", "close")
+			http.Error(w, fmt.Sprintf("request body slower than %d bytes/s or longer than %v to send", h.opts.MinBodyRate, h.opts.BodyTimeout), http.StatusRequestTimeout)
+		default:
+			outcome = "rejected"
+			http.Error(w, "reading body: "+err.Error(), http.StatusBadRequest)
+		}
+		return
+	}
 	select {
 	case h.sem <- struct{}{}:
 		defer func() { <-h.sem }()
@@ -123,32 +172,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many batches in flight; retry", http.StatusTooManyRequests)
 		return
 	}
-	weight := h.opts.MaxBodyBytes
-	if r.ContentLength > 0 && r.ContentLength < weight {
-		weight = r.ContentLength
-	}
-	if !h.mem.TryAcquire(weight) {
-		outcome = "throttled"
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, "too many bytes in flight; retry", http.StatusTooManyRequests)
-		return
-	}
-	defer h.mem.Release(weight)
 	m.inFlight.Inc()
 	defer m.inFlight.Dec()
 
-	body, err := readBody(w, r, h.opts.MaxBodyBytes)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			outcome = "rejected"
-			http.Error(w, fmt.Sprintf("body exceeds %d bytes: lower --audit-webhook-batch-max-size on the apiserver or raise --webhook-max-body-bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
-			return
-		}
-		outcome = "rejected"
-		http.Error(w, "reading body: "+err.Error(), http.StatusBadRequest)
-		return
-	}
 	events, undecodable, err := DecodeEventList(body, h.now())
 	if err != nil {
 		outcome = "rejected"
@@ -173,23 +199,4 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, `{"received":`+strconv.Itoa(out.Received)+`,"kept":`+strconv.Itoa(out.Kept)+`}`)
-}
-
-// readBody reads the request body up to max bytes, in one allocation when
-// the client announced its length (the apiserver does).
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	body := http.MaxBytesReader(w, r.Body, max)
-	if n := r.ContentLength; n > 0 && n <= max {
-		buf := make([]byte, n, n+1)
-		if _, err := io.ReadFull(body, buf); err != nil {
-			return nil, err
-		}
-		// Make sure nothing follows what was announced.
-		var one [1]byte
-		if m, _ := body.Read(one[:]); m > 0 {
-			return nil, errors.New("body longer than its Content-Length")
-		}
-		return buf, nil
-	}
-	return io.ReadAll(body)
 }

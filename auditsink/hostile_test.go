@@ -665,3 +665,76 @@ func TestBodyShorterThanAnnounced(t *testing.T) {
 	}
 	h.healthy()
 }
+
+// TestSlowBodiesDoNotHoldSlots: callers holding the webhook credential that
+// trickle their bodies (slower than the minimum transfer rate) must not
+// occupy the in-flight slots: the apiserver's real batch gets 200 at once,
+// and the slow ones are cut off (408 or the connection closed) once the
+// grace period has passed.
+func TestSlowBodiesDoNotHoldSlots(t *testing.T) {
+	h := newHostile(t, hostileOptions{maxInFlight: 2, maxBody: 1 << 20})
+	const slow = 6 // three times the slots
+	type cut struct {
+		answer string
+		after  time.Duration
+	}
+	results := make(chan cut, slow)
+	start := time.Now()
+	var conns []*tls.Conn
+	for range slow {
+		conn, err := tls.Dial("tcp", h.srv.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, conn)
+		_, err = fmt.Fprintf(conn, "POST /audit HTTP/1.1\r\nHost: sink\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n{", token, 100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Ten bytes a second, far below any minimum rate.
+		go func() {
+			for i := 0; ; i++ {
+				time.Sleep(100 * time.Millisecond)
+				if _, err := conn.Write([]byte(" ")); err != nil {
+					return
+				}
+			}
+		}()
+		go func() {
+			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			var b bytes.Buffer
+			_, _ = b.ReadFrom(conn)
+			results <- cut{answer: b.String(), after: time.Since(start)}
+		}()
+	}
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	time.Sleep(500 * time.Millisecond) // every slow body has started
+
+	goodStart := time.Now()
+	h.healthy()
+	goodTook := time.Since(goodStart)
+	t.Logf("good batch under %d slow bodies: 200 in %v", slow, goodTook)
+	if goodTook > 2*time.Second {
+		t.Errorf("the good batch took %v", goodTook)
+	}
+
+	for range slow {
+		c := <-results
+		if c.answer != "" && !strings.HasPrefix(c.answer, "HTTP/1.1 408") {
+			t.Errorf("slow body answered %.100q, want 408 or the connection closed", c.answer)
+		}
+		if c.after > 5*time.Second { // the 2 s grace, and a margin
+			t.Errorf("slow body cut off after %v, want within the grace period and the minimum rate", c.after)
+		}
+		t.Logf("slow body cut off after %v: %.40q", c.after, c.answer)
+	}
+	if h.outcome("slow_body") != slow {
+		t.Errorf("batches_total{outcome=\"slow_body\"} = %v, want %d", h.outcome("slow_body"), slow)
+	}
+	h.healthy()
+}

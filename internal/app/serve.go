@@ -47,6 +47,10 @@ type ServeOptions struct {
 	MaxInFlight        int
 	// MaxInFlightBytes caps the request bodies held at once.
 	MaxInFlightBytes int64
+	// MinBodyRate and BodyTimeout cut off webhook bodies sent slowly (see
+	// auditsink.HandlerOptions).
+	MinBodyRate int64
+	BodyTimeout time.Duration
 	// WebhookHTTP2 offers HTTP/2 on the webhook besides HTTP/1.1.
 	WebhookHTTP2 bool
 	MetricsAddr  string
@@ -139,8 +143,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	rules := registry.RulesFor(o.Cluster)
 	h, err := auditsink.NewHandler(auditsink.HandlerOptions{
 		Pipeline: pipe, Authenticator: auth, MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight,
-		MaxInFlightBytes: o.MaxInFlightBytes,
-		Metrics:          metrics, Logger: log,
+		MaxInFlightBytes: o.MaxInFlightBytes, MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout,
+		Metrics: metrics, Logger: log,
 	})
 	if err != nil {
 		return err
@@ -155,12 +159,18 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		webhookLn.Close()
 		return fmt.Errorf("metrics listener: %w", err)
 	}
+	// No connection can hold the others up: headers within 10 s, bodies as
+	// the handler's minimum rate and body timeout say (it reads them before
+	// taking a processing slot), the whole request within a minute, and
+	// the answer written within the handler's write deadline (90 s at most).
 	webhookSrv := &http.Server{
 		Handler:           h,
 		TLSConfig:         tlsCfg,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      90 * time.Second,
 		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		Protocols:         webhookProtocols(o.WebhookHTTP2),
 	}
