@@ -43,8 +43,12 @@ type ServeOptions struct {
 	AllowAnyClientCert bool
 	TokenFile          string
 	ClientsFile        string
-	MaxBodyBytes       int64
-	MaxInFlight        int
+	// CredentialsInterval is how often the token and clients files are
+	// read again at most (default 15 s; the client CA and the serving
+	// certificate are checked every 10 s).
+	CredentialsInterval time.Duration
+	MaxBodyBytes        int64
+	MaxInFlight         int
 	// MaxInFlightBytes caps the request bodies held at once.
 	MaxInFlightBytes int64
 	// MinBodyRate and BodyTimeout cut off webhook bodies sent slowly (see
@@ -296,15 +300,10 @@ func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := certs.ServerConfig(reloader, o.ClientCAFile)
+	// The serving certificate and the client CA are re-read when they change.
+	cfg, err := certs.ServerConfig(reloader.WithLogger(log), o.ClientCAFile)
 	if err != nil {
 		return nil, nil, err
-	}
-	var clients []auditsink.ClientConfig
-	if o.ClientsFile != "" {
-		if clients, err = auditsink.LoadClients(o.ClientsFile); err != nil {
-			return nil, nil, err
-		}
 	}
 	if o.TokenFile == "" && o.ClientsFile == "" && o.ClientCAFile == "" {
 		if o.Database.DataDir == "" {
@@ -317,10 +316,8 @@ func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink
 		o.TokenFile = tf
 		log.Info("using a generated webhook bearer token", "token_file", tf)
 	}
-	if o.TokenFile != "" {
-		clients = append(clients, auditsink.ClientConfig{Cluster: o.Cluster, TokenFile: o.TokenFile})
-	}
 	anyCert := ""
+	var cns []string
 	switch {
 	case o.AllowAnyClientCert && (len(o.ClientCNs) > 0 || o.ClientsFile != ""):
 		return nil, nil, errors.New("--webhook-allow-any-client-cert contradicts the names of --webhook-client-cn or --webhook-clients-file: use one or the other")
@@ -334,11 +331,28 @@ func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink
 			return nil, nil, errors.New("--webhook-client-ca without a name allow-list would take any certificate the CA verifies (with the cluster CA, every kubelet's) for the apiserver: " +
 				"list the apiservers' certificate names with --webhook-client-cn (or --webhook-clients-file), or set --webhook-allow-any-client-cert if the CA issues only apiserver client certificates")
 		}
-		for _, cn := range o.ClientCNs {
+		cns = o.ClientCNs
+	}
+	// The token files and the clients file are read again when a request
+	// comes at least CredentialsInterval after the last reading, so that
+	// rotated credentials take effect without a restart.
+	load := func() ([]auditsink.ClientConfig, string, error) {
+		var clients []auditsink.ClientConfig
+		if o.ClientsFile != "" {
+			var err error
+			if clients, err = auditsink.LoadClients(o.ClientsFile); err != nil {
+				return nil, "", err
+			}
+		}
+		if o.TokenFile != "" {
+			clients = append(clients, auditsink.ClientConfig{Cluster: o.Cluster, TokenFile: o.TokenFile})
+		}
+		for _, cn := range cns {
 			clients = append(clients, auditsink.ClientConfig{Cluster: o.Cluster, CommonName: cn})
 		}
+		return clients, anyCert, nil
 	}
-	auth, err := auditsink.NewAuthenticator(clients, anyCert)
+	auth, err := auditsink.NewReloadingAuthenticator(auditsink.AuthenticatorOptions{Load: load, Interval: o.CredentialsInterval, Logger: log})
 	if err != nil {
 		return nil, nil, err
 	}

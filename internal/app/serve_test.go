@@ -2,6 +2,7 @@ package app
 
 import (
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,4 +74,45 @@ func writeFile(t *testing.T, dir, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestWebhookCredentialsRotateWithoutRestart: a rotated token file is taken
+// without a restart (the new token accepted, the old refused), and a
+// broken one keeps the tokens in force.
+func TestWebhookCredentialsRotateWithoutRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tokenFile := writeFile(t, dir, "token", "old-token\n")
+	o := ServeOptions{Cluster: "default", Database: DatabaseOptions{DataDir: dir}, TokenFile: tokenFile,
+		CredentialsInterval: 10 * time.Millisecond}
+	_, auth, err := webhookSecurity(&o, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepts := func(tok string) bool {
+		r, _ := http.NewRequest(http.MethodPost, "/audit", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		_, ok := auth.Authenticate(r)
+		return ok
+	}
+	if !accepts("old-token") {
+		t.Fatal("the token in force is refused")
+	}
+	writeFile(t, dir, "token", "new-token\n")
+	deadline := time.Now().Add(20 * time.Second)
+	for !accepts("new-token") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !accepts("new-token") || accepts("old-token") {
+		t.Fatalf("after rotation: new token accepted %v, old token accepted %v; want true, false", accepts("new-token"), accepts("old-token"))
+	}
+	// An empty token file (half-written, a broken Secret) is not taken.
+	writeFile(t, dir, "token", "\n")
+	time.Sleep(50 * time.Millisecond)
+	for range 3 {
+		if !accepts("new-token") {
+			t.Fatal("an empty token file replaced the token in force")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
