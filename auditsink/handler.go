@@ -41,16 +41,23 @@ type HandlerOptions struct {
 	MinBodyRate int64
 	// BodyTimeout bounds the reading of a whole body (default 15 s).
 	BodyTimeout time.Duration
-	Metrics     *Metrics
-	Logger      *slog.Logger
+	// AuthFailureRate and AuthFailureBurst limit failed authentications
+	// per client address (defaults 1 a second, a burst of 10): beyond them
+	// the answer is 429 instead of 401. Authenticated callers are never
+	// limited.
+	AuthFailureRate  float64
+	AuthFailureBurst int
+	Metrics          *Metrics
+	Logger           *slog.Logger
 }
 
 // Handler is the audit webhook endpoint.
 type Handler struct {
-	opts HandlerOptions
-	sem  chan struct{}
-	body *bodyReader
-	now  func() time.Time
+	opts  HandlerOptions
+	sem   chan struct{}
+	body  *bodyReader
+	fails *failLimiter
+	now   func() time.Time
 }
 
 // NewHandler validates the options and builds the handler.
@@ -79,6 +86,12 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	if opts.BodyTimeout <= 0 {
 		opts.BodyTimeout = 15 * time.Second
 	}
+	if opts.AuthFailureRate <= 0 {
+		opts.AuthFailureRate = 1
+	}
+	if opts.AuthFailureBurst <= 0 {
+		opts.AuthFailureBurst = 10
+	}
 	if opts.Metrics == nil {
 		opts.Metrics = opts.Pipeline.metrics
 	}
@@ -93,7 +106,8 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 		sem:  make(chan struct{}, opts.MaxInFlight),
 		body: &bodyReader{max: opts.MaxBodyBytes, minRate: opts.MinBodyRate, timeout: opts.BodyTimeout,
 			mem: semaphore.NewWeighted(opts.MaxInFlightBytes), now: time.Now},
-		now: time.Now,
+		fails: newFailLimiter(opts.AuthFailureRate, opts.AuthFailureBurst),
+		now:   time.Now,
 	}, nil
 }
 
@@ -110,6 +124,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cluster, ok := h.opts.Authenticator.Authenticate(r)
 	if !ok {
 		outcome = "unauthenticated"
+		if ok, wait := h.fails.allow(r, time.Now()); !ok {
+			m.authFailures.WithLabelValues("throttled").Inc()
+			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+			w.Header().Set("Connection", "close")
+			http.Error(w, "too many failed authentications from this address; retry later", http.StatusTooManyRequests)
+			return
+		}
+		m.authFailures.WithLabelValues("refused").Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer realm="options-record"`)
 		http.Error(w, "unauthenticated: present the configured client certificate or bearer token", http.StatusUnauthorized)
 		return

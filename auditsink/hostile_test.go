@@ -738,3 +738,40 @@ func TestSlowBodiesDoNotHoldSlots(t *testing.T) {
 	}
 	h.healthy()
 }
+
+// TestFailedAuthenticationsAreRateLimited: a caller that keeps failing to
+// authenticate gets 429 after a burst of 401s, counted; an authenticated
+// caller from the same address is never held up by it.
+func TestFailedAuthenticationsAreRateLimited(t *testing.T) {
+	h := newHostile(t, hostileOptions{})
+	body := EventList(now(Name("rl1"), Response(ConfigMap("default", "rl1", "uid-rl1", 10, nil))))
+	const tries = 40
+	codes := map[int]int{}
+	retryAfter := ""
+	for range tries {
+		code, hdr, _ := h.request(body, "Authorization", "Bearer guess")
+		codes[code]++
+		if code == http.StatusTooManyRequests {
+			retryAfter = hdr.Get("Retry-After")
+		}
+	}
+	t.Logf("%d failed authentications: %v", tries, codes)
+	if codes[401] == 0 || codes[429] == 0 || codes[401]+codes[429] != tries || codes[401] > 15 {
+		t.Errorf("answers %v: want a burst of 401s, then 429s", codes)
+	}
+	if codes[429] > 0 && retryAfter == "" {
+		t.Error("429 without Retry-After")
+	}
+	if got := h.metric("options_record_webhook_auth_failures_total", "result", "throttled"); got != float64(codes[429]) {
+		t.Errorf("auth_failures_total{result=throttled} = %v, want %d", got, codes[429])
+	}
+	if got := h.metric("options_record_webhook_auth_failures_total", "result", "refused"); got != float64(codes[401]) {
+		t.Errorf("auth_failures_total{result=refused} = %v, want %d", got, codes[401])
+	}
+	// The apiserver, from the same address, with the right token.
+	start := time.Now()
+	h.healthy()
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("an authenticated batch after the failures took %v", took)
+	}
+}
