@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
 // HandlerOptions configure the webhook handler.
@@ -41,6 +42,15 @@ type HandlerOptions struct {
 	MinBodyRate int64
 	// BodyTimeout bounds the reading of a whole body (default 15 s).
 	BodyTimeout time.Duration
+	// Horizon, if set, returns how far back the record keeps events (the
+	// longest retention of the rules in force; 0 when unknown). Events
+	// older than that — or than a day, if it is shorter — are skipped and
+	// counted (reason "out_of_window"): each day of events is a partition,
+	// created on demand, and a caller stamping events on many past days
+	// would otherwise create a partition for each. With no Horizon, or
+	// none known, the bound is DefaultMaxEventAge. Events more than a day
+	// ahead are refused by the decoder.
+	Horizon func() time.Duration
 	// AuthFailureRate and AuthFailureBurst limit failed authentications
 	// per client address (defaults 1 a second, a burst of 10): beyond them
 	// the answer is 429 instead of 401. Authenticated callers are never
@@ -50,6 +60,13 @@ type HandlerOptions struct {
 	Metrics          *Metrics
 	Logger           *slog.Logger
 }
+
+// DefaultMaxEventAge bounds the age of the events the webhook takes when
+// the rules' retention is not known.
+const DefaultMaxEventAge = 400 * 24 * time.Hour
+
+// reasonOutOfWindow skips events older than the record keeps.
+const reasonOutOfWindow = "out_of_window"
 
 // Handler is the audit webhook endpoint.
 type Handler struct {
@@ -197,13 +214,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.inFlight.Inc()
 	defer m.inFlight.Dec()
 
-	events, undecodable, err := DecodeEventList(body, h.now())
+	now := h.now()
+	events, undecodable, err := DecodeEventList(body, now)
 	if err != nil {
 		outcome = "rejected"
 		h.opts.Logger.Warn("rejected webhook body", "cluster", cluster, "err", err)
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	events, undecodable = h.inWindow(events, undecodable, now)
 	// The write is not cut short by the apiserver hanging up: what has started
 	// to be stored is finished (the apiserver will redeliver; we dedupe).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.opts.WriteTimeout)
@@ -221,4 +240,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, `{"received":`+strconv.Itoa(out.Received)+`,"kept":`+strconv.Itoa(out.Kept)+`}`)
+}
+
+// inWindow drops the events older than the record keeps, counting them in
+// skipped.
+func (h *Handler) inWindow(events []auditv1.Event, skipped map[string]int, now time.Time) ([]auditv1.Event, map[string]int) {
+	age := time.Duration(0)
+	if h.opts.Horizon != nil {
+		age = h.opts.Horizon()
+	}
+	if age <= 0 {
+		age = DefaultMaxEventAge
+	}
+	// The apiserver's delivery (retries, a sink that was down) and clock
+	// skew: a day at least.
+	age = max(age, 24*time.Hour)
+	oldest := now.Add(-age)
+	kept := events[:0]
+	for i := range events {
+		if events[i].StageTimestamp.Time.Before(oldest) {
+			if skipped == nil {
+				skipped = map[string]int{}
+			}
+			skipped[reasonOutOfWindow]++
+			continue
+		}
+		kept = append(kept, events[i])
+	}
+	return kept, skipped
 }

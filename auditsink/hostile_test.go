@@ -39,6 +39,7 @@ type hostileOptions struct {
 	maxInFlight int
 	writer      func(auditsink.Writer) auditsink.Writer // wraps the store
 	clientCA    *certs.Pair                             // require client certificates from this CA (no token)
+	horizon     time.Duration                           // how far back the record keeps events (0: unknown)
 }
 
 func newHostile(t *testing.T, o hostileOptions) *hostile {
@@ -73,7 +74,8 @@ func newHostile(t *testing.T, o hostileOptions) *hostile {
 		t.Fatal(err)
 	}
 	h, err := auditsink.NewHandler(auditsink.HandlerOptions{Pipeline: e.pipe, Authenticator: auth,
-		MaxBodyBytes: o.maxBody, MaxInFlight: o.maxInFlight, Metrics: m})
+		MaxBodyBytes: o.maxBody, MaxInFlight: o.maxInFlight, Metrics: m,
+		Horizon: func() time.Duration { return o.horizon }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -773,5 +775,58 @@ func TestFailedAuthenticationsAreRateLimited(t *testing.T) {
 	h.healthy()
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("an authenticated batch after the failures took %v", took)
+	}
+}
+
+// TestOldEventsCreateNoPartitions: events are stored in daily partitions of
+// their stageTimestamp, created on demand. A webhook caller sending events
+// stamped on many distinct past days (the decoder takes anything since
+// 2014) would make the sink create a partition for each. Events older than
+// the record keeps are skipped and counted; no partition is created for
+// them, and the good events of the batch are stored.
+func TestOldEventsCreateNoPartitions(t *testing.T) {
+	tests := []struct {
+		name    string
+		horizon time.Duration // the rules' longest retention
+		oldest  int           // days ago of the newest old event
+	}{
+		{"retention unknown: 400 days", 0, 500},
+		{"retention of 30 days", 30 * 24 * time.Hour, 31},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHostile(t, hostileOptions{maxBody: 64 << 20, horizon: tt.horizon})
+			partitions := func() int {
+				return h.count(`SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass`)
+			}
+			before := partitions()
+			dropped := h.metric("options_record_events_dropped_total", "reason", "out_of_window")
+			const days = 40
+			evs := []*auditv1.Event{now(Name("win-good"), Response(ConfigMap("default", "win-good", "uid-win-good", 10, nil))),
+				// A day back is always taken (delivery delays, clock skew).
+				Event(Name("win-yesterday"), At(time.Now().Add(-23*time.Hour)), Response(ConfigMap("default", "win-yesterday", "uid-win-y", 10, nil)))}
+			for i := range days {
+				name := fmt.Sprintf("win-old-%d", i)
+				at := time.Now().AddDate(0, 0, -tt.oldest-i)
+				evs = append(evs, Event(Name(name), At(at), Response(ConfigMap("default", name, "uid-"+name, 10, nil))))
+			}
+			code, _, msg := h.request(EventList(evs...))
+			if code != http.StatusOK {
+				t.Fatalf("got %d %s, want 200", code, msg)
+			}
+			if n := h.count(`SELECT count(*) FROM events WHERE name IN ('win-good', 'win-yesterday')`); n != 2 {
+				t.Errorf("%d of the 2 good events stored", n)
+			}
+			if n := h.count(`SELECT count(*) FROM events WHERE name LIKE 'win-old-%'`); n != 0 {
+				t.Errorf("%d events older than the record keeps were stored", n)
+			}
+			if got := partitions() - before; got != 0 {
+				t.Errorf("one batch created %d event partitions", got)
+			}
+			if d := h.metric("options_record_events_dropped_total", "reason", "out_of_window") - dropped; d != days {
+				t.Errorf("events_dropped_total{reason=out_of_window} grew by %v, want %d", d, days)
+			}
+			h.healthy()
+		})
 	}
 }

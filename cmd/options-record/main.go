@@ -126,6 +126,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Int64Var(&o.MaxInFlightBytes, "webhook-max-in-flight-bytes", 96<<20, "request bytes held at once; more get 429 and are retried (bounds memory)")
 	fs.Int64Var(&o.MinBodyRate, "webhook-min-body-rate", 32<<10, "slowest a request body may arrive, in bytes per second after its first 2 s; slower ones get 408 (bodies are read before they take an in-flight slot)")
 	fs.DurationVar(&o.BodyTimeout, "webhook-body-timeout", 15*time.Second, "longest a request body may take to arrive; longer ones get 408")
+	fs.DurationVar(&o.MaxEventAge, "webhook-max-event-age", 0, "events older than this are skipped (they would each make a daily partition); 0: the longest retention of the rules in force, at least a day (400 days until the rules are known)")
 	fs.BoolVar(&o.WebhookHTTP2, "webhook-http2", false, "offer HTTP/2 on the webhook as well as HTTP/1.1 (HTTP/1.1 costs less CPU per event for large audit batches)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:9090", "address of /metrics, /healthz and /readyz (plain HTTP)")
 	api := app.APIOptions{}

@@ -55,6 +55,9 @@ type ServeOptions struct {
 	// auditsink.HandlerOptions).
 	MinBodyRate int64
 	BodyTimeout time.Duration
+	// MaxEventAge, when set, replaces the rules' longest retention as the
+	// age beyond which webhook events are skipped (a replay of an old log).
+	MaxEventAge time.Duration
 	// WebhookHTTP2 offers HTTP/2 on the webhook besides HTTP/1.1.
 	WebhookHTTP2 bool
 	MetricsAddr  string
@@ -148,6 +151,20 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	h, err := auditsink.NewHandler(auditsink.HandlerOptions{
 		Pipeline: pipe, Authenticator: auth, MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight,
 		MaxInFlightBytes: o.MaxInFlightBytes, MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout,
+		// Events older than the record keeps make no partition; before
+		// the rules the replicas shared are loaded, the longest retention
+		// is not known (the handler's default bound applies).
+		Horizon: func() time.Duration {
+			if o.MaxEventAge > 0 {
+				return o.MaxEventAge
+			}
+			select {
+			case <-sharer.Loaded():
+				return registry.MaxRetention()
+			default:
+				return 0
+			}
+		},
 		Metrics: metrics, Logger: log,
 	})
 	if err != nil {
