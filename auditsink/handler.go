@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
 // HandlerOptions configure the webhook handler.
@@ -33,16 +34,47 @@ type HandlerOptions struct {
 	// WriteTimeout bounds the store write of one batch (default 20 s, below
 	// the apiserver's 30 s request timeout).
 	WriteTimeout time.Duration
-	Metrics      *Metrics
-	Logger       *slog.Logger
+	// MinBodyRate is the slowest a body may arrive, in bytes per second
+	// averaged from the start of the request, once the first 2 s have passed
+	// (default 32 KiB/s). A slower body is cut off with 408. Bodies are read
+	// before the request takes one of MaxInFlight's slots, so a slow caller
+	// never holds one.
+	MinBodyRate int64
+	// BodyTimeout bounds the reading of a whole body (default 15 s).
+	BodyTimeout time.Duration
+	// Horizon, if set, returns how far back the record keeps events (the
+	// longest retention of the rules in force; 0 when unknown). Events
+	// older than that — or than a day, if it is shorter — are skipped and
+	// counted (reason "out_of_window"): each day of events is a partition,
+	// created on demand, and a caller stamping events on many past days
+	// would otherwise create a partition for each. With no Horizon, or
+	// none known, the bound is DefaultMaxEventAge. Events more than a day
+	// ahead are refused by the decoder.
+	Horizon func() time.Duration
+	// AuthFailureRate and AuthFailureBurst limit failed authentications
+	// per client address (defaults 1 a second, a burst of 10): beyond them
+	// the answer is 429 instead of 401. Authenticated callers are never
+	// limited.
+	AuthFailureRate  float64
+	AuthFailureBurst int
+	Metrics          *Metrics
+	Logger           *slog.Logger
 }
+
+// DefaultMaxEventAge bounds the age of the events the webhook takes when
+// the rules' retention is not known.
+const DefaultMaxEventAge = 400 * 24 * time.Hour
+
+// reasonOutOfWindow skips events older than the record keeps.
+const reasonOutOfWindow = "out_of_window"
 
 // Handler is the audit webhook endpoint.
 type Handler struct {
-	opts HandlerOptions
-	sem  chan struct{}
-	mem  *semaphore.Weighted
-	now  func() time.Time
+	opts  HandlerOptions
+	sem   chan struct{}
+	body  *bodyReader
+	fails *failLimiter
+	now   func() time.Time
 }
 
 // NewHandler validates the options and builds the handler.
@@ -65,6 +97,18 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 20 * time.Second
 	}
+	if opts.MinBodyRate <= 0 {
+		opts.MinBodyRate = 32 << 10
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 15 * time.Second
+	}
+	if opts.AuthFailureRate <= 0 {
+		opts.AuthFailureRate = 1
+	}
+	if opts.AuthFailureBurst <= 0 {
+		opts.AuthFailureBurst = 10
+	}
 	if opts.Metrics == nil {
 		opts.Metrics = opts.Pipeline.metrics
 	}
@@ -74,7 +118,14 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	if err := warmDecoder(); err != nil {
 		opts.Logger.Warn("the EventList decoder was not compiled ahead; the first batch compiles it", "err", err)
 	}
-	return &Handler{opts: opts, sem: make(chan struct{}, opts.MaxInFlight), mem: semaphore.NewWeighted(opts.MaxInFlightBytes), now: time.Now}, nil
+	return &Handler{
+		opts: opts,
+		sem:  make(chan struct{}, opts.MaxInFlight),
+		body: &bodyReader{max: opts.MaxBodyBytes, minRate: opts.MinBodyRate, timeout: opts.BodyTimeout,
+			mem: semaphore.NewWeighted(opts.MaxInFlightBytes), now: time.Now},
+		fails: newFailLimiter(opts.AuthFailureRate, opts.AuthFailureBurst),
+		now:   time.Now,
+	}, nil
 }
 
 // ServeHTTP handles one POSTed EventList.
@@ -90,6 +141,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cluster, ok := h.opts.Authenticator.Authenticate(r)
 	if !ok {
 		outcome = "unauthenticated"
+		if ok, wait := h.fails.allow(r, time.Now()); !ok {
+			m.authFailures.WithLabelValues("throttled").Inc()
+			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+			w.Header().Set("Connection", "close")
+			http.Error(w, "too many failed authentications from this address; retry later", http.StatusTooManyRequests)
+			return
+		}
+		m.authFailures.WithLabelValues("refused").Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer realm="options-record"`)
 		http.Error(w, "unauthenticated: present the configured client certificate or bearer token", http.StatusUnauthorized)
 		return
@@ -114,6 +173,35 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("unsupported content encoding %q: send the EventList uncompressed", ce), http.StatusUnsupportedMediaType)
 		return
 	}
+	// The answer, whatever it is, must not wait on a caller that does not read it.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.opts.BodyTimeout + h.opts.WriteTimeout + 10*time.Second))
+	// The body is read before a slot is taken: a slow sender holds its
+	// connection, not a slot, and only the bytes it has sent.
+	body, held, err := h.body.read(w, r)
+	defer h.body.mem.Release(held)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			outcome = "rejected"
+			http.Error(w, fmt.Sprintf("body exceeds %d bytes: lower --audit-webhook-batch-max-size on the apiserver or raise --webhook-max-body-bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+		case errors.Is(err, errBytesBusy):
+			outcome = "throttled"
+			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Connection", "close") // the rest of the body is not read
+			http.Error(w, "too many bytes in flight; retry", http.StatusTooManyRequests)
+		case errors.Is(err, errSlowBody):
+			outcome = "slow_body"
+			h.opts.Logger.Warn("request body too slow: cut off", "cluster", cluster, "remote", r.RemoteAddr,
+				"received_bytes", len(body), "min_rate", h.opts.MinBodyRate)
+			w.Header().Set("Connection", "close")
+			http.Error(w, fmt.Sprintf("request body slower than %d bytes/s or longer than %v to send", h.opts.MinBodyRate, h.opts.BodyTimeout), http.StatusRequestTimeout)
+		default:
+			outcome = "rejected"
+			http.Error(w, "reading body: "+err.Error(), http.StatusBadRequest)
+		}
+		return
+	}
 	select {
 	case h.sem <- struct{}{}:
 		defer func() { <-h.sem }()
@@ -123,39 +211,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many batches in flight; retry", http.StatusTooManyRequests)
 		return
 	}
-	weight := h.opts.MaxBodyBytes
-	if r.ContentLength > 0 && r.ContentLength < weight {
-		weight = r.ContentLength
-	}
-	if !h.mem.TryAcquire(weight) {
-		outcome = "throttled"
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, "too many bytes in flight; retry", http.StatusTooManyRequests)
-		return
-	}
-	defer h.mem.Release(weight)
 	m.inFlight.Inc()
 	defer m.inFlight.Dec()
 
-	body, err := readBody(w, r, h.opts.MaxBodyBytes)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			outcome = "rejected"
-			http.Error(w, fmt.Sprintf("body exceeds %d bytes: lower --audit-webhook-batch-max-size on the apiserver or raise --webhook-max-body-bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
-			return
-		}
-		outcome = "rejected"
-		http.Error(w, "reading body: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	events, undecodable, err := DecodeEventList(body, h.now())
+	now := h.now()
+	events, undecodable, err := DecodeEventList(body, now)
 	if err != nil {
 		outcome = "rejected"
 		h.opts.Logger.Warn("rejected webhook body", "cluster", cluster, "err", err)
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	events, undecodable = h.inWindow(events, undecodable, now)
 	// The write is not cut short by the apiserver hanging up: what has started
 	// to be stored is finished (the apiserver will redeliver; we dedupe).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.opts.WriteTimeout)
@@ -175,21 +242,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, `{"received":`+strconv.Itoa(out.Received)+`,"kept":`+strconv.Itoa(out.Kept)+`}`)
 }
 
-// readBody reads the request body up to max bytes, in one allocation when
-// the client announced its length (the apiserver does).
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	body := http.MaxBytesReader(w, r.Body, max)
-	if n := r.ContentLength; n > 0 && n <= max {
-		buf := make([]byte, n, n+1)
-		if _, err := io.ReadFull(body, buf); err != nil {
-			return nil, err
-		}
-		// Make sure nothing follows what was announced.
-		var one [1]byte
-		if m, _ := body.Read(one[:]); m > 0 {
-			return nil, errors.New("body longer than its Content-Length")
-		}
-		return buf, nil
+// inWindow drops the events older than the record keeps, counting them in
+// skipped.
+func (h *Handler) inWindow(events []auditv1.Event, skipped map[string]int, now time.Time) ([]auditv1.Event, map[string]int) {
+	age := time.Duration(0)
+	if h.opts.Horizon != nil {
+		age = h.opts.Horizon()
 	}
-	return io.ReadAll(body)
+	if age <= 0 {
+		age = DefaultMaxEventAge
+	}
+	// The apiserver's delivery (retries, a sink that was down) and clock
+	// skew: a day at least.
+	age = max(age, 24*time.Hour)
+	oldest := now.Add(-age)
+	kept := events[:0]
+	for i := range events {
+		if events[i].StageTimestamp.Time.Before(oldest) {
+			if skipped == nil {
+				skipped = map[string]int{}
+			}
+			skipped[reasonOutOfWindow]++
+			continue
+		}
+		kept = append(kept, events[i])
+	}
+	return kept, skipped
 }

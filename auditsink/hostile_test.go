@@ -39,6 +39,7 @@ type hostileOptions struct {
 	maxInFlight int
 	writer      func(auditsink.Writer) auditsink.Writer // wraps the store
 	clientCA    *certs.Pair                             // require client certificates from this CA (no token)
+	horizon     time.Duration                           // how far back the record keeps events (0: unknown)
 }
 
 func newHostile(t *testing.T, o hostileOptions) *hostile {
@@ -73,7 +74,8 @@ func newHostile(t *testing.T, o hostileOptions) *hostile {
 		t.Fatal(err)
 	}
 	h, err := auditsink.NewHandler(auditsink.HandlerOptions{Pipeline: e.pipe, Authenticator: auth,
-		MaxBodyBytes: o.maxBody, MaxInFlight: o.maxInFlight, Metrics: m})
+		MaxBodyBytes: o.maxBody, MaxInFlight: o.maxInFlight, Metrics: m,
+		Horizon: func() time.Duration { return o.horizon }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -664,4 +666,167 @@ func TestBodyShorterThanAnnounced(t *testing.T) {
 		t.Errorf("rejected grew by %v, want 1", d)
 	}
 	h.healthy()
+}
+
+// TestSlowBodiesDoNotHoldSlots: callers holding the webhook credential that
+// trickle their bodies (slower than the minimum transfer rate) must not
+// occupy the in-flight slots: the apiserver's real batch gets 200 at once,
+// and the slow ones are cut off (408 or the connection closed) once the
+// grace period has passed.
+func TestSlowBodiesDoNotHoldSlots(t *testing.T) {
+	h := newHostile(t, hostileOptions{maxInFlight: 2, maxBody: 1 << 20})
+	const slow = 6 // three times the slots
+	type cut struct {
+		answer string
+		after  time.Duration
+	}
+	results := make(chan cut, slow)
+	start := time.Now()
+	var conns []*tls.Conn
+	for range slow {
+		conn, err := tls.Dial("tcp", h.srv.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, conn)
+		_, err = fmt.Fprintf(conn, "POST /audit HTTP/1.1\r\nHost: sink\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n{", token, 100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Ten bytes a second, far below any minimum rate.
+		go func() {
+			for i := 0; ; i++ {
+				time.Sleep(100 * time.Millisecond)
+				if _, err := conn.Write([]byte(" ")); err != nil {
+					return
+				}
+			}
+		}()
+		go func() {
+			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			var b bytes.Buffer
+			_, _ = b.ReadFrom(conn)
+			results <- cut{answer: b.String(), after: time.Since(start)}
+		}()
+	}
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	time.Sleep(500 * time.Millisecond) // every slow body has started
+
+	goodStart := time.Now()
+	h.healthy()
+	goodTook := time.Since(goodStart)
+	t.Logf("good batch under %d slow bodies: 200 in %v", slow, goodTook)
+	if goodTook > 2*time.Second {
+		t.Errorf("the good batch took %v", goodTook)
+	}
+
+	for range slow {
+		c := <-results
+		if c.answer != "" && !strings.HasPrefix(c.answer, "HTTP/1.1 408") {
+			t.Errorf("slow body answered %.100q, want 408 or the connection closed", c.answer)
+		}
+		if c.after > 5*time.Second { // the 2 s grace, and a margin
+			t.Errorf("slow body cut off after %v, want within the grace period and the minimum rate", c.after)
+		}
+		t.Logf("slow body cut off after %v: %.40q", c.after, c.answer)
+	}
+	if h.outcome("slow_body") != slow {
+		t.Errorf("batches_total{outcome=\"slow_body\"} = %v, want %d", h.outcome("slow_body"), slow)
+	}
+	h.healthy()
+}
+
+// TestFailedAuthenticationsAreRateLimited: a caller that keeps failing to
+// authenticate gets 429 after a burst of 401s, counted; an authenticated
+// caller from the same address is never held up by it.
+func TestFailedAuthenticationsAreRateLimited(t *testing.T) {
+	h := newHostile(t, hostileOptions{})
+	body := EventList(now(Name("rl1"), Response(ConfigMap("default", "rl1", "uid-rl1", 10, nil))))
+	const tries = 40
+	codes := map[int]int{}
+	retryAfter := ""
+	for range tries {
+		code, hdr, _ := h.request(body, "Authorization", "Bearer guess")
+		codes[code]++
+		if code == http.StatusTooManyRequests {
+			retryAfter = hdr.Get("Retry-After")
+		}
+	}
+	t.Logf("%d failed authentications: %v", tries, codes)
+	if codes[401] == 0 || codes[429] == 0 || codes[401]+codes[429] != tries || codes[401] > 15 {
+		t.Errorf("answers %v: want a burst of 401s, then 429s", codes)
+	}
+	if codes[429] > 0 && retryAfter == "" {
+		t.Error("429 without Retry-After")
+	}
+	if got := h.metric("options_record_webhook_auth_failures_total", "result", "throttled"); got != float64(codes[429]) {
+		t.Errorf("auth_failures_total{result=throttled} = %v, want %d", got, codes[429])
+	}
+	if got := h.metric("options_record_webhook_auth_failures_total", "result", "refused"); got != float64(codes[401]) {
+		t.Errorf("auth_failures_total{result=refused} = %v, want %d", got, codes[401])
+	}
+	// The apiserver, from the same address, with the right token.
+	start := time.Now()
+	h.healthy()
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("an authenticated batch after the failures took %v", took)
+	}
+}
+
+// TestOldEventsCreateNoPartitions: events are stored in daily partitions of
+// their stageTimestamp, created on demand. A webhook caller sending events
+// stamped on many distinct past days (the decoder takes anything since
+// 2014) would make the sink create a partition for each. Events older than
+// the record keeps are skipped and counted; no partition is created for
+// them, and the good events of the batch are stored.
+func TestOldEventsCreateNoPartitions(t *testing.T) {
+	tests := []struct {
+		name    string
+		horizon time.Duration // the rules' longest retention
+		oldest  int           // days ago of the newest old event
+	}{
+		{"retention unknown: 400 days", 0, 500},
+		{"retention of 30 days", 30 * 24 * time.Hour, 31},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHostile(t, hostileOptions{maxBody: 64 << 20, horizon: tt.horizon})
+			partitions := func() int {
+				return h.count(`SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass`)
+			}
+			before := partitions()
+			dropped := h.metric("options_record_events_dropped_total", "reason", "out_of_window")
+			const days = 40
+			evs := []*auditv1.Event{now(Name("win-good"), Response(ConfigMap("default", "win-good", "uid-win-good", 10, nil))),
+				// A day back is always taken (delivery delays, clock skew).
+				Event(Name("win-yesterday"), At(time.Now().Add(-23*time.Hour)), Response(ConfigMap("default", "win-yesterday", "uid-win-y", 10, nil)))}
+			for i := range days {
+				name := fmt.Sprintf("win-old-%d", i)
+				at := time.Now().AddDate(0, 0, -tt.oldest-i)
+				evs = append(evs, Event(Name(name), At(at), Response(ConfigMap("default", name, "uid-"+name, 10, nil))))
+			}
+			code, _, msg := h.request(EventList(evs...))
+			if code != http.StatusOK {
+				t.Fatalf("got %d %s, want 200", code, msg)
+			}
+			if n := h.count(`SELECT count(*) FROM events WHERE name IN ('win-good', 'win-yesterday')`); n != 2 {
+				t.Errorf("%d of the 2 good events stored", n)
+			}
+			if n := h.count(`SELECT count(*) FROM events WHERE name LIKE 'win-old-%'`); n != 0 {
+				t.Errorf("%d events older than the record keeps were stored", n)
+			}
+			if got := partitions() - before; got != 0 {
+				t.Errorf("one batch created %d event partitions", got)
+			}
+			if d := h.metric("options_record_events_dropped_total", "reason", "out_of_window") - dropped; d != days {
+				t.Errorf("events_dropped_total{reason=out_of_window} grew by %v, want %d", d, days)
+			}
+			h.healthy()
+		})
+	}
 }

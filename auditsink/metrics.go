@@ -16,6 +16,8 @@ type Metrics struct {
 	ack       prometheus.Histogram
 	write     prometheus.Histogram
 	inFlight  prometheus.Gauge
+
+	authFailures *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not
@@ -54,9 +56,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "options_record_batches_in_flight", Help: "Webhook requests being processed.",
 		}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "options_record_webhook_auth_failures_total", Help: "Webhook requests that failed to authenticate: refused (401), or throttled (429) beyond the failures allowed per client address.",
+		}, []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.received, m.kept, m.sanitized, m.dropped, m.skipped, m.versions, m.batches, m.ack, m.write, m.inFlight)
+		reg.MustRegister(m.received, m.kept, m.sanitized, m.dropped, m.skipped, m.versions, m.batches, m.ack, m.write, m.inFlight, m.authFailures)
 	}
 	return m
 }

@@ -8,9 +8,12 @@ DATA=${DEMO_DATA_DIR:-.options-record/demo}
 WEBHOOK=${DEMO_WEBHOOK_ADDR:-127.0.0.1:18443}
 METRICS=${DEMO_METRICS_ADDR:-127.0.0.1:19090}
 mkdir -p "$DATA"
+# The sample log has fixed dates: --webhook-max-event-age takes them however
+# old they are (by default the sink skips events older than the rules keep).
 
 bin/options-record serve --data-dir "$DATA" --rules-file deploy/samples/record-prod.yaml \
   --webhook-bind-address "$WEBHOOK" --metrics-bind-address "$METRICS" --log-level warn \
+  --webhook-max-event-age 87600h \
   2>"$DATA/serve.log" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT

@@ -117,12 +117,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.TLSKeyFile, "tls-key-file", "", "serving key")
 	fs.StringVar(&o.ClientCAFile, "webhook-client-ca", "", "CA that verifies the apiservers' client certificates")
 	var clientCNs stringList
-	fs.Var(&clientCNs, "webhook-client-cn", "common name of an apiserver's client certificate (repeatable); unset: any certificate --webhook-client-ca verifies")
+	fs.Var(&clientCNs, "webhook-client-cn", "common name of an apiserver's client certificate (repeatable); required with --webhook-client-ca unless --webhook-clients-file or --webhook-allow-any-client-cert")
+	fs.BoolVar(&o.AllowAnyClientCert, "webhook-allow-any-client-cert", false, "take any certificate --webhook-client-ca verifies for the apiserver (only for a CA that issues nothing but apiserver client certificates, never the cluster CA)")
 	fs.StringVar(&o.TokenFile, "webhook-token-file", "", "bearer token the apiserver presents (its events are recorded under --cluster)")
 	fs.StringVar(&o.ClientsFile, "webhook-clients-file", "", "YAML list of apiservers (token file or certificate CN) and their cluster names")
 	fs.Int64Var(&o.MaxBodyBytes, "webhook-max-body-bytes", 64<<20, "largest EventList body accepted")
 	fs.IntVar(&o.MaxInFlight, "webhook-max-in-flight", 8, "batches processed at once; more get 429 and are retried")
 	fs.Int64Var(&o.MaxInFlightBytes, "webhook-max-in-flight-bytes", 96<<20, "request bytes held at once; more get 429 and are retried (bounds memory)")
+	fs.Int64Var(&o.MinBodyRate, "webhook-min-body-rate", 32<<10, "slowest a request body may arrive, in bytes per second after its first 2 s; slower ones get 408 (bodies are read before they take an in-flight slot)")
+	fs.DurationVar(&o.BodyTimeout, "webhook-body-timeout", 15*time.Second, "longest a request body may take to arrive; longer ones get 408")
+	fs.DurationVar(&o.MaxEventAge, "webhook-max-event-age", 0, "events older than this are skipped (they would each make a daily partition); 0: the longest retention of the rules in force, at least a day (400 days until the rules are known)")
 	fs.BoolVar(&o.WebhookHTTP2, "webhook-http2", false, "offer HTTP/2 on the webhook as well as HTTP/1.1 (HTTP/1.1 costs less CPU per event for large audit batches)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:9090", "address of /metrics, /healthz and /readyz (plain HTTP)")
 	api := app.APIOptions{}

@@ -147,7 +147,8 @@ func TestServeEmbeddedEndToEnd(t *testing.T) {
 	// The client prefers HTTP/2, as the apiserver's does; the webhook speaks
 	// HTTP/1.1 unless --webhook-http2.
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
-	body := gen.EventList(gen.Event(gen.Namespace("prod"), gen.Name("x"),
+	// Stamped now: the webhook skips events older than the rules keep.
+	body := gen.EventList(gen.Event(gen.At(time.Now()), gen.Namespace("prod"), gen.Name("x"),
 		gen.Response(gen.ConfigMap("prod", "x", "uid-x", 5, nil))))
 	req, _ := http.NewRequest(http.MethodPost, "https://"+a[0].String()+"/audit", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))

@@ -35,14 +35,29 @@ type ServeOptions struct {
 	TLSKeyFile   string
 	ClientCAFile string
 	// ClientCNs, when set, are the only client-certificate common names
-	// accepted (for Cluster) besides the clients file's.
-	ClientCNs    []string
-	TokenFile    string
-	ClientsFile  string
-	MaxBodyBytes int64
-	MaxInFlight  int
+	// accepted (for Cluster) besides the clients file's. With ClientCAFile
+	// and no clients file, they are required unless AllowAnyClientCert.
+	ClientCNs []string
+	// AllowAnyClientCert takes any certificate ClientCAFile verifies for
+	// the apiserver of Cluster: only for a CA that issues nothing else.
+	AllowAnyClientCert bool
+	TokenFile          string
+	ClientsFile        string
+	// CredentialsInterval is how often the token and clients files are
+	// read again at most (default 15 s; the client CA and the serving
+	// certificate are checked every 10 s).
+	CredentialsInterval time.Duration
+	MaxBodyBytes        int64
+	MaxInFlight         int
 	// MaxInFlightBytes caps the request bodies held at once.
 	MaxInFlightBytes int64
+	// MinBodyRate and BodyTimeout cut off webhook bodies sent slowly (see
+	// auditsink.HandlerOptions).
+	MinBodyRate int64
+	BodyTimeout time.Duration
+	// MaxEventAge, when set, replaces the rules' longest retention as the
+	// age beyond which webhook events are skipped (a replay of an old log).
+	MaxEventAge time.Duration
 	// WebhookHTTP2 offers HTTP/2 on the webhook besides HTTP/1.1.
 	WebhookHTTP2 bool
 	MetricsAddr  string
@@ -135,8 +150,22 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	rules := registry.RulesFor(o.Cluster)
 	h, err := auditsink.NewHandler(auditsink.HandlerOptions{
 		Pipeline: pipe, Authenticator: auth, MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight,
-		MaxInFlightBytes: o.MaxInFlightBytes,
-		Metrics:          metrics, Logger: log,
+		MaxInFlightBytes: o.MaxInFlightBytes, MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout,
+		// Events older than the record keeps make no partition; before
+		// the rules the replicas shared are loaded, the longest retention
+		// is not known (the handler's default bound applies).
+		Horizon: func() time.Duration {
+			if o.MaxEventAge > 0 {
+				return o.MaxEventAge
+			}
+			select {
+			case <-sharer.Loaded():
+				return registry.MaxRetention()
+			default:
+				return 0
+			}
+		},
+		Metrics: metrics, Logger: log,
 	})
 	if err != nil {
 		return err
@@ -151,12 +180,18 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		webhookLn.Close()
 		return fmt.Errorf("metrics listener: %w", err)
 	}
+	// No connection can hold the others up: headers within 10 s, bodies as
+	// the handler's minimum rate and body timeout say (it reads them before
+	// taking a processing slot), the whole request within a minute, and
+	// the answer written within the handler's write deadline (90 s at most).
 	webhookSrv := &http.Server{
 		Handler:           h,
 		TLSConfig:         tlsCfg,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      90 * time.Second,
 		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		Protocols:         webhookProtocols(o.WebhookHTTP2),
 	}
@@ -263,6 +298,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 // self-signed certificate and a random token under the data directory:
 // the webhook is never served in clear nor unauthenticated.
 func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink.Authenticator, error) {
+	if o.AllowAnyClientCert && o.ClientCAFile == "" {
+		return nil, nil, errors.New("--webhook-allow-any-client-cert needs --webhook-client-ca")
+	}
 	if o.TLSCertFile == "" {
 		if o.Database.DataDir == "" {
 			return nil, nil, errors.New("no --tls-cert-file and no --data-dir to generate one in")
@@ -279,15 +317,10 @@ func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := certs.ServerConfig(reloader, o.ClientCAFile)
+	// The serving certificate and the client CA are re-read when they change.
+	cfg, err := certs.ServerConfig(reloader.WithLogger(log), o.ClientCAFile)
 	if err != nil {
 		return nil, nil, err
-	}
-	var clients []auditsink.ClientConfig
-	if o.ClientsFile != "" {
-		if clients, err = auditsink.LoadClients(o.ClientsFile); err != nil {
-			return nil, nil, err
-		}
 	}
 	if o.TokenFile == "" && o.ClientsFile == "" && o.ClientCAFile == "" {
 		if o.Database.DataDir == "" {
@@ -300,21 +333,43 @@ func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink
 		o.TokenFile = tf
 		log.Info("using a generated webhook bearer token", "token_file", tf)
 	}
-	if o.TokenFile != "" {
-		clients = append(clients, auditsink.ClientConfig{Cluster: o.Cluster, TokenFile: o.TokenFile})
-	}
 	anyCert := ""
-	if o.ClientCAFile != "" && o.ClientsFile == "" {
-		if len(o.ClientCNs) > 0 {
-			for _, cn := range o.ClientCNs {
-				clients = append(clients, auditsink.ClientConfig{Cluster: o.Cluster, CommonName: cn})
-			}
-		} else {
-			anyCert = o.Cluster
-			log.Warn("any client certificate --webhook-client-ca verifies is taken for the apiserver: use a CA that issues only apiserver client certificates (not the cluster CA, which also signs kubelets'), or list the apiservers' names with --webhook-client-cn")
+	var cns []string
+	switch {
+	case o.AllowAnyClientCert && (len(o.ClientCNs) > 0 || o.ClientsFile != ""):
+		return nil, nil, errors.New("--webhook-allow-any-client-cert contradicts the names of --webhook-client-cn or --webhook-clients-file: use one or the other")
+	case o.AllowAnyClientCert:
+		anyCert = o.Cluster
+		log.Warn("any client certificate --webhook-client-ca verifies is taken for the apiserver (--webhook-allow-any-client-cert): the CA must issue only apiserver client certificates, never the cluster CA, which also signs kubelets'")
+	case o.ClientCAFile != "" && o.ClientsFile == "":
+		// Fail closed: the cluster CA verifies every kubelet's certificate
+		// too, and any of them could write history.
+		if len(o.ClientCNs) == 0 {
+			return nil, nil, errors.New("--webhook-client-ca without a name allow-list would take any certificate the CA verifies (with the cluster CA, every kubelet's) for the apiserver: " +
+				"list the apiservers' certificate names with --webhook-client-cn (or --webhook-clients-file), or set --webhook-allow-any-client-cert if the CA issues only apiserver client certificates")
 		}
+		cns = o.ClientCNs
 	}
-	auth, err := auditsink.NewAuthenticator(clients, anyCert)
+	// The token files and the clients file are read again when a request
+	// comes at least CredentialsInterval after the last reading, so that
+	// rotated credentials take effect without a restart.
+	load := func() ([]auditsink.ClientConfig, string, error) {
+		var clients []auditsink.ClientConfig
+		if o.ClientsFile != "" {
+			var err error
+			if clients, err = auditsink.LoadClients(o.ClientsFile); err != nil {
+				return nil, "", err
+			}
+		}
+		if o.TokenFile != "" {
+			clients = append(clients, auditsink.ClientConfig{Cluster: o.Cluster, TokenFile: o.TokenFile})
+		}
+		for _, cn := range cns {
+			clients = append(clients, auditsink.ClientConfig{Cluster: o.Cluster, CommonName: cn})
+		}
+		return clients, anyCert, nil
+	}
+	auth, err := auditsink.NewReloadingAuthenticator(auditsink.AuthenticatorOptions{Load: load, Interval: o.CredentialsInterval, Logger: log})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -221,9 +221,11 @@ func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 	// The apiserver's delivery: a ConfigMap created and deleted in prod,
 	// which the sample rule "prod" records.
 	cm := gen.ConfigMap("prod", "shipcheck-cm", "6b0a5e10-0000-4000-8000-000000000001", 900001, map[string]string{"k": "v"})
+	// Stamped now: the webhook skips events older than the rules keep.
+	at := time.Now()
 	batch := gen.EventList(
-		gen.Event(gen.Verb("create"), gen.Namespace("prod"), gen.Name("shipcheck-cm"), gen.Request(cm), gen.Response(cm)),
-		gen.Event(gen.Verb("delete"), gen.User("bob"), gen.Namespace("prod"), gen.Name("shipcheck-cm"),
+		gen.Event(gen.At(at.Add(-time.Second)), gen.Verb("create"), gen.Namespace("prod"), gen.Name("shipcheck-cm"), gen.Request(cm), gen.Response(cm)),
+		gen.Event(gen.At(at), gen.Verb("delete"), gen.User("bob"), gen.Namespace("prod"), gen.Name("shipcheck-cm"),
 			gen.Response(gen.Status("", "configmaps", "shipcheck-cm", "6b0a5e10-0000-4000-8000-000000000001"))),
 	)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+ports["webhook-bind-address"]+"/audit", bytes.NewReader(batch))
