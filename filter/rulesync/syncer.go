@@ -54,8 +54,8 @@ type Options struct {
 	// resource from the start, however often its coverage changes (default
 	// 1 min).
 	BaselineMinInterval time.Duration
-	Registry      *Registry
-	Store         Store
+	Registry            *Registry
+	Store               Store
 	// Digester digests the Secret values of baselines (nil: plain SHA-256).
 	Digester *auditsink.SecretDigester
 	Logger   *slog.Logger
