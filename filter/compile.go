@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -14,20 +15,73 @@ import (
 // DefaultSinkNamespace is the sink's namespace when Options leaves it empty.
 const DefaultSinkNamespace = "options-record"
 
+// Default operator ceilings (see Options).
+const (
+	// DefaultMaxRetention is the longest retention any rule gets: 90 days.
+	DefaultMaxRetention = 2160 * time.Hour
+	// DefaultTenantMaxRetention is the longest retention a tenant rule
+	// gets: the default retention, so a tenant can shorten its own rule's
+	// retention but not make the shared record keep everyone's data longer.
+	DefaultTenantMaxRetention = v1alpha1.DefaultRetention
+)
+
 // Options configure Compile.
+//
+// Rules are trusted or tenant rules. Trusted rules are the objects in a
+// trusted namespace and the operator's objects without a namespace (a
+// rules file): they may select any namespace and record Secret data.
+// Tenant rules (every other object) record only their own namespace, and
+// the operator's ceilings apply to them: see TenantSecretData and
+// TenantMaxRetention.
 type Options struct {
-	// SinkNamespace is the namespace the sink runs in. Rules in it may
-	// select any namespace; rules elsewhere record only their own.
-	// Objects without a namespace (as in a standalone rules file) count as
-	// being in it. Default DefaultSinkNamespace.
+	// SinkNamespace is the namespace the sink runs in. Objects without a
+	// namespace (as in a standalone rules file) count as being in it, and
+	// are trusted whatever TrustedNamespaces says. Default
+	// DefaultSinkNamespace.
 	SinkNamespace string
+	// TrustedNamespaces are the namespaces whose objects are trusted
+	// rules. nil: SinkNamespace alone. An empty, non-nil slice trusts no
+	// namespace (a cluster of a fleet where nobody was given that right):
+	// only objects without a namespace are trusted then.
+	TrustedNamespaces []string
+	// TenantSecretData lets tenant rules record Secret values in clear.
+	// When false (the default) a tenant rule's recordSecretData is not
+	// honoured: its Secrets are recorded as digests, and its status says so.
+	TenantSecretData bool
+	// MaxRetention caps the retention of every rule (default
+	// DefaultMaxRetention). The record keeps everyone's data for the
+	// longest retention in force, so this is also the longest the record
+	// is kept.
+	MaxRetention time.Duration
+	// TenantMaxRetention caps the retention of tenant rules (default
+	// DefaultTenantMaxRetention); never more than MaxRetention.
+	TenantMaxRetention time.Duration
 }
 
 func (o Options) withDefaults() Options {
 	if o.SinkNamespace == "" {
 		o.SinkNamespace = DefaultSinkNamespace
 	}
+	if o.TrustedNamespaces == nil {
+		o.TrustedNamespaces = []string{o.SinkNamespace}
+	}
+	if o.MaxRetention <= 0 {
+		o.MaxRetention = DefaultMaxRetention
+	}
+	if o.TenantMaxRetention <= 0 {
+		o.TenantMaxRetention = DefaultTenantMaxRetention
+	}
+	o.TenantMaxRetention = min(o.TenantMaxRetention, o.MaxRetention)
 	return o
+}
+
+// trusted reports whether obj is a trusted rule (see Options), and the
+// namespace it counts as being in.
+func (o Options) trusted(obj *v1alpha1.OptionsRecordController) (string, bool) {
+	if obj.Namespace == "" {
+		return o.SinkNamespace, true
+	}
+	return obj.Namespace, slices.Contains(o.TrustedNamespaces, obj.Namespace)
 }
 
 // RuleStatus is the outcome of compiling one OptionsRecordController, in the
@@ -39,6 +93,10 @@ type RuleStatus struct {
 	Ready      bool
 	Reason     string // v1alpha1.ReasonSynced, ReasonInvalidSpec or ReasonNamespaceOutOfScope
 	Message    string
+	// Capped says what the operator's ceilings changed in a Ready rule
+	// (its retention shortened, its Secret data recorded as digests), for
+	// the Capped condition; empty when the rule applies as written.
+	Capped []string
 }
 
 // Limits of the spec. They repeat the CRD's validation markers in
@@ -72,24 +130,22 @@ func Compile(objs []v1alpha1.OptionsRecordController, opts Options) (*Rules, []R
 	seen := make(map[string]bool, len(objs))
 	for i := range objs {
 		obj := &objs[i]
-		ns := obj.Namespace
-		if ns == "" {
-			ns = opts.SinkNamespace
-		}
+		ns, trusted := opts.trusted(obj)
 		st := RuleStatus{Namespace: ns, Name: obj.Name, Generation: obj.Generation}
 		key := ns + "/" + obj.Name
-		ru, errs := compileRule(obj, key, ns != opts.SinkNamespace)
+		ru, errs := compileRule(obj, key, trusted)
 		switch {
 		case len(errs) > 0:
 			st.Reason, st.Message = v1alpha1.ReasonInvalidSpec, joinErrors(errs)
 		case seen[key]:
 			st.Reason, st.Message = v1alpha1.ReasonInvalidSpec, fmt.Sprintf("another object named %s came first", key)
-		case ns != opts.SinkNamespace && len(obj.Spec.Namespaces) > 0:
+		case !trusted && len(obj.Spec.Namespaces) > 0:
 			st.Reason = v1alpha1.ReasonNamespaceOutOfScope
-			st.Message = fmt.Sprintf("spec.namespaces may be set only in the sink's namespace %q; "+
-				"an object in namespace %q records its own namespace only", opts.SinkNamespace, ns)
+			st.Message = fmt.Sprintf("spec.namespaces may be set only in a namespace the sink trusts (%s); "+
+				"an object in namespace %q records its own namespace only", trustedList(opts.TrustedNamespaces), ns)
 		default:
 			st.Ready, st.Reason, st.Message = true, v1alpha1.ReasonSynced, readyMessage
+			st.Capped = applyCeilings(&ru, obj, trusted, opts)
 			rules = append(rules, ru)
 		}
 		seen[key] = true
@@ -108,9 +164,38 @@ func Compile(objs []v1alpha1.OptionsRecordController, opts Options) (*Rules, []R
 	return set, statuses
 }
 
-// compileRule validates and compiles one object. outside is true when the
-// object is not in the sink's namespace.
-func compileRule(obj *v1alpha1.OptionsRecordController, key string, outside bool) (rule, field.ErrorList) {
+func trustedList(nss []string) string {
+	if len(nss) == 0 {
+		return "none on this cluster"
+	}
+	return fmt.Sprintf("%q", nss)
+}
+
+// applyCeilings caps a compiled rule to the operator's ceilings, and says
+// what it changed.
+func applyCeilings(ru *rule, obj *v1alpha1.OptionsRecordController, trusted bool, opts Options) []string {
+	var capped []string
+	ceiling, flag := opts.MaxRetention, "the sink's longest retention"
+	if !trusted {
+		ceiling, flag = opts.TenantMaxRetention, "the longest retention the sink gives rules outside its trusted namespaces"
+	}
+	if ru.retention > ceiling {
+		if obj.Spec.Retention != nil {
+			capped = append(capped, fmt.Sprintf("spec.retention %s is capped to %s, %s", ru.retention, ceiling, flag))
+		}
+		ru.retention = ceiling
+	}
+	if ru.recordSecretData && !trusted && !opts.TenantSecretData {
+		ru.recordSecretData = false
+		capped = append(capped, "spec.recordSecretData is not honoured: the sink records the Secrets of rules "+
+			"outside its trusted namespaces as digests")
+	}
+	return capped
+}
+
+// compileRule validates and compiles one object. A rule that is not
+// trusted records only its own namespace.
+func compileRule(obj *v1alpha1.OptionsRecordController, key string, trusted bool) (rule, field.ErrorList) {
 	var errs field.ErrorList
 	if obj.Name == "" {
 		errs = append(errs, field.Required(field.NewPath("metadata", "name"), ""))
@@ -124,7 +209,7 @@ func compileRule(obj *v1alpha1.OptionsRecordController, key string, outside bool
 		recordSecretData: spec.RecordSecretData,
 		retention:        v1alpha1.DefaultRetention,
 	}
-	if outside {
+	if !trusted {
 		ru.ownNamespace = obj.Namespace
 	}
 

@@ -228,9 +228,9 @@ func TestMatch(t *testing.T) {
 		// Several rules.
 		{"invalid rule is not applied", rules(sinkORC("bad", users("[ab]"))), event(), dropped(DropNoRule)},
 		{"several rules, sorted",
-			rules(sinkORC("b", recordSecretData()), orc("prod", "a", retention(90*day)), sinkORC("c", users("bob"))),
+			rules(sinkORC("b", recordSecretData(), retention(2*day)), orc("prod", "a", retention(20*day)), sinkORC("c", users("bob"))),
 			event(resource("", "secrets")),
-			Decision{Keep: true, Rules: []string{"options-record/b", "prod/a"}, RecordSecretData: true, Retention: 90 * day}},
+			Decision{Keep: true, Rules: []string{"options-record/b", "prod/a"}, RecordSecretData: true, Retention: 20 * day}},
 		{"tenant and sink rules merge in name order",
 			rules(orc("zz", "own"), orc("aaa", "z"), sinkORC("m"), orc("aaa", "x"), orc("prod", "own")),
 			event(ns("aaa")),

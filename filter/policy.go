@@ -57,15 +57,12 @@ func AuditPolicy(objs []v1alpha1.OptionsRecordController, opts Options) *auditv1
 	// every resource, the noise they skip anyway (see WildcardExclusion).
 	var explicit, wildcard []auditv1.PolicyRule
 	for _, o := range sorted {
-		ns := o.Namespace
-		if ns == "" {
-			ns = opts.SinkNamespace
-		}
+		ns, trusted := opts.trusted(&o)
 		if !ready[ns+"/"+o.Name] {
 			continue
 		}
 		r := auditv1.PolicyRule{Level: auditv1.LevelRequestResponse, Verbs: policyVerbs(o.Spec.Verbs)}
-		if ns != opts.SinkNamespace {
+		if !trusted {
 			r.Namespaces = []string{ns}
 		} else if exactNames(o.Spec.Namespaces) {
 			r.Namespaces = append([]string(nil), o.Spec.Namespaces...)

@@ -67,8 +67,8 @@ type Rules struct {
 	rules        []rule // Ready rules only, sorted by name
 	maxRetention time.Duration
 
-	// Indices into rules, ascending: of the rules of the sink's namespace,
-	// and of the others by their namespace. See candidates.
+	// Indices into rules, ascending: of the trusted rules, and of the
+	// tenant rules by their namespace. See candidates.
 	global      []int
 	byNamespace map[string][]int
 }
@@ -107,8 +107,9 @@ type rule struct {
 	name  string   // "namespace/name"
 	names []string // []string{name}, handed out by Decisions kept by this rule alone
 
-	// ownNamespace is the CR's namespace when it is not the sink's: such a
-	// rule records only that namespace. "" for rules of the sink namespace.
+	// ownNamespace is the CR's namespace when it is a tenant rule (not in
+	// a trusted namespace): such a rule records only that namespace. "" for
+	// trusted rules.
 	ownNamespace      string
 	namespaces        globSet // empty: all namespaces and cluster-scoped objects
 	excludeNamespaces globSet
@@ -366,7 +367,7 @@ func (r *Rules) CoversResource(group, resource string) bool {
 }
 
 // candidates returns a cursor over the rules that may select an object in
-// namespace ns: the rules of the sink's namespace and those of ns, in name
+// namespace ns: the trusted rules and the tenant rules of ns, in name
 // order. Tenants' rules cost nothing for other namespaces' events.
 func (r *Rules) candidates(ns string) cursor {
 	return cursor{rules: r.rules, global: r.global, local: r.byNamespace[ns]}

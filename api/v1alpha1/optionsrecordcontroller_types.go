@@ -20,6 +20,15 @@ const (
 	// namespace but sets spec.namespaces; such an object may only record its
 	// own namespace, so the rule is not applied.
 	ReasonNamespaceOutOfScope = "NamespaceOutOfScope"
+
+	// ConditionCapped is True when the sink applies the object's rule with
+	// less than it asks for, because the operator's ceilings say so (a
+	// retention longer than the sink allows, Secret data a tenant rule may
+	// not record); the message says what was changed. Absent otherwise.
+	ConditionCapped = "Capped"
+	// ReasonOperatorCeiling: an operator ceiling (a flag of the sink)
+	// narrowed the rule.
+	ReasonOperatorCeiling = "OperatorCeiling"
 )
 
 // Defaults and bounds of the spec, shared by the CRD schema (see the markers

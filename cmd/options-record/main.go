@@ -151,6 +151,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.BoolVar(&k.Baseline, "baseline", true, "LIST the objects a rule begins to cover and store them as baseline versions")
 	fs.IntVar(&k.BaselineMaxObjects, "baseline-max-objects", 100000, "objects one baseline pass lists at most; the next pass, 10 s later, goes on")
 	fs.StringVar(&k.Identity, "identity", os.Getenv("POD_NAME"), "this replica's name in the status Lease (default: hostname)")
+	var trusted stringList
+	fs.Var(&trusted, "trusted-rule-namespaces", "CLUSTER=NS[,NS...]: on CLUSTER only OptionsRecordControllers in these namespaces may select any namespace (repeatable); default: --namespace on --cluster, none on other clusters")
+	tenantSecretData := fs.Bool("tenant-secret-data", false, "let rules outside the trusted namespaces record Secret values (otherwise digests)")
+	maxRetention := fs.Duration("max-retention", 2160*time.Hour, "longest retention any rule gets (and so the record)")
+	tenantMaxRetention := fs.Duration("tenant-max-retention", 720*time.Hour, "longest retention a rule outside the trusted namespaces gets (at most --max-retention)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -161,6 +166,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		o.API = &api
 	}
 	o.Database, o.Rules, o.Cluster, o.Logger = c.database(), c.rules(), c.cluster, c.logger(stderr)
+	o.Rules.TrustedNamespaces, o.Rules.TenantSecretData = trusted, *tenantSecretData
+	o.Rules.MaxRetention, o.Rules.TenantMaxRetention = *maxRetention, *tenantMaxRetention
 	o.SecretDigestKeyFile = c.secretDigestKeyFile
 	o.ClientCNs = clientCNs
 	tuneRuntime()

@@ -3,7 +3,6 @@ package rulesync
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -22,18 +21,56 @@ import (
 // and stops a pass at BaselineMaxObjects. What a pass leaves (the budget
 // ran out, a LIST or a write failed) is taken up by another pass after
 // BaselineRetry, where it stopped.
+//
+// A change of the rules LISTs only the resources whose coverage
+// (filter.Rules.Coverage) it widened — not every covered resource — and a
+// resource is LISTed from the start at most once per BaselineMinInterval,
+// however often the rules change: a burst of changes costs one LIST per
+// resource and interval.
 type baseliner struct {
-	s    *Syncer
-	done map[schema.GroupVersionResource]string // resource → fingerprint of the rules it was baselined under
+	s   *Syncer
+	now func() time.Time
+	// done holds, by resource, the coverage it was last baselined under
+	// (or that covered nothing more): rules whose coverage is in it need
+	// no new LIST.
+	done map[schema.GroupVersionResource]coverage
 	// resume holds where a pass's budget cut a resource off, under which
-	// rules: a pass under other rules starts that resource over.
+	// coverage: a pass under another starts that resource over.
 	resume map[schema.GroupVersionResource]resumeAt
+	// started is when a LIST of the resource last started from the
+	// beginning.
+	started map[schema.GroupVersionResource]time.Time
 }
 
 type resumeAt struct{ fp, cont string }
 
+// coverage is a set of filter.Rules.Coverage entries.
+type coverage map[string]bool
+
+func newCoverage(entries []string) coverage {
+	c := make(coverage, len(entries))
+	for _, e := range entries {
+		c[e] = true
+	}
+	return c
+}
+
+// includes reports whether every entry of o is in c: o covers nothing c did not.
+func (c coverage) includes(o coverage) bool {
+	if c == nil {
+		return false
+	}
+	for e := range o {
+		if !c[e] {
+			return false
+		}
+	}
+	return true
+}
+
 func newBaseliner(s *Syncer) *baseliner {
-	return &baseliner{s: s, done: map[schema.GroupVersionResource]string{}, resume: map[schema.GroupVersionResource]resumeAt{}}
+	return &baseliner{s: s, now: time.Now, done: map[schema.GroupVersionResource]coverage{},
+		resume: map[schema.GroupVersionResource]resumeAt{}, started: map[schema.GroupVersionResource]time.Time{}}
 }
 
 func (b *baseliner) run(ctx context.Context) {
@@ -58,13 +95,16 @@ func (b *baseliner) run(ctx context.Context) {
 		case <-retry:
 		}
 		retry = nil
-		switch more, failed := b.pass(ctx); {
-		case failed:
+		switch res := b.pass(ctx); {
+		case res.failed:
 			// Back off while passes keep failing (up to 5 minutes).
 			retry = time.After(wait)
 			wait = min(2*wait, max(5*time.Minute, b.s.opts.BaselineRetry))
-		case more: // the budget ran out: go on at the pace it sets
+		case res.unfinished: // the budget ran out: go on at the pace it sets
 			retry = time.After(b.s.opts.BaselineRetry)
+			wait = b.s.opts.BaselineRetry
+		case res.deferred > 0: // a resource waits for its next LIST
+			retry = time.After(res.deferred)
 			wait = b.s.opts.BaselineRetry
 		default:
 			wait = b.s.opts.BaselineRetry
@@ -72,19 +112,26 @@ func (b *baseliner) run(ctx context.Context) {
 	}
 }
 
-// pass baselines every listable resource some rule covers whose rules
-// changed since it was last baselined. It reports whether work is left,
-// and whether because something failed.
-func (b *baseliner) pass(ctx context.Context) (unfinished, failed bool) {
+// passResult says what a pass left.
+type passResult struct {
+	// unfinished: the budget ran out or something failed (then failed).
+	unfinished, failed bool
+	// deferred > 0: a resource whose coverage widened was LISTed less
+	// than BaselineMinInterval ago; its LIST may start in deferred.
+	deferred time.Duration
+}
+
+// pass baselines every listable resource some rule covers whose coverage
+// widened since it was last baselined.
+func (b *baseliner) pass(ctx context.Context) (res passResult) {
 	rules := b.s.opts.Registry.RulesFor(b.s.opts.Cluster)
 	if rules.Len() == 0 {
-		return false, false
+		return res
 	}
-	fp := strings.Join(rules.Names(), ",") + "|" + statusesFingerprint(b.s.opts.Registry.Statuses(b.s.opts.Cluster))
 	lists, err := b.s.kube.Discovery().ServerPreferredResources()
 	if err != nil && len(lists) == 0 {
 		b.s.log.Warn("baseline: discovery failed", "err", err)
-		return true, true
+		return passResult{unfinished: true, failed: true}
 	}
 	budget := b.s.opts.BaselineMaxObjects
 	for _, l := range lists {
@@ -97,16 +144,38 @@ func (b *baseliner) pass(ctx context.Context) (unfinished, failed bool) {
 				continue
 			}
 			gvr := gv.WithResource(r.Name)
-			if b.done[gvr] == fp || !rules.CoversResource(gvr.Group, gvr.Resource) {
+			entries := rules.Coverage(gvr.Group, gvr.Resource)
+			if len(entries) == 0 {
+				// Covered by no rule: a rule covering it later lists it.
+				delete(b.done, gvr)
+				delete(b.resume, gvr)
+				continue
+			}
+			cov := newCoverage(entries)
+			if b.done[gvr].includes(cov) {
+				b.done[gvr] = cov // the same, or narrower: nothing new to store
 				continue
 			}
 			if budget <= 0 {
 				b.s.log.Info("baseline: object budget of this pass reached; the next pass goes on", "next_in", b.s.opts.BaselineRetry)
-				return true, failed
+				res.unfinished = true
+				return res
 			}
+			fp := strings.Join(entries, "\n")
 			from := ""
 			if at, ok := b.resume[gvr]; ok && at.fp == fp {
 				from = at.cont
+			} else {
+				now := b.now()
+				if last, ok := b.started[gvr]; ok && now.Sub(last) < b.s.opts.BaselineMinInterval {
+					wait := b.s.opts.BaselineMinInterval - now.Sub(last)
+					if res.deferred == 0 || wait < res.deferred {
+						res.deferred = wait
+					}
+					b.s.log.Debug("baseline: listed recently; the next LIST waits", "resource", gvr.String(), "in", wait)
+					continue
+				}
+				b.started[gvr] = now
 			}
 			n, cont, err := b.list(ctx, rules, gvr, r.Namespaced, &budget, from)
 			if n > 0 {
@@ -115,35 +184,27 @@ func (b *baseliner) pass(ctx context.Context) (unfinished, failed bool) {
 			switch {
 			case apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
 				// The sink may not list it (see deploy/ for the aggregated
-				// baseline role): asking again will not change that. The
-				// next change of the rules asks again.
-				b.s.log.Warn("baseline: cannot list; skipped until the rules change", "resource", gvr.String(), "err", err)
+				// baseline role): asking again will not change that. A
+				// change of its coverage asks again.
+				b.s.log.Warn("baseline: cannot list; skipped until its coverage changes", "resource", gvr.String(), "err", err)
 				delete(b.resume, gvr)
-				b.done[gvr] = fp
+				b.done[gvr] = cov
 			case err != nil:
 				if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 					delete(b.resume, gvr) // the continue token expired: start over
 				}
 				b.s.log.Warn("baseline: list failed; retrying in a later pass", "resource", gvr.String(), "err", err)
-				unfinished, failed = true, true
+				res.unfinished, res.failed = true, true
 			case cont != "":
 				b.resume[gvr] = resumeAt{fp: fp, cont: cont}
-				unfinished = true
+				res.unfinished = true
 			default:
 				delete(b.resume, gvr)
-				b.done[gvr] = fp
+				b.done[gvr] = cov
 			}
 		}
 	}
-	return unfinished, failed
-}
-
-func statusesFingerprint(sts []filter.RuleStatus) string {
-	var b strings.Builder
-	for _, s := range sts {
-		fmt.Fprintf(&b, "%s/%s:%d:%t,", s.Namespace, s.Name, s.Generation, s.Ready)
-	}
-	return b.String()
+	return res
 }
 
 func hasVerb(verbs []string, v string) bool {

@@ -19,7 +19,7 @@ import (
 // Registry is the per-cluster set of OptionsRecordController objects and the
 // rules compiled from them. It is safe for concurrent use.
 type Registry struct {
-	opts   filter.Options
+	opts   RegistryOptions
 	static []v1alpha1.OptionsRecordController
 
 	mu       sync.Mutex
@@ -56,11 +56,56 @@ type known struct {
 	rv  int64
 }
 
+// RegistryOptions configure a Registry.
+type RegistryOptions struct {
+	// Compile are the options the rules compile with. Its
+	// TrustedNamespaces are set per cluster, from HomeCluster and
+	// TrustedNamespaces.
+	Compile filter.Options
+	// HomeCluster is the cluster the sink runs in (--cluster): by default
+	// its objects in the sink's namespace (Compile.SinkNamespace) are
+	// trusted rules, which may select any namespace.
+	HomeCluster string
+	// TrustedNamespaces are, by cluster, the namespaces whose objects are
+	// trusted rules there; a cluster listed here (even with no namespace)
+	// trusts exactly these. A cluster not listed other than HomeCluster
+	// trusts none: whoever may create the sink's namespace on a cluster of
+	// the fleet must not get cluster-wide rules there.
+	TrustedNamespaces map[string][]string
+}
+
+// compileOptions are the compile options of a cluster's rules.
+func (o RegistryOptions) compileOptions(cluster string) filter.Options {
+	c := o.Compile
+	switch nss, ok := o.TrustedNamespaces[cluster]; {
+	case ok:
+		c.TrustedNamespaces = append([]string{}, nss...)
+	case cluster == o.HomeCluster:
+		c.TrustedNamespaces = nil // the sink's namespace
+	default:
+		c.TrustedNamespaces = []string{}
+	}
+	return c
+}
+
 // NewRegistry starts with the static rules (from --rules-file), which apply
-// to every cluster.
-func NewRegistry(static []v1alpha1.OptionsRecordController, opts filter.Options) *Registry {
+// to every cluster and are trusted there: an object of them without a
+// namespace, or in the sink's namespace, may select any namespace.
+func NewRegistry(static []v1alpha1.OptionsRecordController, opts RegistryOptions) *Registry {
+	sinkNS := opts.Compile.SinkNamespace
+	if sinkNS == "" {
+		sinkNS = filter.DefaultSinkNamespace
+	}
+	// The operator's objects in the sink's namespace are the operator's
+	// wherever they apply: filter trusts objects without a namespace.
+	static = append([]v1alpha1.OptionsRecordController(nil), static...)
+	for i := range static {
+		if static[i].Namespace == sinkNS {
+			static[i].Namespace = ""
+		}
+	}
 	r := &Registry{opts: opts, static: static, clusters: map[string]*clusterObjects{}}
-	rules, st := filter.Compile(static, opts)
+	rules, st := filter.Compile(static, opts.compileOptions(opts.HomeCluster))
 	r.staticR = &compiled{rules: rules, statuses: st, objects: static}
 	empty := map[string]*compiled{}
 	r.compiled.Store(&empty)
@@ -214,8 +259,15 @@ func (r *Registry) recompile(cluster string, changed bool) []func(string) {
 	if _, ok := cur[cluster]; ok && !changed {
 		return nil
 	}
-	objs := append(append([]v1alpha1.OptionsRecordController(nil), r.static...), r.clusters[cluster].sorted()...)
-	rules, st := filter.Compile(objs, r.opts)
+	objs := append([]v1alpha1.OptionsRecordController(nil), r.static...)
+	for _, o := range r.clusters[cluster].sorted() {
+		// OptionsRecordControllers are namespaced: an object without a
+		// namespace cannot come from a cluster, and would be trusted.
+		if o.Namespace != "" {
+			objs = append(objs, o)
+		}
+	}
+	rules, st := filter.Compile(objs, r.opts.compileOptions(cluster))
 	next := make(map[string]*compiled, len(cur)+1)
 	for k, v := range cur {
 		next[k] = v

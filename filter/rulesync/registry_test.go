@@ -34,7 +34,7 @@ func keeps(r *Registry, ns string) bool {
 }
 
 func TestRegistryFollowsEventsAndLists(t *testing.T) {
-	r := NewRegistry(nil, filter.Options{SinkNamespace: "options-record"})
+	r := NewRegistry(nil, RegistryOptions{Compile: filter.Options{SinkNamespace: "options-record"}, HomeCluster: "c"})
 	changes := 0
 	r.OnChange(func(string) { changes++ })
 	if keeps(r, "prod") {
@@ -98,8 +98,11 @@ func TestRegistryMaxRetention(t *testing.T) {
 		return o
 	}
 	const day = 24 * time.Hour
+	trustD := map[string][]string{"d": {"options-record"}}
 	tests := []struct {
 		name     string
+		trusted  map[string][]string
+		max      time.Duration // --max-retention
 		static   []v1alpha1.OptionsRecordController
 		clusters map[string][]v1alpha1.OptionsRecordController
 		want     time.Duration
@@ -109,21 +112,100 @@ func TestRegistryMaxRetention(t *testing.T) {
 			clusters: map[string][]v1alpha1.OptionsRecordController{"c": {orc("options-record", "a", "u1", "1")}},
 			want:     v1alpha1.DefaultRetention},
 		{name: "the longest of every cluster's and the static rules",
-			static: []v1alpha1.OptionsRecordController{withRetention(orc("options-record", "s", "u0", "1"), 2*day)},
+			trusted: trustD,
+			static:  []v1alpha1.OptionsRecordController{withRetention(orc("options-record", "s", "u0", "1"), 2*day)},
 			clusters: map[string][]v1alpha1.OptionsRecordController{
 				"c": {withRetention(orc("options-record", "a", "u1", "1"), 10*day)},
 				"d": {withRetention(orc("options-record", "b", "u2", "1"), 90*day), withRetention(orc("options-record", "e", "u3", "1"), 5*day)},
 			},
 			want: 90 * day},
+		{name: "never more than --max-retention",
+			max:      30 * day,
+			static:   []v1alpha1.OptionsRecordController{withRetention(orc("", "s", "u0", "1"), 400*day)},
+			clusters: map[string][]v1alpha1.OptionsRecordController{"c": {withRetention(orc("options-record", "a", "u1", "1"), 90*day)}},
+			want:     30 * day},
+		{name: "never more than the default ceiling",
+			clusters: map[string][]v1alpha1.OptionsRecordController{"c": {withRetention(orc("options-record", "a", "u1", "1"), 3650*day)}},
+			want:     filter.DefaultMaxRetention},
+		{name: "a rule in the sink namespace of an untrusted cluster is a tenant's",
+			clusters: map[string][]v1alpha1.OptionsRecordController{"d": {withRetention(orc("options-record", "b", "u2", "1"), 90*day)}},
+			want:     filter.DefaultTenantMaxRetention},
+		{name: "a tenant rule of the home cluster",
+			clusters: map[string][]v1alpha1.OptionsRecordController{"c": {withRetention(orc("team-a", "b", "u2", "1"), 90*day)}},
+			want:     filter.DefaultTenantMaxRetention},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := NewRegistry(tc.static, filter.Options{SinkNamespace: "options-record"})
+			r := NewRegistry(tc.static, RegistryOptions{Compile: filter.Options{SinkNamespace: "options-record", MaxRetention: tc.max},
+				HomeCluster: "c", TrustedNamespaces: tc.trusted})
 			for cluster, objs := range tc.clusters {
 				r.Replace(cluster, objs, 1)
 			}
 			if got := r.MaxRetention(); got != tc.want {
 				t.Errorf("MaxRetention = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRegistryTrustsRuleNamespacesPerCluster: on the home cluster the CRs in
+// the sink's namespace may select any namespace; on the other clusters of a
+// fleet no namespace is trusted unless the operator says so (whoever can
+// create a namespace named like the sink's there must not get cluster-wide
+// rules); the rules file is trusted everywhere.
+func TestRegistryTrustsRuleNamespacesPerCluster(t *testing.T) {
+	static := orc("options-record", "file", "u0", "1", "from-file")
+	tests := []struct {
+		name    string
+		trusted map[string][]string
+		cluster string
+		obj     v1alpha1.OptionsRecordController
+		keeps   map[string]bool // event namespace → kept
+		reason  string          // of obj
+	}{
+		{name: "home cluster: the sink namespace is trusted", cluster: "home",
+			obj:   orc("options-record", "r", "u1", "5", "shop"),
+			keeps: map[string]bool{"shop": true, "from-file": true}, reason: v1alpha1.ReasonSynced},
+		{name: "secondary cluster: the sink namespace is not trusted by default", cluster: "fleet-b",
+			obj:   orc("options-record", "r", "u1", "5", "shop"),
+			keeps: map[string]bool{"shop": false, "from-file": true}, reason: v1alpha1.ReasonNamespaceOutOfScope},
+		{name: "secondary cluster: an empty spec records only its own namespace", cluster: "fleet-b",
+			obj:   orc("options-record", "r", "u1", "5"),
+			keeps: map[string]bool{"options-record": true, "shop": false}, reason: v1alpha1.ReasonSynced},
+		{name: "secondary cluster: a configured namespace is trusted", cluster: "fleet-b",
+			trusted: map[string][]string{"fleet-b": {"platform"}},
+			obj:     orc("platform", "r", "u1", "5", "shop"),
+			keeps:   map[string]bool{"shop": true}, reason: v1alpha1.ReasonSynced},
+		{name: "home cluster: configured namespaces replace the default", cluster: "home",
+			trusted: map[string][]string{"home": {"platform"}},
+			obj:     orc("options-record", "r", "u1", "5", "shop"),
+			keeps:   map[string]bool{"shop": false, "from-file": true}, reason: v1alpha1.ReasonNamespaceOutOfScope},
+		{name: "home cluster: none configured trusts none", cluster: "home",
+			trusted: map[string][]string{"home": {}},
+			obj:     orc("options-record", "r", "u1", "5", "shop"),
+			keeps:   map[string]bool{"shop": false, "from-file": true}, reason: v1alpha1.ReasonNamespaceOutOfScope},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRegistry([]v1alpha1.OptionsRecordController{static}, RegistryOptions{
+				Compile: filter.Options{SinkNamespace: "options-record"}, HomeCluster: "home", TrustedNamespaces: tc.trusted})
+			r.ObserveEvents(tc.cluster, []auditv1.Event{orcEvent("create", tc.obj)})
+			for ns, want := range tc.keeps {
+				if got := r.RulesFor(tc.cluster).Match(gen.Event(gen.Namespace(ns), gen.Name("x"))).Keep; got != want {
+					t.Errorf("event in %s on %s: Keep = %t, want %t", ns, tc.cluster, got, want)
+				}
+			}
+			found := false
+			for _, st := range r.Statuses(tc.cluster) {
+				if st.Namespace == tc.obj.Namespace && st.Name == tc.obj.Name {
+					found = true
+					if st.Reason != tc.reason {
+						t.Errorf("status of %s/%s: %s (%s), want %s", st.Namespace, st.Name, st.Reason, st.Message, tc.reason)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no status for %s/%s", tc.obj.Namespace, tc.obj.Name)
 			}
 		})
 	}

@@ -30,7 +30,10 @@ func TestSharerKeepsReplicasInStep(t *testing.T) {
 	}
 	defer st.Close()
 
-	opts := filter.Options{SinkNamespace: "options-record"}
+	// fleet-b is a cluster of the fleet whose rule namespace the operator
+	// trusts (not the home cluster).
+	opts := RegistryOptions{Compile: filter.Options{SinkNamespace: "options-record"}, HomeCluster: "home",
+		TrustedNamespaces: map[string][]string{"fleet-b": {"options-record"}}}
 	replica := func() *Registry {
 		r := NewRegistry(nil, opts)
 		s := NewSharer(r, nil)
@@ -118,7 +121,7 @@ func TestSharedDeletionOfARuleNotHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	opts := filter.Options{SinkNamespace: "options-record"}
+	opts := RegistryOptions{Compile: filter.Options{SinkNamespace: "options-record"}, HomeCluster: "c"}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -145,7 +148,7 @@ func TestSharedDeletionOfARuleNotHeld(t *testing.T) {
 // the LIST did not return was deleted since (its deletion was never
 // shared): it must not come back. A copy newer than the LIST applies.
 func TestSharedCopyOlderThanAListIsNotRevived(t *testing.T) {
-	r := NewRegistry(nil, filter.Options{SinkNamespace: "options-record"})
+	r := NewRegistry(nil, RegistryOptions{Compile: filter.Options{SinkNamespace: "options-record"}, HomeCluster: "c"})
 	r.Replace("c", nil, 20)
 	raw := func(o v1alpha1.OptionsRecordController) []byte {
 		b, err := json.Marshal(o)

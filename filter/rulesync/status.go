@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -125,6 +126,12 @@ func desiredStatus(cur v1alpha1.OptionsRecordControllerStatus, rs filter.RuleSta
 		cond.Status = metav1.ConditionTrue
 	}
 	meta.SetStatusCondition(&out.Conditions, cond)
+	if rs.Ready && len(rs.Capped) > 0 {
+		meta.SetStatusCondition(&out.Conditions, metav1.Condition{Type: v1alpha1.ConditionCapped, Status: metav1.ConditionTrue,
+			Reason: v1alpha1.ReasonOperatorCeiling, Message: strings.Join(rs.Capped, "; "), ObservedGeneration: rs.Generation})
+	} else {
+		meta.RemoveStatusCondition(&out.Conditions, v1alpha1.ConditionCapped)
+	}
 	if st.Events > 0 {
 		out.RecordedEvents = st.Events
 		t := metav1.NewTime(st.Last.UTC().Truncate(time.Second))
@@ -135,10 +142,11 @@ func desiredStatus(cur v1alpha1.OptionsRecordControllerStatus, rs filter.RuleSta
 
 // fingerprint identifies a status without the transition times.
 func fingerprint(st v1alpha1.OptionsRecordControllerStatus) string {
-	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
 	cond := ""
-	if c != nil {
-		cond = fmt.Sprintf("%s/%s/%s/%d", c.Status, c.Reason, c.Message, c.ObservedGeneration)
+	for _, typ := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionCapped} {
+		if c := meta.FindStatusCondition(st.Conditions, typ); c != nil {
+			cond += fmt.Sprintf("%s/%s/%s/%s/%d;", typ, c.Status, c.Reason, c.Message, c.ObservedGeneration)
+		}
 	}
 	last := ""
 	if st.LastRecordedTime != nil {

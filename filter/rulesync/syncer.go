@@ -50,8 +50,12 @@ type Options struct {
 	// BaselineRetry is the pause before a pass that goes on with what the
 	// previous one left (budget spent, a LIST or a write failed); default 10 s.
 	BaselineRetry time.Duration
-	Registry      *Registry
-	Store         Store
+	// BaselineMinInterval is the shortest time between two LISTs of one
+	// resource from the start, however often its coverage changes (default
+	// 1 min).
+	BaselineMinInterval time.Duration
+	Registry            *Registry
+	Store               Store
 	// Digester digests the Secret values of baselines (nil: plain SHA-256).
 	Digester *auditsink.SecretDigester
 	Logger   *slog.Logger
@@ -88,6 +92,9 @@ func New(o Options) (*Syncer, error) {
 	}
 	if o.BaselineRetry <= 0 {
 		o.BaselineRetry = 10 * time.Second
+	}
+	if o.BaselineMinInterval <= 0 {
+		o.BaselineMinInterval = time.Minute
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

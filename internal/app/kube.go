@@ -29,6 +29,9 @@ type KubeOptions struct {
 	// next pass goes on after BaselineRetry (defaults: 100,000 and 10 s).
 	BaselineMaxObjects int
 	BaselineRetry      time.Duration
+	// BaselineMinInterval is the shortest time between two LISTs of one
+	// resource from the start (default 1 min).
+	BaselineMinInterval time.Duration
 	// Identity names this replica in the status Lease.
 	Identity string
 }
@@ -61,7 +64,8 @@ func startSyncer(ctx context.Context, o ServeOptions, reg *rulesync.Registry, st
 		Config: cfg, Cluster: o.Cluster, Namespace: o.Rules.Namespace, Identity: o.Kube.Identity,
 		Resync: o.Kube.Resync, StatusInterval: o.Kube.StatusInterval, Baseline: o.Kube.Baseline,
 		BaselineMaxObjects: o.Kube.BaselineMaxObjects, BaselineRetry: o.Kube.BaselineRetry,
-		Registry: reg, Store: st, Digester: dg, Logger: log,
+		BaselineMinInterval: o.Kube.BaselineMinInterval,
+		Registry:            reg, Store: st, Digester: dg, Logger: log,
 	})
 	if err != nil {
 		return nil, err

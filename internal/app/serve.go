@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/options-record/options-record/auditsink"
-	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/filter/rulesync"
 	"github.com/options-record/options-record/internal/certs"
 	"github.com/options-record/options-record/store"
@@ -93,7 +92,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	registry := rulesync.NewRegistry(static, filter.Options{SinkNamespace: o.Rules.Namespace})
+	regOpts, err := o.Rules.registryOptions(o.Cluster)
+	if err != nil {
+		return err
+	}
+	registry := rulesync.NewRegistry(static, regOpts)
 	sharer := rulesync.NewSharer(registry, log)
 	tlsCfg, auth, err := webhookSecurity(&o, log)
 	if err != nil {

@@ -147,7 +147,7 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 			Kube: &app.KubeOptions{Config: w.config(sinkUser), Resync: 20 * time.Second,
 				StatusInterval: time.Second, Baseline: true, Identity: "e2e-sink",
 				// Small passes: baselines go on across several of them.
-				BaselineMaxObjects: 7, BaselineRetry: 200 * time.Millisecond},
+				BaselineMaxObjects: 7, BaselineRetry: 200 * time.Millisecond, BaselineMinInterval: 2 * time.Second},
 			API:         api,
 			Logger:      testLogger(t),
 			OnListening: func(_, m net.Addr) { w.metrics = m.String(); close(started) },

@@ -283,7 +283,7 @@ func applyRBAC(t *testing.T, c *cluster, vs []variant, name string) {
 // statuses written, a baseline of the covered ConfigMap stored.
 func runSink(t *testing.T, sa *rest.Config, c *cluster) {
 	ctx, cancel := context.WithCancel(context.Background())
-	reg := rulesync.NewRegistry(nil, filter.Options{SinkNamespace: sinkNamespace})
+	reg := rulesync.NewRegistry(nil, rulesync.RegistryOptions{Compile: filter.Options{SinkNamespace: sinkNamespace}, HomeCluster: "shipcheck"})
 	st := &fakeStore{}
 	s, err := rulesync.New(rulesync.Options{
 		Config: sa, Cluster: "shipcheck", Namespace: sinkNamespace, Identity: "shipcheck-sink-0",
