@@ -125,14 +125,27 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *Secret
 			e.ImpersonatedGroups = []string{}
 		}
 	}
+	// What a refusal of a write to a Secret may echo: the values sent (an
+	// admission webhook's or a validating policy's message can quote them).
+	var echoed []string
+	if digest && ev.RequestObject != nil && (e.ResponseCode >= 300 || len(ev.Annotations) > 0) {
+		echoed = secretValues(ev.RequestObject.Raw)
+	}
 	if ev.ResponseStatus != nil {
 		e.ResponseReason = string(ev.ResponseStatus.Reason)
-		e.ResponseMessage = ev.ResponseStatus.Message
+		e.ResponseMessage = scrubSecretValues(ev.ResponseStatus.Message, echoed)
 	}
 	if len(ev.Annotations) > 0 {
 		ann := ev.Annotations
 		if digest {
 			ann = dg.at(SecretPlace{cluster, ref.Namespace, ref.Name}).annotations(ann)
+			if len(echoed) > 0 {
+				scrubbed := make(map[string]string, len(ann))
+				for k, v := range ann {
+					scrubbed[k] = scrubSecretValues(v, echoed)
+				}
+				ann = scrubbed
+			}
 		}
 		e.Annotations, _ = json.Marshal(ann)
 	}

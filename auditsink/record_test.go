@@ -301,6 +301,15 @@ func TestSecretsAreDigestedUnlessARuleAsks(t *testing.T) {
 		Response(Secret("default", "db", "uid-sec", 702, map[string]string{"password": "tuna"}))))
 	e.send(Event(Verb("update"), Resource("", "v1", "secrets"), Name("db"), Failed(409, "Conflict", "conflict"),
 		Request(Secret("default", "db", "uid-sec", 701, map[string]string{"password": "marlin"}))))
+	// Annotations are free text: a tool's credential URL is digested, the
+	// ServiceAccount a token Secret belongs to is not. A refusal whose
+	// message echoes the values sent (an admission webhook's) keeps the
+	// message, not the values.
+	e.send(Event(Verb("update"), Resource("", "v1", "secrets"), Name("db"),
+		Failed(403, "Forbidden", `admission webhook "policy.example.com" denied the request: password "barracuda" is in the breach list; git URL https://ci:pike-token@git.example/x`),
+		Request(Secret("default", "db", "uid-sec", 702, map[string]string{"password": "barracuda"},
+			Annotation("tekton.dev/git-0", "https://ci:pike-token@git.example/x"),
+			Annotation("kubernetes.io/service-account.name", "builder")))))
 	// A mutating admission webhook injected a value: the apiserver records
 	// its patch in an audit annotation.
 	e.send(Event(Verb("update"), Resource("", "v1", "secrets"), Name("db"),
@@ -324,7 +333,18 @@ func TestSecretsAreDigestedUnlessARuleAsks(t *testing.T) {
 	if !strings.Contains(dump, "inject.example.com") || !strings.Contains(dump, `\"mutated\":true`) {
 		t.Errorf("the admission annotations are not kept (digested): %s", dump)
 	}
-	for _, clear := range []string{"hunter2", "aHVudGVyMg==", "swordfish", "c3dvcmRmaXNo", "tuna", "marlin", "bWFybGlu", "dHVuYQ==", "octopus", "b2N0b3B1cw=="} {
+	if !strings.Contains(dump, `"kubernetes.io/service-account.name": "builder"`) && !strings.Contains(dump, `"kubernetes.io/service-account.name":"builder"`) {
+		t.Errorf("the service-account annotation, which names and holds nothing secret, is not kept in clear: %s", dump)
+	}
+	var msg string
+	if err := e.pool.QueryRow(t.Context(), `SELECT response_message FROM events WHERE response_code = 403 AND resource = 'secrets'`).Scan(&msg); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(msg, "is in the breach list") || strings.Contains(msg, "barracuda") || strings.Contains(msg, "pike-token") {
+		t.Errorf("refusal message as stored: %q; want it without the values it echoed", msg)
+	}
+	for _, clear := range []string{"hunter2", "aHVudGVyMg==", "swordfish", "c3dvcmRmaXNo", "tuna", "marlin", "bWFybGlu", "dHVuYQ==", "octopus", "b2N0b3B1cw==",
+		"barracuda", "YmFycmFjdWRh", "pike-token"} {
 		if strings.Contains(dump, clear) {
 			t.Errorf("secret value %q stored in clear", clear)
 		}

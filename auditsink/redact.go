@@ -9,12 +9,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 )
-
-// lastApplied is the annotation kubectl apply writes; on a Secret it holds
-// the data in clear.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // admissionPatchPrefix starts the audit annotations in which the apiserver
 // records the JSON patch of each mutating admission webhook (at Request level
@@ -138,10 +135,6 @@ func (pd placeDigester) value(field string, v any, base64Encoded bool) any {
 	return KeyedDigestPrefix + hex.EncodeToString(m.Sum(nil))
 }
 
-// lastAppliedField is the field name the last-applied annotation's digest
-// is bound to (not a data key: those cannot hold a slash).
-const lastAppliedField = "metadata.annotations/" + lastApplied
-
 func (pd placeDigester) digestMap(v any, base64Encoded bool) any {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -158,8 +151,41 @@ func (pd placeDigester) digestMap(v any, base64Encoded bool) any {
 	return m
 }
 
-// redactSecretFields digests data, stringData and the last-applied
-// annotation of a Secret-shaped JSON object (an object or a merge patch).
+// clearSecretAnnotation says whether a Secret annotation is kept in clear.
+// Annotations are free text that tools use to carry data (credentials in a
+// URL, a copy of the data in last-applied-configuration): every one is
+// digested except those known to name things rather than hold content,
+// which forensics needs to read:
+//   - kubernetes.io/service-account.name and .uid: the ServiceAccount a
+//     token Secret belongs to, set by Kubernetes;
+//   - cert-manager.io/*: the issuer, certificate and names a TLS Secret was
+//     issued for (public in the certificate itself);
+//   - meta.helm.sh/release-name and release-namespace: who installed it.
+func clearSecretAnnotation(key string) bool {
+	switch key {
+	case "kubernetes.io/service-account.name", "kubernetes.io/service-account.uid",
+		"meta.helm.sh/release-name", "meta.helm.sh/release-namespace":
+		return true
+	}
+	return strings.HasPrefix(key, "cert-manager.io/")
+}
+
+// annotationField is the field an annotation's digest is bound to (not a
+// data key: those cannot hold a slash).
+func annotationField(key string) string { return "metadata.annotations/" + key }
+
+// redactAnnotations digests the values of a Secret's annotations, but for
+// those clearSecretAnnotation keeps.
+func (pd placeDigester) redactAnnotations(ann map[string]any) {
+	for k, v := range ann {
+		if v != nil && !clearSecretAnnotation(k) {
+			ann[k] = pd.value(annotationField(k), v, false)
+		}
+	}
+}
+
+// redactSecretFields digests data, stringData and the annotations of a
+// Secret-shaped JSON object (an object or a merge patch).
 func (pd placeDigester) redactSecretFields(obj map[string]any) {
 	if v, ok := obj["data"]; ok {
 		obj["data"] = pd.digestMap(v, true)
@@ -169,9 +195,7 @@ func (pd placeDigester) redactSecretFields(obj map[string]any) {
 	}
 	if md, ok := obj["metadata"].(map[string]any); ok {
 		if ann, ok := md["annotations"].(map[string]any); ok {
-			if v, ok := ann[lastApplied]; ok && v != nil {
-				ann[lastApplied] = pd.value(lastAppliedField, v, false)
-			}
+			pd.redactAnnotations(ann)
 		}
 	}
 }
@@ -288,12 +312,14 @@ func (pd placeDigester) redactJSONPatchOp(op map[string]any) {
 		op["value"] = pd.value(pointerToken(strings.TrimPrefix(path, "/stringData/")), val, false)
 	case path == "/metadata/annotations":
 		if m, ok := val.(map[string]any); ok {
-			if v, ok := m[lastApplied]; ok && v != nil {
-				m[lastApplied] = pd.value(lastAppliedField, v, false)
-			}
+			pd.redactAnnotations(m)
+		} else {
+			op["value"] = pd.value(annotationField(""), val, false)
 		}
-	case path == "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration":
-		op["value"] = pd.value(lastAppliedField, val, false)
+	case strings.HasPrefix(path, "/metadata/annotations/"):
+		if key := pointerToken(strings.TrimPrefix(path, "/metadata/annotations/")); !clearSecretAnnotation(key) {
+			op["value"] = pd.value(annotationField(key), val, false)
+		}
 	case path == "/metadata":
 		if m, ok := val.(map[string]any); ok {
 			pd.redactSecretFields(map[string]any{"metadata": m})
@@ -304,4 +330,80 @@ func (pd placeDigester) redactJSONPatchOp(op map[string]any) {
 // pointerToken unescapes one JSON pointer token (RFC 6901).
 func pointerToken(t string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+}
+
+// secretValues are the values a request body on a Secret carries in clear
+// (data decoded and as sent, stringData, annotations digested by
+// redactAnnotations), longest first: what an error message may echo.
+func secretValues(raw []byte) []string {
+	var body any
+	if json.Unmarshal(raw, &body) != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	add := func(v any, base64Encoded bool) {
+		str, ok := v.(string)
+		if !ok || str == "" {
+			return
+		}
+		seen[str] = true
+		if base64Encoded {
+			if dec, err := base64.StdEncoding.DecodeString(str); err == nil && len(dec) > 0 {
+				seen[string(dec)] = true
+			}
+		}
+	}
+	addMap := func(v any, base64Encoded bool) {
+		if m, ok := v.(map[string]any); ok {
+			for _, x := range m {
+				add(x, base64Encoded)
+			}
+		}
+	}
+	fromObject := func(obj map[string]any) {
+		addMap(obj["data"], true)
+		addMap(obj["stringData"], false)
+		if md, ok := obj["metadata"].(map[string]any); ok {
+			if ann, ok := md["annotations"].(map[string]any); ok {
+				for k, v := range ann {
+					if !clearSecretAnnotation(k) {
+						add(v, false)
+					}
+				}
+			}
+		}
+	}
+	switch b := body.(type) {
+	case map[string]any:
+		fromObject(b)
+	case []any:
+		for _, op := range b {
+			o, _ := op.(map[string]any)
+			path, _ := o["path"].(string)
+			switch val := o["value"]; {
+			case path == "" || path == "/":
+				if m, ok := val.(map[string]any); ok {
+					fromObject(m)
+				}
+			case path == "/data" || path == "/stringData":
+				addMap(val, path == "/data")
+			case strings.HasPrefix(path, "/data/"), strings.HasPrefix(path, "/stringData/"), strings.HasPrefix(path, "/metadata/annotations/"):
+				add(val, strings.HasPrefix(path, "/data/"))
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) || len(out[i]) == len(out[j]) && out[i] < out[j] })
+	return out
+}
+
+// scrubSecretValues replaces every occurrence of values in s.
+func scrubSecretValues(s string, values []string) string {
+	for _, v := range values {
+		s = strings.ReplaceAll(s, v, "(a Secret value)")
+	}
+	return s
 }
