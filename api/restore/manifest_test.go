@@ -73,3 +73,24 @@ func yamlDocuments(t *testing.T, data []byte) []map[string]any {
 		}
 	}
 }
+
+// Every string of a YAML answer reads back as it was, as kubectl decodes it
+// (sigs.k8s.io/yaml folds a raw NEL into a space, and fails on NEL "---").
+func TestYAMLKeepsEveryString(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"a\u0085b", "a\u0085---\u0085kind: Secret", "\u0085", "a\u2028b\u2029c", "x\ny\r\nz", "tab\there", "\x00\x7f", "# not a comment", "---", "csi\u009b31m", "\ufffe\uffff", "'\"", "café ☕"} {
+		out, err := toYAML(map[string]any{"data": map[string]any{"k": v}})
+		if err != nil {
+			t.Errorf("%q: %v", v, err)
+			continue
+		}
+		docs := yamlDocuments(t, out)
+		if len(docs) != 1 {
+			t.Errorf("%q: %d documents in %q", v, len(docs), out)
+			continue
+		}
+		if got := docs[0]["data"].(map[string]any)["k"]; got != v {
+			t.Errorf("%q reads back as %q from %q", v, got, out)
+		}
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
-	"sigs.k8s.io/yaml"
 
 	"github.com/options-record/options-record/store"
 )
@@ -297,7 +296,7 @@ func (s *Server) getManifest(w http.ResponseWriter, r *http.Request) error {
 		return respond(w, r, http.StatusOK, res)
 	}
 	// YAML: the bare manifest for kubectl apply -f -, the report in comments.
-	body, err := yaml.Marshal(m.Object)
+	body, err := toYAML(m.Object)
 	if err != nil {
 		return fmt.Errorf("encode manifest: %w", err)
 	}

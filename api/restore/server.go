@@ -22,7 +22,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/options-record/options-record/store"
 )
@@ -239,8 +238,8 @@ func respond(w http.ResponseWriter, r *http.Request, status int, v any) error {
 	}
 	ctype := "application/json"
 	if wantsYAML(r) {
-		if data, err = yaml.JSONToYAML(data); err != nil {
-			return fmt.Errorf("encode answer as YAML: %w", err)
+		if data, err = jsonToYAML(data); err != nil {
+			return fmt.Errorf("encode answer: %w", err)
 		}
 		ctype = "application/yaml"
 	} else {
