@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/options-record/options-record/internal/pgtest"
 	"github.com/options-record/options-record/test/gen"
@@ -214,5 +217,21 @@ func TestServeIngestRoleOnly(t *testing.T) {
 		Database: DatabaseOptions{DataDir: dir}})
 	if err == nil || !strings.Contains(err.Error(), "without the role api") {
 		t.Errorf("ingest with --api-bind-address: %v, want it refused", err)
+	}
+}
+
+// TestMetricsServerTimeouts: the plain-HTTP metrics listener, reachable
+// from the pod network, bounds every phase of a connection, so that slow
+// or idle clients cannot hold its goroutines and sockets.
+func TestMetricsServerTimeouts(t *testing.T) {
+	t.Parallel()
+	srv := metricsServer(prometheus.NewRegistry(), func(context.Context) error { return nil }, slog.New(slog.DiscardHandler))
+	for name, d := range map[string]time.Duration{
+		"ReadHeaderTimeout": srv.ReadHeaderTimeout, "ReadTimeout": srv.ReadTimeout,
+		"WriteTimeout": srv.WriteTimeout, "IdleTimeout": srv.IdleTimeout,
+	} {
+		if d <= 0 {
+			t.Errorf("metrics server %s is unset", name)
+		}
 	}
 }
