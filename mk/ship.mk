@@ -38,8 +38,12 @@ kind-credentials: ## Write kind-config/credentials/: the sink's CA, certificate,
 		-dir $(CURDIR)/kind-config/credentials \
 		-template $(CURDIR)/deploy/audit/webhook-kubeconfig.template.yaml
 
+.PHONY: postgres-credentials
+postgres-credentials: ## Write deploy/components/postgres/credentials/ (git-ignored): a random password for the demo PostgreSQL
+	bash hack/ship/postgres-credentials.sh
+
 .PHONY: kind-up
-kind-up: kind-credentials image ## kind cluster auditing to the sink: image loaded, kind-config/ applied, a deletion recorded and shown
+kind-up: kind-credentials postgres-credentials image ## kind cluster auditing to the sink: image loaded, kind-config/ applied, a deletion recorded and shown
 	KIND='$(KIND)' KUBECTL='$(KUBECTL)' KIND_CLUSTER='$(KIND_CLUSTER)' IMAGE='$(IMAGE)' bash hack/ship/kind-up.sh
 
 .PHONY: kind-down

@@ -112,6 +112,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	var c common
 	c.register(fs, true)
 	o := app.ServeOptions{}
+	fs.Func("roles", "comma-separated parts this process runs: ingest (webhook, rule sync, baselines, retention) and api (the restore API, which impersonates callers); default ingest,api (the API only with --api-bind-address). The default install runs each in its own workload and service account", func(v string) error {
+		o.Roles = nil
+		for _, r := range strings.Split(v, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				o.Roles = append(o.Roles, app.Role(r))
+			}
+		}
+		return nil
+	})
 	fs.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8443", "address of the HTTPS audit webhook")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serving certificate (reloaded when it changes); empty: self-signed under --data-dir")
 	fs.StringVar(&o.TLSKeyFile, "tls-key-file", "", "serving key")

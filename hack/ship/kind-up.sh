@@ -18,6 +18,10 @@ step() { printf '\n==> %s\n' "$*"; }
 kind() { $KIND "$@"; }          # word-splits "go run ..." on purpose
 k() { $KUBECTL --context "kind-$KIND_CLUSTER" "$@"; }
 
+if [ ! -f deploy/components/postgres/credentials/database.env ]; then
+	echo "deploy/components/postgres/credentials/ is missing: run 'make postgres-credentials' (make kind-up does)" >&2
+	exit 1
+fi
 if [ ! -f kind-config/credentials/audit-webhook.kubeconfig ]; then
 	echo "kind-config/credentials/ is missing: run 'make kind-credentials' (make kind-up does)" >&2
 	exit 1
@@ -43,10 +47,11 @@ step "applying kind-config/ (deploy/ + PostgreSQL + kind credentials)"
 k apply -k kind-config/
 k wait --for condition=established --timeout 60s crd/optionsrecordcontrollers.optionsrecord.io
 k apply -f deploy/samples/record-prod.yaml
-# Pods of the StatefulSet are replaced when the image changes under the same tag.
-k -n "$NS" rollout restart statefulset/options-record >/dev/null
+# Pods are replaced when the image changes under the same tag.
+k -n "$NS" rollout restart statefulset/options-record deployment/options-record-api >/dev/null
 k -n "$NS" rollout status statefulset/options-record-postgres --timeout 300s
 k -n "$NS" rollout status statefulset/options-record --timeout 300s
+k -n "$NS" rollout status deployment/options-record-api --timeout 300s
 
 # 4. A deletion to record: prod is covered by the sample rule "prod".
 step "creating, changing and deleting prod/app-config"

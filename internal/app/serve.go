@@ -24,8 +24,24 @@ import (
 	"github.com/options-record/options-record/store"
 )
 
+// Role is a part of `serve` that a process runs (--roles).
+type Role string
+
+const (
+	// RoleIngest is the audit webhook, rule sync, baselines, statuses and
+	// retention: it parses what the apiservers post and writes the record.
+	RoleIngest Role = "ingest"
+	// RoleAPI is the restore API: it reads the record, and restores by
+	// impersonating its callers. It never parses a webhook body.
+	RoleAPI Role = "api"
+)
+
 // ServeOptions configure `options-record serve`.
 type ServeOptions struct {
+	// Roles are the parts this process runs; empty: both (one process for
+	// trying it out). The default install runs each in its own workload
+	// under its own service account: only the API may impersonate.
+	Roles        []Role
 	Database     DatabaseOptions
 	Rules        RulesOptions
 	Cluster      string // cluster of callers authenticated by --webhook-token-file or any verified client certificate
@@ -73,9 +89,36 @@ type ServeOptions struct {
 	// empty: a key generated under the data directory.
 	SecretDigestKeyFile string
 	Logger              *slog.Logger
-	// OnListening, if set, is called with the bound addresses once both
-	// listeners are up (tests listen on port 0).
+	// OnListening, if set, is called with the bound addresses once the
+	// listeners are up (tests listen on port 0); webhook is nil without
+	// RoleIngest.
 	OnListening func(webhook, metrics net.Addr)
+}
+
+// roles says which roles o runs, and refuses options of a role it does not.
+func (o *ServeOptions) roles() (ingest, api bool, err error) {
+	if len(o.Roles) == 0 {
+		return true, o.API != nil && o.API.Addr != "", nil
+	}
+	for _, r := range o.Roles {
+		switch r {
+		case RoleIngest:
+			ingest = true
+		case RoleAPI:
+			api = true
+		default:
+			return false, false, fmt.Errorf("--roles: unknown role %q (ingest, api)", r)
+		}
+	}
+	switch {
+	case api && (o.API == nil || o.API.Addr == ""):
+		return false, false, errors.New("--roles=api needs --api-bind-address")
+	case !api && o.API != nil && o.API.Addr != "":
+		return false, false, errors.New("--api-bind-address without the role api (--roles)")
+	case !ingest && o.JournalDir != "":
+		return false, false, errors.New("--journal-dir without the role ingest (--roles): only ingest takes batches")
+	}
+	return ingest, api, nil
 }
 
 // Serve runs the audit webhook until ctx is cancelled, then drains the
@@ -87,6 +130,16 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if o.Cluster == "" {
 		o.Cluster = "default"
+	}
+	ingest, withAPI, err := o.roles()
+	if err != nil {
+		return err
+	}
+	if !ingest {
+		return serveAPI(ctx, o, log)
+	}
+	if !withAPI {
+		o.API = nil // never impersonates
 	}
 	static, err := loadRuleObjects(o.Rules, log)
 	if err != nil {
@@ -198,29 +251,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		Protocols:         webhookProtocols(o.WebhookHTTP2),
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	metricsSrv := metricsServer(reg, func(ctx context.Context) error {
 		if journalReady != nil {
 			// With a journal the sink takes batches while the database is
 			// down: only a journal over its high-water mark, or full, makes it unready.
-			if err := journalReady(); err != nil {
-				http.Error(w, err.Error(), http.StatusServiceUnavailable)
-				return
-			}
-			_, _ = w.Write([]byte("ok\n"))
-			return
+			return journalReady()
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := ls.get().Ping(ctx); err != nil {
-			http.Error(w, "database unavailable: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	metricsSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		return pingStore(ctx, ls.get())
+	}, log)
 
 	// What needs the open store starts with it: at once, or, with a journal
 	// and the database down at start-up, when it first answers.
@@ -296,6 +334,40 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	return nil
 }
 
+// metricsServer serves /metrics, /healthz and /readyz (ready says whether
+// this process can do its work). It is plain HTTP on the pod network, so no
+// connection may hold it up: scrapes and probes are small and quick.
+func metricsServer(reg *prometheus.Registry, ready func(context.Context) error, log *slog.Logger) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := ready(ctx); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second, // a scrape of every series
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+func pingStore(ctx context.Context, st *store.Store) error {
+	if err := st.Ping(ctx); err != nil {
+		return fmt.Errorf("database unavailable: %w", err)
+	}
+	return nil
+}
+
 // webhookSecurity builds the webhook's TLS configuration and authenticator.
 // Without a certificate or any client credential configured it generates a
 // self-signed certificate and a random token under the data directory:
@@ -304,17 +376,8 @@ func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink
 	if o.AllowAnyClientCert && o.ClientCAFile == "" {
 		return nil, nil, errors.New("--webhook-allow-any-client-cert needs --webhook-client-ca")
 	}
-	if o.TLSCertFile == "" {
-		if o.Database.DataDir == "" {
-			return nil, nil, errors.New("no --tls-cert-file and no --data-dir to generate one in")
-		}
-		dir := filepath.Join(o.Database.DataDir, "tls")
-		ca, cert, key, err := certs.EnsureSelfSigned(dir, []string{"localhost", "127.0.0.1", "::1"})
-		if err != nil {
-			return nil, nil, err
-		}
-		o.TLSCertFile, o.TLSKeyFile = cert, key
-		log.Info("using a generated self-signed serving certificate", "ca", ca, "cert", cert)
+	if err := ensureServingCert(o, log); err != nil {
+		return nil, nil, err
 	}
 	reloader, err := certs.NewReloader(o.TLSCertFile, o.TLSKeyFile)
 	if err != nil {
@@ -377,6 +440,25 @@ func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink
 		return nil, nil, err
 	}
 	return cfg, auth, nil
+}
+
+// ensureServingCert generates a self-signed serving certificate under the
+// data directory when none is given.
+func ensureServingCert(o *ServeOptions, log *slog.Logger) error {
+	if o.TLSCertFile != "" {
+		return nil
+	}
+	if o.Database.DataDir == "" {
+		return errors.New("no --tls-cert-file and no --data-dir to generate one in")
+	}
+	dir := filepath.Join(o.Database.DataDir, "tls")
+	ca, cert, key, err := certs.EnsureSelfSigned(dir, []string{"localhost", "127.0.0.1", "::1"})
+	if err != nil {
+		return err
+	}
+	o.TLSCertFile, o.TLSKeyFile = cert, key
+	log.Info("using a generated self-signed serving certificate", "ca", ca, "cert", cert)
+	return nil
 }
 
 // ensureToken creates a random token file (0600) if it does not exist. An

@@ -180,8 +180,14 @@ func TestOnRealAPIServer(t *testing.T) {
 	})
 
 	t.Run("pod-security", func(t *testing.T) {
-		// Pod admission needs the namespace's "default" ServiceAccount
-		// (the postgres StatefulSet runs as it).
+		// Pod admission needs the pods' ServiceAccounts (the restore API's,
+		// which binds nothing until testSinkRBAC applies deploy/'s RBAC) and
+		// the namespace's "default" (the postgres StatefulSet runs as it).
+		for _, u := range find(variantNamed(t, vs, "deploy").objects, "ServiceAccount", "") {
+			if err := c.apply(t, u, false); err != nil {
+				t.Fatal(err)
+			}
+		}
 		eventually(t, time.Minute, "default ServiceAccount", func() error {
 			_, err := c.admin.CoreV1().ServiceAccounts(sinkNamespace).Get(ctx, "default", metav1.GetOptions{})
 			return err
@@ -246,13 +252,19 @@ func eventually(t *testing.T, timeout time.Duration, what string, check func() e
 }
 
 // saConfig returns a client config that authenticates as the sink's
-// ServiceAccount with a real token (TokenRequest), as the pod would.
+// (ingest) ServiceAccount with a real token (TokenRequest), as the pod would.
 func (c *cluster) saConfig(t *testing.T) *rest.Config {
 	t.Helper()
+	return c.saConfigFor(t, sinkName)
+}
+
+// saConfigFor is saConfig for the ServiceAccount name of the namespace.
+func (c *cluster) saConfigFor(t *testing.T, name string) *rest.Config {
+	t.Helper()
 	req := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))}}
-	tr, err := c.admin.CoreV1().ServiceAccounts(sinkNamespace).CreateToken(context.Background(), sinkName, req, metav1.CreateOptions{})
+	tr, err := c.admin.CoreV1().ServiceAccounts(sinkNamespace).CreateToken(context.Background(), name, req, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("token for the sink's ServiceAccount: %v", err)
+		t.Fatalf("token for the ServiceAccount %s: %v", name, err)
 	}
 	cfg := rest.AnonymousClientConfig(c.cp.AdminConfig())
 	cfg.BearerToken = tr.Status.Token

@@ -170,10 +170,85 @@ func testSinkRBAC(t *testing.T, c *cluster, vs []variant) {
 			return kube.CoordinationV1().Leases(sinkNamespace).Delete(ctx, statusLease, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		}},
 	}
-	restore := []action{
+	restore := restoreActions(ctx, sa, sinkSA)
+	listSecrets := action{"list secrets", func() error {
+		_, err := kube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	}}
+
+	t.Run("deploy/base", func(t *testing.T) {
+		expect(t, true, allowed...)
+		expect(t, false, forbiddenAlways...)
+		expect(t, false, restore...)
+		expect(t, false, listSecrets)
+	})
+	t.Run("deploy", func(t *testing.T) {
+		applyRBAC(t, c, vs, "deploy")
+		apiConfig := c.saConfigFor(t, apiName)
+		apiRestore := restoreActions(ctx, apiConfig, apiSA)
+		eventually(t, 30*time.Second, "restore API permissions", apiRestore[0].do)
+		// Only the API's ServiceAccount may impersonate and review.
+		expect(t, true, allowed...)
+		expect(t, false, restore...)
+		expect(t, false, forbiddenAlways...)
+		expect(t, false, listSecrets)
+		expect(t, true, apiRestore...)
+		expect(t, false, ingestOnly(ctx, apiConfig, sample)...)
+	})
+	t.Run("components/baseline-secrets", func(t *testing.T) {
+		applyRBAC(t, c, vs, "deploy+components/baseline-secrets")
+		eventually(t, time.Minute, "Secret baselines aggregated", listSecrets.do)
+		expect(t, true, listSecrets)
+		expect(t, false, forbiddenAlways...) // get and watch stay forbidden
+	})
+}
+
+// ingestOnly are what the ingest role does and the API's ServiceAccount
+// must not: write rules' statuses, hold the status Lease, list the rules and
+// the baselined resources.
+func ingestOnly(ctx context.Context, sa *rest.Config, sample *unstructured.Unstructured) []action {
+	kube := kubernetes.NewForConfigOrDie(sa)
+	orcs := dynamic.NewForConfigOrDie(sa).Resource(v1alpha1.GroupVersionResource)
+	return []action{
+		{"list optionsrecordcontrollers", func() error {
+			_, err := orcs.List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{"update an optionsrecordcontroller's status", func() error {
+			_, err := orcs.Namespace(sinkNamespace).UpdateStatus(ctx, sample, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}},
+		{"create an optionsrecordcontroller", func() error {
+			u := sample.DeepCopy()
+			u.SetName("intruder")
+			u.SetResourceVersion("")
+			_, err := orcs.Namespace(sinkNamespace).Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}},
+		{"create a lease", func() error {
+			_, err := kube.CoordinationV1().Leases(sinkNamespace).Create(ctx, &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}},
+		{"update the status Lease", func() error {
+			l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: statusLease}}
+			_, err := kube.CoordinationV1().Leases(sinkNamespace).Update(ctx, l, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}},
+		{"list configmaps (baselines)", func() error {
+			_, err := kube.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{Limit: 1})
+			return err
+		}},
+	}
+}
+
+// restoreActions are what the restore API does with its ServiceAccount
+// (sa, which authenticates as user).
+func restoreActions(ctx context.Context, sa *rest.Config, user string) []action {
+	kube := kubernetes.NewForConfigOrDie(sa)
+	return []action{
 		{"create a tokenreview", func() error {
 			r, err := kube.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: sa.BearerToken}}, metav1.CreateOptions{})
-			if err == nil && (!r.Status.Authenticated || r.Status.User.Username != sinkSA) {
+			if err == nil && (!r.Status.Authenticated || r.Status.User.Username != user) {
 				err = fmt.Errorf("token review: %+v", r.Status)
 			}
 			return err
@@ -203,31 +278,6 @@ func testSinkRBAC(t *testing.T, c *cluster, vs []variant) {
 			return err
 		}},
 	}
-	listSecrets := action{"list secrets", func() error {
-		_, err := kube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{Limit: 1})
-		return err
-	}}
-
-	t.Run("deploy/base", func(t *testing.T) {
-		expect(t, true, allowed...)
-		expect(t, false, forbiddenAlways...)
-		expect(t, false, restore...)
-		expect(t, false, listSecrets)
-	})
-	t.Run("deploy", func(t *testing.T) {
-		applyRBAC(t, c, vs, "deploy")
-		eventually(t, 30*time.Second, "restore API permissions", restore[0].do)
-		expect(t, true, allowed...)
-		expect(t, true, restore...)
-		expect(t, false, forbiddenAlways...)
-		expect(t, false, listSecrets)
-	})
-	t.Run("components/baseline-secrets", func(t *testing.T) {
-		applyRBAC(t, c, vs, "deploy+components/baseline-secrets")
-		eventually(t, time.Minute, "Secret baselines aggregated", listSecrets.do)
-		expect(t, true, listSecrets)
-		expect(t, false, forbiddenAlways...) // get and watch stay forbidden
-	})
 }
 
 type action struct {
@@ -264,11 +314,12 @@ func mustCreate(t *testing.T, create func() error) {
 	}
 }
 
-// applyRBAC applies, for real, the RBAC objects of a rendered variant.
+// applyRBAC applies, for real, the ServiceAccounts and RBAC objects of a
+// rendered variant.
 func applyRBAC(t *testing.T, c *cluster, vs []variant, name string) {
 	t.Helper()
 	v := variantNamed(t, vs, name)
-	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
+	for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
 		for _, u := range find(v.objects, kind, "") {
 			if err := c.apply(t, u, false); err != nil {
 				t.Fatal(err)

@@ -3,6 +3,7 @@ package shipcheck
 import (
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -79,6 +80,10 @@ func renderAll(t testing.TB) []variant {
 	for name, data := range creds {
 		writeMem(t, fsys, path.Join(memRoot, "kind-config", "credentials", name), data)
 	}
+	// What `make postgres-credentials` writes, with a password of this run.
+	for name, data := range postgresCredentials(t) {
+		writeMem(t, fsys, path.Join(memRoot, "deploy", "components", "postgres", "credentials", name), data)
+	}
 
 	comps := optionalComponents(t)
 	builds := map[string]string{
@@ -153,7 +158,7 @@ func copyTree(t testing.TB, fsys filesys.FileSystem, from, to string) {
 		}
 		rel, _ := filepath.Rel(from, p)
 		if d.IsDir() {
-			if rel == "credentials" { // a local kind-credentials run; the test makes its own
+			if d.Name() == "credentials" { // a local kind- or postgres-credentials run; the test makes its own
 				return filepath.SkipDir
 			}
 			return nil
@@ -208,4 +213,24 @@ func TestRenderEveryKustomization(t *testing.T) {
 	for name := range want {
 		t.Errorf("variant %s was not rendered", name)
 	}
+}
+
+// postgresCredentials runs the script of `make postgres-credentials` into a
+// temporary directory and returns the files it wrote.
+func postgresCredentials(t testing.TB) map[string][]byte {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("bash", filepath.Join(repoRoot(t), "hack", "ship", "postgres-credentials.sh"), dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("postgres-credentials: %v\n%s", err, out)
+	}
+	out := map[string][]byte{}
+	for _, name := range []string{"postgres.env", "database.env"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = data
+	}
+	return out
 }

@@ -20,6 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -29,49 +30,23 @@ import (
 	"github.com/options-record/options-record/test/gen"
 )
 
-// testServeAsDeployed runs the product binary with the command line and
-// environment of the shipped StatefulSet (deploy/), as the sink's
-// ServiceAccount, against a real PostgreSQL: only what a pod cannot have
-// here is replaced (in-cluster config by a kubeconfig with the
-// ServiceAccount's token, mount paths by directories, listen addresses by
-// free loopback ports). It must start (SelfSubjectReview, LIST, migrations),
-// take the status Lease under its pod name, accept a batch from "the
-// apiserver" with the webhook token, and answer the restore API for a
-// caller it authenticates and authorizes through the cluster.
+// testServeAsDeployed runs the product binary with the command lines and
+// environments of the shipped workloads (deploy/): the ingest StatefulSet as
+// its ServiceAccount and the restore API's Deployment as its own, against
+// one real PostgreSQL. Only what a pod cannot have here is replaced
+// (in-cluster config by a kubeconfig with the ServiceAccount's token, mount
+// paths by directories, listen addresses by free loopback ports). Ingest
+// must start (SelfSubjectReview, LIST, migrations), take the status Lease
+// under its pod name and accept a batch from "the apiserver" with the
+// webhook token; the API must answer a caller it authenticates and
+// authorizes through the cluster, and find that batch.
 func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
 	dir := t.TempDir()
 	bin := buildProduct(t, dir)
 
-	d := find(variantNamed(t, vs, "deploy").objects, "StatefulSet", sinkName)
-	if len(d) != 1 {
-		t.Fatal("no sink StatefulSet in deploy/")
-	}
-	w := workloads(t, d)[0]
-	ctr := w.template.Spec.Containers[slices.IndexFunc(w.template.Spec.Containers, func(c corev1.Container) bool { return c.Name == sinkContainer })]
-
-	// The pod's environment, as the kubelet would fill it.
-	const podName = "options-record-7d9c5-shipcheck"
-	env := map[string]string{}
-	for _, e := range ctr.Env {
-		switch {
-		case e.ValueFrom == nil:
-			env[e.Name] = e.Value
-		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
-			env[e.Name] = podName
-		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
-			env[e.Name] = sinkNamespace
-		case e.ValueFrom.SecretKeyRef != nil && e.Name == "OPTIONS_RECORD_DATABASE_URL":
-			env[e.Name] = dsn
-		case e.ValueFrom.ResourceFieldRef != nil:
-			env[e.Name] = fmt.Sprint(ctr.Resources.Limits.Name(corev1.ResourceName(e.ValueFrom.ResourceFieldRef.Resource[len("limits."):]), "").Value())
-		default:
-			t.Fatalf("env %s: no stand-in for %+v", e.Name, e.ValueFrom)
-		}
-	}
-
-	// The mounted volumes: a directory each, with the Secrets' files.
+	// The Secrets' files.
 	ca, err := certs.NewCA("shipcheck sink CA", time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -86,127 +61,22 @@ func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 		"options-record-webhook":       {"token": []byte(webhookToken)},
 		"options-record-secret-digest": {"key": []byte("shipcheck-secret-digest-key")},
 	}
-	mounts := map[string]string{} // mountPath -> local directory
-	for _, m := range ctr.VolumeMounts {
-		local := filepath.Join(dir, "mnt", m.Name)
-		if err := os.MkdirAll(local, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		mounts[m.MountPath] = local
-		if slices.Contains(w.claims, m.Name) {
-			continue // a volumeClaimTemplate: an empty persistent volume
-		}
-		vi := slices.IndexFunc(w.template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
-		if vi < 0 {
-			t.Fatalf("volume mount %s has no volume", m.Name)
-		}
-		if vol := w.template.Spec.Volumes[vi]; vol.Secret != nil {
-			files, ok := secretFiles[vol.Secret.SecretName]
-			if !ok {
-				t.Fatalf("no stand-in for Secret %s", vol.Secret.SecretName)
-			}
-			for name, data := range files {
-				if err := os.WriteFile(filepath.Join(local, name), data, 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+	objs := variantNamed(t, vs, "deploy").objects
+	const podName = "options-record-7d9c5-shipcheck"
+	ingest := startWorkload(t, c, bin, filepath.Join(dir, "ingest"), objs, "StatefulSet", sinkName, podName, dsn, secretFiles)
+	api := startWorkload(t, c, bin, filepath.Join(dir, "api"), objs, "Deployment", apiName, "options-record-api-5f6b7-shipcheck", dsn, secretFiles)
+	if _, ok := ingest.ports["api-bind-address"]; ok {
+		t.Error("the ingest StatefulSet serves the restore API")
+	}
+	if _, ok := api.ports["webhook-bind-address"]; ok {
+		t.Error("the restore API's Deployment serves the webhook")
 	}
 
-	// The command line: $(VAR) expanded like the kubelet does, the
-	// in-cluster config replaced by the ServiceAccount's kubeconfig, paths
-	// and ports mapped.
-	kubeconfig := writeKubeconfig(t, dir, c.saConfig(t))
-	ports := map[string]string{} // flag -> loopback address
-	var args []string
-	varRef := regexp.MustCompile(`\$\(([A-Z_][A-Z0-9_]*)\)`)
-	for _, a := range ctr.Args {
-		a = varRef.ReplaceAllStringFunc(a, func(ref string) string { return env[ref[2:len(ref)-1]] })
-		name, val, hasVal := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		switch {
-		case a == "--in-cluster":
-			a = "--kubeconfig=" + kubeconfig
-		case hasVal && strings.HasSuffix(name, "-bind-address"):
-			addr := freeAddr(t)
-			ports[name] = addr
-			a = "--" + name + "=" + addr
-		case hasVal && strings.HasPrefix(val, "/"):
-			for mp, local := range mounts {
-				if val == mp || strings.HasPrefix(val, mp+"/") {
-					a = "--" + name + "=" + local + strings.TrimPrefix(val, mp)
-				}
-			}
-		}
-		args = append(args, a)
-	}
-	t.Logf("options-record %s", strings.Join(args, " "))
-
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "POD_NAME="+podName)
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(40 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("sink log:\n%s", logs.String())
-		}
-	})
-
-	plain := &http.Client{Timeout: 5 * time.Second}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(ca.CertPEM)
 	tlsClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	get := func(client *http.Client, url, token string) (int, string, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return 0, "", err
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, "", err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return resp.StatusCode, string(body), nil
-	}
-
-	// The probes of the Deployment answer on the metrics address.
-	metrics := "http://" + ports["metrics-bind-address"]
-	eventually(t, 2*time.Minute, "the sink's readiness probe", func() error {
-		select {
-		case err := <-exited:
-			t.Fatalf("the sink exited: %v\n%s", err, logs.String())
-		default:
-		}
-		for _, p := range []*corev1.Probe{ctr.StartupProbe, ctr.LivenessProbe, ctr.ReadinessProbe} {
-			code, body, err := get(plain, metrics+p.HTTPGet.Path, "")
-			if err != nil {
-				return err
-			}
-			if code != http.StatusOK {
-				return fmt.Errorf("%s: %d %s", p.HTTPGet.Path, code, body)
-			}
-		}
-		return nil
-	})
+	ingest.waitReady(t)
+	api.waitReady(t)
 	eventually(t, time.Minute, "status Lease held by the pod", func() error {
 		l, err := c.admin.CoordinationV1().Leases(sinkNamespace).Get(ctx, statusLease, metav1.GetOptions{})
 		if err != nil {
@@ -228,7 +98,7 @@ func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 		gen.Event(gen.At(at), gen.Verb("delete"), gen.User("bob"), gen.Namespace("prod"), gen.Name("shipcheck-cm"),
 			gen.Response(gen.Status("", "configmaps", "shipcheck-cm", "6b0a5e10-0000-4000-8000-000000000001"))),
 	)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+ports["webhook-bind-address"]+"/audit", bytes.NewReader(batch))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+ingest.ports["webhook-bind-address"]+"/audit", bytes.NewReader(batch))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +114,7 @@ func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 		t.Fatalf("webhook answered %d: %s", resp.StatusCode, body)
 	}
 	// The journal is open where the StatefulSet's volume is mounted.
-	for _, a := range args {
+	for _, a := range ingest.args {
 		if dir, ok := strings.CutPrefix(a, "--journal-dir="); ok {
 			if _, err := os.Stat(filepath.Join(dir, "quarantine")); err != nil {
 				t.Errorf("the sink did not open its journal at %s: %v", dir, err)
@@ -253,15 +123,183 @@ func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 	}
 
 	// The restore API: a caller authenticated by TokenReview and authorized
-	// by SubjectAccessReview, both made with the ServiceAccount's rights.
-	apiURL := "https://" + ports["api-bind-address"] + "/api/v1/clusters/default/deletions"
-	code, body2, err := get(tlsClient, apiURL, c.cp.AdminConfig().BearerToken)
+	// by SubjectAccessReview, both made with the API ServiceAccount's rights.
+	apiURL := "https://" + api.ports["api-bind-address"] + "/api/v1/clusters/default/deletions"
+	code, body2, err := httpGet(ctx, tlsClient, apiURL, c.cp.AdminConfig().BearerToken)
 	if err != nil || code != http.StatusOK || !strings.Contains(body2, "shipcheck-cm") {
 		t.Errorf("restore API as the admin: %d %v: %s", code, err, body2)
 	}
-	if code, _, err := get(tlsClient, apiURL, "not-a-token"); err != nil || code != http.StatusUnauthorized {
+	if code, _, err := httpGet(ctx, tlsClient, apiURL, "not-a-token"); err != nil || code != http.StatusUnauthorized {
 		t.Errorf("restore API with a bad token: %d %v, want 401", code, err)
 	}
+}
+
+// runningWorkload is the product binary started with a workload's command
+// line.
+type runningWorkload struct {
+	name   string
+	ctr    corev1.Container
+	args   []string
+	ports  map[string]string // --*-bind-address flag -> loopback address
+	logs   *bytes.Buffer
+	exited chan error
+}
+
+// startWorkload starts the binary with the command line and environment of
+// the sink container of a rendered workload, as its ServiceAccount, in dir.
+func startWorkload(t *testing.T, c *cluster, bin, dir string, objs []*unstructured.Unstructured, kind, name, podName, dsn string,
+	secretFiles map[string]map[string][]byte) *runningWorkload {
+	t.Helper()
+	d := find(objs, kind, name)
+	if len(d) != 1 {
+		t.Fatalf("no %s %s in deploy/", kind, name)
+	}
+	w := workloads(t, d)[0]
+	i := slices.IndexFunc(w.template.Spec.Containers, func(c corev1.Container) bool { return c.Name == sinkContainer })
+	if i < 0 {
+		t.Fatalf("%s %s has no container %s", kind, name, sinkContainer)
+	}
+	ctr := w.template.Spec.Containers[i]
+
+	// The pod's environment, as the kubelet would fill it.
+	env := map[string]string{}
+	for _, e := range ctr.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			env[e.Name] = podName
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			env[e.Name] = sinkNamespace
+		case e.ValueFrom.SecretKeyRef != nil && e.Name == "OPTIONS_RECORD_DATABASE_URL":
+			env[e.Name] = dsn
+		case e.ValueFrom.ResourceFieldRef != nil:
+			env[e.Name] = fmt.Sprint(ctr.Resources.Limits.Name(corev1.ResourceName(e.ValueFrom.ResourceFieldRef.Resource[len("limits."):]), "").Value())
+		default:
+			t.Fatalf("%s %s env %s: no stand-in for %+v", kind, name, e.Name, e.ValueFrom)
+		}
+	}
+
+	// The mounted volumes: a directory each, with the Secrets' files.
+	mounts := map[string]string{} // mountPath -> local directory
+	for _, m := range ctr.VolumeMounts {
+		local := filepath.Join(dir, "mnt", m.Name)
+		if err := os.MkdirAll(local, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		mounts[m.MountPath] = local
+		if slices.Contains(w.claims, m.Name) {
+			continue // a volumeClaimTemplate: an empty persistent volume
+		}
+		vi := slices.IndexFunc(w.template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
+		if vi < 0 {
+			t.Fatalf("%s %s: volume mount %s has no volume", kind, name, m.Name)
+		}
+		if vol := w.template.Spec.Volumes[vi]; vol.Secret != nil {
+			files, ok := secretFiles[vol.Secret.SecretName]
+			if !ok {
+				t.Fatalf("no stand-in for Secret %s", vol.Secret.SecretName)
+			}
+			for name, data := range files {
+				if err := os.WriteFile(filepath.Join(local, name), data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+
+	// The command line: $(VAR) expanded like the kubelet does, the
+	// in-cluster config replaced by the ServiceAccount's kubeconfig, paths
+	// and ports mapped.
+	kubeconfig := writeKubeconfig(t, dir, c.saConfigFor(t, w.template.Spec.ServiceAccountName))
+	rw := &runningWorkload{name: kind + " " + name, ctr: ctr, ports: map[string]string{}, logs: &bytes.Buffer{}, exited: make(chan error, 1)}
+	varRef := regexp.MustCompile(`\$\(([A-Z_][A-Z0-9_]*)\)`)
+	for _, a := range ctr.Args {
+		a = varRef.ReplaceAllStringFunc(a, func(ref string) string { return env[ref[2:len(ref)-1]] })
+		name, val, hasVal := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		switch {
+		case a == "--in-cluster":
+			a = "--kubeconfig=" + kubeconfig
+		case hasVal && strings.HasSuffix(name, "-bind-address"):
+			addr := freeAddr(t)
+			rw.ports[name] = addr
+			a = "--" + name + "=" + addr
+		case hasVal && strings.HasPrefix(val, "/"):
+			for mp, local := range mounts {
+				if val == mp || strings.HasPrefix(val, mp+"/") {
+					a = "--" + name + "=" + local + strings.TrimPrefix(val, mp)
+				}
+			}
+		}
+		rw.args = append(rw.args, a)
+	}
+	t.Logf("%s: options-record %s", rw.name, strings.Join(rw.args, " "))
+
+	cmd := exec.Command(bin, rw.args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "POD_NAME="+podName)
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = rw.logs, rw.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { rw.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-rw.exited:
+		case <-time.After(40 * time.Second):
+			_ = cmd.Process.Kill()
+			<-rw.exited
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", rw.name, rw.logs.String())
+		}
+	})
+	return rw
+}
+
+// waitReady waits until the workload's probes answer on its metrics address.
+func (rw *runningWorkload) waitReady(t *testing.T) {
+	t.Helper()
+	plain := &http.Client{Timeout: 5 * time.Second}
+	metrics := "http://" + rw.ports["metrics-bind-address"]
+	eventually(t, 2*time.Minute, rw.name+": readiness probe", func() error {
+		select {
+		case err := <-rw.exited:
+			t.Fatalf("%s exited: %v\n%s", rw.name, err, rw.logs.String())
+		default:
+		}
+		for _, p := range []*corev1.Probe{rw.ctr.StartupProbe, rw.ctr.LivenessProbe, rw.ctr.ReadinessProbe} {
+			code, body, err := httpGet(context.Background(), plain, metrics+p.HTTPGet.Path, "")
+			if err != nil {
+				return err
+			}
+			if code != http.StatusOK {
+				return fmt.Errorf("%s: %d %s", p.HTTPGet.Path, code, body)
+			}
+		}
+		return nil
+	})
+}
+
+func httpGet(ctx context.Context, client *http.Client, url, token string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(body), nil
 }
 
 func freeAddr(t *testing.T) string {
