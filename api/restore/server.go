@@ -303,11 +303,11 @@ const (
 )
 
 // pageParams reads the paging parameters (limit, cursor, since, until) into
-// a query, asking the store for one row more than the page so the API knows
-// whether a next page exists. It returns the page size.
-func (s *Server) pageParams(r *http.Request, limit *int, after **store.Cursor, since, until *time.Time) (int, error) {
-	var err error
-	if *limit, err = limitParam(r); err != nil {
+// a query and returns the page size; the page scan sets the query's limit
+// and cursor for each chunk it reads.
+func (s *Server) pageParams(r *http.Request, after **store.Cursor, since, until *time.Time) (int, error) {
+	limit, err := limitParam(r)
+	if err != nil {
 		return 0, err
 	}
 	if *after, err = s.cursorParam(r); err != nil {
@@ -316,9 +316,7 @@ func (s *Server) pageParams(r *http.Request, limit *int, after **store.Cursor, s
 	if *since, *until, err = timeRange(r); err != nil {
 		return 0, err
 	}
-	n := *limit
-	*limit = n + 1
-	return n, nil
+	return limit, nil
 }
 
 func limitParam(r *http.Request) (int, error) {
