@@ -66,6 +66,14 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxPlanSteps caps the objects of a plan (default 2000).
 	MaxPlanSteps int
+	// RequestTimeout bounds each request (default 1 minute); executing a
+	// plan has its own, longer deadline.
+	RequestTimeout time.Duration
+	// MaxInFlight caps the requests served at once (default 16) and
+	// MaxInFlightPerUser those of one caller (default 4); past them the API
+	// answers 429 with Retry-After.
+	MaxInFlight        int
+	MaxInFlightPerUser int
 	// CursorKey seals page cursors (32 bytes). Replicas behind one Service
 	// need the same key to accept each other's cursors; nil: a random key
 	// for this process.
@@ -86,6 +94,8 @@ type Server struct {
 	maxSteps int
 	router   chi.Router
 	openapi  []byte
+	timeout  time.Duration
+	limits   *inFlight
 	cursors  cipher.AEAD // seals page cursors
 }
 
@@ -110,6 +120,10 @@ func New(o Options) (*Server, error) {
 	if s.maxSteps <= 0 {
 		s.maxSteps = 2000
 	}
+	if s.timeout = o.RequestTimeout; s.timeout <= 0 {
+		s.timeout = time.Minute
+	}
+	s.limits = newInFlight(o.MaxInFlight, o.MaxInFlightPerUser)
 	var err error
 	if s.cursors, err = newCursorAEAD(o.CursorKey); err != nil {
 		return nil, err
@@ -168,7 +182,9 @@ func (s *Server) routes() chi.Router {
 			}
 			var hh http.Handler = s.handle(op, h)
 			if !op.Public {
-				hh = s.authenticate(hh)
+				// The global cap comes before authentication (a TokenReview
+				// each), the caller's after.
+				hh = s.limits.global(s.authenticate(s.limits.perCaller(hh, s.log)), s.log)
 			}
 			r.Method(op.Method, op.Path, hh)
 		}
@@ -187,8 +203,10 @@ func (s *Server) handle(op operation, h handlerFunc) http.Handler {
 			}
 		}
 		if err == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), s.timeout)
+			defer cancel()
 			r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
-			err = h(w, r)
+			err = h(w, r.WithContext(ctx))
 		}
 		if err != nil {
 			writeError(w, r, s.log, err)
