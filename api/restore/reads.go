@@ -65,6 +65,21 @@ func (f *readFilter) allowed(group, resource, namespace string) (bool, error) {
 	return false, err
 }
 
+// allowedVerbs reports whether the caller may do every verb on the
+// resource in namespace; errors other than a denial are returned.
+func (f *readFilter) allowedVerbs(group, resource, namespace string, verbs ...string) (bool, error) {
+	for _, verb := range verbs {
+		err := f.checkVerb(verb, group, resource, namespace)
+		if errors.Is(err, ErrForbidden) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
 // maxScanRows bounds the rows one page request reads from the record.
 const maxScanRows = 5000
 
