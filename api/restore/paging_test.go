@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +108,36 @@ func TestListRefusalsSayOnlyTheCallersRights(t *testing.T) {
 		path := "/api/v1/clusters/default/" + op + "?group=&resource=configmaps&namespace=prod"
 		if code, _, body := do(t, h, http.MethodGet, path, ""); code != http.StatusOK {
 			t.Errorf("GET %s = %d %s", path, code, body)
+		}
+	}
+}
+
+// TestPageScanIsBounded: a page reads at most maxScanRows rows. Behind that
+// many rows the caller may not read, the list ends as the record's end
+// would (an empty page, no next), and a narrower request finds what lies
+// behind them.
+func TestPageScanIsBounded(t *testing.T) {
+	t.Parallel()
+	r := []rec{{verb: "create", user: "bob", resource: "configmaps", ns: "prod", name: "behind"}}
+	for i := range maxScanRows {
+		r = append(r, rec{verb: "create", user: "eve", resource: "secrets", ns: "prod", name: "s" + strconv.Itoa(i), at: time.Minute + time.Duration(i)*time.Millisecond})
+	}
+	st := openRecord(t, store.Options{}, r...)
+	h := recordServer(t, st, denySecrets{}, Options{})
+	for _, tt := range []struct {
+		path string
+		want int
+	}{
+		{"/api/v1/clusters/default/changes?namespace=prod", 0},
+		{"/api/v1/clusters/default/changes?namespace=prod&resource=configmaps", 1},
+	} {
+		code, _, body := do(t, h, http.MethodGet, tt.path, "")
+		var page Page[Version]
+		if err := json.Unmarshal([]byte(body), &page); err != nil || code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", tt.path, code, body)
+		}
+		if len(page.Items) != tt.want || page.Next != "" {
+			t.Errorf("GET %s: %d items, next %q; want %d items and no next", tt.path, len(page.Items), page.Next, tt.want)
 		}
 	}
 }
