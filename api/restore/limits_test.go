@@ -163,7 +163,16 @@ func TestAPIWorkIsBounded(t *testing.T) {
 		held("alice")
 		waitingReads(t, dsn, 2)
 		refused := func(who, why string) {
-			rec := getAs(h, who, changes)
+			answer := make(chan *httptest.ResponseRecorder, 1)
+			wg.Add(1)
+			go func() { defer wg.Done(); answer <- getAs(h, who, changes) }()
+			var rec *httptest.ResponseRecorder
+			select {
+			case rec = <-answer:
+			case <-time.After(10 * time.Second):
+				t.Errorf("%s's request over the cap was not answered at once (held with the others)", who)
+				return
+			}
 			body, _ := io.ReadAll(rec.Body)
 			if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || !strings.Contains(string(body), why) {
 				t.Errorf("%s's request = %d %s (Retry-After %q), want 429 with %q", who, rec.Code, body, rec.Header().Get("Retry-After"), why)
