@@ -15,3 +15,13 @@ bench: deps ## Measure the sink: events/s, ack latency, peak RSS, CPU (sink vs P
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/options-record ./cmd/options-record
 	go build -o $(BIN)/options-record-bench ./test/bench
 	$(BIN)/options-record-bench -sink $(BIN)/options-record $(BENCH_FLAGS)
+
+# Load of the restore API on a real control plane (test/e2e
+# TestRestoreAPIUnderLoad, skipped unless OPTIONS_RECORD_API_LOAD is set): a
+# view-only caller's as-of plans of a 5,000-object namespace and undo plans
+# of a busy user, 20 at a time, while the webhook keeps ingesting. Reports
+# the sink's RSS and its ingest rate with and without the load.
+.PHONY: bench-api
+bench-api: export OPTIONS_RECORD_CONTROLPLANE_DIR = $(CONTROLPLANE_DIR)
+bench-api: deps ## Load the restore API (as-of/undo plans, 20 at a time) and check the ingest keeps up
+	OPTIONS_RECORD_API_LOAD=1 go test -count=1 -timeout 15m -run TestRestoreAPIUnderLoad -v ./test/e2e/

@@ -322,6 +322,45 @@ func TestAsOf(t *testing.T) {
 		if diff := cmp.Diff(tt.want, names); diff != "" {
 			t.Errorf("as of %s (-want +got):\n%s", tt.at, diff)
 		}
+		// The same objects without their bodies, filtered and bounded in
+		// the database.
+		meta, err := s.ObjectsAsOf(ctx, AsOfQuery{Cluster: "default", Namespace: "prod", At: t0.Add(tt.at), Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(meta) != len(got) {
+			t.Errorf("objects as of %s: %d, want %d", tt.at, len(meta), len(got))
+		}
+		for i := range meta {
+			if i < len(got) && (meta[i].UID != got[i].UID || string(meta[i].Key) != string(got[i].Key) || !meta[i].HasState() || meta[i].Object != nil) {
+				t.Errorf("objects as of %s: %+v, want %s without its body", tt.at, meta[i], got[i].Name)
+			}
+		}
+		for _, q := range []AsOfQuery{
+			{Resources: []GroupResource{{"", "secrets"}}},
+			{Names: []string{"nothing"}},
+			{Names: []string{"old"}, Limit: 1},
+		} {
+			q.Cluster, q.Namespace, q.At = "default", "prod", t0.Add(tt.at)
+			if q.Limit == 0 {
+				q.Limit = 10
+			}
+			f, err := s.ObjectsAsOf(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			if q.Names != nil && q.Names[0] == "old" && tt.at > 0 {
+				want = 1
+			}
+			if len(f) != want {
+				t.Errorf("objects as of %s with %+v: %d, want %d", tt.at, q, len(f), want)
+			}
+		}
+	}
+	grs, err := s.ResourcesIn(ctx, "default", "prod", t0.Add(time.Hour), 10)
+	if err != nil || !cmp.Equal(grs, []GroupResource{{"", "configmaps"}}) {
+		t.Errorf("resources in prod: %v, %v", grs, err)
 	}
 }
 
@@ -473,6 +512,13 @@ func TestReadQueriesUseIndexes(t *testing.T) {
 		"state before":   func() (string, []any) { return stateBeforeSQL, []any{"c", "u", []byte{1}, int64(5), false} },
 		"newest by name": func() (string, []any) { return newestByNameSQL, []any{"c", "", "r", "n", "x"} },
 		"as of":          func() (string, []any) { return asOfSQL, []any{"c", "n", t0} },
+		"objects as of: resources, names": func() (string, []any) {
+			return asOfMetaSQL(AsOfQuery{Cluster: "c", Namespace: "n", At: t0, Resources: []GroupResource{{"", "r"}}, Names: []string{"x"}, Limit: 10})
+		},
+		"undo: a user's changes in namespaces and resources": func() (string, []any) {
+			return changesSQL(ChangeQuery{Cluster: "c", User: "bob", Since: t0, Until: t0.Add(time.Hour), Ascending: true, Limit: 500,
+				Namespaces: []string{"n"}, Resources: []GroupResource{{"", "r"}}, ChangesOnly: true})
+		},
 	}
 	for name, shape := range shapes {
 		t.Run(name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,6 +29,16 @@ type Options struct {
 	// PartitionsAhead is how many days of event partitions exist ahead of
 	// today (default 2).
 	PartitionsAhead int
+	// StatementTimeout and IdleInTransactionTimeout, when set, are the
+	// session's statement_timeout and idle_in_transaction_session_timeout:
+	// PostgreSQL cancels a statement (or ends a session idle in a
+	// transaction) that runs longer.
+	StatementTimeout         time.Duration
+	IdleInTransactionTimeout time.Duration
+	// Secondary opens another pool on a database that the process's main
+	// Store has migrated and keeps partitions for: no migrations, no
+	// partition upkeep (the restore API's own pool).
+	Secondary bool
 }
 
 // Store is the PostgreSQL record.
@@ -62,14 +73,27 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if _, ok := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !ok {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 	}
-	if err := Migrate(ctx, cfg.ConnConfig, opts.Logger); err != nil {
-		return nil, err
+	for param, d := range map[string]time.Duration{
+		"statement_timeout":                   opts.StatementTimeout,
+		"idle_in_transaction_session_timeout": opts.IdleInTransactionTimeout,
+	} {
+		if d > 0 {
+			cfg.ConnConfig.RuntimeParams[param] = strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+		}
+	}
+	if !opts.Secondary {
+		if err := Migrate(ctx, cfg.ConnConfig, opts.Logger); err != nil {
+			return nil, err
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
 	s := &Store{pool: pool, log: opts.Logger, parts: newPartitions(opts.PartitionsAhead)}
+	if opts.Secondary {
+		return s, nil
+	}
 	if err := s.EnsurePartitionsAround(ctx, time.Now()); err != nil {
 		pool.Close()
 		return nil, err

@@ -1,11 +1,13 @@
 package restore
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/options-record/options-record/store"
@@ -20,7 +22,11 @@ var (
 	ErrNotFound        = errors.New("not found")          // 404
 	ErrConflict        = errors.New("conflict")           // 409
 	ErrUnprocessable   = errors.New("cannot be restored") // 422
+	ErrTooManyRequests = errors.New("too many requests")  // 429, with Retry-After
 )
+
+// retryAfter is the Retry-After (seconds) of a 429.
+const retryAfter = "1"
 
 // ErrorBody is the JSON body of every error answer.
 type ErrorBody struct {
@@ -53,6 +59,10 @@ func errorStatus(err error) (int, string, bool) {
 		return http.StatusConflict, "Conflict", false
 	case errors.Is(err, ErrUnprocessable):
 		return http.StatusUnprocessableEntity, "Unprocessable", false
+	case errors.Is(err, ErrTooManyRequests):
+		return http.StatusTooManyRequests, "TooManyRequests", false
+	case timedOut(err):
+		return http.StatusGatewayTimeout, "Timeout", false
 	}
 	var st apierrors.APIStatus
 	if errors.As(err, &st) && st.Status().Code >= 400 {
@@ -71,6 +81,12 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		log.Error("restore API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		msg = "internal error (logged by the server)"
 	}
+	switch code {
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", retryAfter)
+	case http.StatusGatewayTimeout:
+		msg = "the request ran out of time (its deadline, or the database's statement timeout): narrow it (namespace, resource, since/until)"
+	}
 	if code == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="options-record"`)
 	}
@@ -78,4 +94,11 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(ErrorBody{Error: ErrorDetail{Code: code, Reason: reason, Message: msg, FromCluster: fromCluster}})
+}
+
+// timedOut reports whether err is the end of the request's deadline or a
+// statement the database cancelled (statement_timeout: query_canceled).
+func timedOut(err error) bool {
+	var pe *pgconn.PgError
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &pe) && pe.Code == "57014"
 }

@@ -234,6 +234,8 @@ func errorResponses(op operation) map[string]string {
 		"401": "no or invalid bearer token",
 		"403": "the caller may not read this (SubjectAccessReview)",
 		"404": "not found, or a cluster this API does not serve",
+		"429": "too many requests of the caller, or of all callers, in flight: retry after Retry-After seconds",
+		"504": "the request ran out of time (its deadline, or the database's statement timeout): narrow it",
 	}
 	if op.Tag == "restore" {
 		out["403"] = "not allowed: by this API, or by the cluster for the impersonated call (fromCluster)"

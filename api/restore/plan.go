@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -157,14 +159,28 @@ func planOf(rec *store.RestoreRecord) (*Plan, error) {
 	return p, nil
 }
 
+// Bounds of a plan request: its lists, before anything is loaded.
+const (
+	maxPlanNamespaces = 100 // namespaces of one plan
+	maxPlanResources  = 50  // resources of one plan
+)
+
 // selection filters the objects of a plan.
 type selection struct {
 	resources map[GroupResource]bool
 	names     map[string]bool
 }
 
-func newSelection(req *PlanRequest) (selection, error) {
+func (s *Server) newSelection(req *PlanRequest) (selection, error) {
 	sel := selection{}
+	switch {
+	case len(req.Resources) > maxPlanResources:
+		return sel, fmt.Errorf("%w: %d resources in one plan, more than %d", ErrInvalid, len(req.Resources), maxPlanResources)
+	case len(req.Names) > s.maxSteps:
+		return sel, fmt.Errorf("%w: %d names in one plan, more than %d", ErrInvalid, len(req.Names), s.maxSteps)
+	case len(req.Namespaces) > maxPlanNamespaces:
+		return sel, fmt.Errorf("%w: %d namespaces in one plan, more than %d", ErrInvalid, len(req.Namespaces), maxPlanNamespaces)
+	}
 	for _, gr := range req.Resources {
 		if gr.Resource == "" {
 			return sel, fmt.Errorf("%w: resources: an entry without resource", ErrInvalid)
@@ -194,8 +210,46 @@ func (sel selection) hasResource(group, resource string) bool {
 	return sel.resources == nil || sel.resources[GroupResource{Group: group, Resource: resource}]
 }
 
-// maxPlanNamespaces bounds the namespaces of one as-of plan.
-const maxPlanNamespaces = 100
+// storeResources is the selection's resources in a stable order (nil: all).
+func (sel selection) storeResources() []store.GroupResource {
+	if sel.resources == nil {
+		return nil
+	}
+	out := make([]store.GroupResource, 0, len(sel.resources))
+	for gr := range sel.resources {
+		out = append(out, store.GroupResource{Group: gr.Group, Resource: gr.Resource})
+	}
+	slices.SortFunc(out, func(a, b store.GroupResource) int {
+		return strings.Compare(a.Group+"/"+a.Resource, b.Group+"/"+b.Resource)
+	})
+	return out
+}
+
+func (sel selection) storeNames() []string {
+	if sel.names == nil {
+		return nil
+	}
+	out := make([]string, 0, len(sel.names))
+	for n := range sel.names {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Plans are authorized and bounded before the record is read, and cover
+// only what the caller may read:
+//
+//   - resources the request names must be listable and readable by the
+//     caller in each namespace it names, or the plan is refused (naming only
+//     what the request named);
+//   - without resources, an as-of plan covers the resources recorded in the
+//     namespace that the caller may list and get there, and an undo plan the
+//     objects the caller may get: the others are left out, unnamed, so a
+//     plan tells nothing of what the caller may not read;
+//   - the record is read as metadata, filtered in the database and bounded
+//     by MaxPlanSteps; a step's stored object is loaded only while it is
+//     planned.
 
 // planAsOf plans putting the selected namespaces back as they were at
 // req.At: every object that existed then gets its state back (create or
@@ -204,7 +258,8 @@ func (s *Server) planAsOf(ctx context.Context, cluster string, req *PlanRequest)
 	if req.At == nil || req.At.IsZero() {
 		return nil, fmt.Errorf("%w: as-of needs at (an RFC 3339 time)", ErrInvalid)
 	}
-	if req.At.After(time.Now()) {
+	now := time.Now()
+	if req.At.After(now) {
 		return nil, fmt.Errorf("%w: at (%s) is in the future", ErrInvalid, req.At.Format(time.RFC3339))
 	}
 	if len(req.Namespaces) == 0 {
@@ -213,67 +268,88 @@ func (s *Server) planAsOf(ctx context.Context, cluster string, req *PlanRequest)
 	if req.User != "" || req.Since != nil || req.Until != nil {
 		return nil, fmt.Errorf("%w: user, since and until are for kind undo", ErrInvalid)
 	}
-	sel, err := newSelection(req)
+	sel, err := s.newSelection(req)
 	if err != nil {
 		return nil, err
 	}
-	if len(req.Namespaces) > maxPlanNamespaces {
-		return nil, fmt.Errorf("%w: %d namespaces in one plan, more than %d", ErrInvalid, len(req.Namespaces), maxPlanNamespaces)
+	var namespaces []string
+	for _, ns := range req.Namespaces {
+		if !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
 	}
-	// Before the record is read: the caller may read what the plan covers
-	// (each object is checked again when planned), so a caller with no
-	// rights cannot make the sink load whole namespaces.
+	// Before the record is read: the caller may list and get what the plan
+	// covers.
 	rf := s.readFilter(ctx)
-	for _, ns := range req.Namespaces {
-		if sel.resources != nil {
-			for gr := range sel.resources {
-				if err := rf.check(gr.Group, gr.Resource, ns); err != nil {
-					return nil, err
-				}
-			}
-		} else if err := rf.check("", "namespaces", ns); err != nil { // the Namespace object, authorized in itself
-			return nil, err
-		}
-	}
-	var targets, existing []store.VersionRecord
-	var clusterScoped []store.VersionRecord
-	seenNS := map[string]bool{}
-	for _, ns := range req.Namespaces {
-		if seenNS[ns] {
-			continue
-		}
-		seenNS[ns] = true
+	for _, ns := range namespaces {
 		if ns == "" && sel.resources == nil {
 			return nil, fmt.Errorf("%w: restoring every cluster-scoped object is not supported: name the resources to restore", ErrInvalid)
 		}
-		then, err := s.reader.AsOf(ctx, cluster, ns, *req.At)
-		if err != nil {
-			return nil, err
-		}
-		now, err := s.reader.AsOf(ctx, cluster, ns, time.Now())
-		if err != nil {
-			return nil, err
-		}
-		for i := range then {
-			if sel.has(&then[i]) {
-				targets = append(targets, then[i])
+		if sel.resources == nil {
+			// The Namespace object, authorized in itself.
+			if err := rf.check("", "namespaces", ns); err != nil {
+				return nil, err
 			}
+			continue
 		}
-		for i := range now {
-			if sel.has(&now[i]) {
-				existing = append(existing, now[i])
-			}
-		}
-		if ns != "" && sel.hasResource("", "namespaces") {
-			if clusterScoped == nil {
-				if clusterScoped, err = s.reader.AsOf(ctx, cluster, "", *req.At); err != nil {
+		for _, gr := range sel.storeResources() {
+			for _, verb := range []string{"list", "get"} {
+				if err := rf.checkVerb(verb, gr.Group, gr.Resource, ns); err != nil {
 					return nil, err
 				}
 			}
-			for i := range clusterScoped {
-				if v := &clusterScoped[i]; v.APIGroup == "" && v.Resource == "namespaces" && v.Name == ns {
-					targets = append(targets, *v)
+		}
+	}
+	var targets, existing []store.VersionRecord
+	load := func(q store.AsOfQuery, into *[]store.VersionRecord) error {
+		q.Cluster, q.Limit = cluster, s.maxSteps+1
+		if q.Names == nil {
+			q.Names = sel.storeNames()
+		}
+		vs, err := s.reader.ObjectsAsOf(ctx, q)
+		if err != nil {
+			return err
+		}
+		for i := range vs {
+			if sel.has(&vs[i]) {
+				*into = append(*into, vs[i])
+			}
+		}
+		if len(*into) > s.maxSteps {
+			return s.tooManySteps(len(*into))
+		}
+		return nil
+	}
+	for _, ns := range namespaces {
+		resources := sel.storeResources()
+		if resources == nil {
+			// What the caller may list and get of what is recorded there.
+			recorded, err := s.reader.ResourcesIn(ctx, cluster, ns, now, maxChecks)
+			if err != nil {
+				return nil, err
+			}
+			resources = []store.GroupResource{}
+			for _, gr := range recorded {
+				ok, err := rf.allowedVerbs(gr.Group, gr.Resource, ns, "list", "get")
+				if err != nil {
+					return nil, err
 				}
+				if ok {
+					resources = append(resources, gr)
+				}
+			}
+		}
+		if len(resources) > 0 {
+			if err := load(store.AsOfQuery{Namespace: ns, At: *req.At, Resources: resources}, &targets); err != nil {
+				return nil, err
+			}
+			if err := load(store.AsOfQuery{Namespace: ns, At: now, Resources: resources}, &existing); err != nil {
+				return nil, err
+			}
+		}
+		if ns != "" && sel.hasResource("", "namespaces") && (sel.names == nil || sel.names[ns]) {
+			if err := load(store.AsOfQuery{At: *req.At, Resources: []store.GroupResource{{Resource: "namespaces"}}, Names: []string{ns}}, &targets); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -294,6 +370,13 @@ func (s *Server) planAsOf(ctx context.Context, cluster string, req *PlanRequest)
 	return s.planSteps(ctx, cluster, targets, deletes, nil, *req.At)
 }
 
+func (s *Server) tooManySteps(n int) error {
+	return fmt.Errorf("%w: the plan would cover more than %d objects (%d or more): narrow it (namespaces, resources, names, since/until)", ErrInvalid, s.maxSteps, n)
+}
+
+// maxUndoRows bounds the changes an undo plan reads.
+const maxUndoRows = 20000
+
 // planUndo plans reverting what req.User changed between since and until:
 // every object they changed gets the state it had before their first change
 // in the range (deleted when they created it).
@@ -311,33 +394,55 @@ func (s *Server) planUndo(ctx context.Context, cluster string, req *PlanRequest)
 	if !req.Since.Before(until) {
 		return nil, fmt.Errorf("%w: since must be before until", ErrInvalid)
 	}
-	sel, err := newSelection(req)
+	sel, err := s.newSelection(req)
 	if err != nil {
 		return nil, err
 	}
-	inNS := map[string]bool{}
-	for _, ns := range req.Namespaces {
-		inNS[ns] = true
+	rf := s.readFilter(ctx)
+	// Named namespaces and resources: the caller may read them, before
+	// anything is read.
+	if sel.resources != nil && len(req.Namespaces) > 0 {
+		for _, ns := range req.Namespaces {
+			for _, gr := range sel.storeResources() {
+				if err := rf.check(gr.Group, gr.Resource, ns); err != nil {
+					return nil, err
+				}
+			}
+		}
 	}
-	first := map[string]*store.VersionRecord{}
-	last := map[string]*store.VersionRecord{}
+	first := map[string]store.VersionRecord{}
+	last := map[string]store.VersionRecord{}
 	var order []string
-	q := store.ChangeQuery{Cluster: cluster, User: req.User, Since: *req.Since, Until: until, Ascending: true, Limit: 500}
-	for {
+	q := store.ChangeQuery{Cluster: cluster, User: req.User, Since: *req.Since, Until: until, Ascending: true, Limit: 500,
+		Resources: sel.storeResources(), Names: sel.storeNames(), ChangesOnly: true}
+	if len(req.Namespaces) > 0 {
+		q.Namespaces = req.Namespaces
+	}
+	for read := 0; ; {
 		rows, err := s.reader.Changes(ctx, q)
 		if err != nil {
 			return nil, err
 		}
+		if read += len(rows); read > maxUndoRows {
+			return nil, fmt.Errorf("%w: more than %d changes of %s in this range: narrow it (namespaces, resources, names, since/until)", ErrInvalid, maxUndoRows, req.User)
+		}
 		for i := range rows {
-			v := &rows[i]
-			if v.Origin != "change" || v.ResponseCode >= 300 || !sel.has(v) || (len(inNS) > 0 && !inNS[v.Namespace]) {
+			v := rows[i]
+			if v.Origin != "change" || v.ResponseCode >= 300 || !sel.has(&v) {
 				continue
+			}
+			ok, err := rf.allowed(versionGR(&v))
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue // not the caller's to see: left out, unnamed
 			}
 			if _, ok := first[v.UID]; !ok {
 				first[v.UID] = v
 				order = append(order, v.UID)
 				if len(order) > s.maxSteps {
-					return nil, fmt.Errorf("%w: %s changed more than %d objects in this range: narrow it (namespaces, resources, names, since/until)", ErrInvalid, req.User, s.maxSteps)
+					return nil, s.tooManySteps(len(order))
 				}
 			}
 			last[v.UID] = v
@@ -351,20 +456,24 @@ func (s *Server) planUndo(ctx context.Context, cluster string, req *PlanRequest)
 	var targets []store.VersionRecord
 	undo := map[string]*undoInfo{}
 	for _, uid := range order {
-		f := first[uid]
-		info := &undoInfo{first: f, last: last[uid]}
-		prior, err := s.reader.StateBefore(ctx, f)
+		f, l := first[uid], last[uid]
+		info := &undoInfo{first: &f, last: &l}
+		prior, err := s.reader.StateBefore(ctx, &f)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			info.unknownPrior = true
-			targets = append(targets, *f)
+			targets = append(targets, f)
 		case err != nil:
 			return nil, err
 		case prior == nil: // they created it: undo deletes it
 			info.absent = true
-			targets = append(targets, *f)
+			targets = append(targets, f)
 		default:
-			targets = append(targets, *prior)
+			// The body is loaded again while the step is planned: the
+			// plan holds metadata only.
+			p := *prior
+			p.Object = nil
+			targets = append(targets, p)
 		}
 		undo[uid] = info
 	}

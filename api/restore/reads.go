@@ -14,12 +14,20 @@ import (
 )
 
 // readFilter remembers, for one request, which (group, resource, namespace)
-// the caller may get, so a list asks each question once.
+// the caller may get, so a list asks each question once. It asks at most
+// maxChecks distinct questions: past that, check answers errTooManyChecks.
 type readFilter struct {
 	s     *Server
 	ctx   context.Context
 	cache map[string]error
 }
+
+// maxChecks bounds the distinct authorization questions (SubjectAccessReviews
+// when not cached) of one request.
+const maxChecks = 200
+
+// errTooManyChecks ends a scan that would ask more than maxChecks questions.
+var errTooManyChecks = fmt.Errorf("%w: the request spans more than %d (resource, namespace) pairs: narrow it (namespace, resource, since/until)", ErrInvalid, maxChecks)
 
 func (s *Server) readFilter(ctx context.Context) *readFilter {
 	return &readFilter{s: s, ctx: ctx, cache: map[string]error{}}
@@ -28,10 +36,17 @@ func (s *Server) readFilter(ctx context.Context) *readFilter {
 // check asks once per request whether the caller may get the resource in
 // namespace: nil, an ErrForbidden, or the authorizer's failure.
 func (f *readFilter) check(group, resource, namespace string) error {
-	k := group + "\x00" + resource + "\x00" + namespace
+	return f.checkVerb("get", group, resource, namespace)
+}
+
+func (f *readFilter) checkVerb(verb, group, resource, namespace string) error {
+	k := verb + "\x00" + group + "\x00" + resource + "\x00" + namespace
 	err, ok := f.cache[k]
 	if !ok {
-		err = f.s.authorize(f.ctx, "get", group, resource, namespace, "")
+		if len(f.cache) >= maxChecks {
+			return errTooManyChecks
+		}
+		err = f.s.authorize(f.ctx, verb, group, resource, namespace, "")
 		f.cache[k] = err
 	}
 	return err
@@ -50,24 +65,84 @@ func (f *readFilter) allowed(group, resource, namespace string) (bool, error) {
 	return false, err
 }
 
-// pageOf converts rows (fetched with limit+1) into a page of the caller's
-// readable items.
-func pageOf[R any, T any](rows []R, limit int, f *readFilter, gr func(*R) (string, string, string), conv func(*R) T, cur func(*R) store.Cursor) (Page[T], error) {
-	page := Page[T]{Items: []T{}}
-	more := len(rows) > limit
-	if more {
-		rows = rows[:limit]
-		page.Next = f.s.encodeCursor(cur(&rows[len(rows)-1]))
+// allowedVerbs reports whether the caller may do every verb on the
+// resource in namespace; errors other than a denial are returned.
+func (f *readFilter) allowedVerbs(group, resource, namespace string, verbs ...string) (bool, error) {
+	for _, verb := range verbs {
+		err := f.checkVerb(verb, group, resource, namespace)
+		if errors.Is(err, ErrForbidden) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
 	}
-	for i := range rows {
-		g, res, ns := gr(&rows[i])
-		ok, err := f.allowed(g, res, ns)
+	return true, nil
+}
+
+// maxScanRows bounds the rows one page request reads from the record.
+const maxScanRows = 5000
+
+// pageScan reads a list page by page from the record, in chunks.
+type pageScan[R any, T any] struct {
+	limit int // items of the page
+	// fetch reads up to n rows after the cursor (nil: from the start).
+	fetch func(after *store.Cursor, n int) ([]R, error)
+	gr    func(*R) (string, string, string)
+	conv  func(*R) T
+	cur   func(*R) store.Cursor
+}
+
+// run fills a page with the rows the caller may read. The paging rule,
+// chosen so that a page tells nothing of the rows the caller may not read:
+//
+//   - the record is scanned from the cursor in chunks, at most maxScanRows
+//     rows and maxChecks authorization questions per request;
+//   - a page holds up to limit items the caller may read;
+//   - next is given only when the scan found, within those bounds, one
+//     more item the caller may read after the page, and it points at the
+//     page's last item (a row the caller has seen), never at a hidden row.
+//
+// So an empty page never has a next cursor, and the presence of next and
+// the cursor's position depend only on the rows the caller may read. A scan
+// that reaches its bounds ends the list as the end of the record would:
+// items beyond that many hidden rows are found by narrowing the request
+// (namespace, resource, since/until), not by paging.
+func (p pageScan[R, T]) run(after *store.Cursor, f *readFilter) (Page[T], error) {
+	page := Page[T]{Items: []T{}}
+	chunk := max(p.limit+1, 100)
+	var last store.Cursor
+	for scanned := 0; scanned < maxScanRows; {
+		n := min(chunk, maxScanRows-scanned)
+		rows, err := p.fetch(after, n)
 		if err != nil {
 			return page, err
 		}
-		if ok {
-			page.Items = append(page.Items, conv(&rows[i]))
+		scanned += len(rows)
+		for i := range rows {
+			g, res, ns := p.gr(&rows[i])
+			ok, err := f.allowed(g, res, ns)
+			if errors.Is(err, errTooManyChecks) {
+				return page, nil // the scan's bound: the list ends here
+			}
+			if err != nil {
+				return page, err
+			}
+			if !ok {
+				continue
+			}
+			if len(page.Items) == p.limit {
+				page.Next = f.s.encodeCursor(last)
+				return page, nil
+			}
+			page.Items = append(page.Items, p.conv(&rows[i]))
+			last = p.cur(&rows[i])
 		}
+		if len(rows) < n {
+			return page, nil // the end of the record
+		}
+		c := p.cur(&rows[len(rows)-1])
+		after = &c
 	}
 	return page, nil
 }
@@ -96,14 +171,22 @@ func (s *Server) searchChanges(w http.ResponseWriter, r *http.Request) error {
 		Namespace: optional(r, "namespace")}
 	v := r.URL.Query()
 	q.Resource, q.Name, q.UID, q.User, q.Verb = v.Get("resource"), v.Get("name"), v.Get("uid"), v.Get("user"), v.Get("verb")
-	// A search for objects the caller may not read is refused as such: an
-	// empty page with a next cursor would tell that some exist.
-	if q.Group != nil && q.Resource != "" && q.Namespace != nil {
-		if err := s.authorize(r.Context(), "get", *q.Group, q.Resource, *q.Namespace, q.Name); err != nil {
-			return err
-		}
+	if err := s.refuseUnreadable(r.Context(), q.Group, q.Resource, q.Namespace, q.Name); err != nil {
+		return err
 	}
 	return s.listChanges(w, r, q)
+}
+
+// refuseUnreadable refuses a list whose filters name objects the caller may
+// not get (group, resource and namespace given): the answer depends on the
+// caller's rights only, never on what the record holds. Lists with fewer
+// filters are protected by the paging rule (pageScan.run): a page tells
+// nothing of the rows it leaves out.
+func (s *Server) refuseUnreadable(ctx context.Context, group *string, resource string, namespace *string, name string) error {
+	if group == nil || resource == "" || namespace == nil {
+		return nil
+	}
+	return s.authorize(ctx, "get", *group, resource, *namespace, name)
 }
 
 func (s *Server) historyByName(w http.ResponseWriter, r *http.Request) error {
@@ -138,15 +221,17 @@ func (s *Server) historyByUID(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listChanges(w http.ResponseWriter, r *http.Request, q store.ChangeQuery) error {
-	limit, err := s.pageParams(r, &q.Limit, &q.After, &q.Since, &q.Until)
+	limit, err := s.pageParams(r, &q.After, &q.Since, &q.Until)
 	if err != nil {
 		return err
 	}
-	rows, err := s.reader.Changes(r.Context(), q)
-	if err != nil {
-		return err
-	}
-	page, err := pageOf(rows, limit, s.readFilter(r.Context()), versionGR, versionConv, versionCursor)
+	page, err := pageScan[store.VersionRecord, Version]{limit: limit,
+		fetch: func(after *store.Cursor, n int) ([]store.VersionRecord, error) {
+			q.After, q.Limit = after, n
+			return s.reader.Changes(r.Context(), q)
+		},
+		gr: versionGR, conv: versionConv, cur: versionCursor,
+	}.run(q.After, s.readFilter(r.Context()))
 	if err != nil {
 		return err
 	}
@@ -352,17 +437,20 @@ func (s *Server) listDeletions(w http.ResponseWriter, r *http.Request) error {
 	v := r.URL.Query()
 	q := store.DeletionQuery{Cluster: chi.URLParam(r, "cluster"), Group: optional(r, "group"), Namespace: optional(r, "namespace"),
 		Resource: v.Get("resource"), Name: v.Get("name"), User: v.Get("user")}
-	limit, err := s.pageParams(r, &q.Limit, &q.After, &q.Since, &q.Until)
+	if err := s.refuseUnreadable(r.Context(), q.Group, q.Resource, q.Namespace, q.Name); err != nil {
+		return err
+	}
+	limit, err := s.pageParams(r, &q.After, &q.Since, &q.Until)
 	if err != nil {
 		return err
 	}
-	rows, err := s.reader.Deletions(r.Context(), q)
-	if err != nil {
-		return err
-	}
-	page, err := pageOf(rows, limit, s.readFilter(r.Context()),
-		func(d *store.Deletion) (string, string, string) { return versionGR(&d.VersionRecord) },
-		func(d *store.Deletion) Deletion {
+	page, err := pageScan[store.Deletion, Deletion]{limit: limit,
+		fetch: func(after *store.Cursor, n int) ([]store.Deletion, error) {
+			q.After, q.Limit = after, n
+			return s.reader.Deletions(r.Context(), q)
+		},
+		gr: func(d *store.Deletion) (string, string, string) { return versionGR(&d.VersionRecord) },
+		conv: func(d *store.Deletion) Deletion {
 			out := Deletion{Version: versionOf(&d.VersionRecord), InitiatedBy: d.InitiatedBy, InitiatedVia: d.InitiatedVia, InitiatedAt: d.InitiatedAt}
 			if d.StateKey != nil {
 				l := linksFor(d.Cluster, d.UID, d.StateKey)
@@ -370,7 +458,8 @@ func (s *Server) listDeletions(w http.ResponseWriter, r *http.Request) error {
 			}
 			return out
 		},
-		func(d *store.Deletion) store.Cursor { return versionCursor(&d.VersionRecord) })
+		cur: func(d *store.Deletion) store.Cursor { return versionCursor(&d.VersionRecord) },
+	}.run(q.After, s.readFilter(r.Context()))
 	if err != nil {
 		return err
 	}
@@ -379,8 +468,12 @@ func (s *Server) listDeletions(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) failedMutations(w http.ResponseWriter, r *http.Request) error {
 	v := r.URL.Query()
-	return s.listEvents(w, r, s.reader.FailedMutations, store.EventQuery{Group: optional(r, "group"), Namespace: optional(r, "namespace"),
-		Resource: v.Get("resource"), Name: v.Get("name"), User: v.Get("user")})
+	q := store.EventQuery{Group: optional(r, "group"), Namespace: optional(r, "namespace"),
+		Resource: v.Get("resource"), Name: v.Get("name"), User: v.Get("user")}
+	if err := s.refuseUnreadable(r.Context(), q.Group, q.Resource, q.Namespace, q.Name); err != nil {
+		return err
+	}
+	return s.listEvents(w, r, s.reader.FailedMutations, q)
 }
 
 func (s *Server) userActivity(w http.ResponseWriter, r *http.Request) error {
@@ -393,20 +486,21 @@ func (s *Server) userActivity(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, read func(context.Context, store.EventQuery) ([]store.EventRecord, error), q store.EventQuery) error {
 	q.Cluster = chi.URLParam(r, "cluster")
-	limit, err := s.pageParams(r, &q.Limit, &q.After, &q.Since, &q.Until)
+	limit, err := s.pageParams(r, &q.After, &q.Since, &q.Until)
 	if err != nil {
 		return err
 	}
-	rows, err := read(r.Context(), q)
-	if err != nil {
-		return err
-	}
-	page, err := pageOf(rows, limit, s.readFilter(r.Context()),
-		func(e *store.EventRecord) (string, string, string) {
+	page, err := pageScan[store.EventRecord, Event]{limit: limit,
+		fetch: func(after *store.Cursor, n int) ([]store.EventRecord, error) {
+			q.After, q.Limit = after, n
+			return read(r.Context(), q)
+		},
+		gr: func(e *store.EventRecord) (string, string, string) {
 			return e.APIGroup, e.Resource, authzNamespace(e.APIGroup, e.Resource, e.Namespace, e.Name)
 		},
-		eventOf,
-		func(e *store.EventRecord) store.Cursor { return store.Cursor{At: e.At, Key: e.Key} })
+		conv: eventOf,
+		cur:  func(e *store.EventRecord) store.Cursor { return store.Cursor{At: e.At, Key: e.Key} },
+	}.run(q.After, s.readFilter(r.Context()))
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,8 @@ type Reader interface {
 	Version(ctx context.Context, cluster, uid string, key []byte) (*store.VersionRecord, error)
 	StateBefore(ctx context.Context, v *store.VersionRecord) (*store.VersionRecord, error)
 	Newest(ctx context.Context, cluster, group, resource, namespace, name string) (*store.VersionRecord, error)
-	AsOf(ctx context.Context, cluster, namespace string, at time.Time) ([]store.VersionRecord, error)
+	ObjectsAsOf(ctx context.Context, q store.AsOfQuery) ([]store.VersionRecord, error)
+	ResourcesIn(ctx context.Context, cluster, namespace string, at time.Time, limit int) ([]store.GroupResource, error)
 	Deletions(ctx context.Context, q store.DeletionQuery) ([]store.Deletion, error)
 	FailedMutations(ctx context.Context, q store.EventQuery) ([]store.EventRecord, error)
 	Activity(ctx context.Context, q store.EventQuery) ([]store.EventRecord, error)
@@ -65,6 +66,14 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxPlanSteps caps the objects of a plan (default 2000).
 	MaxPlanSteps int
+	// RequestTimeout bounds each request (default 1 minute); executing a
+	// plan has its own, longer deadline.
+	RequestTimeout time.Duration
+	// MaxInFlight caps the requests served at once (default 16) and
+	// MaxInFlightPerUser those of one caller (default 4); past them the API
+	// answers 429 with Retry-After.
+	MaxInFlight        int
+	MaxInFlightPerUser int
 	// CursorKey seals page cursors (32 bytes). Replicas behind one Service
 	// need the same key to accept each other's cursors; nil: a random key
 	// for this process.
@@ -85,6 +94,8 @@ type Server struct {
 	maxSteps int
 	router   chi.Router
 	openapi  []byte
+	timeout  time.Duration
+	limits   *inFlight
 	cursors  cipher.AEAD // seals page cursors
 }
 
@@ -109,6 +120,10 @@ func New(o Options) (*Server, error) {
 	if s.maxSteps <= 0 {
 		s.maxSteps = 2000
 	}
+	if s.timeout = o.RequestTimeout; s.timeout <= 0 {
+		s.timeout = time.Minute
+	}
+	s.limits = newInFlight(o.MaxInFlight, o.MaxInFlightPerUser)
 	var err error
 	if s.cursors, err = newCursorAEAD(o.CursorKey); err != nil {
 		return nil, err
@@ -167,7 +182,9 @@ func (s *Server) routes() chi.Router {
 			}
 			var hh http.Handler = s.handle(op, h)
 			if !op.Public {
-				hh = s.authenticate(hh)
+				// The global cap comes before authentication (a TokenReview
+				// each), the caller's after.
+				hh = s.limits.global(s.authenticate(s.limits.perCaller(hh, s.log)), s.log)
 			}
 			r.Method(op.Method, op.Path, hh)
 		}
@@ -186,8 +203,10 @@ func (s *Server) handle(op operation, h handlerFunc) http.Handler {
 			}
 		}
 		if err == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), s.timeout)
+			defer cancel()
 			r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
-			err = h(w, r)
+			err = h(w, r.WithContext(ctx))
 		}
 		if err != nil {
 			writeError(w, r, s.log, err)
@@ -302,11 +321,11 @@ const (
 )
 
 // pageParams reads the paging parameters (limit, cursor, since, until) into
-// a query, asking the store for one row more than the page so the API knows
-// whether a next page exists. It returns the page size.
-func (s *Server) pageParams(r *http.Request, limit *int, after **store.Cursor, since, until *time.Time) (int, error) {
-	var err error
-	if *limit, err = limitParam(r); err != nil {
+// a query and returns the page size; the page scan sets the query's limit
+// and cursor for each chunk it reads.
+func (s *Server) pageParams(r *http.Request, after **store.Cursor, since, until *time.Time) (int, error) {
+	limit, err := limitParam(r)
+	if err != nil {
 		return 0, err
 	}
 	if *after, err = s.cursorParam(r); err != nil {
@@ -315,9 +334,7 @@ func (s *Server) pageParams(r *http.Request, limit *int, after **store.Cursor, s
 	if *since, *until, err = timeRange(r); err != nil {
 		return 0, err
 	}
-	n := *limit
-	*limit = n + 1
-	return n, nil
+	return limit, nil
 }
 
 func limitParam(r *http.Request) (int, error) {

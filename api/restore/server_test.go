@@ -56,7 +56,11 @@ func (f *fakeReader) Newest(context.Context, string, string, string, string, str
 	return nil, store.ErrNotFound
 }
 
-func (f *fakeReader) AsOf(context.Context, string, string, time.Time) ([]store.VersionRecord, error) {
+func (f *fakeReader) ObjectsAsOf(context.Context, store.AsOfQuery) ([]store.VersionRecord, error) {
+	return nil, nil
+}
+
+func (f *fakeReader) ResourcesIn(context.Context, string, string, time.Time, int) ([]store.GroupResource, error) {
 	return nil, nil
 }
 

@@ -22,14 +22,19 @@ import (
 // have been created after: one that already existed then is left alone.
 func (s *Server) planSteps(ctx context.Context, cluster string, targets, deletes []store.VersionRecord, undo map[string]*undoInfo, createdAfter time.Time) ([]Step, error) {
 	if n := len(targets) + len(deletes); n > s.maxSteps {
-		return nil, fmt.Errorf("%w: the plan would have %d steps, more than %d: narrow it (resources, names)", ErrInvalid, n, s.maxSteps)
+		return nil, s.tooManySteps(n)
 	}
+	// The planners keep only what the caller may read; this is the last
+	// word, and its refusal names no object.
 	rf := s.readFilter(ctx)
 	for _, set := range [][]store.VersionRecord{targets, deletes} {
 		for i := range set {
-			v := &set[i]
-			if err := rf.check(v.APIGroup, v.Resource, authzNamespace(v.APIGroup, v.Resource, v.Namespace, v.Name)); err != nil {
+			ok, err := rf.allowed(versionGR(&set[i]))
+			if err != nil {
 				return nil, err
+			}
+			if !ok {
+				return nil, fmt.Errorf("%w: the plan would cover objects you may not read", ErrForbidden)
 			}
 		}
 	}
@@ -154,6 +159,16 @@ func (s *Server) planTarget(ctx context.Context, c dynamic.Interface, t *store.V
 	if why := managedByCluster(t); why != "" {
 		st.Action, st.Reason = ActionSkip, why
 		return st, nil
+	}
+	if t.Object == nil && t.HasObject {
+		// Plans read metadata: the stored object is loaded for this step
+		// only, and let go with it.
+		full, err := s.reader.Version(ctx, t.Cluster, t.UID, t.Key)
+		if err != nil {
+			return st, fmt.Errorf("load version %s/%x: %w", t.UID, t.Key, err)
+		}
+		full.Stale = t.Stale
+		t = full
 	}
 	if err := restorable(t); err != nil {
 		st.Action, st.Reason = ActionRefuse, err.Error()

@@ -18,7 +18,7 @@ import (
 // the last one.
 type Page[T any] struct {
 	Items []T    `json:"items"`
-	Next  string `json:"next,omitempty" doc:"opaque cursor: pass it as ?cursor= for the next page; absent on the last page"`
+	Next  string `json:"next,omitempty" doc:"opaque cursor: pass it as ?cursor= for the next page; given only when an item the caller may read follows this page within the page's scan (5000 rows), so a page never tells of rows the caller may not read"`
 }
 
 // Actor is who made a change, as the apiserver's audit event says.
@@ -173,15 +173,15 @@ type GroupResource struct {
 type PlanRequest struct {
 	Kind string `json:"kind" doc:"as-of: put objects back as they were at a time; undo: revert a user's changes in a time range"`
 	// as-of
-	Namespaces []string   `json:"namespaces,omitempty" doc:"as-of: the namespaces to restore (\"\" selects cluster-scoped objects and needs resources); undo: only changes in these"`
+	Namespaces []string   `json:"namespaces,omitempty" doc:"as-of: the namespaces to restore (\"\" selects cluster-scoped objects and needs resources); undo: only changes in these; at most 100"`
 	At         *time.Time `json:"at,omitempty" doc:"as-of: the time to go back to"`
 	// undo
 	User  string     `json:"user,omitempty" doc:"undo: the user whose changes to revert (the authenticated caller of the changes)"`
 	Since *time.Time `json:"since,omitempty" doc:"undo: start of the range"`
 	Until *time.Time `json:"until,omitempty" doc:"undo: end of the range (default: now)"`
 	// selection, both kinds
-	Resources []GroupResource `json:"resources,omitempty" doc:"only these resources (default: all recorded)"`
-	Names     []string        `json:"names,omitempty" doc:"only objects with these names"`
+	Resources []GroupResource `json:"resources,omitempty" doc:"only these resources, at most 50; the caller must be allowed to list and get them in each namespace given (default: the recorded resources the caller may list and get; others are left out)"`
+	Names     []string        `json:"names,omitempty" doc:"only objects with these names (at most the plan step cap)"`
 }
 
 // ObjectRef names an object of the cluster.

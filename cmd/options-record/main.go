@@ -151,6 +151,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return nil
 	})
+	fs.DurationVar(&api.RequestTimeout, "api-request-timeout", time.Minute, "deadline of each restore API request")
+	fs.DurationVar(&api.StatementTimeout, "api-statement-timeout", 30*time.Second, "statement_timeout of the restore API's queries")
+	fs.IntVar(&api.MaxInFlight, "api-max-in-flight", 16, "restore API requests served at once; more get 429")
+	fs.IntVar(&api.MaxInFlightPerUser, "api-max-in-flight-per-user", 4, "restore API requests of one caller served at once; more get 429")
 	fs.StringVar(&o.JournalDir, "journal-dir", "", "durable local journal: batches the database cannot take are acknowledged from here and stored later")
 	k := app.KubeOptions{}
 	inCluster := fs.Bool("in-cluster", false, "follow the OptionsRecordController objects of the cluster the sink runs in (in-cluster config)")

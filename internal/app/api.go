@@ -34,6 +34,39 @@ type APIOptions struct {
 	// Audiences, when set, are the only token audiences the API accepts
 	// (TokenReview spec.audiences).
 	Audiences []string
+	// MaxConns caps the API's own connection pool (default 4): the API
+	// never uses the ingest's connections.
+	MaxConns int32
+	// StatementTimeout is the statement_timeout of every API query
+	// (default 30 s).
+	StatementTimeout time.Duration
+	// RequestTimeout bounds each request (default 1 minute).
+	RequestTimeout time.Duration
+	// MaxInFlight and MaxInFlightPerUser cap the requests served at once,
+	// in all (default 16) and per caller (default 4).
+	MaxInFlight, MaxInFlightPerUser int
+}
+
+// apiIdleInTransaction ends an API session left idle in a transaction.
+const apiIdleInTransaction = 10 * time.Second
+
+// openAPIStore opens the API's own pool on the database the ingest's store
+// migrated: few connections, every statement bounded, so that reads can
+// neither starve the ingest of connections nor run without end.
+func openAPIStore(ctx context.Context, url string, o *APIOptions, log *slog.Logger) (*store.Store, error) {
+	so := store.Options{URL: url, MaxConns: o.MaxConns, StatementTimeout: o.StatementTimeout,
+		IdleInTransactionTimeout: apiIdleInTransaction, Secondary: true, Logger: log}
+	if so.MaxConns <= 0 {
+		so.MaxConns = 4
+	}
+	if so.StatementTimeout <= 0 {
+		so.StatementTimeout = 30 * time.Second
+	}
+	st, err := store.Open(ctx, so)
+	if err != nil {
+		return nil, fmt.Errorf("restore API: database pool: %w", err)
+	}
+	return st, nil
 }
 
 // runAPI starts the restore API and returns a function that stops it.
@@ -43,12 +76,21 @@ type APIOptions struct {
 // one (standalone) the API is read-only, listens on loopback only and
 // accepts the static token of TokenFile (generated in the data directory
 // when not given).
-func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, st *store.Store, dg *auditsink.SecretDigester, log *slog.Logger) (func(context.Context) error, error) {
+func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, dg *auditsink.SecretDigester, log *slog.Logger) (stop func(context.Context) error, err error) {
 	log = log.With("component", "restore-api")
+	st, err := openAPIStore(ctx, dbURL, o, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
 	// Page cursors are sealed with a key the replicas share (they share the
 	// digest key), so a page from one replica continues on another.
-	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors")}
-	var err error
+	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors"),
+		RequestTimeout: o.RequestTimeout, MaxInFlight: o.MaxInFlight, MaxInFlightPerUser: o.MaxInFlightPerUser}
 	if so.Kube != nil {
 		if o.TokenFile != "" {
 			return nil, errors.New("--api-token-file is for the standalone mode (no cluster): with a cluster, callers present Kubernetes tokens")
@@ -109,6 +151,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, st *store.Stor
 		if serr := <-done; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)
 		}
+		st.Close()
 		return err
 	}, nil
 }

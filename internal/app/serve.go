@@ -279,7 +279,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		go func() { defer close(maintDone); maintain(maintCtx, st, registry.MaxRetention, sharer.Loaded(), log) }()
 		late.add(func(context.Context) error { stopMaint(); <-maintDone; return nil })
 		if o.API != nil && o.API.Addr != "" {
-			stopAPI, err := runAPI(ctx, o.API, &o, st, digester, log)
+			stopAPI, err := runAPI(ctx, o.API, &o, db.URL, digester, log)
 			if err != nil {
 				return err
 			}

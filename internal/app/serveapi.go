@@ -54,7 +54,7 @@ func serveAPI(ctx context.Context, o ServeOptions, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("metrics listener: %w", err)
 	}
-	stopAPI, err := runAPI(ctx, o.API, &o, st, digester, log)
+	stopAPI, err := runAPI(ctx, o.API, &o, db.URL, digester, log)
 	if err != nil {
 		metricsLn.Close()
 		return err
