@@ -210,11 +210,17 @@ func (s *Server) historyByUID(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// An object the caller may not read is answered as one that does not
+	// exist (see versionByID).
+	missing := fmt.Errorf("%w: no object with uid %q in cluster %q that you may read", ErrNotFound, uid, cluster)
 	if len(newest) == 0 {
-		return fmt.Errorf("%w: no version of an object with uid %q in cluster %q", ErrNotFound, uid, cluster)
+		return missing
 	}
 	o := newest[0]
 	if err := s.authorize(r.Context(), "get", o.APIGroup, o.Resource, o.Namespace, o.Name); err != nil {
+		if errors.Is(err, ErrForbidden) {
+			return missing
+		}
 		return err
 	}
 	return s.listChanges(w, r, store.ChangeQuery{Cluster: cluster, UID: uid, Ascending: true})
@@ -249,14 +255,21 @@ func (s *Server) version(r *http.Request) (*store.VersionRecord, error) {
 }
 
 func (s *Server) versionByID(ctx context.Context, cluster, uid string, key []byte) (*store.VersionRecord, error) {
+	// A version the caller may not read is answered as one that does not
+	// exist: a refusal would name its resource and namespace to whoever
+	// knows a uid (ownerReferences show them).
+	missing := fmt.Errorf("%w: no version %s/%x in cluster %q that you may read", ErrNotFound, uid, key, cluster)
 	v, err := s.reader.Version(ctx, cluster, uid, key)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: no version %s/%x in cluster %q", ErrNotFound, uid, key, cluster)
+		return nil, missing
 	}
 	if err != nil {
 		return nil, err
 	}
 	if err := s.authorize(ctx, "get", v.APIGroup, v.Resource, v.Namespace, v.Name); err != nil {
+		if errors.Is(err, ErrForbidden) {
+			return nil, missing
+		}
 		return nil, err
 	}
 	return v, nil
