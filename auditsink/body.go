@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -16,10 +17,19 @@ import (
 // body are not cut short.
 const bodyGrace = 2 * time.Second
 
-// firstChunk is the buffer a body starts in. The buffer doubles as the body
-// arrives, so a caller holds memory (and in-flight bytes) for what it has
-// sent, not for what it announced.
-const firstChunk = 64 << 10
+// chunkSize is the unit a body is read in. Chunks come from a pool and
+// are taken as the body arrives, so a caller holds memory (and in-flight
+// bytes) for what it has sent, not for what it announced; the whole body is
+// then copied once into a buffer of its exact size, as the decoder keeps
+// slices of it.
+const chunkSize = 256 << 10
+
+var chunks = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
+
+// deadlineStep is how far the read deadline must move before it is set
+// again: setting it on every read of an HTTP/2 stream costs a timer reset
+// per frame. A body is held to the minimum rate at most this much early.
+const deadlineStep = 250 * time.Millisecond
 
 var (
 	// errSlowBody is a body that did not arrive in time: slower than the
@@ -62,37 +72,66 @@ func (b *bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, int64
 		want = n + 1
 	}
 	var (
-		buf  []byte
-		held int64
+		parts []*[]byte // full chunks, then the one being filled
+		fill  int       // bytes in the last chunk
+		total int64
+		held  int64
+		set   time.Time // the read deadline in force
 	)
+	release := func() {
+		for _, c := range parts {
+			chunks.Put(c)
+		}
+	}
+	defer release()
 	for {
-		if len(buf) == cap(buf) {
-			if int64(cap(buf)) >= want {
-				// Only a body longer than it may be fills the extra byte.
-				if r.ContentLength >= 0 {
-					return nil, held, errLongerThanAnnounced
-				}
-				return nil, held, &http.MaxBytesError{Limit: b.max}
+		if total >= want {
+			// Only a body longer than it may be fills the extra byte.
+			if r.ContentLength >= 0 {
+				return nil, held, errLongerThanAnnounced
 			}
-			grow := min(max(int64(cap(buf))*2, firstChunk), want) - int64(cap(buf))
+			return nil, held, &http.MaxBytesError{Limit: b.max}
+		}
+		if len(parts) == 0 || fill == chunkSize {
+			grow := min(int64(chunkSize), want-total)
 			if !b.mem.TryAcquire(grow) {
 				return nil, held, errBytesBusy
 			}
 			held += grow
-			next := make([]byte, len(buf), int64(cap(buf))+grow)
-			copy(next, buf)
-			buf = next
+			parts = append(parts, chunks.Get().(*[]byte))
+			fill = 0
 		}
+		last := (*parts[len(parts)-1])[:min(int64(chunkSize), int64(fill)+want-total)]
 		// A writer without deadlines (a test's recorder) reads without.
-		_ = rc.SetReadDeadline(deadline(len(buf)))
-		n, err := body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
+		if d := deadline(int(total)); d.Sub(set) >= deadlineStep || set.IsZero() {
+			_ = rc.SetReadDeadline(d)
+			set = d
+		}
+		n, err := body.Read(last[fill:])
+		fill += n
+		total += int64(n)
 		switch {
 		case errors.Is(err, io.EOF):
 			// Lift the body's deadline: the connection waits for the
 			// answer, bounded by the write deadline.
 			_ = rc.SetReadDeadline(time.Time{})
-			return buf, held, nil
+			if total >= want {
+				if r.ContentLength >= 0 {
+					return nil, held, errLongerThanAnnounced
+				}
+				return nil, held, &http.MaxBytesError{Limit: b.max}
+			}
+			// Memory is the chunks' until they go back to the pool; the
+			// body's own buffer is counted by what held released.
+			out := make([]byte, 0, total)
+			for i, c := range parts {
+				if i == len(parts)-1 {
+					out = append(out, (*c)[:fill]...)
+				} else {
+					out = append(out, *c...)
+				}
+			}
+			return out, held, nil
 		case errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err):
 			return nil, held, errSlowBody
 		case err != nil:

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/test/gen"
 )
 
@@ -123,9 +124,18 @@ func TestServeAPIRoleOnly(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	webhookAddr, apiAddr := freeLoopback(t), freeLoopback(t)
+	// Ingest owns the schema: on a database of its own the API role does
+	// not migrate it (so it can log in with a role that only reads the
+	// record), and reads what ingest prepared.
+	dsn := pgtest.NewDatabase(t)
+	ingest, err := store.Open(context.Background(), store.Options{URL: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingest.Close()
 	webhook, metrics := startServe(t, ServeOptions{
 		Roles:       []Role{RoleAPI},
-		Database:    DatabaseOptions{URL: pgtest.NewDatabase(t), DataDir: dir},
+		Database:    DatabaseOptions{URL: dsn, DataDir: dir},
 		WebhookAddr: webhookAddr, MetricsAddr: "127.0.0.1:0",
 		API: &APIOptions{Addr: apiAddr},
 	})

@@ -41,7 +41,12 @@ func serveAPI(ctx context.Context, o ServeOptions, log *slog.Logger) error {
 			log.Error("stopping embedded PostgreSQL", "err", err)
 		}
 	}()
-	ls, err := openStore(ctx, store.Options{URL: db.URL, Logger: log}, false, log)
+	// On a database of its own (--database-url), the API role neither
+	// migrates the schema nor creates partitions: ingest owns the record, so
+	// the API can log in with a role that may only read it and write the
+	// restores table (deploy/README.md). The embedded database it starts
+	// itself, it prepares.
+	ls, err := openStore(ctx, store.Options{URL: db.URL, Logger: log, MaxConns: 2, Secondary: o.Database.URL != ""}, false, log)
 	if err != nil {
 		return err
 	}
