@@ -47,6 +47,9 @@ func TestUserChangesAfterABurstFindEventsByKey(t *testing.T) {
 	for _, q := range []ChangeQuery{
 		{Cluster: "default", User: "mallory", ChangesOnly: true, Limit: 500, Namespaces: []string{"burst"}, Since: since}, // an undo plan's
 		{Cluster: "default", User: "mallory", Limit: 500, Namespace: ptr("burst"), Since: since},
+		{Cluster: "default", User: "mallory", ChangesOnly: true, Limit: 500, Since: since, Ascending: true, // cluster-wide
+			Resources: []GroupResource{{Group: "", Resource: "configmaps"}, {Group: "apps", Resource: "deployments"}}},
+		{Cluster: "default", User: "mallory", Limit: 500, Since: since},
 	} {
 		text, args := changesSQL(q)
 		rows, err := s.pool.Query(ctx, "EXPLAIN (ANALYZE, TIMING OFF) "+text, args...)
