@@ -1,13 +1,22 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/options-record/options-record/internal/pgtest"
 	"github.com/options-record/options-record/store"
 )
 
@@ -164,4 +173,148 @@ func TestGenerateJournalV1(t *testing.T) {
 		}
 	}
 	t.Logf("wrote %d segments to %s", len(segs), v1Dir)
+}
+
+// TestJournalV1DrainsIntoPostgreSQL opens a journal written by the release
+// before payload version 2 and drains it into a real PostgreSQL: every
+// event and version arrives with every field.
+func TestJournalV1DrainsIntoPostgreSQL(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	dir := t.TempDir()
+	segs, _ := filepath.Glob(filepath.Join(v1Dir, "*"+segmentExt))
+	if len(segs) < 2 {
+		t.Fatalf("%s holds %d segments, want 2 or more", v1Dir, len(segs))
+	}
+	for _, s := range segs {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(s)), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := &store.Batch{}
+	for _, b := range v1Batches() {
+		want.Events = append(want.Events, b.Events...)
+		want.Versions = append(want.Versions, b.Versions...)
+	}
+	j := open(t, dir, st, Options{RetryMin: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	if n := j.Backlog(); n != len(v1Batches()) {
+		t.Fatalf("backlog = %d batches, want %d", n, len(v1Batches()))
+	}
+	run(t, j)
+	waitDrained(t, j)
+	if n := value(t, j.m.quarantined); n != 0 {
+		t.Fatalf("%v batches quarantined", n)
+	}
+	got := storedBatch(t, st)
+	if diff := cmp.Diff(want, got, jsonFields); diff != "" {
+		t.Errorf("stored rows differ from the journaled batches (-want +got):\n%s", diff)
+	}
+}
+
+// jsonFields compares the JSON columns by value: jsonb reformats them.
+var jsonFields = cmp.FilterPath(func(p cmp.Path) bool {
+	sf, ok := p.Index(-1).(cmp.StructField)
+	if !ok {
+		return false
+	}
+	switch sf.Name() {
+	case "UserExtra", "Annotations", "RequestObject", "Object":
+		return true
+	}
+	return false
+}, cmp.Comparer(func(a, b []byte) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(x, y)
+}))
+
+// storedBatch reads every event and version back, ordered by key. Arrays
+// the store writes as '{}' for nil read back as nil.
+func storedBatch(t *testing.T, st *store.Store) *store.Batch {
+	t.Helper()
+	ctx := context.Background()
+	empty := func(s []string) []string {
+		if len(s) == 0 {
+			return nil
+		}
+		return s
+	}
+	rows, err := st.Pool().Query(ctx, `
+SELECT cluster, event_key, stage_at, received_at, audit_id, stage, verb, request_uri, username,
+       coalesce(user_uid, ''), user_groups, user_extra, coalesce(impersonated_user, ''), impersonated_groups,
+       source_ips, coalesce(user_agent, ''), api_group, api_version, resource, subresource, namespace, name,
+       coalesce(object_uid, ''), response_code, coalesce(response_reason, ''), coalesce(response_message, ''),
+       request_object, annotations, rules, secret_digested
+FROM events ORDER BY audit_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
+		var e store.Event
+		var received *time.Time
+		err := r.Scan(&e.Cluster, &e.Key, &e.StageAt, &received, &e.AuditID, &e.Stage, &e.Verb, &e.RequestURI, &e.Username,
+			&e.UserUID, &e.UserGroups, &e.UserExtra, &e.ImpersonatedUser, &e.ImpersonatedGroups,
+			&e.SourceIPs, &e.UserAgent, &e.APIGroup, &e.APIVersion, &e.Resource, &e.Subresource, &e.Namespace, &e.Name,
+			&e.ObjectUID, &e.ResponseCode, &e.ResponseReason, &e.ResponseMessage,
+			&e.RequestObject, &e.Annotations, &e.Rules, &e.SecretDigested)
+		if received != nil {
+			e.ReceivedAt = *received
+		}
+		e.UserGroups, e.SourceIPs, e.Rules = empty(e.UserGroups), empty(e.SourceIPs), empty(e.Rules)
+		return e, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err = st.Pool().Query(ctx, `
+SELECT cluster, uid, version_key, resource_version, origin, verb, changed_at, event_key, api_group, api_version,
+       kind, resource, subresource, namespace, name, created, deleted, complete, object, secret_digested, rules
+FROM object_versions`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Version, error) {
+		var v store.Version
+		err := r.Scan(&v.Cluster, &v.UID, &v.Key, &v.ResourceVersion, &v.Origin, &v.Verb, &v.ChangedAt, &v.EventKey,
+			&v.APIGroup, &v.APIVersion, &v.Kind, &v.Resource, &v.Subresource, &v.Namespace, &v.Name,
+			&v.Created, &v.Deleted, &v.Complete, &v.Object, &v.SecretDigested, &v.Rules)
+		v.Rules = empty(v.Rules)
+		return v, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixtures' versions are in the order of their events' audit IDs,
+	// baselines (no event) last, by uid.
+	order := map[string]string{}
+	for _, e := range events {
+		order[string(e.Key)] = e.AuditID
+	}
+	slices.SortFunc(versions, func(a, b store.Version) int {
+		ka, kb := order[string(a.EventKey)], order[string(b.EventKey)]
+		if (ka == "") != (kb == "") {
+			if ka == "" {
+				return 1
+			}
+			return -1
+		}
+		if c := strings.Compare(ka, kb); c != 0 {
+			return c
+		}
+		return strings.Compare(a.UID, b.UID)
+	})
+	return &store.Batch{Events: events, Versions: versions}
 }
