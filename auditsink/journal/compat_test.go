@@ -157,21 +157,13 @@ func v1Batches() []*store.Batch {
 	}
 }
 
-// TestGenerateJournalV1 rewrites v1Dir when JOURNAL_V1_GENERATE=1.
+// TestGenerateJournalV1 rewrites v1Dir when JOURNAL_V1_GENERATE=1. The
+// committed files were written by the release before version 2 (its
+// journal, through WriteBatch, with SegmentBytes 2048); this writes the same
+// records with encodeRecordV1, in segments rotated alike.
 func TestGenerateJournalV1(t *testing.T) {
 	if os.Getenv("JOURNAL_V1_GENERATE") != "1" {
 		t.Skip("set JOURNAL_V1_GENERATE=1 to rewrite " + v1Dir)
-	}
-	dir := t.TempDir()
-	f := &fakeStore{down: true}
-	j := open(t, dir, f, Options{SegmentBytes: 2048})
-	for _, b := range v1Batches() {
-		if _, err := j.WriteBatch(context.Background(), b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
 	}
 	if err := os.RemoveAll(v1Dir); err != nil {
 		t.Fatal(err)
@@ -179,20 +171,47 @@ func TestGenerateJournalV1(t *testing.T) {
 	if err := os.MkdirAll(v1Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	segs, _ := filepath.Glob(filepath.Join(dir, "*"+segmentExt))
-	if len(segs) == 0 {
-		t.Fatal("no segments written")
+	const segmentBytes = 2048
+	var seg []byte
+	seq := uint64(1)
+	flush := func() {
+		if err := os.WriteFile(filepath.Join(v1Dir, segmentName(seq)), seg, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		seq, seg = seq+1, nil
 	}
-	for _, s := range segs {
-		data, err := os.ReadFile(s)
+	for _, b := range v1Batches() {
+		if len(seg) >= segmentBytes {
+			flush()
+		}
+		rec, err := encodeRecordV1(b, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(v1Dir, filepath.Base(s)), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		seg = append(seg, rec...)
 	}
-	t.Logf("wrote %d segments to %s", len(segs), v1Dir)
+	flush()
+	t.Logf("wrote %d segments to %s", seq-1, v1Dir)
+}
+
+// encodeRecordV1 encodes b as the release before version 2 did.
+func encodeRecordV1(b *store.Batch, at time.Time) ([]byte, error) {
+	r := toRecord(b)
+	v1 := batchV1{Events: makeNil[eventV1](len(r.Events)), Versions: makeNil[versionV1](len(r.Versions))}
+	for i := range r.Events {
+		v1.Events[i] = eventV1(r.Events[i])
+	}
+	for i := range r.Versions {
+		v1.Versions[i] = versionV1(r.Versions[i])
+	}
+	payload, err := json.Marshal(struct {
+		V     int      `json:"v"`
+		Batch *batchV1 `json:"batch"`
+	}{payloadV1, &v1})
+	if err != nil {
+		return nil, err
+	}
+	return frame(payload, at)
 }
 
 // TestJournalV1DrainsIntoPostgreSQL opens a journal written by the release
