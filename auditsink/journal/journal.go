@@ -19,6 +19,9 @@ import (
 )
 
 // Writer stores one batch in PostgreSQL in one transaction (the store).
+// It has the shape of auditsink.Writer, which a Journal implements, but is
+// declared here, where it is used: the journal must not import auditsink,
+// and the sink need not import the journal.
 type Writer interface {
 	WriteBatch(ctx context.Context, b *store.Batch) (store.WriteResult, error)
 }
