@@ -13,7 +13,8 @@ import (
 )
 
 // Writer stores one batch durably, in one transaction, and returns only
-// after it is committed.
+// after it is committed: the store, or the journal in front of it
+// (journal.Writer is the journal's own declaration of the same method).
 type Writer interface {
 	WriteBatch(ctx context.Context, b *store.Batch) (store.WriteResult, error)
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -151,22 +150,10 @@ func (s *Store) Transact(ctx context.Context, fn func(pgx.Tx) error) error {
 	var err error
 	for i := 0; i < attempts; i++ {
 		err = pgx.BeginFunc(ctx, s.pool, fn)
-		if err == nil || !retryable(err) {
+		if err == nil || !IsRetryable(err) {
 			return err
 		}
 		s.log.Debug("retrying transaction", "attempt", i+1, "err", err)
 	}
 	return err
-}
-
-func retryable(err error) bool {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
-		return false
-	}
-	switch pe.Code {
-	case "40001", "40P01", "23505":
-		return true
-	}
-	return false
 }

@@ -10,10 +10,14 @@
 // kept for an operator instead of blocking the drain or being deleted).
 //
 // A record is a 20-byte header (magic, payload length, CRC32C of length,
-// time and payload, append time) and the store.Batch encoded as JSON. A
-// record whose append did not complete (a torn tail after a crash) is
-// detected when the journal is opened and cut off; a damaged record between
-// intact ones is skipped and counted.
+// time and payload, append time) and a JSON payload: a payload version and
+// the batch in the journal's own record types (batch.go), converted
+// explicitly to and from store.Batch. Version 2 is written; version 1
+// (store.Batch by Go field names, before the journal had its own types,
+// frozen in batch_v1.go) is still read. A record whose append did not
+// complete (a torn tail after a crash) is detected when the journal is
+// opened and cut off; a damaged record between intact ones is skipped and
+// counted.
 //
 // It relies on the store being idempotent: a batch stored by the drainer
 // whose cursor update was lost, or stored by a write the journal abandoned at
@@ -23,7 +27,8 @@
 // because PostgreSQL is down, and never panic or exit on a full or failing
 // disk: those are errors the caller turns into 503.
 //
-// store.Batch is encoded by field name: renaming a field of store.Event or
-// store.Version loses that field from batches journaled by an older version,
-// so such a change needs a new payload version here.
+// A field added to store.Event or store.Version is journaled only once it is
+// added to the record types (TestRecordCarriesEveryField fails until then);
+// renaming or removing a field on disk needs a new payload version, and
+// testdata/ keeps the segments of older versions that must still drain.
 package journal

@@ -25,8 +25,8 @@ const (
 // Run stores the journaled batches in the store, oldest first, merging
 // consecutive ones into one transaction, until ctx is cancelled. While the
 // store fails it retries with backoff; it never drops a batch. A batch the
-// store rejects as invalid data (Permanent) quarantineAfter times on its own
-// is moved to the quarantine directory and counted.
+// store rejects as invalid data (store.IsPermanent) quarantineAfter times on
+// its own is moved to the quarantine directory and counted.
 func (j *Journal) Run(ctx context.Context) error {
 	select {
 	case j.running <- struct{}{}:
@@ -70,10 +70,10 @@ func (j *Journal) Run(ctx context.Context) error {
 			continue
 		}
 		j.m.errors.WithLabelValues("drain").Inc()
-		if !Permanent(err) {
+		if !store.IsPermanent(err) {
 			j.storeDown.Store(true)
 		}
-		if Permanent(err) {
+		if store.IsPermanent(err) {
 			if len(head) > 1 {
 				single = len(head) // find the culprit
 				continue

@@ -13,13 +13,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/options-record/options-record/store"
 )
 
 // Writer stores one batch in PostgreSQL in one transaction (the store).
+// It has the shape of auditsink.Writer, which a Journal implements, but is
+// declared here, where it is used: the journal must not import auditsink,
+// and the sink need not import the journal.
 type Writer interface {
 	WriteBatch(ctx context.Context, b *store.Batch) (store.WriteResult, error)
 }
@@ -269,7 +271,7 @@ func (j *Journal) WriteBatch(ctx context.Context, b *store.Batch) (store.WriteRe
 		if err == nil {
 			return res, nil
 		}
-		if Permanent(err) || ctx.Err() != nil {
+		if store.IsPermanent(err) || ctx.Err() != nil {
 			return res, err
 		}
 		if !j.storeDown.Swap(true) {
@@ -390,24 +392,4 @@ func (j *Journal) Close() error {
 	close(j.appendc)
 	<-j.appended
 	return j.lock.Close()
-}
-
-// Permanent reports whether a store error is about the data rather than the
-// database's availability: retrying the same batch cannot succeed. These are
-// PostgreSQL's data exceptions (SQLSTATE class 22, e.g. a NUL character in
-// text), program limits (class 54, e.g. a value too long for an index
-// entry) and integrity violations (class 23) other than a unique violation,
-// which a concurrent write of the same rows causes and a retry resolves.
-func Permanent(err error) bool {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || len(pe.Code) != 5 {
-		return false
-	}
-	switch pe.Code[:2] {
-	case "22", "54":
-		return true
-	case "23":
-		return pe.Code != "23505"
-	}
-	return false
 }

@@ -244,7 +244,7 @@ func TestInvalidDataIsNotJournaled(t *testing.T) {
 	fs := &fakeStore{poison: map[string]bool{"bad": true}}
 	j := open(t, t.TempDir(), fs, fast)
 	_, err := j.WriteBatch(context.Background(), batch("bad"))
-	if !Permanent(err) {
+	if !store.IsPermanent(err) {
 		t.Fatalf("err = %v, want the store's data error", err)
 	}
 	if j.Backlog() != 0 {
@@ -596,24 +596,4 @@ func value(t *testing.T, c prometheus.Metric) float64 {
 	}
 	t.Fatalf("not a counter or gauge: %v", &m)
 	return 0
-}
-
-func TestPermanent(t *testing.T) {
-	for code, want := range map[string]bool{
-		"22021": true,  // invalid byte sequence
-		"23502": true,  // not-null violation
-		"54000": true,  // index row size exceeds the maximum
-		"23505": false, // unique violation: a concurrent writer, resolved by a retry
-		"57P01": false, // admin shutdown
-		"08006": false, // connection failure
-		"53100": false, // disk full: the database's, it comes back
-		"42501": false, // insufficient privilege: an operator fixes it
-	} {
-		if got := Permanent(fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: code})); got != want {
-			t.Errorf("Permanent(%s) = %v, want %v", code, got, want)
-		}
-	}
-	if Permanent(errors.New("connection refused")) {
-		t.Error("a non-PostgreSQL error is permanent")
-	}
 }

@@ -25,8 +25,12 @@ const (
 	// maxPayload bounds the length a header may claim: a larger one is damage,
 	// not a record (a batch is at most the webhook's body limit, re-encoded).
 	maxPayload = 1 << 30
-	// payloadVersion is the version of the JSON envelope.
-	payloadVersion = 1
+	// payloadVersion is the version of the payload written: {"v": 2,
+	// "batch": batchRecord}. Records of payloadV1 ({"v": 1, "batch":
+	// store.Batch by Go field names}, written before the journal had its own
+	// record types) are read too.
+	payloadVersion = 2
+	payloadV1      = 1
 )
 
 var (
@@ -38,18 +42,24 @@ var (
 	errDecode = errors.New("undecodable journal payload")
 )
 
-// envelope is a record's payload.
+// envelope is a record's payload as written: the payload version and the
+// batch in the journal's own record types (batchRecord).
 type envelope struct {
 	V     int          `json:"v"`
-	Batch *store.Batch `json:"batch"`
+	Batch *batchRecord `json:"batch"`
 }
 
 // encodeRecord returns the record of b appended at at.
 func encodeRecord(b *store.Batch, at time.Time) ([]byte, error) {
-	payload, err := json.Marshal(envelope{V: payloadVersion, Batch: b})
+	payload, err := json.Marshal(envelope{V: payloadVersion, Batch: toRecord(b)})
 	if err != nil {
 		return nil, fmt.Errorf("journal: encode batch: %w", err)
 	}
+	return frame(payload, at)
+}
+
+// frame returns the record of payload appended at at.
+func frame(payload []byte, at time.Time) ([]byte, error) {
 	if len(payload) > maxPayload {
 		return nil, fmt.Errorf("journal: batch of %d bytes exceeds the record limit", len(payload))
 	}
@@ -90,16 +100,32 @@ func parseRecord(data []byte) (size int, at time.Time, err error) {
 	return size, time.Unix(0, int64(binary.LittleEndian.Uint64(data[12:]))), nil
 }
 
-// decodePayload decodes the batch of a checked record.
+// decodePayload decodes the batch of a checked record, of any payload
+// version this one reads.
 func decodePayload(rec []byte) (*store.Batch, error) {
-	var env envelope
+	var env struct {
+		V     int             `json:"v"`
+		Batch json.RawMessage `json:"batch"`
+	}
 	if err := json.Unmarshal(rec[headerSize:], &env); err != nil {
 		return nil, fmt.Errorf("%w: %v", errDecode, err)
 	}
-	if env.V != payloadVersion || env.Batch == nil {
-		return nil, fmt.Errorf("%w: payload version %d, want %d", errDecode, env.V, payloadVersion)
+	var b interface{ batch() *store.Batch }
+	switch env.V {
+	case payloadVersion:
+		b = new(batchRecord)
+	case payloadV1:
+		b = new(batchV1)
+	default:
+		return nil, fmt.Errorf("%w: payload version %d, want %d or %d", errDecode, env.V, payloadV1, payloadVersion)
 	}
-	return env.Batch, nil
+	if len(env.Batch) == 0 || string(env.Batch) == "null" {
+		return nil, fmt.Errorf("%w: payload version %d without a batch", errDecode, env.V)
+	}
+	if err := json.Unmarshal(env.Batch, b); err != nil {
+		return nil, fmt.Errorf("%w: payload version %d: %v", errDecode, env.V, err)
+	}
+	return b.batch(), nil
 }
 
 // scanned is what a segment holds.
