@@ -36,8 +36,9 @@ demo: deps build ## Record a sample audit log on the embedded PostgreSQL and sho
 	@bash hack/demo.sh
 
 .PHONY: lint
-lint: ## go vet and gofmt
+lint: ## go vet, gofmt and the import layering (hack/lint-imports.sh)
 	go vet $(GO_PKGS)
+	@bash hack/lint-imports.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 .PHONY: test
