@@ -46,7 +46,7 @@ func TestUserChangesAfterABurstFindEventsByKey(t *testing.T) {
 	since := start.Add(-time.Minute)
 	for _, q := range []ChangeQuery{
 		{Cluster: "default", User: "mallory", ChangesOnly: true, Limit: 500, Namespaces: []string{"burst"}, Since: since}, // an undo plan's
-		{Cluster: "default", User: "mallory", Limit: 500, Namespace: ptr("burst"), Since: since},
+		{Cluster: "default", User: "mallory", Limit: 500, Namespace: str("burst"), Since: since},
 		{Cluster: "default", User: "mallory", ChangesOnly: true, Limit: 500, Since: since, Ascending: true, // cluster-wide
 			Resources: []GroupResource{{Group: "", Resource: "configmaps"}, {Group: "apps", Resource: "deployments"}}},
 		{Cluster: "default", User: "mallory", Limit: 500, Since: since},
@@ -79,5 +79,3 @@ func TestUserChangesAfterABurstFindEventsByKey(t *testing.T) {
 }
 
 var joinFilterRemoved = regexp.MustCompile(`Rows Removed by Join Filter: (\d+)`)
-
-func ptr[T any](v T) *T { return &v }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -29,6 +30,17 @@ const dsnFile = "postgres.dsn"
 type database struct {
 	URL  string
 	stop func(context.Context) error
+}
+
+// closeOnExit stops a database this process started, with its own deadline
+// (ctx may be cancelled already: the process is stopping), logging a
+// failure. For a defer.
+func (d *database) closeOnExit(ctx context.Context, log *slog.Logger) {
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := d.Close(stopCtx); err != nil {
+		log.Error("stopping embedded PostgreSQL", "err", err)
+	}
 }
 
 func (d *database) Close(ctx context.Context) error {

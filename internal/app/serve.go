@@ -164,13 +164,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := db.Close(stopCtx); err != nil {
-			log.Error("stopping embedded PostgreSQL", "err", err)
-		}
-	}()
+	defer db.closeOnExit(ctx, log)
 	openCtx, stopOpening := context.WithCancel(ctx)
 	defer stopOpening()
 	ls, err := openStore(openCtx, store.Options{URL: db.URL, Logger: log}, o.JournalDir != "", log)

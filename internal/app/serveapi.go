@@ -34,13 +34,7 @@ func serveAPI(ctx context.Context, o ServeOptions, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := db.Close(stopCtx); err != nil {
-			log.Error("stopping embedded PostgreSQL", "err", err)
-		}
-	}()
+	defer db.closeOnExit(ctx, log)
 	// On a database of its own (--database-url), the API role neither
 	// migrates the schema nor creates partitions: ingest owns the record, so
 	// the API can log in with a role that may only read it and write the

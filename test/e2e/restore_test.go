@@ -343,15 +343,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 		w.getJSON(t, "alice", hist.Items[0].Links.Manifest, &created)
 		_, createdYAML := w.call(t, "alice", http.MethodGet, hist.Items[0].Links.Manifest+"?format=yaml", nil)
 
-		if err := w.admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 60*time.Second, "namespace gone", func() error {
-			if _, err := w.admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("namespace still there (%v)", err)
-			}
-			return nil
-		})
+		w.deleteNamespace(t, ns)
 		del := w.deletion(t, ns, "configmaps", "shop-config")
 		if del.Verb != "deletecollection" || del.InitiatedVia != "namespace-deletion" || del.RestoreFrom.Self != del.Links.Self {
 			t.Errorf("the cascade deletion: verb %s via %q, restore from %s (itself: %s)", del.Verb, del.InitiatedVia, del.RestoreFrom.Self, del.Links.Self)
@@ -398,15 +390,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 		time.Sleep(1100 * time.Millisecond) // stage timestamps have microseconds; keep "at" clearly after the creates
 		at := time.Now().UTC()
 		time.Sleep(100 * time.Millisecond)
-		if err := w.admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 60*time.Second, "namespace gone", func() error {
-			if _, err := w.admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("namespace still there (%v)", err)
-			}
-			return nil
-		})
+		w.deleteNamespace(t, ns)
 		w.deletion(t, ns, "configmaps", "app-config") // the cascade is recorded
 
 		var plan restore.Plan
@@ -769,6 +753,22 @@ func (w *restoreWorld) eventuallyGet(t *testing.T, user, path string, into any, 
 			return err
 		}
 		return check()
+	})
+}
+
+// deleteNamespace deletes a namespace as the admin and waits until the
+// namespace controller has emptied and removed it.
+func (w *restoreWorld) deleteNamespace(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := w.admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "namespace gone", func() error {
+		if _, err := w.admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace still there (%v)", err)
+		}
+		return nil
 	})
 }
 
