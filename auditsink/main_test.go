@@ -12,6 +12,7 @@ import (
 	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/record"
 	"github.com/options-record/options-record/store"
 )
 
@@ -44,7 +45,7 @@ func newEnv(t *testing.T) *env {
 			t.Fatalf("rule %s/%s not ready: %s", s.Namespace, s.Name, s.Message)
 		}
 	}
-	dg, err := auditsink.NewSecretDigester([]byte(testDigestKey))
+	dg, err := record.NewSecretDigester([]byte(testDigestKey))
 	if err != nil {
 		t.Fatal(err)
 	}

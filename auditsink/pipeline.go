@@ -9,6 +9,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/options-record/options-record/filter"
+	"github.com/options-record/options-record/record"
 	"github.com/options-record/options-record/store"
 )
 
@@ -47,12 +48,12 @@ type Pipeline struct {
 	observer Observer
 	self     func(cluster string, ev *auditv1.Event) bool
 	onStored func(cluster string, events []store.Event)
-	digester *SecretDigester
+	digester *record.SecretDigester
 }
 
 // WithSecretDigester sets how Secret values are digested (default: plain
 // SHA-256, see SecretDigester).
-func (p *Pipeline) WithSecretDigester(d *SecretDigester) *Pipeline { p.digester = d; return p }
+func (p *Pipeline) WithSecretDigester(d *record.SecretDigester) *Pipeline { p.digester = d; return p }
 
 // WithObserver sets the observer of decoded batches.
 func (p *Pipeline) WithObserver(o Observer) *Pipeline { p.observer = o; return p }
@@ -153,19 +154,19 @@ func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1
 			out.drop(string(d.Reason), 1)
 			continue
 		}
-		c, err := convert(cluster, ev, d, p.digester)
+		c, err := record.Convert(cluster, ev, record.Selection{Rules: d.Rules, RecordSecretData: d.RecordSecretData}, p.digester)
 		if err != nil {
 			p.log.Warn("skipping event", "audit_id", ev.AuditID, "err", err)
 			out.drop(reasonConvert, 1)
 			continue
 		}
 		out.Kept++
-		if c.sanitized {
+		if c.Sanitized {
 			out.Sanitized++
 		}
-		batch.Events = append(batch.Events, c.event)
-		batch.Versions = append(batch.Versions, c.versions...)
-		for _, s := range c.skips {
+		batch.Events = append(batch.Events, c.Event)
+		batch.Versions = append(batch.Versions, c.Versions...)
+		for _, s := range c.Skips {
 			if out.Skipped == nil {
 				out.Skipped = map[string]int{}
 			}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/record"
 	"github.com/options-record/options-record/store"
 )
 
@@ -83,8 +83,8 @@ func secretHasDigests(raw []byte) bool {
 	}
 	for _, m := range []map[string]string{s.Data, s.StringData} {
 		for _, v := range m {
-			if strings.HasPrefix(v, auditsink.KeyedDigestPrefix) || strings.HasPrefix(v, auditsink.LegacyKeyedDigestPrefix) ||
-				strings.HasPrefix(v, auditsink.PlainDigestPrefix) {
+			if strings.HasPrefix(v, record.KeyedDigestPrefix) || strings.HasPrefix(v, record.LegacyKeyedDigestPrefix) ||
+				strings.HasPrefix(v, record.PlainDigestPrefix) {
 				return true
 			}
 		}

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/filter"
+	"github.com/options-record/options-record/record"
 	"github.com/options-record/options-record/store"
 )
 
@@ -251,7 +251,7 @@ func (b *baseliner) list(ctx context.Context, rules *filter.Rules, gvr schema.Gr
 			if err != nil {
 				continue
 			}
-			v, err := auditsink.BaselineVersion(auditsink.BaselineObject{
+			v, err := record.BaselineVersion(record.BaselineObject{
 				Cluster: b.s.opts.Cluster, APIGroup: gvr.Group, APIVersion: gvr.Version, Resource: gvr.Resource,
 				Raw: raw, Rules: d.Rules, RecordSecretData: d.RecordSecretData, Digester: b.s.opts.Digester, ObservedAt: now,
 			})

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/options-record/options-record/api/v1alpha1"
-	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/record"
 	"github.com/options-record/options-record/store"
 )
 
@@ -57,7 +57,7 @@ type Options struct {
 	Registry            *Registry
 	Store               Store
 	// Digester digests the Secret values of baselines (nil: plain SHA-256).
-	Digester *auditsink.SecretDigester
+	Digester *record.SecretDigester
 	Logger   *slog.Logger
 }
 

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/options-record/options-record/api/restore"
-	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/internal/certs"
+	"github.com/options-record/options-record/record"
 	"github.com/options-record/options-record/store"
 )
 
@@ -76,7 +76,7 @@ func openAPIStore(ctx context.Context, url string, o *APIOptions, log *slog.Logg
 // one (standalone) the API is read-only, listens on loopback only and
 // accepts the static token of TokenFile (generated in the data directory
 // when not given).
-func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, dg *auditsink.SecretDigester, log *slog.Logger) (stop func(context.Context) error, err error) {
+func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, dg *record.SecretDigester, log *slog.Logger) (stop func(context.Context) error, err error) {
 	log = log.With("component", "restore-api")
 	st, err := openAPIStore(ctx, dbURL, o, log)
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/filter/rulesync"
+	"github.com/options-record/options-record/record"
 )
 
 // KubeOptions say how the sink reaches the cluster it runs in.
@@ -55,7 +55,7 @@ func (k *KubeOptions) RestConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-func startSyncer(ctx context.Context, o ServeOptions, reg *rulesync.Registry, st rulesync.Store, dg *auditsink.SecretDigester, log *slog.Logger) (*rulesync.Syncer, error) {
+func startSyncer(ctx context.Context, o ServeOptions, reg *rulesync.Registry, st rulesync.Store, dg *record.SecretDigester, log *slog.Logger) (*rulesync.Syncer, error) {
 	cfg, err := o.Kube.RestConfig()
 	if err != nil {
 		return nil, err

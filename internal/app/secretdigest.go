@@ -7,14 +7,14 @@ import (
 	"log/slog"
 	"path/filepath"
 
-	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/record"
 )
 
 // loadSecretDigester reads the key Secret values are digested with: the file
 // given (--secret-digest-key-file), else a random key generated once under
 // the data directory. The key never goes to the database: without it, a
 // stored digest cannot be tested against guesses of the value.
-func loadSecretDigester(file, dataDir string, log *slog.Logger) (*auditsink.SecretDigester, error) {
+func loadSecretDigester(file, dataDir string, log *slog.Logger) (*record.SecretDigester, error) {
 	generated := false
 	if file == "" {
 		if dataDir == "" {
@@ -31,7 +31,7 @@ func loadSecretDigester(file, dataDir string, log *slog.Logger) (*auditsink.Secr
 	if err != nil {
 		return nil, fmt.Errorf("secret digest key: %w", err)
 	}
-	d, err := auditsink.NewSecretDigester(bytes.TrimSpace(key))
+	d, err := record.NewSecretDigester(bytes.TrimSpace(key))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/filter"
+	"github.com/options-record/options-record/record"
 	"github.com/options-record/options-record/store"
 )
 
@@ -63,7 +64,7 @@ func TestWorkload(t *testing.T) {
 							t.Fatalf("decode: %v, skipped %v", err, bad)
 						}
 						for i := range evs {
-							k := string(auditsink.EventKey("default", &evs[i]))
+							k := string(record.EventKey("default", &evs[i]))
 							if keys[k] {
 								t.Fatalf("event %s repeats an identity", evs[i].AuditID)
 							}

@@ -1,4 +1,4 @@
-package auditsink
+package record
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package auditsink
+package record
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ const (
 // apiserver gives up on it. pgSafe replaces them with U+FFFD instead,
 // shortens values too long for an index entry, and reports whether it had
 // to.
-func (c *converted) pgSafe() bool {
+func (c *Converted) pgSafe() bool {
 	changed := false
 	str := func(s *string) {
 		if strings.IndexByte(*s, 0) >= 0 || !utf8.ValidString(*s) {
@@ -52,7 +52,7 @@ func (c *converted) pgSafe() bool {
 			changed = true
 		}
 	}
-	e := &c.event
+	e := &c.Event
 	for _, s := range []*string{&e.AuditID, &e.Stage, &e.Verb, &e.RequestURI, &e.Username, &e.UserUID,
 		&e.ImpersonatedUser, &e.UserAgent, &e.APIGroup, &e.APIVersion, &e.Resource, &e.Subresource,
 		&e.Namespace, &e.Name, &e.ObjectUID, &e.ResponseReason, &e.ResponseMessage} {
@@ -70,8 +70,8 @@ func (c *converted) pgSafe() bool {
 	js(&e.UserExtra)
 	js(&e.RequestObject)
 	js(&e.Annotations)
-	for i := range c.versions {
-		v := &c.versions[i]
+	for i := range c.Versions {
+		v := &c.Versions[i]
 		for _, s := range []*string{&v.UID, &v.Verb, &v.APIGroup, &v.APIVersion, &v.Kind, &v.Resource,
 			&v.Subresource, &v.Namespace, &v.Name} {
 			str(s)

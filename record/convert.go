@@ -1,4 +1,4 @@
-package auditsink
+package record
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	fastjson "github.com/goccy/go-json"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
-	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/store"
 )
 
@@ -61,29 +60,38 @@ var notTheObject = map[string]bool{
 	"Table": true, "Eviction": true, "Binding": true, "TokenRequest": true,
 }
 
-// converted is what one kept audit event becomes.
-type converted struct {
-	event    store.Event
-	versions []store.Version
-	skips    []string // reasons for versions that could not be derived
-	// sanitized: values PostgreSQL cannot store or read as jsonb (NUL,
-	// invalid UTF-8, unpaired surrogate escapes) were
-	// replaced with U+FFFD.
-	sanitized bool
+// Converted is what one kept audit event becomes.
+type Converted struct {
+	Event    store.Event
+	Versions []store.Version
+	// Skips are the reasons (Prometheus label values) for versions that
+	// could not be derived.
+	Skips []string
+	// Sanitized: values PostgreSQL cannot store or read as jsonb (NUL,
+	// invalid UTF-8, unpaired surrogate escapes) were replaced with U+FFFD.
+	Sanitized bool
 }
 
-// convert turns a kept audit event into rows. It digests Secret values with
-// dg unless the decision allows recording them.
-func convert(cluster string, ev *auditv1.Event, d filter.Decision, dg *SecretDigester) (converted, error) {
+// Selection is what the rules decided for a kept event.
+type Selection struct {
+	// Rules name the rules that kept it.
+	Rules []string
+	// RecordSecretData keeps Secret values in clear (a rule asks for it).
+	RecordSecretData bool
+}
+
+// Convert turns a kept audit event into rows. It digests Secret values with
+// dg unless the selection allows recording them.
+func Convert(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigester) (Converted, error) {
 	c, err := convertRaw(cluster, ev, d, dg)
 	if err == nil {
-		c.sanitized = c.pgSafe() || c.sanitized
+		c.Sanitized = c.pgSafe() || c.Sanitized
 	}
 	return c, err
 }
 
-func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *SecretDigester) (converted, error) {
-	var c converted
+func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigester) (Converted, error) {
+	var c Converted
 	if ev.ObjectRef == nil {
 		return c, errors.New("event has no objectRef")
 	}
@@ -155,31 +163,31 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *Secret
 		// what PostgreSQL's json column would refuse is not stored.
 		if !sonic.Valid(raw) {
 			raw = nil
-			c.sanitized = true
+			c.Sanitized = true
 		} else if digest {
 			raw = dg.at(SecretPlace{cluster, ref.Namespace, ref.Name}).request(raw)
 		}
 		e.RequestObject = raw
 	}
-	c.event = e
+	c.Event = e
 	if e.ResponseCode >= 300 || ev.ResponseObject == nil || len(ev.ResponseObject.Raw) == 0 {
 		if e.ResponseCode < 300 && ev.ResponseObject == nil && ev.Verb == "delete" && ref.UID != "" {
 			// A delete whose response the policy did not record: the uid is
 			// still known from the request's preconditions.
-			c.versions = append(c.versions, deletedVersion(&e, string(ref.UID), ev))
+			c.Versions = append(c.Versions, deletedVersion(&e, string(ref.UID), ev))
 		}
 		return c, nil
 	}
 
 	var meta objectMeta
 	if err := fastjson.Unmarshal(ev.ResponseObject.Raw, &meta); err != nil {
-		c.skips = append(c.skips, skipBadObject)
+		c.Skips = append(c.Skips, skipBadObject)
 		return c, nil
 	}
 	switch {
 	case ev.Verb == "deletecollection":
 		if meta.Items == nil {
-			c.skips = append(c.skips, skipNoListInResult)
+			c.Skips = append(c.Skips, skipNoListInResult)
 			return c, nil
 		}
 		// The items of a List carry no apiVersion and kind of their own
@@ -189,7 +197,7 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *Secret
 		for _, item := range meta.Items {
 			var im objectMeta
 			if err := fastjson.Unmarshal(item, &im); err != nil {
-				c.skips = append(c.skips, skipBadObject)
+				c.Skips = append(c.Skips, skipBadObject)
 				continue
 			}
 			item = withTypeMeta(item, &im, itemAPIVersion, itemKind)
@@ -201,10 +209,10 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *Secret
 			uid = meta.Details.UID
 		}
 		if uid == "" {
-			c.skips = append(c.skips, skipNoUID)
+			c.Skips = append(c.Skips, skipNoUID)
 			return c, nil
 		}
-		c.versions = append(c.versions, deletedVersion(&e, uid, ev))
+		c.Versions = append(c.Versions, deletedVersion(&e, uid, ev))
 	case notTheObject[meta.Kind] || meta.Metadata.UID == "" || meta.Metadata.Name != ref.Name && ref.Name != "":
 		// The object changed but the answer is not its full state (e.g. a
 		// /scale write answers a Scale): record that the last full version is
@@ -214,7 +222,7 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *Secret
 			uid = string(ref.UID)
 		}
 		if uid == "" {
-			c.skips = append(c.skips, skipNoUID)
+			c.Skips = append(c.Skips, skipNoUID)
 			return c, nil
 		}
 		v := baseVersion(&e, uid)
@@ -225,7 +233,7 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *Secret
 		if meta.Kind == "Scale" || meta.Kind == "PartialObjectMetadata" {
 			rv, err := parseRV(meta.Metadata.ResourceVersion)
 			if err != nil {
-				c.skips = append(c.skips, skipBadRV)
+				c.Skips = append(c.Skips, skipBadRV)
 				return c, nil
 			}
 			v.ResourceVersion = rv
@@ -234,7 +242,7 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *Secret
 			return c, nil // nothing orders it: say nothing rather than guess
 		}
 		v.Key = versionKey(e.Key, uid)
-		c.versions = append(c.versions, v)
+		c.Versions = append(c.Versions, v)
 	default:
 		c.addObjectVersion(&e, ev, &meta, ev.ResponseObject.Raw, !d.RecordSecretData, dg)
 	}
@@ -243,14 +251,14 @@ func convertRaw(cluster string, ev *auditv1.Event, d filter.Decision, dg *Secret
 
 // addObjectVersion records raw (the object in a response) as the state after
 // the change. Secrets are digested unless recordSecrets.
-func (c *converted) addObjectVersion(e *store.Event, ev *auditv1.Event, meta *objectMeta, raw []byte, redactSecrets bool, dg *SecretDigester) {
+func (c *Converted) addObjectVersion(e *store.Event, ev *auditv1.Event, meta *objectMeta, raw []byte, redactSecrets bool, dg *SecretDigester) {
 	if meta.Metadata.UID == "" {
-		c.skips = append(c.skips, skipNoUID)
+		c.Skips = append(c.Skips, skipNoUID)
 		return
 	}
 	rv, err := parseRV(meta.Metadata.ResourceVersion)
 	if err != nil {
-		c.skips = append(c.skips, skipBadRV)
+		c.Skips = append(c.Skips, skipBadRV)
 		return
 	}
 	v := baseVersion(e, meta.Metadata.UID)
@@ -272,7 +280,7 @@ func (c *converted) addObjectVersion(e *store.Event, ev *auditv1.Event, meta *ob
 		v.SecretDigested = true
 	}
 	v.Object = raw // the text the apiserver sent (json keeps it as is)
-	c.versions = append(c.versions, v)
+	c.Versions = append(c.Versions, v)
 }
 
 // listItemType is the apiVersion and kind of the items of a List answered
