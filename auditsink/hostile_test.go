@@ -37,9 +37,9 @@ type hostile struct {
 type hostileOptions struct {
 	maxBody     int64
 	maxInFlight int
-	writer      func(auditsink.Writer) auditsink.Writer // wraps the store
-	clientCA    *certs.Pair                             // require client certificates from this CA (no token)
-	horizon     time.Duration                           // how far back the record keeps events (0: unknown)
+	writer      func(store.Writer) store.Writer // wraps the store
+	clientCA    *certs.Pair                     // require client certificates from this CA (no token)
+	horizon     time.Duration                   // how far back the record keeps events (0: unknown)
 }
 
 func newHostile(t *testing.T, o hostileOptions) *hostile {
@@ -52,7 +52,7 @@ func newHostile(t *testing.T, o hostileOptions) *hostile {
 	rules, _ := filter.Compile(objs, filter.Options{SinkNamespace: "options-record"})
 	reg := prometheus.NewRegistry()
 	m := auditsink.NewMetrics(reg)
-	var w auditsink.Writer = e.st
+	var w store.Writer = e.st
 	if o.writer != nil {
 		w = o.writer(w)
 	}
@@ -503,7 +503,7 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 
 // blocking holds every write until released.
 type blocking struct {
-	auditsink.Writer
+	store.Writer
 	entered chan struct{}
 	release chan struct{}
 }
@@ -519,7 +519,7 @@ func (b *blocking) WriteBatch(ctx context.Context, batch *store.Batch) (store.Wr
 
 func TestFloodOfTinyRequestsIsThrottled(t *testing.T) {
 	var blk *blocking
-	h := newHostile(t, hostileOptions{maxInFlight: 2, writer: func(w auditsink.Writer) auditsink.Writer {
+	h := newHostile(t, hostileOptions{maxInFlight: 2, writer: func(w store.Writer) store.Writer {
 		blk = &blocking{Writer: w, entered: make(chan struct{}, 100), release: make(chan struct{})}
 		return blk
 	}})

@@ -13,13 +13,6 @@ import (
 	"github.com/options-record/options-record/store"
 )
 
-// Writer stores one batch durably, in one transaction, and returns only
-// after it is committed: the store, or the journal in front of it
-// (journal.Writer is the journal's own declaration of the same method).
-type Writer interface {
-	WriteBatch(ctx context.Context, b *store.Batch) (store.WriteResult, error)
-}
-
 // RuleSource gives the rule set in force for a cluster's events.
 type RuleSource interface {
 	RulesFor(cluster string) *filter.Rules
@@ -42,7 +35,7 @@ type Observer interface {
 // writes them as one batch.
 type Pipeline struct {
 	rules    RuleSource
-	writer   Writer
+	writer   store.Writer
 	metrics  *Metrics
 	log      *slog.Logger
 	observer Observer
@@ -77,7 +70,7 @@ func (p *Pipeline) WithOnStored(fn func(cluster string, events []store.Event)) *
 const reasonSelf = "self"
 
 // NewPipeline builds a pipeline. metrics and log may be nil.
-func NewPipeline(rules RuleSource, w Writer, m *Metrics, log *slog.Logger) *Pipeline {
+func NewPipeline(rules RuleSource, w store.Writer, m *Metrics, log *slog.Logger) *Pipeline {
 	if m == nil {
 		m = NewMetrics(nil)
 	}

@@ -4,6 +4,6 @@
 // partitions and retention, and serves the reads of the restore API.
 //
 // It must never decide what to record (package filter does) nor interpret
-// audit events (package auditsink turns them into rows); it stores rows
+// audit events (package record turns them into rows); it stores rows
 // idempotently: a redelivered batch changes nothing.
 package store

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Event is one row of the events table: a kept audit event.
 type Event struct {
@@ -76,6 +79,14 @@ type Version struct {
 type Batch struct {
 	Events   []Event
 	Versions []Version
+}
+
+// Writer stores one batch durably, in one transaction, and returns only
+// after it is committed. The Store is one; the journal in front of it
+// (package journal) is another, and writes through one. The ingest pipeline
+// and the importer take a Writer, so either can stand behind them.
+type Writer interface {
+	WriteBatch(ctx context.Context, b *Batch) (WriteResult, error)
 }
 
 // WriteResult counts what a write stored and what it found already stored.

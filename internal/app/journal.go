@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/options-record/options-record/auditsink"
-	"github.com/options-record/options-record/auditsink/journal"
+	"github.com/options-record/options-record/journal"
+	"github.com/options-record/options-record/store"
 )
 
 // JournalOptions configure the journal of `serve`. Zero values take the
@@ -30,7 +30,7 @@ type JournalOptions struct {
 // readiness check: nil without a journal (readiness is then the database's),
 // else the journal's high-water check — with a journal the sink takes
 // batches while the database is down, so that must not make it unready.
-func wrapJournal(ctx context.Context, o JournalOptions, st journal.Writer, reg prometheus.Registerer, log *slog.Logger) (auditsink.Writer, func(), func() error, error) {
+func wrapJournal(ctx context.Context, o JournalOptions, st store.Writer, reg prometheus.Registerer, log *slog.Logger) (store.Writer, func(), func() error, error) {
 	if o.Dir == "" {
 		return st, func() {}, nil, nil
 	}

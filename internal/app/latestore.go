@@ -30,7 +30,7 @@ func (l *lateStore) set(st *store.Store) {
 
 func (l *lateStore) get() *store.Store { return l.p.Load() }
 
-// WriteBatch implements auditsink.Writer.
+// WriteBatch implements store.Writer.
 func (l *lateStore) WriteBatch(ctx context.Context, b *store.Batch) (store.WriteResult, error) {
 	if s := l.get(); s != nil {
 		return s.WriteBatch(ctx, b)

@@ -245,7 +245,7 @@ func TestGracefulShutdown(t *testing.T) {
 // the same way and is tested in package journal.
 func TestJournalDiskFull(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs for the journal needs root; the size-limit path is tested in auditsink/journal")
+		t.Skip("mounting a tmpfs for the journal needs root; the size-limit path is tested in journal")
 	}
 	c := newCluster(t)
 	mnt := filepath.Join(c.dir, "small")
@@ -253,7 +253,7 @@ func TestJournalDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here (%v: %s); the size-limit path is tested in auditsink/journal", err, out)
+		t.Skipf("cannot mount a tmpfs here (%v: %s); the size-limit path is tested in journal", err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {

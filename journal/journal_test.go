@@ -78,7 +78,7 @@ func batch(id string) *store.Batch {
 	}
 }
 
-func open(t *testing.T, dir string, w Writer, o Options) *Journal {
+func open(t *testing.T, dir string, w store.Writer, o Options) *Journal {
 	t.Helper()
 	j, err := Open(dir, w, o)
 	if err != nil {

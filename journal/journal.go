@@ -18,14 +18,6 @@ import (
 	"github.com/options-record/options-record/store"
 )
 
-// Writer stores one batch in PostgreSQL in one transaction (the store).
-// It has the shape of auditsink.Writer, which a Journal implements, but is
-// declared here, where it is used: the journal must not import auditsink,
-// and the sink need not import the journal.
-type Writer interface {
-	WriteBatch(ctx context.Context, b *store.Batch) (store.WriteResult, error)
-}
-
 // Errors of WriteBatch. Both mean the batch is not acknowledged.
 var (
 	// ErrFull: the journal reached Options.MaxBytes or its disk is full.
@@ -113,12 +105,12 @@ type entry struct {
 	span
 }
 
-// Journal stores batches through an inner Writer and, when that fails or is
+// Journal stores batches through an inner store.Writer and, when that fails or is
 // too slow, journals them durably and stores them later (Run). It implements
-// the sink's Writer.
+// the sink's store.Writer.
 type Journal struct {
 	dir   string
-	inner Writer
+	inner store.Writer
 	opts  Options
 	log   *slog.Logger
 	m     *metrics
@@ -148,7 +140,7 @@ type Journal struct {
 // Open opens (creating it if needed) the journal in dir, in front of inner.
 // It recovers the batches a previous process journaled and did not store:
 // Run stores them.
-func Open(dir string, inner Writer, opts Options) (*Journal, error) {
+func Open(dir string, inner store.Writer, opts Options) (*Journal, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // switchable is a store that can be taken down.
 type switchable struct {
-	Writer
+	store.Writer
 	down atomic.Bool
 }
 
