@@ -9,7 +9,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
-// isDryRun reports whether the apiserver ran ev's request as a dry run. It
+// IsDryRun reports whether the apiserver ran ev's request as a dry run. It
 // mirrors how the apiserver reads the option, because a mismatch either
 // way is wrong: reading a real change as a dry run would let a crafted
 // request hide it.
@@ -25,6 +25,12 @@ import (
 //
 // Any dryRun value counts: the apiserver rejects every value but "All", and
 // a rejected request changed nothing either.
+//
+// Match applies it before keeping a change; callers that must agree with
+// Match use it too (rule sync ignores a dry-run write of a rule object).
+func IsDryRun(ev *auditv1.Event) bool { return isDryRun(ev, parseVerb(ev.Verb)) }
+
+// isDryRun is IsDryRun for an already parsed verb.
 func isDryRun(ev *auditv1.Event, verb verbBit) bool {
 	if verb&(verbDelete|verbDeleteCollection) != 0 && ev.RequestObject != nil && len(ev.RequestObject.Raw) > 0 {
 		return deleteOptionsDryRun(ev.RequestObject.Raw)

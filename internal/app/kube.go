@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/options-record/options-record/filter/rulesync"
+	"github.com/options-record/options-record/rulesync"
 	"github.com/options-record/options-record/record"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/options-record/options-record/api/v1alpha1"
 	"github.com/options-record/options-record/filter"
-	"github.com/options-record/options-record/filter/rulesync"
+	"github.com/options-record/options-record/rulesync"
 )
 
 // RulesOptions say where the standalone rules come from, and what the

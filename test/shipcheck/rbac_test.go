@@ -25,12 +25,12 @@ import (
 
 	"github.com/options-record/options-record/api/v1alpha1"
 	"github.com/options-record/options-record/filter"
-	"github.com/options-record/options-record/filter/rulesync"
+	"github.com/options-record/options-record/rulesync"
 	"github.com/options-record/options-record/store"
 )
 
 // statusLease is the Lease the sink's replicas elect their status writer with
-// (filter/rulesync).
+// (rulesync).
 const statusLease = "options-record-status"
 
 // testSinkRBAC runs as the sink's ServiceAccount, bound by nothing but the
@@ -328,7 +328,7 @@ func applyRBAC(t *testing.T, c *cluster, vs []variant, name string) {
 	}
 }
 
-// runSink runs the sink's cluster-facing code (filter/rulesync, as `serve
+// runSink runs the sink's cluster-facing code (rulesync, as `serve
 // --in-cluster` does) with the ServiceAccount's credentials and waits for it
 // to have done its job: rules listed, the status Lease taken, the samples'
 // statuses written, a baseline of the covered ConfigMap stored.
