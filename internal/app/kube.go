@@ -9,8 +9,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/options-record/options-record/rulesync"
 	"github.com/options-record/options-record/record"
+	"github.com/options-record/options-record/rulesync"
 )
 
 // KubeOptions say how the sink reaches the cluster it runs in.

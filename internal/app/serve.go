@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/options-record/options-record/auditsink"
-	"github.com/options-record/options-record/rulesync"
 	"github.com/options-record/options-record/internal/certs"
+	"github.com/options-record/options-record/rulesync"
 	"github.com/options-record/options-record/store"
 )
 
