@@ -2,63 +2,66 @@
 # lint-imports.sh — fail on an import that runs against the project's layers
 # (run by `make lint`). Non-test imports only: tests may reach anything.
 #
-#   - the webhook package (auditsink) is imported only by mains, the wiring
-#     package (internal/app) and test tooling;
-#   - internal/app only by mains;
-#   - store (the record's storage) imports none of the services above it;
-#   - filter (the rule engine) stays pure: no store, no database driver, no
-#     clientset, no HTTP.
+# The layers, bottom up (a package imports only from layers below it, and
+# never another service of its own layer):
 #
-# KNOWN lists the upward imports that predate this check; the house reshape
-# (issue 14) removes them, and each removal must delete its line here.
+#   model     store (+ migrations), record, api/v1alpha1
+#   engine    filter: a pure rule engine (no store, no database driver, no
+#             clientset, no HTTP)
+#   services  auditsink (ingest), journal, rulesync, restore (the query and
+#             restore layer, no HTTP), restoreapi (its HTTP front door)
+#   wiring    internal/app, imported only by the mains
+#   mains     cmd/*
+#
+# ALLOWED says which packages of the module each package may import; a
+# package missing from it fails the check, so a new package states its place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=github.com/options-record/options-record
 
-KNOWN=()
-
-edges=$(go list -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./... |
-	sed "s|${mod}|.|g" |
-	awk '{for (i = 2; i <= NF; i++) print $1 " -> " $i}')
+declare -A ALLOWED=(
+	[./api/v1alpha1]=""
+	[./migrations]=""
+	[./store]="./migrations"
+	[./record]="./store"
+	[./filter]="./api/v1alpha1"
+	[./auditsink]="./filter ./record ./store"
+	[./journal]="./store"
+	[./rulesync]="./api/v1alpha1 ./filter ./record ./store"
+	[./restore]="./record ./store"
+	[./restoreapi]="./restore"
+	[./internal/certs]=""
+	[./internal/pgembed]=""
+	[./internal/pgtest]="./internal/pgembed"
+	[./internal/app]="./api/v1alpha1 ./auditsink ./filter ./internal/certs ./internal/pgembed ./journal ./record ./restore ./restoreapi ./rulesync ./store"
+	[./cmd/options-record]="./internal/app"
+	[./cmd/audit-replay]=""
+)
+# Imports of other modules that a package must not use.
+declare -A FORBIDDEN=(
+	[./filter]="github.com/jackc/ k8s.io/client-go/ net/http"
+	[./record]="github.com/jackc/ k8s.io/client-go/ net/http"
+	[./restore]="net/http github.com/go-chi/"
+	[./store]="k8s.io/client-go/ net/http"
+)
 
 bad=()
-while IFS= read -r e; do
-	from=${e%% -> *}
-	to=${e##* -> }
-	why=""
-	case "$to" in
-	./auditsink | ./auditsink/*)
-		case "$from" in ./cmd/* | ./internal/app | ./test/* | ./auditsink | ./auditsink/*) ;; *) why="only mains, internal/app and tests import the webhook package" ;; esac
-		;;
-	./internal/app)
-		case "$from" in ./cmd/* | ./test/*) ;; *) why="only mains import the wiring package" ;; esac
-		;;
-	esac
-	case "$from" in
-	./store | ./store/*)
-		case "$to" in ./auditsink* | ./filter* | ./api/restore* | ./internal/app*) why="store imports no service above it" ;; esac
-		;;
-	./record)
-		case "$to" in ./store) ;; ./*) why="record is the model every service imports: it imports only the store's row types" ;; esac
-		;;
-	./journal)
-		case "$to" in ./store) ;; ./*) why="the journal stands in front of the store and imports nothing else of ours" ;; esac
-		;;
-	./filter)
-		case "$to" in ./store* | ./auditsink* | github.com/jackc/* | k8s.io/client-go/* | net/http) why="filter is a pure rule engine" ;; esac
-		;;
-	esac
-	[[ -z "$why" ]] && continue
-	for k in "${KNOWN[@]}"; do
-		[[ "$e" == "$k" ]] && continue 2
+while read -r from imports; do
+	case "$from" in ./test/* | ./hack/*) continue ;; esac # test tooling may reach anything
+	if [[ -z "${ALLOWED[$from]+set}" ]]; then
+		bad+=("$from: not in hack/lint-imports.sh's ALLOWED table: give the new package its place in the layers")
+		continue
+	fi
+	for to in $imports; do
+		if [[ "$to" == ./* ]]; then
+			[[ " ${ALLOWED[$from]} " == *" $to "* ]] || bad+=("$from -> $to: not allowed (allowed: ${ALLOWED[$from]:-none})")
+		elif [[ -n "${FORBIDDEN[$from]+set}" ]]; then
+			for f in ${FORBIDDEN[$from]}; do
+				[[ "$to" == "$f"* ]] && bad+=("$from -> $to: $from must not use $f")
+			done
+		fi
 	done
-	bad+=("$e: $why")
-done <<<"$edges"
-
-# A known exception that no longer exists must leave the list.
-for k in "${KNOWN[@]}"; do
-	grep -qxF -- "$k" <<<"$edges" || bad+=("$k: listed in KNOWN but gone: delete its line")
-done
+done < <(go list -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./... | sed "s|${mod}|.|g")
 
 if ((${#bad[@]})); then
 	printf 'import layering:\n' >&2

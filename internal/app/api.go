@@ -16,9 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/options-record/options-record/api/restore"
 	"github.com/options-record/options-record/internal/certs"
 	"github.com/options-record/options-record/record"
+	"github.com/options-record/options-record/restore"
+	"github.com/options-record/options-record/restoreapi"
 	"github.com/options-record/options-record/store"
 )
 
@@ -89,7 +90,8 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 	}()
 	// Page cursors are sealed with a key the replicas share (they share the
 	// digest key), so a page from one replica continues on another.
-	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors"),
+	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors")}
+	apiOpts := restoreapi.Options{Logger: log,
 		RequestTimeout: o.RequestTimeout, MaxInFlight: o.MaxInFlight, MaxInFlightPerUser: o.MaxInFlightPerUser}
 	if so.Kube != nil {
 		if o.TokenFile != "" {
@@ -98,18 +100,21 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 		if opts.Kube, err = so.Kube.RestConfig(); err != nil {
 			return nil, err
 		}
-		if opts.Authenticator, opts.Authorizer, err = delegatingAuth(opts.Kube, o.Audiences); err != nil {
+		if apiOpts.Authenticator, opts.Authorizer, err = delegatingAuth(opts.Kube, o.Audiences); err != nil {
 			return nil, err
 		}
 	} else {
 		if err := loopbackOnly(o.Addr); err != nil {
 			return nil, err
 		}
-		if opts.Authenticator, opts.Authorizer, err = standaloneAuth(o, so, log); err != nil {
+		if apiOpts.Authenticator, opts.Authorizer, err = standaloneAuth(o, so, log); err != nil {
 			return nil, err
 		}
 	}
-	api, err := restore.New(opts)
+	if apiOpts.Service, err = restore.New(opts); err != nil {
+		return nil, err
+	}
+	api, err := restoreapi.New(apiOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +173,7 @@ func delegatingAuth(cfg *rest.Config, audiences []string) (authenticator.Request
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore API: kube client: %w", err)
 	}
-	return restore.DelegatingAuth(kube, restore.AuthCacheTTL, audiences...)
+	return restoreapi.DelegatingAuth(kube, restoreapi.AuthCacheTTL, audiences...)
 }
 
 // standaloneAuth reads (or generates) the static token.
@@ -189,7 +194,7 @@ func standaloneAuth(o *APIOptions, so *ServeOptions, log *slog.Logger) (authenti
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore API token: %w", err)
 	}
-	return restore.StaticToken(string(tok))
+	return restoreapi.StaticToken(string(tok))
 }
 
 // loopbackOnly refuses a standalone API reachable from other hosts: its

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/options-record/options-record/api/restore"
+	"github.com/options-record/options-record/restoreapi"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 
@@ -37,7 +37,7 @@ func TestAPIAudiencesOnARealControlPlane(t *testing.T) {
 
 	check := func(audiences []string, tok string) bool {
 		t.Helper()
-		authn, _, err := restore.DelegatingAuth(admin, restore.AuthCacheTTL, audiences...)
+		authn, _, err := restoreapi.DelegatingAuth(admin, restoreapi.AuthCacheTTL, audiences...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,10 +28,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/options-record/options-record/api/restore"
 	"github.com/options-record/options-record/api/v1alpha1"
 	"github.com/options-record/options-record/internal/app"
 	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/restore"
+	"github.com/options-record/options-record/restoreapi"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 
@@ -48,7 +49,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 
 	t.Run("the served OpenAPI document is the golden one", func(t *testing.T) {
 		code, body := w.call(t, "", http.MethodGet, "/api/v1/openapi.json", nil)
-		golden, err := os.ReadFile(filepath.Join("..", "..", "api", "restore", "testdata", "openapi.json"))
+		golden, err := os.ReadFile(filepath.Join("..", "..", "restoreapi", "testdata", "openapi.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +74,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 			{"alice", "/api/v1/clusters/prod/changes", 404, `cluster "prod" is not served here`},
 		} {
 			code, body := w.call(t, tt.user, http.MethodGet, tt.path, nil)
-			var e restore.ErrorBody
+			var e restoreapi.ErrorBody
 			_ = json.Unmarshal(body, &e)
 			if code != tt.code || !strings.Contains(e.Error.Message, tt.msg) {
 				t.Errorf("%s GET %s = %d %s, want %d with %q", tt.user, tt.path, code, body, tt.code, tt.msg)
@@ -162,7 +163,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 		// eve may read the record but not create ConfigMaps: the cluster
 		// refuses the impersonated create.
 		code, body := w.call(t, "eve", http.MethodPost, del.RestoreFrom.Restore, nil)
-		var e restore.ErrorBody
+		var e restoreapi.ErrorBody
 		_ = json.Unmarshal(body, &e)
 		if code != http.StatusForbidden || !e.Error.FromCluster || !strings.Contains(e.Error.Message, `User "eve" cannot create resource "configmaps"`) {
 			t.Errorf("eve's restore: %d %s", code, body)

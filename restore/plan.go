@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/go-chi/chi/v5"
 
 	"github.com/options-record/options-record/store"
 )
@@ -24,19 +21,13 @@ const (
 // maxShownChanges bounds the changes a plan step shows for review.
 const maxShownChanges = 50
 
-func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) error {
+// CreatePlan makes a plan for the caller to review, and records it: a
+// namespace as of a time, or undoing a user's changes. Only what the caller
+// may read is planned, and nothing is written to the cluster.
+func (s *Service) CreatePlan(ctx context.Context, cluster string, req PlanRequest) (*Plan, error) {
 	if s.kube == nil {
-		return errStandalone
+		return nil, ErrStandalone
 	}
-	if r.ContentLength == 0 {
-		return fmt.Errorf("%w: send the plan request as a JSON body", ErrInvalid)
-	}
-	var req PlanRequest
-	if err := decodeBody(r, &req); err != nil {
-		return err
-	}
-	ctx := r.Context()
-	cluster := chi.URLParam(r, "cluster")
 	var steps []Step
 	var err error
 	switch req.Kind {
@@ -45,15 +36,15 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) error {
 	case KindUndo:
 		steps, err = s.planUndo(ctx, cluster, &req)
 	default:
-		return fmt.Errorf("%w: kind %q: want %q or %q", ErrInvalid, req.Kind, KindAsOf, KindUndo)
+		return nil, fmt.Errorf("%w: kind %q: want %q or %q", ErrInvalid, req.Kind, KindAsOf, KindUndo)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	reqJSON, _ := json.Marshal(req)
 	planJSON, err := json.Marshal(steps)
 	if err != nil {
-		return fmt.Errorf("encode plan: %w", err)
+		return nil, fmt.Errorf("encode plan: %w", err)
 	}
 	u := caller(ctx)
 	var extra []byte
@@ -65,33 +56,28 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) error {
 		UserExtra: extra, Request: reqJSON, Plan: planJSON, State: store.RestorePlanned,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p, err := planOf(rec)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.log.Info("restore planned", "user", u.GetName(), "kind", req.Kind, "restore_id", rec.ID, "steps", len(steps))
-	w.Header().Set("Location", clusterPath(rec.Cluster)+"/restore-plans/"+rec.ID)
-	return respond(w, r, http.StatusCreated, p)
+	return p, nil
 }
 
-func (s *Server) getPlan(w http.ResponseWriter, r *http.Request) error {
-	rec, err := s.ownPlan(r)
+// Plan is a plan (or the run of one) the caller made.
+func (s *Service) Plan(ctx context.Context, cluster, id string) (*Plan, error) {
+	rec, err := s.ownPlan(ctx, cluster, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	p, err := planOf(rec)
-	if err != nil {
-		return err
-	}
-	return respond(w, r, http.StatusOK, p)
+	return planOf(rec)
 }
 
-// ownPlan loads the plan of the path; only its author may see it.
-func (s *Server) ownPlan(r *http.Request) (*store.RestoreRecord, error) {
-	id := chi.URLParam(r, "id")
-	rec, err := s.restoresLog().Restore(r.Context(), chi.URLParam(r, "cluster"), id)
+// ownPlan loads a plan; only its author may see it.
+func (s *Service) ownPlan(ctx context.Context, cluster, id string) (*store.RestoreRecord, error) {
+	rec, err := s.restoresLog().Restore(ctx, cluster, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: no restore plan %q", ErrNotFound, id)
 	}
@@ -101,13 +87,13 @@ func (s *Server) ownPlan(r *http.Request) (*store.RestoreRecord, error) {
 	// The author is the user and, when the authenticator gives one, its
 	// uid: a ServiceAccount deleted and made again under the same name is
 	// another author (and may have other rights).
-	if u := caller(r.Context()); rec.Username != u.GetName() || rec.UserUID != "" && rec.UserUID != u.GetUID() {
+	if u := caller(ctx); rec.Username != u.GetName() || rec.UserUID != "" && rec.UserUID != u.GetUID() {
 		return nil, fmt.Errorf("%w: restore plan %s was made by %q: only its author may read or execute it", ErrForbidden, id, rec.Username)
 	}
 	return rec, nil
 }
 
-func (s *Server) restoresLog() RestoreLog {
+func (s *Service) restoresLog() RestoreLog {
 	if s.restores == nil {
 		return noRestores{}
 	}
@@ -118,16 +104,16 @@ func (s *Server) restoresLog() RestoreLog {
 type noRestores struct{}
 
 func (noRestores) InsertRestore(context.Context, *store.RestoreRecord) (*store.RestoreRecord, error) {
-	return nil, errStandalone
+	return nil, ErrStandalone
 }
 func (noRestores) Restore(_ context.Context, _, id string) (*store.RestoreRecord, error) {
 	return nil, fmt.Errorf("restore %s: %w", id, store.ErrNotFound)
 }
 func (noRestores) ClaimRestore(context.Context, string, string) (*store.RestoreRecord, error) {
-	return nil, errStandalone
+	return nil, ErrStandalone
 }
 func (noRestores) FinishRestore(context.Context, string, string, string, []byte) error {
-	return errStandalone
+	return ErrStandalone
 }
 
 // planOf turns a restores row back into a Plan.
@@ -155,7 +141,7 @@ func planOf(rec *store.RestoreRecord) (*Plan, error) {
 	if rec.PlanID != nil {
 		id = *rec.PlanID
 	}
-	p.Execute = clusterPath(rec.Cluster) + "/restore-plans/" + id + "/execute"
+	p.Execute = ClusterPath(rec.Cluster) + "/restore-plans/" + id + "/execute"
 	return p, nil
 }
 
@@ -171,7 +157,7 @@ type selection struct {
 	names     map[string]bool
 }
 
-func (s *Server) newSelection(req *PlanRequest) (selection, error) {
+func (s *Service) newSelection(req *PlanRequest) (selection, error) {
 	sel := selection{}
 	switch {
 	case len(req.Resources) > maxPlanResources:
@@ -254,7 +240,7 @@ func (sel selection) storeNames() []string {
 // planAsOf plans putting the selected namespaces back as they were at
 // req.At: every object that existed then gets its state back (create or
 // update); objects recorded as created since are deleted.
-func (s *Server) planAsOf(ctx context.Context, cluster string, req *PlanRequest) ([]Step, error) {
+func (s *Service) planAsOf(ctx context.Context, cluster string, req *PlanRequest) ([]Step, error) {
 	if req.At == nil || req.At.IsZero() {
 		return nil, fmt.Errorf("%w: as-of needs at (an RFC 3339 time)", ErrInvalid)
 	}
@@ -324,7 +310,7 @@ func (s *Server) planAsOf(ctx context.Context, cluster string, req *PlanRequest)
 		resources := sel.storeResources()
 		if resources == nil {
 			// What the caller may list and get of what is recorded there.
-			recorded, err := s.reader.ResourcesIn(ctx, cluster, ns, now, maxChecks)
+			recorded, err := s.reader.ResourcesIn(ctx, cluster, ns, now, MaxChecks)
 			if err != nil {
 				return nil, err
 			}
@@ -370,7 +356,7 @@ func (s *Server) planAsOf(ctx context.Context, cluster string, req *PlanRequest)
 	return s.planSteps(ctx, cluster, targets, deletes, nil, *req.At)
 }
 
-func (s *Server) tooManySteps(n int) error {
+func (s *Service) tooManySteps(n int) error {
 	return fmt.Errorf("%w: the plan would cover more than %d objects (%d or more): narrow it (namespaces, resources, names, since/until)", ErrInvalid, s.maxSteps, n)
 }
 
@@ -380,7 +366,7 @@ const maxUndoRows = 20000
 // planUndo plans reverting what req.User changed between since and until:
 // every object they changed gets the state it had before their first change
 // in the range (deleted when they created it).
-func (s *Server) planUndo(ctx context.Context, cluster string, req *PlanRequest) ([]Step, error) {
+func (s *Service) planUndo(ctx context.Context, cluster string, req *PlanRequest) ([]Step, error) {
 	if req.User == "" || req.Since == nil {
 		return nil, fmt.Errorf("%w: undo needs user and since", ErrInvalid)
 	}

@@ -1,14 +1,11 @@
-package restore
+package restoreapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/options-record/options-record/restore"
 	"github.com/options-record/options-record/store"
 )
 
@@ -96,13 +94,24 @@ func (oneUser) AuthenticateRequest(r *http.Request) (*authenticator.Response, bo
 	return &authenticator.Response{User: &user.DefaultInfo{Name: "reader"}}, true, nil
 }
 
-func newTestServer(t *testing.T, r Reader) *Server {
+func newTestServer(t *testing.T, r restore.Reader) *Server {
 	t.Helper()
 	authn, authz, err := StaticToken(testToken)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Reader: r, Authenticator: authn, Authorizer: authz})
+	return newServer(t, restore.Options{Reader: r, Authorizer: authz}, Options{Authenticator: authn})
+}
+
+// newServer serves the API over a restore service.
+func newServer(t *testing.T, so restore.Options, o Options) *Server {
+	t.Helper()
+	svc, err := restore.New(so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Service = svc
+	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,16 +227,13 @@ func TestStandaloneIsReadOnly(t *testing.T) {
 
 func TestReadsAreAuthorizedPerObject(t *testing.T) {
 	t.Parallel()
-	s, err := New(Options{Reader: &fakeReader{versions: testVersions()}, Authenticator: oneUser{}, Authorizer: denySecrets{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newServer(t, restore.Options{Reader: &fakeReader{versions: testVersions()}, Authorizer: denySecrets{}}, Options{Authenticator: oneUser{}})
 	code, e, _ := do(t, s, http.MethodGet, "/api/v1/clusters/default/objects/u-secret/versions/"+key1, "")
 	if code != http.StatusNotFound || strings.Contains(e.Message, "secrets") || strings.Contains(e.Message, "prod") {
 		t.Errorf("secret version: %d %+v; want a 404 that names nothing of it", code, e)
 	}
 	code, _, body := do(t, s, http.MethodGet, "/api/v1/clusters/default/changes", "")
-	var page Page[Version]
+	var page restore.Page[restore.Version]
 	if err := json.Unmarshal([]byte(body), &page); err != nil || code != 200 {
 		t.Fatalf("changes: %d %s", code, body)
 	}
@@ -253,90 +259,6 @@ func TestManifestOfADigestedSecretIsRefused(t *testing.T) {
 	}
 }
 
-// TestCursors: a cursor comes back as it was, tells nothing of the row it
-// stops at (which the caller may not be allowed to read), is refused when
-// altered, and is accepted by another replica with the same key only.
-func TestCursors(t *testing.T) {
-	t.Parallel()
-	key := bytes.Repeat([]byte{7}, 32)
-	server := func(key []byte) *Server {
-		authn, authz, err := StaticToken(testToken)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := New(Options{Reader: &fakeReader{}, Authenticator: authn, Authorizer: authz, CursorKey: key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	a, b, other := server(key), server(key), server(nil)
-	c := store.Cursor{At: time.Date(2026, 11, 21, 10, 0, 0, 123456000, time.UTC), UID: "uid-of-a-secret-in-payments", Key: []byte{1, 2, 3}}
-	enc := a.encodeCursor(c)
-	param := func(s *Server, v string) (*store.Cursor, error) {
-		return s.cursorParam(httptest.NewRequest(http.MethodGet, "/x?cursor="+url.QueryEscape(v), nil))
-	}
-	got, err := param(b, enc)
-	if err != nil || !got.At.Equal(c.At) || got.UID != c.UID || string(got.Key) != string(c.Key) {
-		t.Errorf("round trip through a replica with the same key: %+v, %v", got, err)
-	}
-	raw, _ := base64.RawURLEncoding.DecodeString(enc)
-	if bytes.Contains(raw, []byte("uid-of")) || bytes.Contains(raw, []byte("2026")) {
-		t.Errorf("the cursor shows the row it stops at: %q", raw)
-	}
-	raw[len(raw)-1] ^= 1
-	if _, err := param(a, base64.RawURLEncoding.EncodeToString(raw)); err == nil {
-		t.Error("an altered cursor was accepted")
-	}
-	if _, err := param(other, enc); err == nil {
-		t.Error("a cursor sealed with another key was accepted")
-	}
-	plain, _ := json.Marshal(map[string]string{"t": "2026-11-21T10:00:00Z", "k": "01"})
-	if _, err := param(a, base64.RawURLEncoding.EncodeToString(plain)); err == nil {
-		t.Error("a forged cursor was accepted")
-	}
-}
-
-func TestOrderSteps(t *testing.T) {
-	t.Parallel()
-	step := func(action, group, resource, name, uid string, owners ...string) Step {
-		st := Step{Action: action, Object: ObjectRef{Group: group, Resource: resource, Namespace: "ns", Name: name}, Owners: owners}
-		if action == ActionDelete {
-			st.Live = &LiveRef{UID: uid}
-		} else {
-			st.Source = &Version{UID: uid}
-		}
-		if resource == "namespaces" {
-			st.Object.Namespace = ""
-		}
-		return st
-	}
-	steps := []Step{
-		step(ActionCreate, "example.com", "widgets", "w", "u-w"),
-		step(ActionCreate, "", "pods", "p", "u-p", "u-cm"), // owned by a ConfigMap: after it
-		step(ActionCreate, "", "configmaps", "cm", "u-cm", "u-w"),
-		step(ActionSkip, "", "serviceaccounts", "default", "u-sa"),
-		step(ActionCreate, "apiextensions.k8s.io", "customresourcedefinitions", "widgets.example.com", "u-crd"),
-		step(ActionCreate, "", "namespaces", "ns", "u-ns"),
-		step(ActionDelete, "apps", "deployments", "d", "u-d"),
-		step(ActionDelete, "apps", "replicasets", "d-1", "u-rs", "u-d"),
-		step(ActionDelete, "", "configmaps", "new", "u-new"),
-	}
-	var got []string
-	for _, st := range orderSteps(steps) {
-		got = append(got, st.Action+" "+st.Object.Resource+"/"+st.Object.Name)
-	}
-	want := []string{
-		"delete replicasets/d-1", "delete deployments/d", "delete configmaps/new",
-		"create namespaces/ns", "create customresourcedefinitions/widgets.example.com",
-		"create widgets/w", "create configmaps/cm", "create pods/p",
-		"skip serviceaccounts/default",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("order:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
 // teamNamespaceOnly allows reading namespaces only in team-a, as a
 // RoleBinding in team-a granting get on namespaces does: the apiserver
 // authorizes a request for the Namespace object team-a as in team-a.
@@ -358,13 +280,10 @@ func TestNamespaceObjectsAreAuthorizedInThemselves(t *testing.T) {
 			Resource: "namespaces", Name: name, Complete: true, HasObject: true,
 			Object: []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + name + `","uid":"` + uid + `"}}`)}
 	}
-	s, err := New(Options{Reader: &fakeReader{versions: []store.VersionRecord{ns("u-a", "team-a"), ns("u-b", "team-b")}},
-		Authenticator: oneUser{}, Authorizer: teamNamespaceOnly{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newServer(t, restore.Options{Reader: &fakeReader{versions: []store.VersionRecord{ns("u-a", "team-a"), ns("u-b", "team-b")}},
+		Authorizer: teamNamespaceOnly{}}, Options{Authenticator: oneUser{}})
 	code, _, body := do(t, s, http.MethodGet, "/api/v1/clusters/default/changes", "")
-	var page Page[Version]
+	var page restore.Page[restore.Version]
 	if err := json.Unmarshal([]byte(body), &page); err != nil || code != 200 {
 		t.Fatalf("changes: %d %s", code, body)
 	}
@@ -396,10 +315,7 @@ func TestNamespaceObjectsAreAuthorizedInThemselves(t *testing.T) {
 // next cursor would tell that such objects exist.
 func TestSearchForUnreadableObjectsIsRefused(t *testing.T) {
 	t.Parallel()
-	s, err := New(Options{Reader: &fakeReader{versions: testVersions()}, Authenticator: oneUser{}, Authorizer: denySecrets{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newServer(t, restore.Options{Reader: &fakeReader{versions: testVersions()}, Authorizer: denySecrets{}}, Options{Authenticator: oneUser{}})
 	if code, e, _ := do(t, s, http.MethodGet, "/api/v1/clusters/default/changes?group=&resource=secrets&namespace=prod&name=db", ""); code != http.StatusForbidden {
 		t.Errorf("search of secrets in prod: %d %+v, want 403", code, e)
 	}

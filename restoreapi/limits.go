@@ -1,10 +1,12 @@
-package restore
+package restoreapi
 
 import (
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
+
+	"github.com/options-record/options-record/restore"
 )
 
 // inFlight caps the requests served at once, in all and per caller, so
@@ -35,19 +37,19 @@ func (l *inFlight) global(next http.Handler, log *slog.Logger) http.Handler {
 			defer func() { <-l.all }()
 			next.ServeHTTP(w, r)
 		default:
-			writeError(w, r, log, fmt.Errorf("%w: the API serves %d requests at once", ErrTooManyRequests, cap(l.all)))
+			writeError(w, r, log, fmt.Errorf("%w: the API serves %d requests at once", restore.ErrTooManyRequests, cap(l.all)))
 		}
 	})
 }
 
 func (l *inFlight) perCaller(next http.Handler, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u := caller(r.Context())
+		u := restore.Caller(r.Context())
 		k := u.GetName() + "\x00" + u.GetUID()
 		l.mu.Lock()
 		if l.users[k] >= l.perUser {
 			l.mu.Unlock()
-			writeError(w, r, log, fmt.Errorf("%w: %d of your requests are being served; wait for them", ErrTooManyRequests, l.perUser))
+			writeError(w, r, log, fmt.Errorf("%w: %d of your requests are being served; wait for them", restore.ErrTooManyRequests, l.perUser))
 			return
 		}
 		l.users[k]++

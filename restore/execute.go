@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/options-record/options-record/store"
@@ -19,52 +19,48 @@ import (
 // if the caller goes away, so its outcome is recorded.
 const executeTimeout = 10 * time.Minute
 
-func (s *Server) executePlan(w http.ResponseWriter, r *http.Request) error {
+// ExecutePlan carries out a plan of the caller's, as the caller: once for
+// real (the plan is claimed, so it runs once), or as a server-side dry run
+// as often as wanted (each recorded as a run of its own). The returned plan
+// holds the outcome of each step; its State says whether all succeeded.
+func (s *Service) ExecutePlan(ctx context.Context, cluster, id string, req ExecuteRequest) (*Plan, error) {
 	if s.kube == nil {
-		return errStandalone
+		return nil, ErrStandalone
 	}
-	var req ExecuteRequest
-	if err := decodeBody(r, &req); err != nil {
-		return err
-	}
-	dry, err := boolParam(r, "dryRun")
+	rec, err := s.ownPlan(ctx, cluster, id)
 	if err != nil {
-		return err
-	}
-	req.DryRun = req.DryRun || dry
-	rec, err := s.ownPlan(r)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	if rec.DryRun || rec.Kind == "version" {
-		return fmt.Errorf("%w: restore %s is the record of a restore, not a plan", ErrInvalid, rec.ID)
+		return nil, fmt.Errorf("%w: restore %s is the record of a restore, not a plan", ErrInvalid, rec.ID)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), executeTimeout)
+	u := caller(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), executeTimeout)
 	defer cancel()
 	if req.DryRun {
 		steps, err := stepsOf(rec)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		id := rec.ID
 		run, err := s.begin(ctx, rec.Kind, map[string]any{"planId": rec.ID, "options": req}, steps, true, &id)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return s.run(ctx, w, r, run, steps, req)
+		return s.run(ctx, u, run, steps, req)
 	}
 	claimed, err := s.restores.ClaimRestore(ctx, rec.Cluster, rec.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("%w: restore plan %s is %s: a plan executes once; make a new plan", ErrConflict, rec.ID, rec.State)
+		return nil, fmt.Errorf("%w: restore plan %s is %s: a plan executes once; make a new plan", ErrConflict, rec.ID, rec.State)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	steps, err := stepsOf(claimed)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.run(ctx, w, r, claimed, steps, req)
+	return s.run(ctx, u, claimed, steps, req)
 }
 
 func stepsOf(rec *store.RestoreRecord) ([]Step, error) {
@@ -75,32 +71,27 @@ func stepsOf(rec *store.RestoreRecord) ([]Step, error) {
 	return steps, nil
 }
 
-// run executes the steps, records the outcome and answers the plan.
-func (s *Server) run(ctx context.Context, w http.ResponseWriter, r *http.Request, rec *store.RestoreRecord, steps []Step, req ExecuteRequest) error {
-	u := caller(r.Context())
+// run executes the steps as u, records the outcome and returns the plan.
+func (s *Service) run(ctx context.Context, u user.Info, rec *store.RestoreRecord, steps []Step, req ExecuteRequest) (*Plan, error) {
 	c, err := s.kube.as(u)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	outcome := s.runSteps(ctx, c, rec.Cluster, steps, req)
 	state := stateOf(outcome)
 	if err := s.finish(ctx, rec.ID, state, outcome); err != nil {
-		return err
+		return nil, err
 	}
 	final, err := s.restores.Restore(ctx, rec.Cluster, rec.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p, err := planOf(final)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.log.Info("restore plan executed", "user", u.GetName(), "restore_id", rec.ID, "state", state, "dry_run", req.DryRun)
-	code := http.StatusOK
-	if state != store.RestoreSucceeded {
-		code = http.StatusMultiStatus
-	}
-	return respond(w, r, code, p)
+	return p, nil
 }
 
 func stateOf(outcome []StepOutcome) string {
@@ -124,7 +115,7 @@ func stateOf(outcome []StepOutcome) string {
 
 // execution is the state of one run of a plan.
 type execution struct {
-	s       *Server
+	s       *Service
 	c       dynamic.Interface
 	cluster string
 	req     ExecuteRequest
@@ -132,7 +123,7 @@ type execution struct {
 	created map[string]int    // namespaces and CRD groups/resources created by a step (dry runs)
 }
 
-func (s *Server) runSteps(ctx context.Context, c dynamic.Interface, cluster string, steps []Step, req ExecuteRequest) []StepOutcome {
+func (s *Service) runSteps(ctx context.Context, c dynamic.Interface, cluster string, steps []Step, req ExecuteRequest) []StepOutcome {
 	e := &execution{s: s, c: c, cluster: cluster, req: req, renamed: map[string]string{}, created: map[string]int{}}
 	out := make([]StepOutcome, 0, len(steps))
 	for i := range steps {
@@ -144,7 +135,7 @@ func (s *Server) runSteps(ctx context.Context, c dynamic.Interface, cluster stri
 		case ActionSkip:
 			o.Result, o.Message = ResultSkipped, st.Reason
 		case ActionRefuse:
-			o.Result, o.Code, o.Message = ResultFailed, http.StatusUnprocessableEntity, st.Reason
+			o.Result, o.Code, o.Message = ResultFailed, CodeUnprocessable, st.Reason
 		case ActionCreate, ActionUpdate:
 			e.apply(ctx, st, &o)
 		case ActionDelete:
@@ -266,11 +257,11 @@ func (e *execution) source(ctx context.Context, st *Step) (*store.VersionRecord,
 	if st.Source == nil {
 		return nil, fmt.Errorf("%w: the step names no version", ErrInvalid)
 	}
-	key, err := parseKey(st.Source.VersionKey)
+	key, err := ParseVersionKey(st.Source.VersionKey)
 	if err != nil {
 		return nil, err
 	}
-	v, err := e.s.versionByID(ctx, e.cluster, st.Source.UID, key)
+	v, err := e.s.versionByID(ctx, VersionID{Cluster: e.cluster, UID: st.Source.UID, Key: key})
 	if err != nil {
 		return nil, err
 	}

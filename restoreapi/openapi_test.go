@@ -1,4 +1,4 @@
-package restore
+package restoreapi
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 const GoldenOpenAPI = "testdata/openapi.json"
 
 // TestOpenAPIGolden keeps testdata/openapi.json equal to the document the
-// API serves. Refresh it with go test ./api/restore -run OpenAPI -update.
+// API serves. Refresh it with go test ./restoreapi -run OpenAPI -update.
 func TestOpenAPIGolden(t *testing.T) {
 	s := newTestServer(t, &fakeReader{})
 	got := s.openapi
@@ -36,7 +36,7 @@ func TestOpenAPIGolden(t *testing.T) {
 		t.Fatalf("%v (run with -update to create it)", err)
 	}
 	if !bytes.Equal(want, got) {
-		t.Errorf("the OpenAPI document differs from %s; run go test ./api/restore -run OpenAPI -update and review the diff:\n%s",
+		t.Errorf("the OpenAPI document differs from %s; run go test ./restoreapi -run OpenAPI -update and review the diff:\n%s",
 			GoldenOpenAPI, cmp.Diff(string(want), string(got)))
 	}
 }

@@ -1,11 +1,15 @@
-package restore
+package restoreapi
 
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/options-record/options-record/restore"
 )
 
 // toYAML encodes v as YAML, through JSON, as kubectl does, but so that every
@@ -54,4 +58,26 @@ func escapeForYAML(data []byte) []byte {
 		return data
 	}
 	return append(out, data[last:]...)
+}
+
+// manifestHeader is the report of a YAML manifest, as comment lines. Every
+// recorded value in it was written by some cluster user (an ownerReference
+// name may hold a newline followed by a whole ClusterRoleBinding), and the
+// manifest is made to be piped into kubectl apply: each value is quoted
+// with every control and non-ASCII character escaped, so that no value can
+// end its comment line, whatever YAML version reads it (YAML 1.1 also
+// breaks lines at U+0085, U+2028 and U+2029).
+func manifestHeader(v *restore.Version, dropped []restore.DroppedOwner) []byte {
+	q := strconv.QuoteToASCII
+	by := "(baseline)"
+	if v.Actor != nil {
+		by = v.Actor.Username
+	}
+	var hdr strings.Builder
+	fmt.Fprintf(&hdr, "# %s %s/%s, version %s (%s by %s at %s)\n", q(v.Kind), q(v.Namespace), q(v.Name), q(v.ID), q(v.Verb),
+		q(by), v.ChangedAt.UTC().Format("2006-01-02T15:04:05Z"))
+	for _, d := range dropped {
+		fmt.Fprintf(&hdr, "# ownerReference %s %s (uid %s) dropped: %s\n", q(d.Kind), q(d.Name), q(d.UID), q(d.Reason))
+	}
+	return []byte(hdr.String())
 }

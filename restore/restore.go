@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +31,16 @@ const (
 	ActionRefuse = "refuse"
 )
 
+// States of a restore or plan (Plan.State).
+const (
+	StatePlanned   = store.RestorePlanned
+	StateRunning   = store.RestoreRunning
+	StateSucceeded = store.RestoreSucceeded
+	StatePartial   = store.RestorePartial
+	StateFailed    = store.RestoreFailed
+	StateRefused   = store.RestoreRefused
+)
+
 // Step results.
 const (
 	ResultDone    = "done"
@@ -39,7 +48,8 @@ const (
 	ResultSkipped = "skipped"
 )
 
-var errStandalone = fmt.Errorf("%w: standalone mode is read-only: restores need the sink to run with its cluster (--kubeconfig or --in-cluster)", ErrForbidden)
+// ErrStandalone refuses a restore in the standalone mode (no cluster).
+var ErrStandalone = fmt.Errorf("%w: standalone mode is read-only: restores need the sink to run with its cluster (--kubeconfig or --in-cluster)", ErrForbidden)
 
 // restorable says whether a version's state can be written back.
 func restorable(v *store.VersionRecord) error {
@@ -62,7 +72,7 @@ func restorable(v *store.VersionRecord) error {
 }
 
 // withPriorHint adds to a "no state" refusal the version to use instead.
-func (s *Server) withPriorHint(ctx context.Context, v *store.VersionRecord, err error) error {
+func (s *Service) withPriorHint(ctx context.Context, v *store.VersionRecord, err error) error {
 	if v.HasState() || !errors.Is(err, ErrUnprocessable) {
 		return err
 	}
@@ -96,31 +106,24 @@ func refOf(v *store.VersionRecord) ObjectRef {
 	return ObjectRef{Group: v.APIGroup, APIVersion: v.APIVersion, Resource: v.Resource, Kind: v.Kind, Namespace: v.Namespace, Name: v.Name}
 }
 
-func (s *Server) restoreVersion(w http.ResponseWriter, r *http.Request) error {
+// RestoreVersion writes a version's state back into the cluster, as the
+// caller: created when the object is gone, updated when it holds another
+// state. It is recorded in the restores table before anything is written.
+func (s *Service) RestoreVersion(ctx context.Context, id VersionID, req RestoreRequest) (*RestoreResult, error) {
 	if s.kube == nil {
-		return errStandalone
+		return nil, ErrStandalone
 	}
-	var req RestoreRequest
-	if err := decodeBody(r, &req); err != nil {
-		return err
-	}
-	dry, err := boolParam(r, "dryRun")
+	v, err := s.versionByID(ctx, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	req.DryRun = req.DryRun || dry
-	v, err := s.version(r)
-	if err != nil {
-		return err
-	}
-	ctx := r.Context()
 	u := caller(ctx)
 	src := versionOf(v)
 	src.Object = nil
 	step := Step{Index: 0, Action: "restore", Object: refOf(v), Source: &src}
 	rec, err := s.begin(ctx, "version", map[string]any{"version": src.ID, "options": req}, []Step{step}, req.DryRun, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The write runs to its end and is recorded even if the caller goes.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
@@ -130,7 +133,7 @@ func (s *Server) restoreVersion(w http.ResponseWriter, r *http.Request) error {
 	state := store.RestoreSucceeded
 	if err != nil {
 		out.Result = ResultFailed
-		out.Code, _, _ = errorStatus(err)
+		out.Code, _, _ = Status(err)
 		out.Message = err.Error()
 		state = store.RestoreFailed
 		if errors.Is(err, ErrConflict) || errors.Is(err, ErrUnprocessable) {
@@ -148,19 +151,19 @@ func (s *Server) restoreVersion(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if ferr := s.finish(ctx, rec.ID, state, []StepOutcome{out}); ferr != nil {
-		return errors.Join(err, ferr)
+		return nil, errors.Join(err, ferr)
 	}
 	s.log.Info("restore of a version", "user", u.GetName(), "resource", v.Resource, "namespace", v.Namespace, "name", v.Name,
 		"version", src.ID, "action", res.Action, "dry_run", req.DryRun, "restore_id", rec.ID, "state", state, "code", out.Code)
 	if err != nil {
-		return s.withPriorHint(ctx, v, err)
+		return nil, s.withPriorHint(ctx, v, err)
 	}
 	res.RestoreID = rec.ID
-	return respond(w, r, http.StatusOK, res)
+	return &res, nil
 }
 
 // restoreOne writes a version's state back as u.
-func (s *Server) restoreOne(ctx context.Context, v *store.VersionRecord, req RestoreRequest, u user.Info) (RestoreResult, error) {
+func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req RestoreRequest, u user.Info) (RestoreResult, error) {
 	res := RestoreResult{Source: versionOf(v), DryRun: req.DryRun}
 	res.Source.Object = nil
 	if err := restorable(v); err != nil {
@@ -243,7 +246,7 @@ func removePath(obj map[string]any, path []string) {
 // guard refuses a restore when the live object changed after the version
 // the request is based on: the resourceVersion the caller expects, or else
 // the newest recorded version of the object.
-func (s *Server) guard(ctx context.Context, v *store.VersionRecord, live *unstructured.Unstructured, expected string) error {
+func (s *Service) guard(ctx context.Context, v *store.VersionRecord, live *unstructured.Unstructured, expected string) error {
 	what := v.Resource + " " + objName(v.Namespace, v.Name)
 	const hint = "review the live object, then restore with force=true (or expectedResourceVersion set to its resourceVersion)"
 	if expected != "" {
@@ -283,7 +286,7 @@ func (s *Server) guard(ctx context.Context, v *store.VersionRecord, live *unstru
 }
 
 // begin records a restore before anything is written.
-func (s *Server) begin(ctx context.Context, kind string, request any, steps []Step, dryRun bool, planID *string) (*store.RestoreRecord, error) {
+func (s *Service) begin(ctx context.Context, kind string, request any, steps []Step, dryRun bool, planID *string) (*store.RestoreRecord, error) {
 	u := caller(ctx)
 	reqJSON, err := json.Marshal(request)
 	if err != nil {
@@ -305,7 +308,7 @@ func (s *Server) begin(ctx context.Context, kind string, request any, steps []St
 	})
 }
 
-func (s *Server) finish(ctx context.Context, id, state string, outcome []StepOutcome) error {
+func (s *Service) finish(ctx context.Context, id, state string, outcome []StepOutcome) error {
 	b, err := json.Marshal(outcome)
 	if err != nil {
 		return fmt.Errorf("encode outcome: %w", err)
@@ -316,7 +319,7 @@ func (s *Server) finish(ctx context.Context, id, state string, outcome []StepOut
 // stepError turns a failed write into a step outcome.
 func stepError(o *StepOutcome, err error) {
 	o.Result = ResultFailed
-	o.Code, _, _ = errorStatus(err)
+	o.Code, _, _ = Status(err)
 	var st apierrors.APIStatus
 	if errors.As(err, &st) {
 		o.Message = st.Status().Message

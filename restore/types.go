@@ -243,22 +243,24 @@ type ExecuteRequest struct {
 	DryRun bool `json:"dryRun,omitempty" doc:"server-side dry run of every step; the plan stays planned (also ?dryRun=true)"`
 }
 
-// apiPrefix is the path prefix of every route.
-const apiPrefix = "/api/v1"
+// APIPrefix is the path prefix of the direct API's routes.
+const APIPrefix = "/api/v1"
 
-func clusterPath(cluster string) string {
-	return apiPrefix + "/clusters/" + url.PathEscape(cluster)
+// ClusterPath is the direct API's path of a cluster's record, under which
+// the links of these types point.
+func ClusterPath(cluster string) string {
+	return APIPrefix + "/clusters/" + url.PathEscape(cluster)
 }
 
 func versionPath(cluster, uid string, key []byte) string {
-	return clusterPath(cluster) + "/objects/" + url.PathEscape(uid) + "/versions/" + hex.EncodeToString(key)
+	return ClusterPath(cluster) + "/objects/" + url.PathEscape(uid) + "/versions/" + hex.EncodeToString(key)
 }
 
 func linksFor(cluster, uid string, key []byte) Links {
 	self := versionPath(cluster, uid, key)
 	return Links{
 		Self:     self,
-		History:  clusterPath(cluster) + "/objects/" + url.PathEscape(uid) + "/history",
+		History:  ClusterPath(cluster) + "/objects/" + url.PathEscape(uid) + "/history",
 		Diff:     self + "/diff",
 		Manifest: self + "/manifest",
 		Restore:  self + "/restore",
@@ -308,7 +310,7 @@ func eventOf(e *store.EventRecord) Event {
 	}
 	for _, id := range e.Versions {
 		if i := strings.LastIndexByte(id, '/'); i > 0 {
-			out.Versions = append(out.Versions, clusterPath(e.Cluster)+"/objects/"+url.PathEscape(id[:i])+"/versions/"+id[i+1:])
+			out.Versions = append(out.Versions, ClusterPath(e.Cluster)+"/objects/"+url.PathEscape(id[:i])+"/versions/"+id[i+1:])
 		}
 	}
 	return out

@@ -1,4 +1,4 @@
-package restore
+package restoreapi
 
 // Fixtures of the tests that serve the API from a real PostgreSQL record
 // (pgtest): recorded changes written through the store's write path.
@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/restore"
 	"github.com/options-record/options-record/store"
 )
 
@@ -90,10 +91,6 @@ func writeRecord(t *testing.T, st *store.Store, changes ...rec) {
 // recordServer serves the API from st to the user "reader", authorized by authz.
 func recordServer(t *testing.T, st *store.Store, authz authorizer.Authorizer, o Options) http.Handler {
 	t.Helper()
-	o.Reader, o.Authenticator, o.Authorizer = st, oneUser{}, authz
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	o.Authenticator = oneUser{}
+	return newServer(t, restore.Options{Reader: st, Authorizer: authz}, o)
 }

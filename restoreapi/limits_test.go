@@ -1,4 +1,4 @@
-package restore
+package restoreapi
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/restore"
 	"github.com/options-record/options-record/store"
 )
 
@@ -108,12 +109,8 @@ func TestAPIWorkIsBounded(t *testing.T) {
 		return st
 	}
 	server := func(st *store.Store, o Options) http.Handler {
-		o.Reader, o.Authenticator, o.Authorizer = st, tokenUsers{}, denySecrets{}
-		s, err := New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		o.Authenticator = tokenUsers{}
+		return newServer(t, restore.Options{Reader: st, Authorizer: denySecrets{}}, o)
 	}
 	const changes = "/api/v1/clusters/default/changes?namespace=prod"
 

@@ -1,4 +1,4 @@
-package restore
+package restoreapi
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/options-record/options-record/restore"
 )
 
 // AuthCacheTTL is how long the delegating authenticator and authorizer
@@ -122,6 +124,7 @@ func bearer(r *http.Request) (string, bool) {
 }
 
 // readOnly allows reads only.
+// readOnly is the authorizer of the standalone mode: reads only.
 type readOnly struct{}
 
 func (readOnly) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
@@ -132,63 +135,20 @@ func (readOnly) Authorize(_ context.Context, a authorizer.Attributes) (authorize
 	return authorizer.DecisionDeny, "standalone mode is read-only", nil
 }
 
-type callerKey struct{}
-
-// caller returns the authenticated user of a request.
-func caller(ctx context.Context) user.Info {
-	u, _ := ctx.Value(callerKey{}).(user.Info)
-	return u
-}
-
 // authenticate is the middleware that rejects unauthenticated requests.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := bearer(r); !ok {
-			writeError(w, r, s.log, fmt.Errorf("%w: send a bearer token (Authorization: Bearer <token>)", ErrUnauthenticated))
+			writeError(w, r, s.log, fmt.Errorf("%w: send a bearer token (Authorization: Bearer <token>)", restore.ErrUnauthenticated))
 			return
 		}
 		resp, ok, err := s.authn.AuthenticateRequest(r)
 		if err != nil || !ok {
 			s.log.Info("restore API authentication failed", "path", r.URL.Path, "err", err)
-			writeError(w, r, s.log, fmt.Errorf("%w: the bearer token was not accepted", ErrUnauthenticated))
+			writeError(w, r, s.log, fmt.Errorf("%w: the bearer token was not accepted", restore.ErrUnauthenticated))
 			return
 		}
 		r.Header.Del("Authorization")
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, resp.User)))
+		next.ServeHTTP(w, r.WithContext(restore.WithCaller(r.Context(), resp.User)))
 	})
-}
-
-// authorize asks whether the caller may verb the resource (group,
-// resource) in namespace, name (optional) included.
-func (s *Server) authorize(ctx context.Context, verb, group, resource, namespace, name string) error {
-	u := caller(ctx)
-	if u == nil {
-		return fmt.Errorf("%w: no caller", ErrUnauthenticated)
-	}
-	if name != "" {
-		namespace = authzNamespace(group, resource, namespace, name)
-	}
-	dec, reason, err := s.authz.Authorize(ctx, authorizer.AttributesRecord{
-		User: u, Verb: verb, APIGroup: group, Resource: resource, Namespace: namespace, Name: name,
-		ResourceRequest: true,
-	})
-	if err != nil && dec != authorizer.DecisionAllow {
-		return fmt.Errorf("authorize %s %s: %w", verb, resource, err)
-	}
-	if dec == authorizer.DecisionAllow {
-		return nil
-	}
-	what := resource
-	if group != "" {
-		what += "." + group
-	}
-	where := "at the cluster scope"
-	if namespace != "" {
-		where = fmt.Sprintf("in the namespace %q", namespace)
-	}
-	detail := fmt.Sprintf("user %q cannot %s %s %s", u.GetName(), verb, what, where)
-	if reason != "" {
-		detail += " (" + reason + ")"
-	}
-	return fmt.Errorf("%w: %s", ErrForbidden, detail)
 }

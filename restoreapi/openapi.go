@@ -1,4 +1,4 @@
-package restore
+package restoreapi
 
 import (
 	"net/http"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/options-record/options-record/restore"
 )
 
 // operation describes one route: the router is built from this table and
@@ -87,61 +89,61 @@ var operations = []operation{
 		Params: []param{pGroup, pRes, pNS, pName, {Name: "uid", Type: "string", Desc: "metadata.uid"}, pUser,
 			{Name: "verb", Type: "string", Enum: []string{"create", "update", "patch", "delete", "deletecollection", "baseline"}},
 			pSince, pUntil, pLimit, pCursor, pFormat},
-		Response: Page[Version]{}, Status: 200, YAML: true},
+		Response: restore.Page[restore.Version]{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/history", ID: "historyByName", Tag: "read",
 		Summary:     "History of an object by name",
 		Description: "Every version of the named object, oldest first, across incarnations (a re-created object has a new uid and starts with a create)." + readAuthz,
 		Params:      []param{{Name: "group", Type: "string", Desc: "API group (empty: core)"}, {Name: "resource", Type: "string", Required: true}, {Name: "namespace", Type: "string", Desc: "empty or absent: cluster-scoped"}, {Name: "name", Type: "string", Required: true}, pLimit, pCursor, pFormat},
-		Response:    Page[Version]{}, Status: 200, YAML: true},
+		Response:    restore.Page[restore.Version]{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/objects/{uid}/history", ID: "historyByUID", Tag: "read",
 		Summary: "History of one incarnation", Description: "Every version of the object with this uid, oldest first." + readAuthz,
-		Params: []param{pLimit, pCursor, pFormat}, Response: Page[Version]{}, Status: 200, YAML: true},
+		Params: []param{pLimit, pCursor, pFormat}, Response: restore.Page[restore.Version]{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/objects/{uid}/versions/{key}", ID: "getVersion", Tag: "read",
 		Summary: "One version, with the object", Description: "The version and the object's state after the change (for a delete, its last state when known)." + readAuthz,
-		Params: []param{pFormat}, Response: Version{}, Status: 200, YAML: true},
+		Params: []param{pFormat}, Response: restore.Version{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/objects/{uid}/versions/{key}/diff", ID: "diffVersion", Tag: "read",
 		Summary:     "Diff of a version against its prior state or another version",
 		Description: "The changes from the state before this version (or from the version `against`) to this version, leaving out server-set fields (managedFields, resourceVersion, generation, uid, timestamps) and status unless includeStatus." + readAuthz,
 		Params: []param{{Name: "against", Type: "string", Desc: "the version to compare with, as <uid>/<versionKey> (default: the state before this change)"},
 			{Name: "includeStatus", Type: "boolean", Desc: "compare status too"}, pFormat},
-		Response: DiffResult{}, Status: 200, YAML: true},
+		Response: restore.DiffResult{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/objects/{uid}/versions/{key}/manifest", ID: "getManifest", Tag: "read",
 		Summary:     "Clean manifest of a version, for kubectl apply",
 		Description: "The state without server-set fields (uid, resourceVersion, creationTimestamp, generation, managedFields, selfLink, deletionTimestamp) and status; ownerReferences only when the owner still exists, the others reported. With format=yaml the answer is the bare manifest, the report in comments." + readAuthz,
-		Params:      []param{pFormat}, Response: ManifestResult{}, Status: 200, YAML: true},
+		Params:      []param{pFormat}, Response: restore.ManifestResult{}, Status: 200, YAML: true},
 	{Method: http.MethodPost, Path: "/clusters/{cluster}/objects/{uid}/versions/{key}/restore", ID: "restoreVersion", Tag: "restore",
 		Summary: "Restore one version",
 		Description: "Creates the object from this version's state when it is gone, updates it when it exists. Refused with 409 when the live object changed after the version the request is based on (expectedResourceVersion, or else the newest recorded version), unless force. " +
 			"Refused with 422 for a state that cannot be applied (Secret values recorded as digests, no full state). Runs as the caller (impersonation): the cluster's RBAC decides, and its answer (e.g. 403) is returned as is. Recorded in the restores table. Needs `get` on the object to read its record.",
-		Params: []param{pDryRun}, Body: RestoreRequest{}, Response: RestoreResult{}, Status: 200},
+		Params: []param{pDryRun}, Body: restore.RestoreRequest{}, Response: restore.RestoreResult{}, Status: 200},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/deletions", ID: "listDeletions", Tag: "read",
 		Summary:     "Who deleted what",
 		Description: "Successful deletes, newest first, with the user action that started a cascade (namespace or owner deletion) and the version to restore." + readAuthz,
 		Params:      []param{pGroup, pRes, pNS, pName, pUser, pSince, pUntil, pLimit, pCursor, pFormat},
-		Response:    Page[Deletion]{}, Status: 200, YAML: true},
+		Response:    restore.Page[restore.Deletion]{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/failed-mutations", ID: "failedMutations", Tag: "read",
 		Summary:     "Denied and failed mutations",
 		Description: "Mutations the apiserver answered with a code >= 300, newest first, with the attempted request body." + readAuthz,
 		Params:      []param{pGroup, pRes, pNS, pName, pUser, pSince, pUntil, pLimit, pCursor, pFormat},
-		Response:    Page[Event]{}, Status: 200, YAML: true},
+		Response:    restore.Page[restore.Event]{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/activity", ID: "userActivity", Tag: "read",
 		Summary:     "Everything one user did",
 		Description: "The recorded requests of a user (changes, and attempts that failed), newest first, with the versions they made." + readAuthz,
 		Params:      []param{{Name: "user", Type: "string", Required: true, Desc: pUser.Desc}, pSince, pUntil, pLimit, pCursor, pFormat},
-		Response:    Page[Event]{}, Status: 200, YAML: true},
+		Response:    restore.Page[restore.Event]{}, Status: 200, YAML: true},
 	{Method: http.MethodPost, Path: "/clusters/{cluster}/restore-plans", ID: "createPlan", Tag: "restore",
 		Summary: "Plan a restore",
 		Description: "Plans putting namespaces back as of a time (as-of), or reverting a user's changes in a time range (undo): one create, update or delete per object, in a safe order (namespaces, CRDs before their objects, owners before dependents; deletes first, dependents before owners). " +
 			"Nothing is changed: review the plan, then execute it. Objects a controller re-creates (controller-owned dependents, each namespace's default ServiceAccount) are skipped. Needs `get` on every resource involved.",
-		Body: PlanRequest{}, Response: Plan{}, Status: 201},
+		Body: restore.PlanRequest{}, Response: restore.Plan{}, Status: 201},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/restore-plans/{id}", ID: "getPlan", Tag: "restore",
 		Summary: "A plan, with its outcome once executed", Description: "Only the plan's author may read it.",
-		Params: []param{pFormat}, Response: Plan{}, Status: 200, YAML: true},
+		Params: []param{pFormat}, Response: restore.Plan{}, Status: 200, YAML: true},
 	{Method: http.MethodPost, Path: "/clusters/{cluster}/restore-plans/{id}/execute", ID: "executePlan", Tag: "restore",
 		Summary: "Execute a plan",
 		Description: "Carries out the steps in order as the caller (impersonation), each refused if its live object changed since the plan unless force, and reports each step's outcome: partial failures are listed, not hidden (state partial, HTTP 207). A plan executes once; a dry run leaves it planned and is recorded on its own. " +
 			"Only the plan's author may execute it.",
-		Params: []param{pDryRun}, Body: ExecuteRequest{}, Response: Plan{}, Status: 200},
+		Params: []param{pDryRun}, Body: restore.ExecuteRequest{}, Response: restore.Plan{}, Status: 200},
 }
 
 // OpenAPI returns the OpenAPI 3 document of the API.

@@ -20,7 +20,7 @@ import (
 // the live objects as the caller, and orders the steps.
 // createdAfter, when set (as-of plans), is the time an object to delete must
 // have been created after: one that already existed then is left alone.
-func (s *Server) planSteps(ctx context.Context, cluster string, targets, deletes []store.VersionRecord, undo map[string]*undoInfo, createdAfter time.Time) ([]Step, error) {
+func (s *Service) planSteps(ctx context.Context, cluster string, targets, deletes []store.VersionRecord, undo map[string]*undoInfo, createdAfter time.Time) ([]Step, error) {
 	if n := len(targets) + len(deletes); n > s.maxSteps {
 		return nil, s.tooManySteps(n)
 	}
@@ -117,13 +117,13 @@ func ownersOf(obj map[string]any) (uids []string, controller *OwnerReference) {
 
 // planTarget plans giving one object the state t (or, for an undo of a
 // create, its absence).
-func (s *Server) planTarget(ctx context.Context, c dynamic.Interface, t *store.VersionRecord, undo *undoInfo, targetUIDs map[string]bool) (Step, error) {
+func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, t *store.VersionRecord, undo *undoInfo, targetUIDs map[string]bool) (Step, error) {
 	src := versionOf(t)
 	src.Object = nil
 	st := Step{Object: refOf(t), Source: &src}
 	live, err := getLive(ctx, c, st.Object)
 	if err != nil {
-		if code, _, fromCluster := errorStatus(err); fromCluster && code < 500 {
+		if code, _, fromCluster := Status(err); fromCluster && code < 500 {
 			st.Action, st.Reason = ActionRefuse, err.Error()
 			return st, nil
 		}
@@ -227,7 +227,7 @@ func (s *Server) planTarget(ctx context.Context, c dynamic.Interface, t *store.V
 
 // laterChanges warns when someone changed the object after the user whose
 // changes an undo reverts.
-func (s *Server) laterChanges(ctx context.Context, u *undoInfo) string {
+func (s *Service) laterChanges(ctx context.Context, u *undoInfo) string {
 	n, err := s.reader.Newest(ctx, u.last.Cluster, u.last.APIGroup, u.last.Resource, u.last.Namespace, u.last.Name)
 	if err != nil || string(n.Key) == string(u.last.Key) || !n.ChangedAt.After(u.last.ChangedAt) {
 		return ""
@@ -237,11 +237,11 @@ func (s *Server) laterChanges(ctx context.Context, u *undoInfo) string {
 }
 
 // planDelete plans deleting an object created after the as-of time.
-func (s *Server) planDelete(ctx context.Context, c dynamic.Interface, v *store.VersionRecord, deleting map[string]bool, createdAfter time.Time) (Step, error) {
+func (s *Service) planDelete(ctx context.Context, c dynamic.Interface, v *store.VersionRecord, deleting map[string]bool, createdAfter time.Time) (Step, error) {
 	st := Step{Object: refOf(v)}
 	live, err := getLive(ctx, c, st.Object)
 	if err != nil {
-		if code, _, fromCluster := errorStatus(err); fromCluster && code < 500 {
+		if code, _, fromCluster := Status(err); fromCluster && code < 500 {
 			st.Action, st.Reason = ActionRefuse, err.Error()
 			return st, nil
 		}

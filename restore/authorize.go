@@ -1,0 +1,111 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+)
+
+// authorize asks whether the caller may verb the resource (group,
+// resource) in namespace, name (optional) included.
+func (s *Service) authorize(ctx context.Context, verb, group, resource, namespace, name string) error {
+	u := caller(ctx)
+	if u == nil {
+		return fmt.Errorf("%w: no caller", ErrUnauthenticated)
+	}
+	if name != "" {
+		namespace = authzNamespace(group, resource, namespace, name)
+	}
+	dec, reason, err := s.authz.Authorize(ctx, authorizer.AttributesRecord{
+		User: u, Verb: verb, APIGroup: group, Resource: resource, Namespace: namespace, Name: name,
+		ResourceRequest: true,
+	})
+	if err != nil && dec != authorizer.DecisionAllow {
+		return fmt.Errorf("authorize %s %s: %w", verb, resource, err)
+	}
+	if dec == authorizer.DecisionAllow {
+		return nil
+	}
+	what := resource
+	if group != "" {
+		what += "." + group
+	}
+	where := "at the cluster scope"
+	if namespace != "" {
+		where = fmt.Sprintf("in the namespace %q", namespace)
+	}
+	detail := fmt.Sprintf("user %q cannot %s %s %s", u.GetName(), verb, what, where)
+	if reason != "" {
+		detail += " (" + reason + ")"
+	}
+	return fmt.Errorf("%w: %s", ErrForbidden, detail)
+}
+
+// readFilter remembers, for one request, which (group, resource, namespace)
+// the caller may get, so a list asks each question once. It asks at most
+// MaxChecks distinct questions: past that, check answers errTooManyChecks.
+type readFilter struct {
+	s     *Service
+	ctx   context.Context
+	cache map[string]error
+}
+
+// MaxChecks bounds the distinct authorization questions (SubjectAccessReviews
+// when not cached) of one request.
+const MaxChecks = 200
+
+// errTooManyChecks ends a scan that would ask more than MaxChecks questions.
+var errTooManyChecks = fmt.Errorf("%w: the request spans more than %d (resource, namespace) pairs: narrow it (namespace, resource, since/until)", ErrInvalid, MaxChecks)
+
+func (s *Service) readFilter(ctx context.Context) *readFilter {
+	return &readFilter{s: s, ctx: ctx, cache: map[string]error{}}
+}
+
+// check asks once per request whether the caller may get the resource in
+// namespace: nil, an ErrForbidden, or the authorizer's failure.
+func (f *readFilter) check(group, resource, namespace string) error {
+	return f.checkVerb("get", group, resource, namespace)
+}
+
+func (f *readFilter) checkVerb(verb, group, resource, namespace string) error {
+	k := verb + "\x00" + group + "\x00" + resource + "\x00" + namespace
+	err, ok := f.cache[k]
+	if !ok {
+		if len(f.cache) >= MaxChecks {
+			return errTooManyChecks
+		}
+		err = f.s.authorize(f.ctx, verb, group, resource, namespace, "")
+		f.cache[k] = err
+	}
+	return err
+}
+
+// allowed reports whether the caller may get the resource in namespace;
+// errors other than a denial are returned.
+func (f *readFilter) allowed(group, resource, namespace string) (bool, error) {
+	err := f.check(group, resource, namespace)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, ErrForbidden) {
+		return false, nil
+	}
+	return false, err
+}
+
+// allowedVerbs reports whether the caller may do every verb on the
+// resource in namespace; errors other than a denial are returned.
+func (f *readFilter) allowedVerbs(group, resource, namespace string, verbs ...string) (bool, error) {
+	for _, verb := range verbs {
+		err := f.checkVerb(verb, group, resource, namespace)
+		if errors.Is(err, ErrForbidden) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}

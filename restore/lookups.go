@@ -1,0 +1,425 @@
+package restore
+
+// The reads of the record: lists of changes, deletions and events, one
+// object's history, a version, a diff and a clean manifest. Each is
+// authorized per object for the caller of the context.
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/options-record/options-record/store"
+)
+
+func versionGR(v *store.VersionRecord) (string, string, string) {
+	return v.APIGroup, v.Resource, authzNamespace(v.APIGroup, v.Resource, v.Namespace, v.Name)
+}
+
+// authzNamespace is the namespace a request for an object is authorized in.
+// The apiserver authorizes a request for a Namespace object as in that
+// namespace itself, so a RoleBinding in team-a that grants reading
+// namespaces lets its subjects read team-a.
+func authzNamespace(group, resource, namespace, name string) string {
+	if group == "" && resource == "namespaces" && namespace == "" {
+		return name
+	}
+	return namespace
+}
+func versionCursor(v *store.VersionRecord) store.Cursor {
+	return store.Cursor{At: v.ChangedAt, UID: v.UID, Key: v.Key}
+}
+func versionConv(v *store.VersionRecord) Version { return versionOf(v) }
+
+// Page sizes.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 500
+)
+
+// PageOptions choose a page of a list.
+type PageOptions struct {
+	// Limit is the most items of the page (0: DefaultLimit; at most
+	// MaxLimit).
+	Limit int
+	// Continue is the Next of the previous page ("": the first page).
+	Continue string
+	// Since and Until bound the time of the items (zero: unbounded).
+	Since, Until time.Time
+}
+
+// page checks the options and opens the cursor.
+func (s *Service) page(p PageOptions) (limit int, after *store.Cursor, err error) {
+	if limit = p.Limit; limit == 0 {
+		limit = DefaultLimit
+	}
+	if limit < 1 || limit > MaxLimit {
+		return 0, nil, fmt.Errorf("%w: limit=%d: must be a whole number from 1 to %d", ErrInvalid, p.Limit, MaxLimit)
+	}
+	if !p.Since.IsZero() && !p.Until.IsZero() && !p.Since.Before(p.Until) {
+		return 0, nil, fmt.Errorf("%w: since (%s) must be before until (%s)", ErrInvalid, p.Since.Format(time.RFC3339), p.Until.Format(time.RFC3339))
+	}
+	after, err = s.openCursor(p.Continue)
+	return limit, after, err
+}
+
+// ObjectName names an object of the record by its resource.
+type ObjectName struct {
+	Group, Resource, Namespace, Name string
+}
+
+// ParseVersionKey parses the hex key of a version.
+func ParseVersionKey(s string) ([]byte, error) {
+	key, err := hex.DecodeString(s)
+	if err != nil || len(key) != 32 {
+		return nil, fmt.Errorf("%w: version key %q: want the 64 hex digits of a version's versionKey", ErrInvalid, s)
+	}
+	return key, nil
+}
+
+// ParseVersionID parses the id of a version, "<uid>/<versionKey>"; name
+// is what the id is, for the error.
+func ParseVersionID(name, s string) (uid string, key []byte, err error) {
+	i := strings.LastIndexByte(s, '/')
+	if i <= 0 {
+		return "", nil, fmt.Errorf("%w: %s=%q: want a version id <uid>/<versionKey>", ErrInvalid, name, s)
+	}
+	if key, err = ParseVersionKey(s[i+1:]); err != nil {
+		return "", nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return s[:i], key, nil
+}
+
+// VersionID names one version: the object's uid and the version key.
+type VersionID struct {
+	Cluster string
+	UID     string
+	Key     []byte
+}
+
+// ChangeFilter narrows a list of changes. A nil Group or Namespace matches
+// any; a given empty one is the core group, or the cluster scope.
+type ChangeFilter struct {
+	Cluster                         string
+	Group, Namespace                *string
+	Resource, Name, UID, User, Verb string
+}
+
+// Changes lists recorded changes, newest first, that the caller may read.
+func (s *Service) Changes(ctx context.Context, f ChangeFilter, p PageOptions) (Page[Version], error) {
+	if err := s.refuseUnreadable(ctx, f.Group, f.Resource, f.Namespace, f.Name); err != nil {
+		return Page[Version]{}, err
+	}
+	return s.listChanges(ctx, store.ChangeQuery{Cluster: f.Cluster, Group: f.Group, Namespace: f.Namespace,
+		Resource: f.Resource, Name: f.Name, UID: f.UID, User: f.User, Verb: f.Verb}, p)
+}
+
+// refuseUnreadable refuses a list whose filters name objects the caller may
+// not get (group, resource and namespace given): the answer depends on the
+// caller's rights only, never on what the record holds. Lists with fewer
+// filters are protected by the paging rule (pageScan.run): a page tells
+// nothing of the rows it leaves out.
+func (s *Service) refuseUnreadable(ctx context.Context, group *string, resource string, namespace *string, name string) error {
+	if group == nil || resource == "" || namespace == nil {
+		return nil
+	}
+	return s.authorize(ctx, "get", *group, resource, *namespace, name)
+}
+
+// History lists the versions of the objects of one name, oldest first
+// (an object deleted and created again under its name has several uids).
+func (s *Service) History(ctx context.Context, cluster string, o ObjectName, p PageOptions) (Page[Version], error) {
+	if o.Resource == "" || o.Name == "" {
+		return Page[Version]{}, fmt.Errorf("%w: resource and name must not be empty", ErrInvalid)
+	}
+	if err := s.authorize(ctx, "get", o.Group, o.Resource, o.Namespace, o.Name); err != nil {
+		return Page[Version]{}, err
+	}
+	group, ns := o.Group, o.Namespace
+	return s.listChanges(ctx, store.ChangeQuery{Cluster: cluster, Group: &group, Namespace: &ns,
+		Resource: o.Resource, Name: o.Name, Ascending: true}, p)
+}
+
+// HistoryByUID lists the versions of one object, oldest first.
+func (s *Service) HistoryByUID(ctx context.Context, cluster, uid string, p PageOptions) (Page[Version], error) {
+	// The object's resource and namespace come from its newest version.
+	newest, err := s.reader.Changes(ctx, store.ChangeQuery{Cluster: cluster, UID: uid, Limit: 1})
+	if err != nil {
+		return Page[Version]{}, err
+	}
+	// An object the caller may not read is answered as one that does not
+	// exist (see versionByID).
+	missing := fmt.Errorf("%w: no object with uid %q in cluster %q that you may read", ErrNotFound, uid, cluster)
+	if len(newest) == 0 {
+		return Page[Version]{}, missing
+	}
+	o := newest[0]
+	if err := s.authorize(ctx, "get", o.APIGroup, o.Resource, o.Namespace, o.Name); err != nil {
+		if errors.Is(err, ErrForbidden) {
+			return Page[Version]{}, missing
+		}
+		return Page[Version]{}, err
+	}
+	return s.listChanges(ctx, store.ChangeQuery{Cluster: cluster, UID: uid, Ascending: true}, p)
+}
+
+func (s *Service) listChanges(ctx context.Context, q store.ChangeQuery, p PageOptions) (Page[Version], error) {
+	limit, after, err := s.page(p)
+	if err != nil {
+		return Page[Version]{}, err
+	}
+	q.Since, q.Until = p.Since, p.Until
+	return pageScan[store.VersionRecord, Version]{limit: limit,
+		fetch: func(after *store.Cursor, n int) ([]store.VersionRecord, error) {
+			q.After, q.Limit = after, n
+			return s.reader.Changes(ctx, q)
+		},
+		gr: versionGR, conv: versionConv, cur: versionCursor,
+	}.run(after, s.readFilter(ctx))
+}
+
+func (s *Service) versionByID(ctx context.Context, id VersionID) (*store.VersionRecord, error) {
+	// A version the caller may not read is answered as one that does not
+	// exist: a refusal would name its resource and namespace to whoever
+	// knows a uid (ownerReferences show them).
+	missing := fmt.Errorf("%w: no version %s/%x in cluster %q that you may read", ErrNotFound, id.UID, id.Key, id.Cluster)
+	v, err := s.reader.Version(ctx, id.Cluster, id.UID, id.Key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, missing
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorize(ctx, "get", v.APIGroup, v.Resource, v.Namespace, v.Name); err != nil {
+		if errors.Is(err, ErrForbidden) {
+			return nil, missing
+		}
+		return nil, err
+	}
+	return v, nil
+}
+
+// Version is one version, with its state.
+func (s *Service) Version(ctx context.Context, id VersionID) (*Version, error) {
+	v, err := s.versionByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := versionOf(v)
+	return &out, nil
+}
+
+// Diff compares a version with the state before it, or with against.
+func (s *Service) Diff(ctx context.Context, id VersionID, against *VersionID, o DiffOptions) (*DiffResult, error) {
+	to, err := s.versionByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var from *store.VersionRecord
+	if against != nil {
+		a := *against
+		a.Cluster = to.Cluster
+		if from, err = s.versionByID(ctx, a); err != nil {
+			return nil, err
+		}
+	} else {
+		from, err = s.reader.StateBefore(ctx, to)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("%w: the record holds no state before version %s/%x (prior unknown); pass against=<uid>/<versionKey>", ErrNotFound, to.UID, to.Key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return diffVersions(from, to, o)
+}
+
+// diffVersions diffs two stored states. A nil from is the absence before a
+// create; a delete's "to" state is the absence after it.
+func diffVersions(from, to *store.VersionRecord, o DiffOptions) (*DiffResult, error) {
+	res := &DiffResult{IncludeStatus: o.IncludeStatus, Ignored: DiffIgnored(o), Changes: []DiffChange{}}
+	var a, b map[string]any
+	var err error
+	if from != nil {
+		fv := versionOf(from)
+		fv.Object = nil
+		res.From = &fv
+		if !from.HasState() {
+			return nil, fmt.Errorf("%w: version %s holds no full state to compare", ErrUnprocessable, fv.ID)
+		}
+		if a, err = decodeObject(from.Object); err != nil {
+			return nil, err
+		}
+	}
+	tv := versionOf(to)
+	tv.Object = nil
+	res.To = &tv
+	switch {
+	case to.Deleted && from != nil && sameVersion(from, to):
+		// The delete's own last state: the object is gone after it.
+	case to.Deleted:
+	case !to.HasState():
+		return nil, fmt.Errorf("%w: version %s holds no full state (a subresource write such as /scale)", ErrUnprocessable, tv.ID)
+	default:
+		if b, err = decodeObject(to.Object); err != nil {
+			return nil, err
+		}
+	}
+	if c := Diff(a, b, o); c != nil {
+		res.Changes = c
+	}
+	return res, nil
+}
+
+func sameVersion(a, b *store.VersionRecord) bool {
+	return a.Cluster == b.Cluster && a.UID == b.UID && string(a.Key) == string(b.Key)
+}
+
+// Manifest is the clean manifest of a version: its state without what the
+// server sets, ready to apply; ownerReferences to owners that no longer
+// exist are dropped (checked in the cluster as the caller, or in the record
+// in the standalone mode).
+func (s *Service) Manifest(ctx context.Context, id VersionID) (*ManifestResult, error) {
+	v, err := s.versionByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := restorable(v); err != nil {
+		return nil, s.withPriorHint(ctx, v, err)
+	}
+	obj, err := decodeObject(v.Object)
+	if err != nil {
+		return nil, err
+	}
+	res := ManifestResult{Version: versionOf(v)}
+	res.Version.Object = nil
+	var check OwnerCheck
+	if s.kube != nil {
+		c, err := s.kube.as(caller(ctx))
+		if err != nil {
+			return nil, err
+		}
+		check, res.OwnersChecked = s.kube.ownerCheck(ctx, c, v.Namespace, nil), "cluster"
+	} else {
+		check, res.OwnersChecked = s.recordOwnerCheck(ctx, v.Cluster), "record"
+	}
+	m, err := CleanManifest(obj, check)
+	if err != nil {
+		return nil, err
+	}
+	res.Manifest, res.Removed, res.DroppedOwners = m.Object, m.Removed, m.DroppedOwners
+	if res.Removed == nil {
+		res.Removed = []string{}
+	}
+	return &res, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(baseline)"
+	}
+	return s
+}
+
+// recordOwnerCheck decides owner existence from the record (standalone
+// mode: no cluster to ask): the owner's newest version is not a delete.
+func (s *Service) recordOwnerCheck(ctx context.Context, cluster string) OwnerCheck {
+	return func(ref OwnerReference) (string, bool, string) {
+		rows, err := s.reader.Changes(ctx, store.ChangeQuery{Cluster: cluster, UID: ref.UID, Limit: 1})
+		switch {
+		case err != nil:
+			return "", false, "could not be checked: " + err.Error()
+		case len(rows) == 0:
+			return "", false, "owner unknown to the record"
+		case rows[0].Deleted:
+			return "", false, "owner deleted (according to the record)"
+		}
+		return ref.UID, true, ""
+	}
+}
+
+// DeletionFilter narrows a list of deletions (nil Group or Namespace: any).
+type DeletionFilter struct {
+	Cluster              string
+	Group, Namespace     *string
+	Resource, Name, User string
+}
+
+// Deletions lists successful deletions, newest first, that the caller may
+// read, with the user action that started a cascade.
+func (s *Service) Deletions(ctx context.Context, f DeletionFilter, p PageOptions) (Page[Deletion], error) {
+	if err := s.refuseUnreadable(ctx, f.Group, f.Resource, f.Namespace, f.Name); err != nil {
+		return Page[Deletion]{}, err
+	}
+	limit, after, err := s.page(p)
+	if err != nil {
+		return Page[Deletion]{}, err
+	}
+	q := store.DeletionQuery{Cluster: f.Cluster, Group: f.Group, Namespace: f.Namespace,
+		Resource: f.Resource, Name: f.Name, User: f.User, Since: p.Since, Until: p.Until}
+	return pageScan[store.Deletion, Deletion]{limit: limit,
+		fetch: func(after *store.Cursor, n int) ([]store.Deletion, error) {
+			q.After, q.Limit = after, n
+			return s.reader.Deletions(ctx, q)
+		},
+		gr: func(d *store.Deletion) (string, string, string) { return versionGR(&d.VersionRecord) },
+		conv: func(d *store.Deletion) Deletion {
+			out := Deletion{Version: versionOf(&d.VersionRecord), InitiatedBy: d.InitiatedBy, InitiatedVia: d.InitiatedVia, InitiatedAt: d.InitiatedAt}
+			if d.StateKey != nil {
+				l := linksFor(d.Cluster, d.UID, d.StateKey)
+				out.RestoreFrom = &l
+			}
+			return out
+		},
+		cur: func(d *store.Deletion) store.Cursor { return versionCursor(&d.VersionRecord) },
+	}.run(after, s.readFilter(ctx))
+}
+
+// EventFilter narrows a list of failed mutations (nil Group or Namespace:
+// any).
+type EventFilter struct {
+	Cluster              string
+	Group, Namespace     *string
+	Resource, Name, User string
+}
+
+// FailedMutations lists refused or failed writes, newest first, that the
+// caller may read.
+func (s *Service) FailedMutations(ctx context.Context, f EventFilter, p PageOptions) (Page[Event], error) {
+	if err := s.refuseUnreadable(ctx, f.Group, f.Resource, f.Namespace, f.Name); err != nil {
+		return Page[Event]{}, err
+	}
+	return s.listEvents(ctx, s.reader.FailedMutations, store.EventQuery{Cluster: f.Cluster, Group: f.Group, Namespace: f.Namespace,
+		Resource: f.Resource, Name: f.Name, User: f.User}, p)
+}
+
+// Activity lists what one user did, newest first, where the caller may
+// read it.
+func (s *Service) Activity(ctx context.Context, cluster, user string, p PageOptions) (Page[Event], error) {
+	if user == "" {
+		return Page[Event]{}, fmt.Errorf("%w: user must not be empty", ErrInvalid)
+	}
+	return s.listEvents(ctx, s.reader.Activity, store.EventQuery{Cluster: cluster, User: user}, p)
+}
+
+func (s *Service) listEvents(ctx context.Context, read func(context.Context, store.EventQuery) ([]store.EventRecord, error), q store.EventQuery, p PageOptions) (Page[Event], error) {
+	limit, after, err := s.page(p)
+	if err != nil {
+		return Page[Event]{}, err
+	}
+	q.Since, q.Until = p.Since, p.Until
+	return pageScan[store.EventRecord, Event]{limit: limit,
+		fetch: func(after *store.Cursor, n int) ([]store.EventRecord, error) {
+			q.After, q.Limit = after, n
+			return read(ctx, q)
+		},
+		gr: func(e *store.EventRecord) (string, string, string) {
+			return e.APIGroup, e.Resource, authzNamespace(e.APIGroup, e.Resource, e.Namespace, e.Name)
+		},
+		conv: eventOf,
+		cur:  func(e *store.EventRecord) store.Cursor { return store.Cursor{At: e.At, Key: e.Key} },
+	}.run(after, s.readFilter(ctx))
+}

@@ -1,0 +1,127 @@
+package restoreapi
+
+// Reading requests: query parameters, path parameters and bodies.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/options-record/options-record/restore"
+)
+
+// decodeBody decodes an optional JSON body strictly into v.
+func decodeBody(r *http.Request, v any) error {
+	if r.Body == nil || r.ContentLength == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fmt.Errorf("%w: body larger than %d bytes", restore.ErrInvalid, tooBig.Limit)
+		}
+		return fmt.Errorf("%w: body: %v", restore.ErrInvalid, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: body: more than one JSON value", restore.ErrInvalid)
+	}
+	return nil
+}
+
+// pageParams reads the paging parameters (limit, cursor, since, until).
+func pageParams(r *http.Request) (restore.PageOptions, error) {
+	var p restore.PageOptions
+	var err error
+	if p.Limit, err = limitParam(r); err != nil {
+		return p, err
+	}
+	p.Continue = r.URL.Query().Get("cursor")
+	now := time.Now()
+	if p.Since, err = timeParam(r, "since", now); err != nil {
+		return p, err
+	}
+	if p.Until, err = timeParam(r, "until", now); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+func limitParam(r *http.Request) (int, error) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return restore.DefaultLimit, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > restore.MaxLimit {
+		return 0, fmt.Errorf("%w: limit=%q: must be a whole number from 1 to %d", restore.ErrInvalid, s, restore.MaxLimit)
+	}
+	return n, nil
+}
+
+// timeParam parses an RFC 3339 time, or a negative duration before now
+// ("-24h").
+func timeParam(r *http.Request, name string, now time.Time) (time.Time, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	return parseTime(name, s, now)
+}
+
+func parseTime(name, s string, now time.Time) (time.Time, error) {
+	if strings.HasPrefix(s, "-") {
+		d, err := time.ParseDuration(s)
+		if err == nil {
+			return now.Add(d), nil
+		}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %s=%q: want an RFC 3339 time (2026-11-21T10:00:00Z) or a negative duration (-24h)", restore.ErrInvalid, name, s)
+	}
+	return t, nil
+}
+
+// optional returns a pointer to the parameter's value when it is given,
+// even empty (group= is the core group, namespace= cluster-scoped objects).
+func optional(r *http.Request, name string) *string {
+	q := r.URL.Query()
+	if !q.Has(name) {
+		return nil
+	}
+	v := q.Get(name)
+	return &v
+}
+
+// versionParam is the version of the path.
+func versionParam(r *http.Request) (restore.VersionID, error) {
+	key, err := restore.ParseVersionKey(chi.URLParam(r, "key"))
+	if err != nil {
+		return restore.VersionID{}, err
+	}
+	return restore.VersionID{Cluster: chi.URLParam(r, "cluster"), UID: chi.URLParam(r, "uid"), Key: key}, nil
+}
+
+func boolParam(r *http.Request, name string) (bool, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, fmt.Errorf("%w: %s=%q: want true or false", restore.ErrInvalid, name, s)
+	}
+	return b, nil
+}
