@@ -8,8 +8,10 @@
 #   model     store (+ migrations), record, api/v1alpha1
 #   engine    filter: a pure rule engine (no store, no database driver, no
 #             clientset, no HTTP)
-#   services  auditsink (ingest), journal, rulesync, restore (the query and
-#             restore layer, no HTTP), restoreapi (its HTTP front door)
+#   services  auditsink (ingest), journal, rulesync; history (the reads of
+#             the record, no HTTP, no cluster client) and restore (manifests,
+#             restores and plans as the caller, no HTTP) below restoreapi
+#             (their HTTP front door)
 #   wiring    internal/app, imported only by the mains
 #   mains     cmd/*
 #
@@ -28,12 +30,13 @@ declare -A ALLOWED=(
 	[./auditsink]="./filter ./record ./store"
 	[./journal]="./store"
 	[./rulesync]="./api/v1alpha1 ./filter ./record ./store"
-	[./restore]="./record ./store"
-	[./restoreapi]="./restore"
+	[./history]="./store"
+	[./restore]="./history ./record ./store"
+	[./restoreapi]="./history ./restore"
 	[./internal/certs]=""
 	[./internal/pgembed]=""
 	[./internal/pgtest]="./internal/pgembed"
-	[./internal/app]="./api/v1alpha1 ./auditsink ./filter ./internal/certs ./internal/pgembed ./journal ./record ./restore ./restoreapi ./rulesync ./store"
+	[./internal/app]="./api/v1alpha1 ./auditsink ./filter ./history ./internal/certs ./internal/pgembed ./journal ./record ./restore ./restoreapi ./rulesync ./store"
 	[./cmd/options-record]="./internal/app"
 	[./cmd/audit-replay]=""
 )
@@ -41,6 +44,7 @@ declare -A ALLOWED=(
 declare -A FORBIDDEN=(
 	[./filter]="github.com/jackc/ k8s.io/client-go/ net/http"
 	[./record]="github.com/jackc/ k8s.io/client-go/ net/http"
+	[./history]="net/http github.com/go-chi/ k8s.io/client-go/"
 	[./restore]="net/http github.com/go-chi/"
 	[./store]="k8s.io/client-go/ net/http"
 )

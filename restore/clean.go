@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"github.com/options-record/options-record/history"
 )
 
 // OwnerReference is the part of a metadata.ownerReferences entry that
@@ -47,7 +47,7 @@ var serverSetMetadata = []string{
 // metadata.name).
 func CleanManifest(obj map[string]any, owners OwnerCheck) (*Manifest, error) {
 	if obj == nil {
-		return nil, fmt.Errorf("%w: no object", ErrUnprocessable)
+		return nil, fmt.Errorf("%w: no object", history.ErrUnprocessable)
 	}
 	out := deepCopy(obj).(map[string]any)
 	apiVersion, _ := out["apiVersion"].(string)
@@ -55,7 +55,7 @@ func CleanManifest(obj map[string]any, owners OwnerCheck) (*Manifest, error) {
 	md, _ := out["metadata"].(map[string]any)
 	name, _ := md["name"].(string)
 	if apiVersion == "" || kind == "" || name == "" {
-		return nil, fmt.Errorf("%w: the recorded state is not a Kubernetes object (apiVersion, kind or metadata.name missing)", ErrUnprocessable)
+		return nil, fmt.Errorf("%w: the recorded state is not a Kubernetes object (apiVersion, kind or metadata.name missing)", history.ErrUnprocessable)
 	}
 	m := &Manifest{Object: out}
 	for _, f := range serverSetMetadata {
@@ -142,17 +142,4 @@ func deepCopy(v any) any {
 		return out
 	}
 	return v
-}
-
-// decodeObject decodes a stored object as unstructured content does
-// (integers as int64).
-func decodeObject(raw []byte) (map[string]any, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	var obj map[string]any
-	if err := utiljson.Unmarshal(raw, &obj); err != nil {
-		return nil, fmt.Errorf("decode stored object: %w", err)
-	}
-	return obj, nil
 }

@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/options-record/options-record/history"
 )
 
 func obj(t *testing.T, s string) map[string]any {
 	t.Helper()
-	o, err := decodeObject([]byte(s))
+	o, err := history.DecodeObject([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +100,8 @@ func TestCleanManifest(t *testing.T) {
 		in:      `{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}`,
 		wantErr: true,
 	}, {
-		name:    "not an object: a Status",
-		in:      `{"apiVersion":"v1","kind":"Status","status":"Success","details":{"name":"x"}}`,
+		name:    "not an object: a history.Status",
+		in:      `{"apiVersion":"v1","kind":"history.Status","status":"Success","details":{"name":"x"}}`,
 		wantErr: true,
 	}}
 	for _, tt := range tests {

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/options-record/options-record/history"
 )
 
 // kubeAccess reaches the cluster: as the caller (impersonation) for
@@ -39,7 +41,7 @@ func newKubeAccess(cfg *rest.Config) (*kubeAccess, error) {
 // log names u.
 func (k *kubeAccess) as(u user.Info) (dynamic.Interface, error) {
 	if u == nil {
-		return nil, fmt.Errorf("%w: no caller to act as", ErrUnauthenticated)
+		return nil, fmt.Errorf("%w: no caller to act as", history.ErrUnauthenticated)
 	}
 	cfg := rest.CopyConfig(k.base)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}

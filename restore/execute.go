@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/store"
 )
 
@@ -32,9 +33,9 @@ func (s *Service) ExecutePlan(ctx context.Context, cluster, id string, req Execu
 		return nil, err
 	}
 	if rec.DryRun || rec.Kind == "version" {
-		return nil, fmt.Errorf("%w: restore %s is the record of a restore, not a plan", ErrInvalid, rec.ID)
+		return nil, fmt.Errorf("%w: restore %s is the record of a restore, not a plan", history.ErrInvalid, rec.ID)
 	}
-	u := caller(ctx)
+	u := history.Caller(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), executeTimeout)
 	defer cancel()
 	if req.DryRun {
@@ -51,7 +52,7 @@ func (s *Service) ExecutePlan(ctx context.Context, cluster, id string, req Execu
 	}
 	claimed, err := s.restores.ClaimRestore(ctx, rec.Cluster, rec.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: restore plan %s is %s: a plan executes once; make a new plan", ErrConflict, rec.ID, rec.State)
+		return nil, fmt.Errorf("%w: restore plan %s is %s: a plan executes once; make a new plan", history.ErrConflict, rec.ID, rec.State)
 	}
 	if err != nil {
 		return nil, err
@@ -135,7 +136,7 @@ func (s *Service) runSteps(ctx context.Context, c dynamic.Interface, cluster str
 		case ActionSkip:
 			o.Result, o.Message = ResultSkipped, st.Reason
 		case ActionRefuse:
-			o.Result, o.Code, o.Message = ResultFailed, CodeUnprocessable, st.Reason
+			o.Result, o.Code, o.Message = ResultFailed, history.CodeUnprocessable, st.Reason
 		case ActionCreate, ActionUpdate:
 			e.apply(ctx, st, &o)
 		case ActionDelete:
@@ -178,7 +179,7 @@ func (e *execution) apply(ctx context.Context, st *Step, o *StepOutcome) {
 		stepError(o, err)
 		return
 	}
-	obj, err := decodeObject(src.Object)
+	obj, err := history.DecodeObject(src.Object)
 	if err != nil {
 		stepError(o, err)
 		return
@@ -192,13 +193,13 @@ func (e *execution) apply(ctx context.Context, st *Step, o *StepOutcome) {
 	action := st.Action
 	switch {
 	case live == nil && action == ActionUpdate && !e.req.Force:
-		stepError(o, fmt.Errorf("%w: the object is gone since the plan", ErrConflict))
+		stepError(o, fmt.Errorf("%w: the object is gone since the plan", history.ErrConflict))
 		return
 	case live != nil && action == ActionCreate && !e.req.Force:
-		stepError(o, fmt.Errorf("%w: the object exists since the plan (uid %s, resourceVersion %s)", ErrConflict, live.GetUID(), live.GetResourceVersion()))
+		stepError(o, fmt.Errorf("%w: the object exists since the plan (uid %s, resourceVersion %s)", history.ErrConflict, live.GetUID(), live.GetResourceVersion()))
 		return
 	case live != nil && action == ActionUpdate && st.Live != nil && live.GetResourceVersion() != st.Live.ResourceVersion && !e.req.Force:
-		stepError(o, fmt.Errorf("%w: the object changed since the plan (resourceVersion %s, planned at %s)", ErrConflict, live.GetResourceVersion(), st.Live.ResourceVersion))
+		stepError(o, fmt.Errorf("%w: the object changed since the plan (resourceVersion %s, planned at %s)", history.ErrConflict, live.GetResourceVersion(), st.Live.ResourceVersion))
 		return
 	case live == nil:
 		action = ActionCreate
@@ -255,13 +256,13 @@ func (e *execution) apply(ctx context.Context, st *Step, o *StepOutcome) {
 // may read it.
 func (e *execution) source(ctx context.Context, st *Step) (*store.VersionRecord, error) {
 	if st.Source == nil {
-		return nil, fmt.Errorf("%w: the step names no version", ErrInvalid)
+		return nil, fmt.Errorf("%w: the step names no version", history.ErrInvalid)
 	}
-	key, err := ParseVersionKey(st.Source.VersionKey)
+	key, err := history.ParseVersionKey(st.Source.VersionKey)
 	if err != nil {
 		return nil, err
 	}
-	v, err := e.s.versionByID(ctx, VersionID{Cluster: e.cluster, UID: st.Source.UID, Key: key})
+	v, err := e.s.history.VersionRecord(ctx, history.VersionID{Cluster: e.cluster, UID: st.Source.UID, Key: key})
 	if err != nil {
 		return nil, err
 	}
@@ -283,10 +284,10 @@ func (e *execution) delete(ctx context.Context, st *Step, o *StepOutcome) {
 		return
 	case st.Live == nil || string(live.GetUID()) != st.Live.UID:
 		// Even with force: another object has the name now.
-		stepError(o, fmt.Errorf("%w: another object has this name since the plan (uid %s)", ErrConflict, live.GetUID()))
+		stepError(o, fmt.Errorf("%w: another object has this name since the plan (uid %s)", history.ErrConflict, live.GetUID()))
 		return
 	case live.GetResourceVersion() != st.Live.ResourceVersion && !e.req.Force:
-		stepError(o, fmt.Errorf("%w: the object changed since the plan (resourceVersion %s, planned at %s)", ErrConflict, live.GetResourceVersion(), st.Live.ResourceVersion))
+		stepError(o, fmt.Errorf("%w: the object changed since the plan (resourceVersion %s, planned at %s)", history.ErrConflict, live.GetResourceVersion(), st.Live.ResourceVersion))
 		return
 	}
 	uid := live.GetUID()

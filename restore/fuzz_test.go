@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/options-record/options-record/history"
 )
 
 // FuzzCleanManifest feeds arbitrary JSON to CleanManifest: it must never
@@ -28,7 +30,7 @@ func FuzzCleanManifest(f *testing.F) {
 		return "", false, "gone"
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in, err := decodeObject(data)
+		in, err := history.DecodeObject(data)
 		if err != nil || in == nil {
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/store"
 )
 
@@ -36,7 +37,7 @@ func (s *Service) CreatePlan(ctx context.Context, cluster string, req PlanReques
 	case KindUndo:
 		steps, err = s.planUndo(ctx, cluster, &req)
 	default:
-		return nil, fmt.Errorf("%w: kind %q: want %q or %q", ErrInvalid, req.Kind, KindAsOf, KindUndo)
+		return nil, fmt.Errorf("%w: kind %q: want %q or %q", history.ErrInvalid, req.Kind, KindAsOf, KindUndo)
 	}
 	if err != nil {
 		return nil, err
@@ -46,7 +47,7 @@ func (s *Service) CreatePlan(ctx context.Context, cluster string, req PlanReques
 	if err != nil {
 		return nil, fmt.Errorf("encode plan: %w", err)
 	}
-	u := caller(ctx)
+	u := history.Caller(ctx)
 	var extra []byte
 	if e := u.GetExtra(); len(e) > 0 {
 		extra, _ = json.Marshal(e)
@@ -79,7 +80,7 @@ func (s *Service) Plan(ctx context.Context, cluster, id string) (*Plan, error) {
 func (s *Service) ownPlan(ctx context.Context, cluster, id string) (*store.RestoreRecord, error) {
 	rec, err := s.restoresLog().Restore(ctx, cluster, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: no restore plan %q", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: no restore plan %q", history.ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, err
@@ -87,8 +88,8 @@ func (s *Service) ownPlan(ctx context.Context, cluster, id string) (*store.Resto
 	// The author is the user and, when the authenticator gives one, its
 	// uid: a ServiceAccount deleted and made again under the same name is
 	// another author (and may have other rights).
-	if u := caller(ctx); rec.Username != u.GetName() || rec.UserUID != "" && rec.UserUID != u.GetUID() {
-		return nil, fmt.Errorf("%w: restore plan %s was made by %q: only its author may read or execute it", ErrForbidden, id, rec.Username)
+	if u := history.Caller(ctx); rec.Username != u.GetName() || rec.UserUID != "" && rec.UserUID != u.GetUID() {
+		return nil, fmt.Errorf("%w: restore plan %s was made by %q: only its author may read or execute it", history.ErrForbidden, id, rec.Username)
 	}
 	return rec, nil
 }
@@ -141,7 +142,7 @@ func planOf(rec *store.RestoreRecord) (*Plan, error) {
 	if rec.PlanID != nil {
 		id = *rec.PlanID
 	}
-	p.Execute = ClusterPath(rec.Cluster) + "/restore-plans/" + id + "/execute"
+	p.Execute = history.ClusterPath(rec.Cluster) + "/restore-plans/" + id + "/execute"
 	return p, nil
 }
 
@@ -161,15 +162,15 @@ func (s *Service) newSelection(req *PlanRequest) (selection, error) {
 	sel := selection{}
 	switch {
 	case len(req.Resources) > maxPlanResources:
-		return sel, fmt.Errorf("%w: %d resources in one plan, more than %d", ErrInvalid, len(req.Resources), maxPlanResources)
+		return sel, fmt.Errorf("%w: %d resources in one plan, more than %d", history.ErrInvalid, len(req.Resources), maxPlanResources)
 	case len(req.Names) > s.maxSteps:
-		return sel, fmt.Errorf("%w: %d names in one plan, more than %d", ErrInvalid, len(req.Names), s.maxSteps)
+		return sel, fmt.Errorf("%w: %d names in one plan, more than %d", history.ErrInvalid, len(req.Names), s.maxSteps)
 	case len(req.Namespaces) > maxPlanNamespaces:
-		return sel, fmt.Errorf("%w: %d namespaces in one plan, more than %d", ErrInvalid, len(req.Namespaces), maxPlanNamespaces)
+		return sel, fmt.Errorf("%w: %d namespaces in one plan, more than %d", history.ErrInvalid, len(req.Namespaces), maxPlanNamespaces)
 	}
 	for _, gr := range req.Resources {
 		if gr.Resource == "" {
-			return sel, fmt.Errorf("%w: resources: an entry without resource", ErrInvalid)
+			return sel, fmt.Errorf("%w: resources: an entry without resource", history.ErrInvalid)
 		}
 		if sel.resources == nil {
 			sel.resources = map[GroupResource]bool{}
@@ -242,17 +243,17 @@ func (sel selection) storeNames() []string {
 // update); objects recorded as created since are deleted.
 func (s *Service) planAsOf(ctx context.Context, cluster string, req *PlanRequest) ([]Step, error) {
 	if req.At == nil || req.At.IsZero() {
-		return nil, fmt.Errorf("%w: as-of needs at (an RFC 3339 time)", ErrInvalid)
+		return nil, fmt.Errorf("%w: as-of needs at (an RFC 3339 time)", history.ErrInvalid)
 	}
 	now := time.Now()
 	if req.At.After(now) {
-		return nil, fmt.Errorf("%w: at (%s) is in the future", ErrInvalid, req.At.Format(time.RFC3339))
+		return nil, fmt.Errorf("%w: at (%s) is in the future", history.ErrInvalid, req.At.Format(time.RFC3339))
 	}
 	if len(req.Namespaces) == 0 {
-		return nil, fmt.Errorf("%w: as-of needs namespaces (\"\" for cluster-scoped objects, with resources)", ErrInvalid)
+		return nil, fmt.Errorf("%w: as-of needs namespaces (\"\" for cluster-scoped objects, with resources)", history.ErrInvalid)
 	}
 	if req.User != "" || req.Since != nil || req.Until != nil {
-		return nil, fmt.Errorf("%w: user, since and until are for kind undo", ErrInvalid)
+		return nil, fmt.Errorf("%w: user, since and until are for kind undo", history.ErrInvalid)
 	}
 	sel, err := s.newSelection(req)
 	if err != nil {
@@ -266,21 +267,21 @@ func (s *Service) planAsOf(ctx context.Context, cluster string, req *PlanRequest
 	}
 	// Before the record is read: the caller may list and get what the plan
 	// covers.
-	rf := s.readFilter(ctx)
+	rf := s.history.ReadFilter(ctx)
 	for _, ns := range namespaces {
 		if ns == "" && sel.resources == nil {
-			return nil, fmt.Errorf("%w: restoring every cluster-scoped object is not supported: name the resources to restore", ErrInvalid)
+			return nil, fmt.Errorf("%w: restoring every cluster-scoped object is not supported: name the resources to restore", history.ErrInvalid)
 		}
 		if sel.resources == nil {
 			// The Namespace object, authorized in itself.
-			if err := rf.check("", "namespaces", ns); err != nil {
+			if err := rf.Check("", "namespaces", ns); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		for _, gr := range sel.storeResources() {
 			for _, verb := range []string{"list", "get"} {
-				if err := rf.checkVerb(verb, gr.Group, gr.Resource, ns); err != nil {
+				if err := rf.CheckVerb(verb, gr.Group, gr.Resource, ns); err != nil {
 					return nil, err
 				}
 			}
@@ -310,13 +311,13 @@ func (s *Service) planAsOf(ctx context.Context, cluster string, req *PlanRequest
 		resources := sel.storeResources()
 		if resources == nil {
 			// What the caller may list and get of what is recorded there.
-			recorded, err := s.reader.ResourcesIn(ctx, cluster, ns, now, MaxChecks)
+			recorded, err := s.reader.ResourcesIn(ctx, cluster, ns, now, history.MaxChecks)
 			if err != nil {
 				return nil, err
 			}
 			resources = []store.GroupResource{}
 			for _, gr := range recorded {
-				ok, err := rf.allowedVerbs(gr.Group, gr.Resource, ns, "list", "get")
+				ok, err := rf.AllowedVerbs(gr.Group, gr.Resource, ns, "list", "get")
 				if err != nil {
 					return nil, err
 				}
@@ -357,7 +358,7 @@ func (s *Service) planAsOf(ctx context.Context, cluster string, req *PlanRequest
 }
 
 func (s *Service) tooManySteps(n int) error {
-	return fmt.Errorf("%w: the plan would cover more than %d objects (%d or more): narrow it (namespaces, resources, names, since/until)", ErrInvalid, s.maxSteps, n)
+	return fmt.Errorf("%w: the plan would cover more than %d objects (%d or more): narrow it (namespaces, resources, names, since/until)", history.ErrInvalid, s.maxSteps, n)
 }
 
 // maxUndoRows bounds the changes an undo plan reads.
@@ -368,29 +369,29 @@ const maxUndoRows = 20000
 // in the range (deleted when they created it).
 func (s *Service) planUndo(ctx context.Context, cluster string, req *PlanRequest) ([]Step, error) {
 	if req.User == "" || req.Since == nil {
-		return nil, fmt.Errorf("%w: undo needs user and since", ErrInvalid)
+		return nil, fmt.Errorf("%w: undo needs user and since", history.ErrInvalid)
 	}
 	if req.At != nil {
-		return nil, fmt.Errorf("%w: at is for kind as-of", ErrInvalid)
+		return nil, fmt.Errorf("%w: at is for kind as-of", history.ErrInvalid)
 	}
 	until := time.Now()
 	if req.Until != nil {
 		until = *req.Until
 	}
 	if !req.Since.Before(until) {
-		return nil, fmt.Errorf("%w: since must be before until", ErrInvalid)
+		return nil, fmt.Errorf("%w: since must be before until", history.ErrInvalid)
 	}
 	sel, err := s.newSelection(req)
 	if err != nil {
 		return nil, err
 	}
-	rf := s.readFilter(ctx)
+	rf := s.history.ReadFilter(ctx)
 	// Named namespaces and resources: the caller may read them, before
 	// anything is read.
 	if sel.resources != nil && len(req.Namespaces) > 0 {
 		for _, ns := range req.Namespaces {
 			for _, gr := range sel.storeResources() {
-				if err := rf.check(gr.Group, gr.Resource, ns); err != nil {
+				if err := rf.Check(gr.Group, gr.Resource, ns); err != nil {
 					return nil, err
 				}
 			}
@@ -410,14 +411,14 @@ func (s *Service) planUndo(ctx context.Context, cluster string, req *PlanRequest
 			return nil, err
 		}
 		if read += len(rows); read > maxUndoRows {
-			return nil, fmt.Errorf("%w: more than %d changes of %s in this range: narrow it (namespaces, resources, names, since/until)", ErrInvalid, maxUndoRows, req.User)
+			return nil, fmt.Errorf("%w: more than %d changes of %s in this range: narrow it (namespaces, resources, names, since/until)", history.ErrInvalid, maxUndoRows, req.User)
 		}
 		for i := range rows {
 			v := rows[i]
 			if v.Origin != "change" || v.ResponseCode >= 300 || !sel.has(&v) {
 				continue
 			}
-			ok, err := rf.allowed(versionGR(&v))
+			ok, err := rf.Allowed(history.AuthzTarget(&v))
 			if err != nil {
 				return nil, err
 			}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/record"
 	"github.com/options-record/options-record/store"
 )
@@ -49,38 +50,38 @@ const (
 )
 
 // ErrStandalone refuses a restore in the standalone mode (no cluster).
-var ErrStandalone = fmt.Errorf("%w: standalone mode is read-only: restores need the sink to run with its cluster (--kubeconfig or --in-cluster)", ErrForbidden)
+var ErrStandalone = fmt.Errorf("%w: standalone mode is read-only: restores need the sink to run with its cluster (--kubeconfig or --in-cluster)", history.ErrForbidden)
 
 // restorable says whether a version's state can be written back.
 func restorable(v *store.VersionRecord) error {
 	id := v.UID + "/" + fmt.Sprintf("%x", v.Key)
 	if v.SecretDigested || (v.APIGroup == "" && v.Resource == "secrets" && secretHasDigests(v.Object)) {
 		return fmt.Errorf("%w: version %s of Secret %s holds digests (HMAC-SHA256) of the Secret's values, not the values "+
-			"(no rule recording it set recordSecretData: true), so it cannot be restored", ErrUnprocessable, id, objName(v.Namespace, v.Name))
+			"(no rule recording it set recordSecretData: true), so it cannot be restored", history.ErrUnprocessable, id, objName(v.Namespace, v.Name))
 	}
 	if !v.HasState() {
 		why := "the change did not give the object's full state"
 		switch {
 		case v.Deleted:
-			why = "the delete was answered with a Status, not the object"
+			why = "the delete was answered with a history.Status, not the object"
 		case !v.Complete:
 			why = "it is a subresource write (" + v.Subresource + ") that gave no full state"
 		}
-		return fmt.Errorf("%w: version %s holds no state to restore: %s", ErrUnprocessable, id, why)
+		return fmt.Errorf("%w: version %s holds no state to restore: %s", history.ErrUnprocessable, id, why)
 	}
 	return nil
 }
 
 // withPriorHint adds to a "no state" refusal the version to use instead.
 func (s *Service) withPriorHint(ctx context.Context, v *store.VersionRecord, err error) error {
-	if v.HasState() || !errors.Is(err, ErrUnprocessable) {
+	if v.HasState() || !errors.Is(err, history.ErrUnprocessable) {
 		return err
 	}
 	prior, perr := s.reader.StateBefore(ctx, v)
 	if perr != nil || prior == nil {
 		return err
 	}
-	return fmt.Errorf("%w; the state before it is version %s/%x: %s", err, prior.UID, prior.Key, linksFor(prior.Cluster, prior.UID, prior.Key).Restore)
+	return fmt.Errorf("%w; the state before it is version %s/%x: %s", err, prior.UID, prior.Key, history.LinksFor(prior.Cluster, prior.UID, prior.Key).Restore)
 }
 
 func secretHasDigests(raw []byte) bool {
@@ -109,16 +110,16 @@ func refOf(v *store.VersionRecord) ObjectRef {
 // RestoreVersion writes a version's state back into the cluster, as the
 // caller: created when the object is gone, updated when it holds another
 // state. It is recorded in the restores table before anything is written.
-func (s *Service) RestoreVersion(ctx context.Context, id VersionID, req RestoreRequest) (*RestoreResult, error) {
+func (s *Service) RestoreVersion(ctx context.Context, id history.VersionID, req RestoreRequest) (*RestoreResult, error) {
 	if s.kube == nil {
 		return nil, ErrStandalone
 	}
-	v, err := s.versionByID(ctx, id)
+	v, err := s.history.VersionRecord(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	u := caller(ctx)
-	src := versionOf(v)
+	u := history.Caller(ctx)
+	src := history.VersionOf(v)
 	src.Object = nil
 	step := Step{Index: 0, Action: "restore", Object: refOf(v), Source: &src}
 	rec, err := s.begin(ctx, "version", map[string]any{"version": src.ID, "options": req}, []Step{step}, req.DryRun, nil)
@@ -133,10 +134,10 @@ func (s *Service) RestoreVersion(ctx context.Context, id VersionID, req RestoreR
 	state := store.RestoreSucceeded
 	if err != nil {
 		out.Result = ResultFailed
-		out.Code, _, _ = Status(err)
+		out.Code, _, _ = history.Status(err)
 		out.Message = err.Error()
 		state = store.RestoreFailed
-		if errors.Is(err, ErrConflict) || errors.Is(err, ErrUnprocessable) {
+		if errors.Is(err, history.ErrConflict) || errors.Is(err, history.ErrUnprocessable) {
 			state = store.RestoreRefused
 		}
 	} else {
@@ -164,12 +165,12 @@ func (s *Service) RestoreVersion(ctx context.Context, id VersionID, req RestoreR
 
 // restoreOne writes a version's state back as u.
 func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req RestoreRequest, u user.Info) (RestoreResult, error) {
-	res := RestoreResult{Source: versionOf(v), DryRun: req.DryRun}
+	res := RestoreResult{Source: history.VersionOf(v), DryRun: req.DryRun}
 	res.Source.Object = nil
 	if err := restorable(v); err != nil {
 		return res, err
 	}
-	obj, err := decodeObject(v.Object)
+	obj, err := history.DecodeObject(v.Object)
 	if err != nil {
 		return res, err
 	}
@@ -224,12 +225,12 @@ func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req Re
 
 // compareLive is what writing the manifest changes in the live object:
 // the fields the manifest leaves to the server are not compared.
-func compareLive(live map[string]any, m *Manifest) []DiffChange {
+func compareLive(live map[string]any, m *Manifest) []history.DiffChange {
 	l := deepCopy(live).(map[string]any)
 	for _, f := range m.Removed {
 		removePath(l, strings.Split(f, "."))
 	}
-	return Diff(l, m.Object, DiffOptions{})
+	return history.Diff(l, m.Object, history.DiffOptions{})
 }
 
 func removePath(obj map[string]any, path []string) {
@@ -252,9 +253,9 @@ func (s *Service) guard(ctx context.Context, v *store.VersionRecord, live *unstr
 	if expected != "" {
 		switch {
 		case live == nil:
-			return fmt.Errorf("%w: %s no longer exists, but the request expected resourceVersion %s: %s", ErrConflict, what, expected, hint)
+			return fmt.Errorf("%w: %s no longer exists, but the request expected resourceVersion %s: %s", history.ErrConflict, what, expected, hint)
 		case live.GetResourceVersion() != expected:
-			return fmt.Errorf("%w: the live %s has resourceVersion %s, the request expected %s: it changed since; %s", ErrConflict, what, live.GetResourceVersion(), expected, hint)
+			return fmt.Errorf("%w: the live %s has resourceVersion %s, the request expected %s: it changed since; %s", history.ErrConflict, what, live.GetResourceVersion(), expected, hint)
 		}
 		return nil
 	}
@@ -269,11 +270,11 @@ func (s *Service) guard(ctx context.Context, v *store.VersionRecord, live *unstr
 	switch {
 	case string(live.GetUID()) != newest.UID:
 		return fmt.Errorf("%w: the live %s (uid %s) is not the incarnation the record knows last (uid %s): it was re-created after the newest recorded version; %s",
-			ErrConflict, what, live.GetUID(), newest.UID, hint)
+			history.ErrConflict, what, live.GetUID(), newest.UID, hint)
 	case newest.ResourceVersion != nil && strconv.FormatInt(*newest.ResourceVersion, 10) == liveRV:
 		return nil
 	case newest.HasState() && !newest.Deleted:
-		if obj, err := decodeObject(newest.Object); err == nil && len(Diff(obj, live.Object, DiffOptions{})) == 0 {
+		if obj, err := history.DecodeObject(newest.Object); err == nil && len(history.Diff(obj, live.Object, history.DiffOptions{})) == 0 {
 			return nil // only server-set fields or status changed since
 		}
 	}
@@ -282,12 +283,12 @@ func (s *Service) guard(ctx context.Context, v *store.VersionRecord, live *unstr
 		recorded = strconv.FormatInt(*newest.ResourceVersion, 10)
 	}
 	return fmt.Errorf("%w: the live %s changed after the newest recorded version (live resourceVersion %s, recorded %s at %s by %s; the change may not be recorded yet, or not recorded at all); %s",
-		ErrConflict, what, liveRV, recorded, newest.ChangedAt.UTC().Format(time.RFC3339), orNone(newest.Username), hint)
+		history.ErrConflict, what, liveRV, recorded, newest.ChangedAt.UTC().Format(time.RFC3339), orNone(newest.Username), hint)
 }
 
 // begin records a restore before anything is written.
 func (s *Service) begin(ctx context.Context, kind string, request any, steps []Step, dryRun bool, planID *string) (*store.RestoreRecord, error) {
-	u := caller(ctx)
+	u := history.Caller(ctx)
 	reqJSON, err := json.Marshal(request)
 	if err != nil {
 		return nil, fmt.Errorf("encode restore request: %w", err)
@@ -319,7 +320,7 @@ func (s *Service) finish(ctx context.Context, id, state string, outcome []StepOu
 // stepError turns a failed write into a step outcome.
 func stepError(o *StepOutcome, err error) {
 	o.Result = ResultFailed
-	o.Code, _, _ = Status(err)
+	o.Code, _, _ = history.Status(err)
 	var st apierrors.APIStatus
 	if errors.As(err, &st) {
 		o.Message = st.Status().Message

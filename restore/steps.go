@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/store"
 )
 
@@ -26,19 +27,19 @@ func (s *Service) planSteps(ctx context.Context, cluster string, targets, delete
 	}
 	// The planners keep only what the caller may read; this is the last
 	// word, and its refusal names no object.
-	rf := s.readFilter(ctx)
+	rf := s.history.ReadFilter(ctx)
 	for _, set := range [][]store.VersionRecord{targets, deletes} {
 		for i := range set {
-			ok, err := rf.allowed(versionGR(&set[i]))
+			ok, err := rf.Allowed(history.AuthzTarget(&set[i]))
 			if err != nil {
 				return nil, err
 			}
 			if !ok {
-				return nil, fmt.Errorf("%w: the plan would cover objects you may not read", ErrForbidden)
+				return nil, fmt.Errorf("%w: the plan would cover objects you may not read", history.ErrForbidden)
 			}
 		}
 	}
-	c, err := s.kube.as(caller(ctx))
+	c, err := s.kube.as(history.Caller(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -118,12 +119,12 @@ func ownersOf(obj map[string]any) (uids []string, controller *OwnerReference) {
 // planTarget plans giving one object the state t (or, for an undo of a
 // create, its absence).
 func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, t *store.VersionRecord, undo *undoInfo, targetUIDs map[string]bool) (Step, error) {
-	src := versionOf(t)
+	src := history.VersionOf(t)
 	src.Object = nil
 	st := Step{Object: refOf(t), Source: &src}
 	live, err := getLive(ctx, c, st.Object)
 	if err != nil {
-		if code, _, fromCluster := Status(err); fromCluster && code < 500 {
+		if code, _, fromCluster := history.Status(err); fromCluster && code < 500 {
 			st.Action, st.Reason = ActionRefuse, err.Error()
 			return st, nil
 		}
@@ -174,7 +175,7 @@ func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, t *store.
 		st.Action, st.Reason = ActionRefuse, err.Error()
 		return st, nil
 	}
-	obj, err := decodeObject(t.Object)
+	obj, err := history.DecodeObject(t.Object)
 	if err != nil {
 		return st, err
 	}
@@ -241,7 +242,7 @@ func (s *Service) planDelete(ctx context.Context, c dynamic.Interface, v *store.
 	st := Step{Object: refOf(v)}
 	live, err := getLive(ctx, c, st.Object)
 	if err != nil {
-		if code, _, fromCluster := Status(err); fromCluster && code < 500 {
+		if code, _, fromCluster := history.Status(err); fromCluster && code < 500 {
 			st.Action, st.Reason = ActionRefuse, err.Error()
 			return st, nil
 		}

@@ -3,6 +3,8 @@ package restore
 import (
 	"strings"
 	"testing"
+
+	"github.com/options-record/options-record/history"
 )
 
 func TestOrderSteps(t *testing.T) {
@@ -12,7 +14,7 @@ func TestOrderSteps(t *testing.T) {
 		if action == ActionDelete {
 			st.Live = &LiveRef{UID: uid}
 		} else {
-			st.Source = &Version{UID: uid}
+			st.Source = &history.Version{UID: uid}
 		}
 		if resource == "namespaces" {
 			st.Object.Namespace = ""

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/options-record/options-record/restore"
+	"github.com/options-record/options-record/history"
 )
 
 // AuthCacheTTL is how long the delegating authenticator and authorizer
@@ -139,16 +139,16 @@ func (readOnly) Authorize(_ context.Context, a authorizer.Attributes) (authorize
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := bearer(r); !ok {
-			writeError(w, r, s.log, fmt.Errorf("%w: send a bearer token (Authorization: Bearer <token>)", restore.ErrUnauthenticated))
+			writeError(w, r, s.log, fmt.Errorf("%w: send a bearer token (Authorization: Bearer <token>)", history.ErrUnauthenticated))
 			return
 		}
 		resp, ok, err := s.authn.AuthenticateRequest(r)
 		if err != nil || !ok {
 			s.log.Info("restore API authentication failed", "path", r.URL.Path, "err", err)
-			writeError(w, r, s.log, fmt.Errorf("%w: the bearer token was not accepted", restore.ErrUnauthenticated))
+			writeError(w, r, s.log, fmt.Errorf("%w: the bearer token was not accepted", history.ErrUnauthenticated))
 			return
 		}
 		r.Header.Del("Authorization")
-		next.ServeHTTP(w, r.WithContext(restore.WithCaller(r.Context(), resp.User)))
+		next.ServeHTTP(w, r.WithContext(history.WithCaller(r.Context(), resp.User)))
 	})
 }

@@ -10,7 +10,7 @@
 // with TokenReview, or the static token of the standalone mode) and the
 // caps on requests in flight (limits.go).
 //
-// Every operation is carried out by package restore, for the authenticated
-// caller: this package decides nothing about what a caller may read or
-// restore.
+// Every operation is carried out by package history (reads) or package
+// restore (manifests, restores, plans), for the authenticated caller: this
+// package decides nothing about what a caller may read or restore.
 package restoreapi

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/restore"
 )
 
@@ -70,7 +71,7 @@ func (s *Server) searchChanges(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := r.URL.Query()
-	page, err := s.svc.Changes(r.Context(), restore.ChangeFilter{Cluster: chi.URLParam(r, "cluster"),
+	page, err := s.hist.Changes(r.Context(), history.ChangeFilter{Cluster: chi.URLParam(r, "cluster"),
 		Group: optional(r, "group"), Namespace: optional(r, "namespace"), Resource: v.Get("resource"),
 		Name: v.Get("name"), UID: v.Get("uid"), User: v.Get("user"), Verb: v.Get("verb")}, p)
 	return answer(w, r, http.StatusOK, page, err)
@@ -78,12 +79,12 @@ func (s *Server) searchChanges(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) historyByName(w http.ResponseWriter, r *http.Request) error {
 	v := r.URL.Query()
-	o := restore.ObjectName{Group: v.Get("group"), Resource: v.Get("resource"), Namespace: v.Get("namespace"), Name: v.Get("name")}
+	o := history.ObjectName{Group: v.Get("group"), Resource: v.Get("resource"), Namespace: v.Get("namespace"), Name: v.Get("name")}
 	p, err := pageParams(r)
 	if err != nil {
 		return err
 	}
-	page, err := s.svc.History(r.Context(), chi.URLParam(r, "cluster"), o, p)
+	page, err := s.hist.History(r.Context(), chi.URLParam(r, "cluster"), o, p)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -92,7 +93,7 @@ func (s *Server) historyByUID(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.svc.HistoryByUID(r.Context(), chi.URLParam(r, "cluster"), chi.URLParam(r, "uid"), p)
+	page, err := s.hist.HistoryByUID(r.Context(), chi.URLParam(r, "cluster"), chi.URLParam(r, "uid"), p)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -101,7 +102,7 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.svc.Version(r.Context(), id)
+	v, err := s.hist.Version(r.Context(), id)
 	return answer(w, r, http.StatusOK, v, err)
 }
 
@@ -114,15 +115,15 @@ func (s *Server) diffVersion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var against *restore.VersionID
+	var against *history.VersionID
 	if a := r.URL.Query().Get("against"); a != "" {
-		uid, key, err := restore.ParseVersionID("against", a)
+		uid, key, err := history.ParseVersionID("against", a)
 		if err != nil {
 			return err
 		}
-		against = &restore.VersionID{Cluster: id.Cluster, UID: uid, Key: key}
+		against = &history.VersionID{Cluster: id.Cluster, UID: uid, Key: key}
 	}
-	res, err := s.svc.Diff(r.Context(), id, against, restore.DiffOptions{IncludeStatus: includeStatus})
+	res, err := s.hist.Diff(r.Context(), id, against, history.DiffOptions{IncludeStatus: includeStatus})
 	return answer(w, r, http.StatusOK, res, err)
 }
 
@@ -155,7 +156,7 @@ func (s *Server) listDeletions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := r.URL.Query()
-	page, err := s.svc.Deletions(r.Context(), restore.DeletionFilter{Cluster: chi.URLParam(r, "cluster"),
+	page, err := s.hist.Deletions(r.Context(), history.DeletionFilter{Cluster: chi.URLParam(r, "cluster"),
 		Group: optional(r, "group"), Namespace: optional(r, "namespace"),
 		Resource: v.Get("resource"), Name: v.Get("name"), User: v.Get("user")}, p)
 	return answer(w, r, http.StatusOK, page, err)
@@ -167,7 +168,7 @@ func (s *Server) failedMutations(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := r.URL.Query()
-	page, err := s.svc.FailedMutations(r.Context(), restore.EventFilter{Cluster: chi.URLParam(r, "cluster"),
+	page, err := s.hist.FailedMutations(r.Context(), history.EventFilter{Cluster: chi.URLParam(r, "cluster"),
 		Group: optional(r, "group"), Namespace: optional(r, "namespace"),
 		Resource: v.Get("resource"), Name: v.Get("name"), User: v.Get("user")}, p)
 	return answer(w, r, http.StatusOK, page, err)
@@ -178,7 +179,7 @@ func (s *Server) userActivity(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.svc.Activity(r.Context(), chi.URLParam(r, "cluster"), r.URL.Query().Get("user"), p)
+	page, err := s.hist.Activity(r.Context(), chi.URLParam(r, "cluster"), r.URL.Query().Get("user"), p)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -205,7 +206,7 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) error {
 		return restore.ErrStandalone
 	}
 	if r.ContentLength == 0 {
-		return fmt.Errorf("%w: send the plan request as a JSON body", restore.ErrInvalid)
+		return fmt.Errorf("%w: send the plan request as a JSON body", history.ErrInvalid)
 	}
 	var req restore.PlanRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -215,7 +216,7 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Location", restore.ClusterPath(p.Cluster)+"/restore-plans/"+p.ID)
+	w.Header().Set("Location", history.ClusterPath(p.Cluster)+"/restore-plans/"+p.ID)
 	return respond(w, r, http.StatusCreated, p)
 }
 

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/options-record/options-record/restore"
+	"github.com/options-record/options-record/history"
 )
 
 // inFlight caps the requests served at once, in all and per caller, so
@@ -37,19 +37,19 @@ func (l *inFlight) global(next http.Handler, log *slog.Logger) http.Handler {
 			defer func() { <-l.all }()
 			next.ServeHTTP(w, r)
 		default:
-			writeError(w, r, log, fmt.Errorf("%w: the API serves %d requests at once", restore.ErrTooManyRequests, cap(l.all)))
+			writeError(w, r, log, fmt.Errorf("%w: the API serves %d requests at once", history.ErrTooManyRequests, cap(l.all)))
 		}
 	})
 }
 
 func (l *inFlight) perCaller(next http.Handler, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u := restore.Caller(r.Context())
+		u := history.Caller(r.Context())
 		k := u.GetName() + "\x00" + u.GetUID()
 		l.mu.Lock()
 		if l.users[k] >= l.perUser {
 			l.mu.Unlock()
-			writeError(w, r, log, fmt.Errorf("%w: %d of your requests are being served; wait for them", restore.ErrTooManyRequests, l.perUser))
+			writeError(w, r, log, fmt.Errorf("%w: %d of your requests are being served; wait for them", history.ErrTooManyRequests, l.perUser))
 			return
 		}
 		l.users[k]++

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/options-record/options-record/internal/pgtest"
-	"github.com/options-record/options-record/restore"
 	"github.com/options-record/options-record/store"
 )
 
@@ -110,7 +109,7 @@ func TestAPIWorkIsBounded(t *testing.T) {
 	}
 	server := func(st *store.Store, o Options) http.Handler {
 		o.Authenticator = tokenUsers{}
-		return newServer(t, restore.Options{Reader: st, Authorizer: denySecrets{}}, o)
+		return newServer(t, recordOptions{Reader: st, Authorizer: denySecrets{}}, o)
 	}
 	const changes = "/api/v1/clusters/default/changes?namespace=prod"
 

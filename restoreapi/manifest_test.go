@@ -12,6 +12,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/restore"
 )
 
@@ -25,8 +26,8 @@ func TestManifestHeaderCannotInjectYAML(t *testing.T) {
 	breaks := []string{"\n", "\r", "\r\n", "\u0085", "\u2028", "\u2029", "\x0b", "\x0c"}
 	for _, br := range breaks {
 		hostile := strings.ReplaceAll(crb, "\n", br)
-		v := &restore.Version{Kind: "ConfigMap" + hostile, Namespace: "prod" + hostile, Name: "app" + hostile, ID: "uid/key" + hostile,
-			Verb: "update" + hostile, Actor: &restore.Actor{Username: "mallory" + hostile}, ChangedAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
+		v := &history.Version{Kind: "ConfigMap" + hostile, Namespace: "prod" + hostile, Name: "app" + hostile, ID: "uid/key" + hostile,
+			Verb: "update" + hostile, Actor: &history.Actor{Username: "mallory" + hostile}, ChangedAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
 		dropped := []restore.DroppedOwner{{Kind: "Deployment" + hostile, Name: "x" + hostile, UID: "u" + hostile, Reason: "owner gone" + hostile}}
 		hdr := manifestHeader(v, dropped)
 

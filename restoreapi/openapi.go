@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/restore"
 )
 
@@ -89,24 +90,24 @@ var operations = []operation{
 		Params: []param{pGroup, pRes, pNS, pName, {Name: "uid", Type: "string", Desc: "metadata.uid"}, pUser,
 			{Name: "verb", Type: "string", Enum: []string{"create", "update", "patch", "delete", "deletecollection", "baseline"}},
 			pSince, pUntil, pLimit, pCursor, pFormat},
-		Response: restore.Page[restore.Version]{}, Status: 200, YAML: true},
+		Response: history.Page[history.Version]{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/history", ID: "historyByName", Tag: "read",
 		Summary:     "History of an object by name",
 		Description: "Every version of the named object, oldest first, across incarnations (a re-created object has a new uid and starts with a create)." + readAuthz,
 		Params:      []param{{Name: "group", Type: "string", Desc: "API group (empty: core)"}, {Name: "resource", Type: "string", Required: true}, {Name: "namespace", Type: "string", Desc: "empty or absent: cluster-scoped"}, {Name: "name", Type: "string", Required: true}, pLimit, pCursor, pFormat},
-		Response:    restore.Page[restore.Version]{}, Status: 200, YAML: true},
+		Response:    history.Page[history.Version]{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/objects/{uid}/history", ID: "historyByUID", Tag: "read",
 		Summary: "History of one incarnation", Description: "Every version of the object with this uid, oldest first." + readAuthz,
-		Params: []param{pLimit, pCursor, pFormat}, Response: restore.Page[restore.Version]{}, Status: 200, YAML: true},
+		Params: []param{pLimit, pCursor, pFormat}, Response: history.Page[history.Version]{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/objects/{uid}/versions/{key}", ID: "getVersion", Tag: "read",
 		Summary: "One version, with the object", Description: "The version and the object's state after the change (for a delete, its last state when known)." + readAuthz,
-		Params: []param{pFormat}, Response: restore.Version{}, Status: 200, YAML: true},
+		Params: []param{pFormat}, Response: history.Version{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/objects/{uid}/versions/{key}/diff", ID: "diffVersion", Tag: "read",
 		Summary:     "Diff of a version against its prior state or another version",
 		Description: "The changes from the state before this version (or from the version `against`) to this version, leaving out server-set fields (managedFields, resourceVersion, generation, uid, timestamps) and status unless includeStatus." + readAuthz,
 		Params: []param{{Name: "against", Type: "string", Desc: "the version to compare with, as <uid>/<versionKey> (default: the state before this change)"},
 			{Name: "includeStatus", Type: "boolean", Desc: "compare status too"}, pFormat},
-		Response: restore.DiffResult{}, Status: 200, YAML: true},
+		Response: history.DiffResult{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/objects/{uid}/versions/{key}/manifest", ID: "getManifest", Tag: "read",
 		Summary:     "Clean manifest of a version, for kubectl apply",
 		Description: "The state without server-set fields (uid, resourceVersion, creationTimestamp, generation, managedFields, selfLink, deletionTimestamp) and status; ownerReferences only when the owner still exists, the others reported. With format=yaml the answer is the bare manifest, the report in comments." + readAuthz,
@@ -120,17 +121,17 @@ var operations = []operation{
 		Summary:     "Who deleted what",
 		Description: "Successful deletes, newest first, with the user action that started a cascade (namespace or owner deletion) and the version to restore." + readAuthz,
 		Params:      []param{pGroup, pRes, pNS, pName, pUser, pSince, pUntil, pLimit, pCursor, pFormat},
-		Response:    restore.Page[restore.Deletion]{}, Status: 200, YAML: true},
+		Response:    history.Page[history.Deletion]{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/failed-mutations", ID: "failedMutations", Tag: "read",
 		Summary:     "Denied and failed mutations",
 		Description: "Mutations the apiserver answered with a code >= 300, newest first, with the attempted request body." + readAuthz,
 		Params:      []param{pGroup, pRes, pNS, pName, pUser, pSince, pUntil, pLimit, pCursor, pFormat},
-		Response:    restore.Page[restore.Event]{}, Status: 200, YAML: true},
+		Response:    history.Page[history.Event]{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/activity", ID: "userActivity", Tag: "read",
 		Summary:     "Everything one user did",
 		Description: "The recorded requests of a user (changes, and attempts that failed), newest first, with the versions they made." + readAuthz,
 		Params:      []param{{Name: "user", Type: "string", Required: true, Desc: pUser.Desc}, pSince, pUntil, pLimit, pCursor, pFormat},
-		Response:    restore.Page[restore.Event]{}, Status: 200, YAML: true},
+		Response:    history.Page[history.Event]{}, Status: 200, YAML: true},
 	{Method: http.MethodPost, Path: "/clusters/{cluster}/restore-plans", ID: "createPlan", Tag: "restore",
 		Summary: "Plan a restore",
 		Description: "Plans putting namespaces back as of a time (as-of), or reverting a user's changes in a time range (undo): one create, update or delete per object, in a safe order (namespaces, CRDs before their objects, owners before dependents; deletes first, dependents before owners). " +
@@ -269,7 +270,7 @@ func (g *schemaRegistry) ref(t reflect.Type) map[string]any {
 
 func schemaName(t reflect.Type) string {
 	n := t.Name()
-	// Page[github.com/.../restore.Version] → VersionPage
+	// Page[github.com/.../history.Version] → VersionPage
 	if i := strings.IndexByte(n, '['); i >= 0 {
 		inner := n[i+1 : len(n)-1]
 		inner = inner[strings.LastIndexByte(inner, '.')+1:]

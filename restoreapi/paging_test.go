@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/options-record/options-record/restore"
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/store"
 )
 
@@ -113,14 +113,14 @@ func TestListRefusalsSayOnlyTheCallersRights(t *testing.T) {
 	}
 }
 
-// TestPageScanIsBounded: a page reads at most restore.MaxScanRows rows. Behind that
+// TestPageScanIsBounded: a page reads at most history.MaxScanRows rows. Behind that
 // many rows the caller may not read, the list ends as the record's end
 // would (an empty page, no next), and a narrower request finds what lies
 // behind them.
 func TestPageScanIsBounded(t *testing.T) {
 	t.Parallel()
 	r := []rec{{verb: "create", user: "bob", resource: "configmaps", ns: "prod", name: "behind"}}
-	for i := range restore.MaxScanRows {
+	for i := range history.MaxScanRows {
 		r = append(r, rec{verb: "create", user: "eve", resource: "secrets", ns: "prod", name: "s" + strconv.Itoa(i), at: time.Minute + time.Duration(i)*time.Millisecond})
 	}
 	st := openRecord(t, store.Options{}, r...)
@@ -133,7 +133,7 @@ func TestPageScanIsBounded(t *testing.T) {
 		{"/api/v1/clusters/default/changes?namespace=prod&resource=configmaps", 1},
 	} {
 		code, _, body := do(t, h, http.MethodGet, tt.path, "")
-		var page restore.Page[restore.Version]
+		var page history.Page[history.Version]
 		if err := json.Unmarshal([]byte(body), &page); err != nil || code != http.StatusOK {
 			t.Fatalf("GET %s: %d %s", tt.path, code, body)
 		}

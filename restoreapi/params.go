@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/options-record/options-record/restore"
+	"github.com/options-record/options-record/history"
 )
 
 // decodeBody decodes an optional JSON body strictly into v.
@@ -30,19 +30,19 @@ func decodeBody(r *http.Request, v any) error {
 		}
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return fmt.Errorf("%w: body larger than %d bytes", restore.ErrInvalid, tooBig.Limit)
+			return fmt.Errorf("%w: body larger than %d bytes", history.ErrInvalid, tooBig.Limit)
 		}
-		return fmt.Errorf("%w: body: %v", restore.ErrInvalid, err)
+		return fmt.Errorf("%w: body: %v", history.ErrInvalid, err)
 	}
 	if dec.More() {
-		return fmt.Errorf("%w: body: more than one JSON value", restore.ErrInvalid)
+		return fmt.Errorf("%w: body: more than one JSON value", history.ErrInvalid)
 	}
 	return nil
 }
 
 // pageParams reads the paging parameters (limit, cursor, since, until).
-func pageParams(r *http.Request) (restore.PageOptions, error) {
-	var p restore.PageOptions
+func pageParams(r *http.Request) (history.PageOptions, error) {
+	var p history.PageOptions
 	var err error
 	if p.Limit, err = limitParam(r); err != nil {
 		return p, err
@@ -61,11 +61,11 @@ func pageParams(r *http.Request) (restore.PageOptions, error) {
 func limitParam(r *http.Request) (int, error) {
 	s := r.URL.Query().Get("limit")
 	if s == "" {
-		return restore.DefaultLimit, nil
+		return history.DefaultLimit, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > restore.MaxLimit {
-		return 0, fmt.Errorf("%w: limit=%q: must be a whole number from 1 to %d", restore.ErrInvalid, s, restore.MaxLimit)
+	if err != nil || n < 1 || n > history.MaxLimit {
+		return 0, fmt.Errorf("%w: limit=%q: must be a whole number from 1 to %d", history.ErrInvalid, s, history.MaxLimit)
 	}
 	return n, nil
 }
@@ -89,7 +89,7 @@ func parseTime(name, s string, now time.Time) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %s=%q: want an RFC 3339 time (2026-11-21T10:00:00Z) or a negative duration (-24h)", restore.ErrInvalid, name, s)
+		return time.Time{}, fmt.Errorf("%w: %s=%q: want an RFC 3339 time (2026-11-21T10:00:00Z) or a negative duration (-24h)", history.ErrInvalid, name, s)
 	}
 	return t, nil
 }
@@ -106,12 +106,12 @@ func optional(r *http.Request, name string) *string {
 }
 
 // versionParam is the version of the path.
-func versionParam(r *http.Request) (restore.VersionID, error) {
-	key, err := restore.ParseVersionKey(chi.URLParam(r, "key"))
+func versionParam(r *http.Request) (history.VersionID, error) {
+	key, err := history.ParseVersionKey(chi.URLParam(r, "key"))
 	if err != nil {
-		return restore.VersionID{}, err
+		return history.VersionID{}, err
 	}
-	return restore.VersionID{Cluster: chi.URLParam(r, "cluster"), UID: chi.URLParam(r, "uid"), Key: key}, nil
+	return history.VersionID{Cluster: chi.URLParam(r, "cluster"), UID: chi.URLParam(r, "uid"), Key: key}, nil
 }
 
 func boolParam(r *http.Request, name string) (bool, error) {
@@ -121,7 +121,7 @@ func boolParam(r *http.Request, name string) (bool, error) {
 	}
 	b, err := strconv.ParseBool(s)
 	if err != nil {
-		return false, fmt.Errorf("%w: %s=%q: want true or false", restore.ErrInvalid, name, s)
+		return false, fmt.Errorf("%w: %s=%q: want true or false", history.ErrInvalid, name, s)
 	}
 	return b, nil
 }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/options-record/options-record/internal/pgtest"
-	"github.com/options-record/options-record/restore"
 	"github.com/options-record/options-record/store"
 )
 
@@ -92,5 +91,5 @@ func writeRecord(t *testing.T, st *store.Store, changes ...rec) {
 func recordServer(t *testing.T, st *store.Store, authz authorizer.Authorizer, o Options) http.Handler {
 	t.Helper()
 	o.Authenticator = oneUser{}
-	return newServer(t, restore.Options{Reader: st, Authorizer: authz}, o)
+	return newServer(t, recordOptions{Reader: st, Authorizer: authz}, o)
 }

@@ -14,17 +14,19 @@ import (
 	"github.com/go-chi/chi/v5"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/restore"
 )
 
 // apiPrefix is the path prefix of every route.
-const apiPrefix = restore.APIPrefix
+const apiPrefix = history.APIPrefix
 
 // Options configure the API.
 type Options struct {
-	// Service answers every operation, authorized per object for the
-	// caller.
-	Service *restore.Service
+	// History answers the reads and Restore the manifests, restores and
+	// plans, each authorized per object for the caller.
+	History *history.Service
+	Restore *restore.Service
 	// Authenticator: DelegatingAuth, or StaticToken for the standalone
 	// mode.
 	Authenticator authenticator.Request
@@ -43,6 +45,7 @@ type Options struct {
 
 // Server is the restore API's HTTP front door.
 type Server struct {
+	hist    *history.Service
 	svc     *restore.Service
 	log     *slog.Logger
 	authn   authenticator.Request
@@ -55,10 +58,10 @@ type Server struct {
 
 // New builds the API. Serve it over TLS: bearer tokens travel in it.
 func New(o Options) (*Server, error) {
-	if o.Service == nil || o.Authenticator == nil {
-		return nil, errors.New("restoreapi: Service and Authenticator are required")
+	if o.History == nil || o.Restore == nil || o.Authenticator == nil {
+		return nil, errors.New("restoreapi: History, Restore and Authenticator are required")
 	}
-	s := &Server{svc: o.Service, authn: o.Authenticator, maxBody: o.MaxBodyBytes, log: o.Logger}
+	s := &Server{hist: o.History, svc: o.Restore, authn: o.Authenticator, maxBody: o.MaxBodyBytes, log: o.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -103,10 +106,10 @@ func (s *Server) routes() chi.Router {
 	}
 	r := chi.NewRouter()
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, s.log, fmt.Errorf("%w: no route %s %s (see %s/openapi.json)", restore.ErrNotFound, r.Method, r.URL.Path, apiPrefix))
+		writeError(w, r, s.log, fmt.Errorf("%w: no route %s %s (see %s/openapi.json)", history.ErrNotFound, r.Method, r.URL.Path, apiPrefix))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, s.log, fmt.Errorf("%w: method %s is not allowed on %s", restore.ErrInvalid, r.Method, r.URL.Path))
+		writeError(w, r, s.log, fmt.Errorf("%w: method %s is not allowed on %s", history.ErrInvalid, r.Method, r.URL.Path))
 	})
 	r.Route(apiPrefix, func(r chi.Router) {
 		for _, op := range operations {
@@ -133,7 +136,7 @@ func (s *Server) handle(op operation, h handlerFunc) http.Handler {
 		err := checkParams(op, r)
 		if err == nil {
 			if strings.Contains(op.Path, "{cluster}") {
-				err = s.svc.CheckCluster(chi.URLParam(r, "cluster"))
+				err = s.hist.CheckCluster(chi.URLParam(r, "cluster"))
 			}
 		}
 		if err == nil {
@@ -155,18 +158,18 @@ func checkParams(op operation, r *http.Request) error {
 	for name, vals := range q {
 		p, ok := op.param(name)
 		if !ok {
-			return fmt.Errorf("%w: unknown query parameter %q (this operation takes: %s)", restore.ErrInvalid, name, op.paramNames())
+			return fmt.Errorf("%w: unknown query parameter %q (this operation takes: %s)", history.ErrInvalid, name, op.paramNames())
 		}
 		if len(vals) > 1 {
-			return fmt.Errorf("%w: query parameter %q given %d times", restore.ErrInvalid, name, len(vals))
+			return fmt.Errorf("%w: query parameter %q given %d times", history.ErrInvalid, name, len(vals))
 		}
 		if len(p.Enum) > 0 && !slices.Contains(p.Enum, vals[0]) {
-			return fmt.Errorf("%w: %s=%q: must be one of %s", restore.ErrInvalid, name, vals[0], strings.Join(p.Enum, ", "))
+			return fmt.Errorf("%w: %s=%q: must be one of %s", history.ErrInvalid, name, vals[0], strings.Join(p.Enum, ", "))
 		}
 	}
 	for _, p := range op.Params {
 		if p.Required && !q.Has(p.Name) {
-			return fmt.Errorf("%w: query parameter %q is required", restore.ErrInvalid, p.Name)
+			return fmt.Errorf("%w: query parameter %q is required", history.ErrInvalid, p.Name)
 		}
 	}
 	return nil

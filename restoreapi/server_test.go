@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/restore"
 	"github.com/options-record/options-record/store"
 )
@@ -94,23 +95,37 @@ func (oneUser) AuthenticateRequest(r *http.Request) (*authenticator.Response, bo
 	return &authenticator.Response{User: &user.DefaultInfo{Name: "reader"}}, true, nil
 }
 
-func newTestServer(t *testing.T, r restore.Reader) *Server {
+func newTestServer(t *testing.T, r *fakeReader) *Server {
 	t.Helper()
 	authn, authz, err := StaticToken(testToken)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newServer(t, restore.Options{Reader: r, Authorizer: authz}, Options{Authenticator: authn})
+	return newServer(t, recordOptions{Reader: r, Authorizer: authz}, Options{Authenticator: authn})
 }
 
-// newServer serves the API over a restore service.
-func newServer(t *testing.T, so restore.Options, o Options) *Server {
+// recordOptions are what a test server reads and who may read it.
+type recordOptions struct {
+	Reader interface {
+		history.Reader
+		restore.Reader
+	}
+	Authorizer authorizer.Authorizer
+}
+
+// newServer serves the API over the history and restore services of a
+// record, in the standalone mode (no cluster).
+func newServer(t *testing.T, ro recordOptions, o Options) *Server {
 	t.Helper()
-	svc, err := restore.New(so)
+	hist, err := history.New(history.Options{Reader: ro.Reader, Authorizer: ro.Authorizer})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Service = svc
+	svc, err := restore.New(restore.Options{History: hist, Reader: ro.Reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.History, o.Restore = hist, svc
 	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -227,13 +242,13 @@ func TestStandaloneIsReadOnly(t *testing.T) {
 
 func TestReadsAreAuthorizedPerObject(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, restore.Options{Reader: &fakeReader{versions: testVersions()}, Authorizer: denySecrets{}}, Options{Authenticator: oneUser{}})
+	s := newServer(t, recordOptions{Reader: &fakeReader{versions: testVersions()}, Authorizer: denySecrets{}}, Options{Authenticator: oneUser{}})
 	code, e, _ := do(t, s, http.MethodGet, "/api/v1/clusters/default/objects/u-secret/versions/"+key1, "")
 	if code != http.StatusNotFound || strings.Contains(e.Message, "secrets") || strings.Contains(e.Message, "prod") {
 		t.Errorf("secret version: %d %+v; want a 404 that names nothing of it", code, e)
 	}
 	code, _, body := do(t, s, http.MethodGet, "/api/v1/clusters/default/changes", "")
-	var page restore.Page[restore.Version]
+	var page history.Page[history.Version]
 	if err := json.Unmarshal([]byte(body), &page); err != nil || code != 200 {
 		t.Fatalf("changes: %d %s", code, body)
 	}
@@ -280,10 +295,10 @@ func TestNamespaceObjectsAreAuthorizedInThemselves(t *testing.T) {
 			Resource: "namespaces", Name: name, Complete: true, HasObject: true,
 			Object: []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + name + `","uid":"` + uid + `"}}`)}
 	}
-	s := newServer(t, restore.Options{Reader: &fakeReader{versions: []store.VersionRecord{ns("u-a", "team-a"), ns("u-b", "team-b")}},
+	s := newServer(t, recordOptions{Reader: &fakeReader{versions: []store.VersionRecord{ns("u-a", "team-a"), ns("u-b", "team-b")}},
 		Authorizer: teamNamespaceOnly{}}, Options{Authenticator: oneUser{}})
 	code, _, body := do(t, s, http.MethodGet, "/api/v1/clusters/default/changes", "")
-	var page restore.Page[restore.Version]
+	var page history.Page[history.Version]
 	if err := json.Unmarshal([]byte(body), &page); err != nil || code != 200 {
 		t.Fatalf("changes: %d %s", code, body)
 	}
@@ -315,7 +330,7 @@ func TestNamespaceObjectsAreAuthorizedInThemselves(t *testing.T) {
 // next cursor would tell that such objects exist.
 func TestSearchForUnreadableObjectsIsRefused(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, restore.Options{Reader: &fakeReader{versions: testVersions()}, Authorizer: denySecrets{}}, Options{Authenticator: oneUser{}})
+	s := newServer(t, recordOptions{Reader: &fakeReader{versions: testVersions()}, Authorizer: denySecrets{}}, Options{Authenticator: oneUser{}})
 	if code, e, _ := do(t, s, http.MethodGet, "/api/v1/clusters/default/changes?group=&resource=secrets&namespace=prod&name=db", ""); code != http.StatusForbidden {
 		t.Errorf("search of secrets in prod: %d %+v, want 403", code, e)
 	}

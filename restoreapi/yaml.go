@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/restore"
 )
 
@@ -67,7 +68,7 @@ func escapeForYAML(data []byte) []byte {
 // with every control and non-ASCII character escaped, so that no value can
 // end its comment line, whatever YAML version reads it (YAML 1.1 also
 // breaks lines at U+0085, U+2028 and U+2029).
-func manifestHeader(v *restore.Version, dropped []restore.DroppedOwner) []byte {
+func manifestHeader(v *history.Version, dropped []restore.DroppedOwner) []byte {
 	q := strconv.QuoteToASCII
 	by := "(baseline)"
 	if v.Actor != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/internal/certs"
 	"github.com/options-record/options-record/record"
 	"github.com/options-record/options-record/restore"
@@ -90,7 +91,8 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 	}()
 	// Page cursors are sealed with a key the replicas share (they share the
 	// digest key), so a page from one replica continues on another.
-	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors")}
+	hopts := history.Options{Reader: st, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors")}
+	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log}
 	apiOpts := restoreapi.Options{Logger: log,
 		RequestTimeout: o.RequestTimeout, MaxInFlight: o.MaxInFlight, MaxInFlightPerUser: o.MaxInFlightPerUser}
 	if so.Kube != nil {
@@ -100,18 +102,23 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 		if opts.Kube, err = so.Kube.RestConfig(); err != nil {
 			return nil, err
 		}
-		if apiOpts.Authenticator, opts.Authorizer, err = delegatingAuth(opts.Kube, o.Audiences); err != nil {
+		hopts.Cluster = so.Cluster // its RBAC authorizes the reads
+		if apiOpts.Authenticator, hopts.Authorizer, err = delegatingAuth(opts.Kube, o.Audiences); err != nil {
 			return nil, err
 		}
 	} else {
 		if err := loopbackOnly(o.Addr); err != nil {
 			return nil, err
 		}
-		if apiOpts.Authenticator, opts.Authorizer, err = standaloneAuth(o, so, log); err != nil {
+		if apiOpts.Authenticator, hopts.Authorizer, err = standaloneAuth(o, so, log); err != nil {
 			return nil, err
 		}
 	}
-	if apiOpts.Service, err = restore.New(opts); err != nil {
+	if apiOpts.History, err = history.New(hopts); err != nil {
+		return nil, err
+	}
+	opts.History = apiOpts.History
+	if apiOpts.Restore, err = restore.New(opts); err != nil {
 		return nil, err
 	}
 	api, err := restoreapi.New(apiOpts)

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/restore"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
@@ -132,7 +133,7 @@ func TestRestorePlansAreBoundedAndTellNothingHidden(t *testing.T) {
 // waitSecret waits until n changes of a Secret are recorded.
 func (w *restoreWorld) waitSecret(t *testing.T, ns, name string, n int) {
 	t.Helper()
-	var page restore.Page[restore.Version]
+	var page history.Page[history.Version]
 	w.eventuallyGet(t, controlplane.AdminUser, "/api/v1/clusters/e2e/history?resource=secrets&namespace="+ns+"&name="+name, &page, func() error {
 		if page.Items = changesOnly(page.Items); len(page.Items) != n {
 			return fmt.Errorf("%d changes recorded, want %d", len(page.Items), n)

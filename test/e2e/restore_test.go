@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/options-record/options-record/api/v1alpha1"
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/internal/app"
 	"github.com/options-record/options-record/internal/pgtest"
 	"github.com/options-record/options-record/restore"
@@ -98,7 +99,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 		ok(alice.CoreV1().Secrets("e2e-rs-one").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"},
 			StringData: map[string]string{"password": "digest-me"}}, metav1.CreateOptions{}))(t)
 		hist := "/api/v1/clusters/e2e/history?resource=secrets&namespace=e2e-rs-one&name=db"
-		var page restore.Page[restore.Version]
+		var page history.Page[history.Version]
 		// The history starts with alice's create (a baseline observation
 		// may follow it).
 		w.eventuallyGet(t, "alice", hist, &page, func() error {
@@ -122,7 +123,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 			t.Errorf("eve reads the Secret's version: %d %s", code, body)
 		}
 		// In a search, eve sees what she may get, and not the Secret.
-		var search restore.Page[restore.Version]
+		var search history.Page[history.Version]
 		w.getJSON(t, "eve", "/api/v1/clusters/e2e/changes?namespace=e2e-rs-one", &search)
 		for _, v := range search.Items {
 			if v.Resource == "secrets" {
@@ -144,13 +145,13 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 			t.Fatalf("deletion: %+v", del)
 		}
 		// The history names bob's patch; its diff shows what he changed.
-		var hist restore.Page[restore.Version]
+		var hist history.Page[history.Version]
 		w.getJSON(t, "alice", "/api/v1/clusters/e2e/history?resource=configmaps&namespace=e2e-rs-one&name=settings", &hist)
 		hist.Items = changesOnly(hist.Items)
 		if len(hist.Items) != 3 || hist.Items[1].Verb != "patch" || hist.Items[1].Actor.Username != "bob" {
 			t.Fatalf("history: %+v", hist.Items)
 		}
-		var diff restore.DiffResult
+		var diff history.DiffResult
 		w.getJSON(t, "alice", hist.Items[1].Links.Diff, &diff)
 		if len(diff.Changes) != 1 || diff.Changes[0].Path != "/data/level" || diff.Changes[0].From != "info" || diff.Changes[0].To != "debug" {
 			t.Errorf("diff of bob's patch: %+v", diff.Changes)
@@ -337,7 +338,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 			Data:       map[string]string{"currency": "EUR", "multi": "line one\nline two"},
 		}, metav1.CreateOptions{}))(t)
 		w.waitChanges(t, ns, "shop-config", 1)
-		var hist restore.Page[restore.Version]
+		var hist history.Page[history.Version]
 		w.getJSON(t, "alice", "/api/v1/clusters/e2e/history?resource=configmaps&namespace="+ns+"&name=shop-config", &hist)
 		hist.Items = changesOnly(hist.Items)
 		var created restore.ManifestResult
@@ -381,7 +382,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 		ok(alice.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token"},
 			StringData: map[string]string{"t": "x"}}, metav1.CreateOptions{}))(t)
 		wantDep := ok(alice.AppsV1().Deployments(ns).Get(ctx, "api", metav1.GetOptions{}))(t)
-		var page restore.Page[restore.Version]
+		var page history.Page[history.Version]
 		w.eventuallyGet(t, controlplane.AdminUser, "/api/v1/clusters/e2e/changes?namespace="+ns+"&user=alice", &page, func() error {
 			if len(page.Items) != 3 {
 				return fmt.Errorf("%d changes by alice recorded", len(page.Items))
@@ -551,7 +552,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 			// Values YAML 1.1 reads as line breaks, or refuses raw.
 			Data: map[string]string{"k": "v", "nel": "a\u0085---\u0085kind: Secret", "del": "x\x7fy\u009bz"},
 		}, metav1.CreateOptions{}))(t)
-		var hist restore.Page[restore.Version]
+		var hist history.Page[history.Version]
 		w.eventuallyGet(t, controlplane.AdminUser, "/api/v1/clusters/e2e/history?resource=configmaps&namespace=e2e-rs-one&name=owned", &hist, func() error {
 			if hist.Items = changesOnly(hist.Items); len(hist.Items) == 0 {
 				return errors.New("the create is not recorded yet")
@@ -774,9 +775,9 @@ func (w *restoreWorld) deleteNamespace(t *testing.T, ns string) {
 }
 
 // deletion waits for the recorded deletion of an object and returns it.
-func (w *restoreWorld) deletion(t *testing.T, ns, resource, name string) restore.Deletion {
+func (w *restoreWorld) deletion(t *testing.T, ns, resource, name string) history.Deletion {
 	t.Helper()
-	var page restore.Page[restore.Deletion]
+	var page history.Page[history.Deletion]
 	w.eventuallyGet(t, controlplane.AdminUser, "/api/v1/clusters/e2e/deletions?namespace="+ns+"&resource="+resource+"&name="+url.QueryEscape(name), &page, func() error {
 		if len(page.Items) == 0 {
 			return errors.New("no deletion recorded")
@@ -791,7 +792,7 @@ func (w *restoreWorld) deletion(t *testing.T, ns, resource, name string) restore
 
 // changesOnly drops baseline observations: the sink's first LIST of what
 // its rules cover may observe an object the test has just created.
-func changesOnly(vs []restore.Version) []restore.Version {
+func changesOnly(vs []history.Version) []history.Version {
 	out := vs[:0:0]
 	for _, v := range vs {
 		if v.Origin != "baseline" {
@@ -804,7 +805,7 @@ func changesOnly(vs []restore.Version) []restore.Version {
 // waitChanges waits until n changes of a ConfigMap are recorded.
 func (w *restoreWorld) waitChanges(t *testing.T, ns, name string, n int) {
 	t.Helper()
-	var page restore.Page[restore.Version]
+	var page history.Page[history.Version]
 	w.eventuallyGet(t, controlplane.AdminUser, "/api/v1/clusters/e2e/history?resource=configmaps&namespace="+ns+"&name="+name, &page, func() error {
 		if page.Items = changesOnly(page.Items); len(page.Items) != n {
 			return fmt.Errorf("%d changes recorded, want %d", len(page.Items), n)

@@ -1,4 +1,4 @@
-package restore
+package history
 
 // The reads of the record: lists of changes, deletions and events, one
 // object's history, a version, a diff and a clean manifest. Each is
@@ -15,7 +15,7 @@ import (
 	"github.com/options-record/options-record/store"
 )
 
-func versionGR(v *store.VersionRecord) (string, string, string) {
+func AuthzTarget(v *store.VersionRecord) (string, string, string) {
 	return v.APIGroup, v.Resource, authzNamespace(v.APIGroup, v.Resource, v.Namespace, v.Name)
 }
 
@@ -32,7 +32,7 @@ func authzNamespace(group, resource, namespace, name string) string {
 func versionCursor(v *store.VersionRecord) store.Cursor {
 	return store.Cursor{At: v.ChangedAt, UID: v.UID, Key: v.Key}
 }
-func versionConv(v *store.VersionRecord) Version { return versionOf(v) }
+func versionConv(v *store.VersionRecord) Version { return VersionOf(v) }
 
 // Page sizes.
 const (
@@ -177,11 +177,13 @@ func (s *Service) listChanges(ctx context.Context, q store.ChangeQuery, p PageOp
 			q.After, q.Limit = after, n
 			return s.reader.Changes(ctx, q)
 		},
-		gr: versionGR, conv: versionConv, cur: versionCursor,
-	}.run(after, s.readFilter(ctx))
+		gr: AuthzTarget, conv: versionConv, cur: versionCursor,
+	}.run(after, s.ReadFilter(ctx))
 }
 
-func (s *Service) versionByID(ctx context.Context, id VersionID) (*store.VersionRecord, error) {
+// VersionRecord loads a version the caller may read; one they may not
+// read is answered as one that does not exist.
+func (s *Service) VersionRecord(ctx context.Context, id VersionID) (*store.VersionRecord, error) {
 	// A version the caller may not read is answered as one that does not
 	// exist: a refusal would name its resource and namespace to whoever
 	// knows a uid (ownerReferences show them).
@@ -204,17 +206,17 @@ func (s *Service) versionByID(ctx context.Context, id VersionID) (*store.Version
 
 // Version is one version, with its state.
 func (s *Service) Version(ctx context.Context, id VersionID) (*Version, error) {
-	v, err := s.versionByID(ctx, id)
+	v, err := s.VersionRecord(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	out := versionOf(v)
+	out := VersionOf(v)
 	return &out, nil
 }
 
 // Diff compares a version with the state before it, or with against.
 func (s *Service) Diff(ctx context.Context, id VersionID, against *VersionID, o DiffOptions) (*DiffResult, error) {
-	to, err := s.versionByID(ctx, id)
+	to, err := s.VersionRecord(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +224,7 @@ func (s *Service) Diff(ctx context.Context, id VersionID, against *VersionID, o 
 	if against != nil {
 		a := *against
 		a.Cluster = to.Cluster
-		if from, err = s.versionByID(ctx, a); err != nil {
+		if from, err = s.VersionRecord(ctx, a); err != nil {
 			return nil, err
 		}
 	} else {
@@ -244,17 +246,17 @@ func diffVersions(from, to *store.VersionRecord, o DiffOptions) (*DiffResult, er
 	var a, b map[string]any
 	var err error
 	if from != nil {
-		fv := versionOf(from)
+		fv := VersionOf(from)
 		fv.Object = nil
 		res.From = &fv
 		if !from.HasState() {
 			return nil, fmt.Errorf("%w: version %s holds no full state to compare", ErrUnprocessable, fv.ID)
 		}
-		if a, err = decodeObject(from.Object); err != nil {
+		if a, err = DecodeObject(from.Object); err != nil {
 			return nil, err
 		}
 	}
-	tv := versionOf(to)
+	tv := VersionOf(to)
 	tv.Object = nil
 	res.To = &tv
 	switch {
@@ -264,7 +266,7 @@ func diffVersions(from, to *store.VersionRecord, o DiffOptions) (*DiffResult, er
 	case !to.HasState():
 		return nil, fmt.Errorf("%w: version %s holds no full state (a subresource write such as /scale)", ErrUnprocessable, tv.ID)
 	default:
-		if b, err = decodeObject(to.Object); err != nil {
+		if b, err = DecodeObject(to.Object); err != nil {
 			return nil, err
 		}
 	}
@@ -276,69 +278,6 @@ func diffVersions(from, to *store.VersionRecord, o DiffOptions) (*DiffResult, er
 
 func sameVersion(a, b *store.VersionRecord) bool {
 	return a.Cluster == b.Cluster && a.UID == b.UID && string(a.Key) == string(b.Key)
-}
-
-// Manifest is the clean manifest of a version: its state without what the
-// server sets, ready to apply; ownerReferences to owners that no longer
-// exist are dropped (checked in the cluster as the caller, or in the record
-// in the standalone mode).
-func (s *Service) Manifest(ctx context.Context, id VersionID) (*ManifestResult, error) {
-	v, err := s.versionByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := restorable(v); err != nil {
-		return nil, s.withPriorHint(ctx, v, err)
-	}
-	obj, err := decodeObject(v.Object)
-	if err != nil {
-		return nil, err
-	}
-	res := ManifestResult{Version: versionOf(v)}
-	res.Version.Object = nil
-	var check OwnerCheck
-	if s.kube != nil {
-		c, err := s.kube.as(caller(ctx))
-		if err != nil {
-			return nil, err
-		}
-		check, res.OwnersChecked = s.kube.ownerCheck(ctx, c, v.Namespace, nil), "cluster"
-	} else {
-		check, res.OwnersChecked = s.recordOwnerCheck(ctx, v.Cluster), "record"
-	}
-	m, err := CleanManifest(obj, check)
-	if err != nil {
-		return nil, err
-	}
-	res.Manifest, res.Removed, res.DroppedOwners = m.Object, m.Removed, m.DroppedOwners
-	if res.Removed == nil {
-		res.Removed = []string{}
-	}
-	return &res, nil
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(baseline)"
-	}
-	return s
-}
-
-// recordOwnerCheck decides owner existence from the record (standalone
-// mode: no cluster to ask): the owner's newest version is not a delete.
-func (s *Service) recordOwnerCheck(ctx context.Context, cluster string) OwnerCheck {
-	return func(ref OwnerReference) (string, bool, string) {
-		rows, err := s.reader.Changes(ctx, store.ChangeQuery{Cluster: cluster, UID: ref.UID, Limit: 1})
-		switch {
-		case err != nil:
-			return "", false, "could not be checked: " + err.Error()
-		case len(rows) == 0:
-			return "", false, "owner unknown to the record"
-		case rows[0].Deleted:
-			return "", false, "owner deleted (according to the record)"
-		}
-		return ref.UID, true, ""
-	}
 }
 
 // DeletionFilter narrows a list of deletions (nil Group or Namespace: any).
@@ -365,17 +304,17 @@ func (s *Service) Deletions(ctx context.Context, f DeletionFilter, p PageOptions
 			q.After, q.Limit = after, n
 			return s.reader.Deletions(ctx, q)
 		},
-		gr: func(d *store.Deletion) (string, string, string) { return versionGR(&d.VersionRecord) },
+		gr: func(d *store.Deletion) (string, string, string) { return AuthzTarget(&d.VersionRecord) },
 		conv: func(d *store.Deletion) Deletion {
-			out := Deletion{Version: versionOf(&d.VersionRecord), InitiatedBy: d.InitiatedBy, InitiatedVia: d.InitiatedVia, InitiatedAt: d.InitiatedAt}
+			out := Deletion{Version: VersionOf(&d.VersionRecord), InitiatedBy: d.InitiatedBy, InitiatedVia: d.InitiatedVia, InitiatedAt: d.InitiatedAt}
 			if d.StateKey != nil {
-				l := linksFor(d.Cluster, d.UID, d.StateKey)
+				l := LinksFor(d.Cluster, d.UID, d.StateKey)
 				out.RestoreFrom = &l
 			}
 			return out
 		},
 		cur: func(d *store.Deletion) store.Cursor { return versionCursor(&d.VersionRecord) },
-	}.run(after, s.readFilter(ctx))
+	}.run(after, s.ReadFilter(ctx))
 }
 
 // EventFilter narrows a list of failed mutations (nil Group or Namespace:
@@ -421,5 +360,5 @@ func (s *Service) listEvents(ctx context.Context, read func(context.Context, sto
 		},
 		conv: eventOf,
 		cur:  func(e *store.EventRecord) store.Cursor { return store.Cursor{At: e.At, Key: e.Key} },
-	}.run(after, s.readFilter(ctx))
+	}.run(after, s.ReadFilter(ctx))
 }

@@ -1,4 +1,4 @@
-package restore
+package history
 
 import (
 	"testing"
@@ -87,4 +87,13 @@ func TestDiffOfAbsentObjects(t *testing.T) {
 	if _, ok := o["metadata"].(map[string]any)["uid"]; !ok {
 		t.Error("Diff modified its input")
 	}
+}
+
+func obj(t *testing.T, s string) map[string]any {
+	t.Helper()
+	o, err := DecodeObject([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }

@@ -1,10 +1,13 @@
-package restore
+package history
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // DiffOptions say what Diff compares.
@@ -156,4 +159,17 @@ func number(v any) (float64, bool) {
 // escapePointer escapes a key for a JSON pointer (RFC 6901).
 func escapePointer(k string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
+}
+
+// DecodeObject decodes a stored object as unstructured content does
+// (integers as int64).
+func DecodeObject(raw []byte) (map[string]any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var obj map[string]any
+	if err := utiljson.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("decode stored object: %w", err)
+	}
+	return obj, nil
 }

@@ -1,4 +1,4 @@
-package restore
+package history
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // authorize asks whether the caller may verb the resource (group,
 // resource) in namespace, name (optional) included.
 func (s *Service) authorize(ctx context.Context, verb, group, resource, namespace, name string) error {
-	u := caller(ctx)
+	u := Caller(ctx)
 	if u == nil {
 		return fmt.Errorf("%w: no caller", ErrUnauthenticated)
 	}
@@ -43,10 +43,10 @@ func (s *Service) authorize(ctx context.Context, verb, group, resource, namespac
 	return fmt.Errorf("%w: %s", ErrForbidden, detail)
 }
 
-// readFilter remembers, for one request, which (group, resource, namespace)
+// ReadFilter remembers, for one request, which (group, resource, namespace)
 // the caller may get, so a list asks each question once. It asks at most
 // MaxChecks distinct questions: past that, check answers errTooManyChecks.
-type readFilter struct {
+type ReadFilter struct {
 	s     *Service
 	ctx   context.Context
 	cache map[string]error
@@ -59,17 +59,17 @@ const MaxChecks = 200
 // errTooManyChecks ends a scan that would ask more than MaxChecks questions.
 var errTooManyChecks = fmt.Errorf("%w: the request spans more than %d (resource, namespace) pairs: narrow it (namespace, resource, since/until)", ErrInvalid, MaxChecks)
 
-func (s *Service) readFilter(ctx context.Context) *readFilter {
-	return &readFilter{s: s, ctx: ctx, cache: map[string]error{}}
+func (s *Service) ReadFilter(ctx context.Context) *ReadFilter {
+	return &ReadFilter{s: s, ctx: ctx, cache: map[string]error{}}
 }
 
 // check asks once per request whether the caller may get the resource in
 // namespace: nil, an ErrForbidden, or the authorizer's failure.
-func (f *readFilter) check(group, resource, namespace string) error {
-	return f.checkVerb("get", group, resource, namespace)
+func (f *ReadFilter) Check(group, resource, namespace string) error {
+	return f.CheckVerb("get", group, resource, namespace)
 }
 
-func (f *readFilter) checkVerb(verb, group, resource, namespace string) error {
+func (f *ReadFilter) CheckVerb(verb, group, resource, namespace string) error {
 	k := verb + "\x00" + group + "\x00" + resource + "\x00" + namespace
 	err, ok := f.cache[k]
 	if !ok {
@@ -84,8 +84,8 @@ func (f *readFilter) checkVerb(verb, group, resource, namespace string) error {
 
 // allowed reports whether the caller may get the resource in namespace;
 // errors other than a denial are returned.
-func (f *readFilter) allowed(group, resource, namespace string) (bool, error) {
-	err := f.check(group, resource, namespace)
+func (f *ReadFilter) Allowed(group, resource, namespace string) (bool, error) {
+	err := f.Check(group, resource, namespace)
 	if err == nil {
 		return true, nil
 	}
@@ -97,9 +97,9 @@ func (f *readFilter) allowed(group, resource, namespace string) (bool, error) {
 
 // allowedVerbs reports whether the caller may do every verb on the
 // resource in namespace; errors other than a denial are returned.
-func (f *readFilter) allowedVerbs(group, resource, namespace string, verbs ...string) (bool, error) {
+func (f *ReadFilter) AllowedVerbs(group, resource, namespace string, verbs ...string) (bool, error) {
 	for _, verb := range verbs {
-		err := f.checkVerb(verb, group, resource, namespace)
+		err := f.CheckVerb(verb, group, resource, namespace)
 		if errors.Is(err, ErrForbidden) {
 			return false, nil
 		}

@@ -1,4 +1,4 @@
-package restore
+package history
 
 import (
 	"errors"
@@ -34,7 +34,7 @@ type pageScan[R any, T any] struct {
 // that reaches its bounds ends the list as the end of the record would:
 // items beyond that many hidden rows are found by narrowing the request
 // (namespace, resource, since/until), not by paging.
-func (p pageScan[R, T]) run(after *store.Cursor, f *readFilter) (Page[T], error) {
+func (p pageScan[R, T]) run(after *store.Cursor, f *ReadFilter) (Page[T], error) {
 	page := Page[T]{Items: []T{}}
 	chunk := max(p.limit+1, 100)
 	var last store.Cursor
@@ -47,7 +47,7 @@ func (p pageScan[R, T]) run(after *store.Cursor, f *readFilter) (Page[T], error)
 		scanned += len(rows)
 		for i := range rows {
 			g, res, ns := p.gr(&rows[i])
-			ok, err := f.allowed(g, res, ns)
+			ok, err := f.Allowed(g, res, ns)
 			if errors.Is(err, errTooManyChecks) {
 				return page, nil // the scan's bound: the list ends here
 			}

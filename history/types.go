@@ -1,0 +1,194 @@
+package history
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/options-record/options-record/store"
+)
+
+// The JSON documents of the API. The OpenAPI schemas are derived from these
+// types (field names from the json tags, descriptions from the doc tags).
+
+// Page is a page of a list; Next is the cursor of the next page, empty on
+// the last one.
+type Page[T any] struct {
+	Items []T    `json:"items"`
+	Next  string `json:"next,omitempty" doc:"opaque cursor: pass it as ?cursor= for the next page; given only when an item the caller may read follows this page within the page's scan (5000 rows), so a page never tells of rows the caller may not read"`
+}
+
+// Actor is who made a change, as the apiserver's audit event says.
+type Actor struct {
+	Username           string   `json:"username" doc:"the authenticated caller"`
+	Groups             []string `json:"groups,omitempty"`
+	ImpersonatedUser   string   `json:"impersonatedUser,omitempty" doc:"the identity the caller acted as"`
+	ImpersonatedGroups []string `json:"impersonatedGroups,omitempty"`
+	SourceIPs          []string `json:"sourceIPs,omitempty" doc:"client-influenced (X-Forwarded-For): evidence, not proof"`
+	UserAgent          string   `json:"userAgent,omitempty" doc:"client-influenced"`
+	AuditID            string   `json:"auditID,omitempty" doc:"the request's audit ID (client-settable: not unique)"`
+}
+
+// Links are the API paths of what can be done with a version.
+type Links struct {
+	Self     string `json:"self"`
+	History  string `json:"history"`
+	Diff     string `json:"diff" doc:"the diff against the state before this change"`
+	Manifest string `json:"manifest"`
+	Restore  string `json:"restore" doc:"POST here to restore the state this version holds"`
+}
+
+// Version is one recorded state of an object: after a change, or as a
+// baseline observation.
+type Version struct {
+	ID              string    `json:"id" doc:"<uid>/<versionKey>: names the version in ?against= and plans"`
+	Cluster         string    `json:"cluster"`
+	UID             string    `json:"uid"`
+	VersionKey      string    `json:"versionKey" doc:"hex SHA-256 identifying the version within the object"`
+	ResourceVersion string    `json:"resourceVersion,omitempty" doc:"metadata.resourceVersion after the change; absent when unknown (a delete answered by a Status)"`
+	Origin          string    `json:"origin" doc:"change or baseline"`
+	Verb            string    `json:"verb" doc:"create, update, patch, delete, deletecollection, or baseline"`
+	ChangedAt       time.Time `json:"changedAt" doc:"the apiserver's stageTimestamp of the change"`
+	Group           string    `json:"group"`
+	APIVersion      string    `json:"apiVersion"`
+	Kind            string    `json:"kind,omitempty"`
+	Resource        string    `json:"resource"`
+	Subresource     string    `json:"subresource,omitempty"`
+	Namespace       string    `json:"namespace,omitempty"`
+	Name            string    `json:"name"`
+	Created         bool      `json:"created,omitempty" doc:"this change created the object"`
+	Deleted         bool      `json:"deleted,omitempty" doc:"the object is gone after this change"`
+	Complete        bool      `json:"complete" doc:"the version holds the full state (false: e.g. a /scale write)"`
+	HasState        bool      `json:"hasState" doc:"the version holds a state that can be restored (for a delete: the last state)"`
+	SecretDigested  bool      `json:"secretDigested,omitempty" doc:"Secret values are digests (HMAC-SHA256): this version cannot be restored"`
+	Stale           bool      `json:"stale,omitempty" doc:"a subresource write changed the object after this state without recording it"`
+	Actor           *Actor    `json:"actor,omitempty" doc:"absent for a baseline"`
+	Links           Links     `json:"links"`
+	// Object is the state (for a delete: the last state, when known).
+	Object json.RawMessage `json:"object,omitempty" doc:"the object after the change (for a delete: its last state); only in single-version answers"`
+}
+
+// Deletion is a successful delete, with the user action that started a
+// cascade (namespace deletion, owner deletion) where the record shows it.
+type Deletion struct {
+	Version
+	InitiatedBy  string     `json:"initiatedBy,omitempty" doc:"the user whose action started this deletion (namespace or owner deletion)"`
+	InitiatedVia string     `json:"initiatedVia,omitempty" doc:"namespace-deletion or owner-deletion"`
+	InitiatedAt  *time.Time `json:"initiatedAt,omitempty"`
+	// RestoreFrom is the version holding the last state: restore it to
+	// bring the object back.
+	RestoreFrom *Links `json:"restoreFrom,omitempty" doc:"the version holding the object's last state; POST its restore link to bring it back"`
+}
+
+// Event is a kept audit event: a failed mutation, or one action of a user.
+type Event struct {
+	At            time.Time       `json:"at"`
+	Verb          string          `json:"verb"`
+	RequestURI    string          `json:"requestURI"`
+	Actor         Actor           `json:"actor"`
+	Group         string          `json:"group"`
+	APIVersion    string          `json:"apiVersion"`
+	Resource      string          `json:"resource"`
+	Subresource   string          `json:"subresource,omitempty"`
+	Namespace     string          `json:"namespace,omitempty"`
+	Name          string          `json:"name,omitempty"`
+	UID           string          `json:"uid,omitempty"`
+	Code          int32           `json:"code" doc:"HTTP status the apiserver answered"`
+	Reason        string          `json:"reason,omitempty"`
+	Message       string          `json:"message,omitempty"`
+	RequestObject json.RawMessage `json:"requestObject,omitempty" doc:"the attempted request body (failed mutations)"`
+	Versions      []string        `json:"versions,omitempty" doc:"paths of the versions this event recorded"`
+}
+
+// DiffChange is one difference between two states, at a JSON pointer.
+type DiffChange struct {
+	Op   string `json:"op" doc:"add, remove or replace"`
+	Path string `json:"path" doc:"JSON pointer (RFC 6901) into the object"`
+	From any    `json:"from,omitempty" doc:"the value before (remove, replace)"`
+	To   any    `json:"to,omitempty" doc:"the value after (add, replace)"`
+}
+
+// DiffResult is the diff between two versions.
+type DiffResult struct {
+	From          *Version     `json:"from,omitempty" doc:"absent when the object did not exist before (a create)"`
+	To            *Version     `json:"to"`
+	IncludeStatus bool         `json:"includeStatus"`
+	Ignored       []string     `json:"ignored" doc:"server-set fields left out of the comparison"`
+	Changes       []DiffChange `json:"changes"`
+}
+
+// APIPrefix is the path prefix of the direct API's routes.
+const APIPrefix = "/api/v1"
+
+// ClusterPath is the direct API's path of a cluster's record, under which
+// the links of these types point.
+func ClusterPath(cluster string) string {
+	return APIPrefix + "/clusters/" + url.PathEscape(cluster)
+}
+
+func versionPath(cluster, uid string, key []byte) string {
+	return ClusterPath(cluster) + "/objects/" + url.PathEscape(uid) + "/versions/" + hex.EncodeToString(key)
+}
+
+func LinksFor(cluster, uid string, key []byte) Links {
+	self := versionPath(cluster, uid, key)
+	return Links{
+		Self:     self,
+		History:  ClusterPath(cluster) + "/objects/" + url.PathEscape(uid) + "/history",
+		Diff:     self + "/diff",
+		Manifest: self + "/manifest",
+		Restore:  self + "/restore",
+	}
+}
+
+// versionOf converts a stored version.
+func VersionOf(v *store.VersionRecord) Version {
+	out := Version{
+		ID:         v.UID + "/" + hex.EncodeToString(v.Key),
+		Cluster:    v.Cluster,
+		UID:        v.UID,
+		VersionKey: hex.EncodeToString(v.Key),
+		Origin:     v.Origin, Verb: v.Verb, ChangedAt: v.ChangedAt.UTC(),
+		Group: v.APIGroup, APIVersion: v.APIVersion, Kind: v.Kind, Resource: v.Resource,
+		Subresource: v.Subresource, Namespace: v.Namespace, Name: v.Name,
+		Created: v.Created, Deleted: v.Deleted, Complete: v.Complete, HasState: v.HasState(),
+		SecretDigested: v.SecretDigested, Stale: v.Stale,
+		Links: LinksFor(v.Cluster, v.UID, v.Key),
+	}
+	if v.ResourceVersion != nil {
+		out.ResourceVersion = strconv.FormatInt(*v.ResourceVersion, 10)
+	}
+	if v.Username != "" {
+		out.Actor = &Actor{
+			Username: v.Username, Groups: v.UserGroups, ImpersonatedUser: v.ImpersonatedUser,
+			ImpersonatedGroups: v.ImpersonatedGroups, SourceIPs: v.SourceIPs, UserAgent: v.UserAgent, AuditID: v.AuditID,
+		}
+	}
+	if len(v.Object) > 0 {
+		out.Object = json.RawMessage(v.Object)
+	}
+	return out
+}
+
+func eventOf(e *store.EventRecord) Event {
+	out := Event{
+		At: e.At.UTC(), Verb: e.Verb, RequestURI: e.RequestURI,
+		Actor: Actor{Username: e.Username, Groups: e.UserGroups, ImpersonatedUser: e.ImpersonatedUser,
+			ImpersonatedGroups: e.ImpersonatedGroups, SourceIPs: e.SourceIPs, UserAgent: e.UserAgent, AuditID: e.AuditID},
+		Group: e.APIGroup, APIVersion: e.APIVersion, Resource: e.Resource, Subresource: e.Subresource,
+		Namespace: e.Namespace, Name: e.Name, UID: e.ObjectUID,
+		Code: e.ResponseCode, Reason: e.ResponseReason, Message: e.ResponseMessage,
+	}
+	if len(e.RequestObject) > 0 {
+		out.RequestObject = json.RawMessage(e.RequestObject)
+	}
+	for _, id := range e.Versions {
+		if i := strings.LastIndexByte(id, '/'); i > 0 {
+			out.Versions = append(out.Versions, ClusterPath(e.Cluster)+"/objects/"+url.PathEscape(id[:i])+"/versions/"+id[i+1:])
+		}
+	}
+	return out
+}
