@@ -280,8 +280,10 @@ func sameVersion(a, b *store.VersionRecord) bool {
 	return a.Cluster == b.Cluster && a.UID == b.UID && string(a.Key) == string(b.Key)
 }
 
-// DeletionFilter narrows a list of deletions (nil Group or Namespace: any).
-type DeletionFilter struct {
+// ObjectFilter narrows a list of deletions or failed mutations to objects
+// and a user. A nil Group or Namespace matches any; a given empty one is
+// the core group, or the cluster scope.
+type ObjectFilter struct {
 	Cluster              string
 	Group, Namespace     *string
 	Resource, Name, User string
@@ -289,7 +291,7 @@ type DeletionFilter struct {
 
 // Deletions lists successful deletions, newest first, that the caller may
 // read, with the user action that started a cascade.
-func (s *Service) Deletions(ctx context.Context, f DeletionFilter, p PageOptions) (Page[Deletion], error) {
+func (s *Service) Deletions(ctx context.Context, f ObjectFilter, p PageOptions) (Page[Deletion], error) {
 	if err := s.refuseUnreadable(ctx, f.Group, f.Resource, f.Namespace, f.Name); err != nil {
 		return Page[Deletion]{}, err
 	}
@@ -317,17 +319,9 @@ func (s *Service) Deletions(ctx context.Context, f DeletionFilter, p PageOptions
 	}.run(after, s.ReadFilter(ctx))
 }
 
-// EventFilter narrows a list of failed mutations (nil Group or Namespace:
-// any).
-type EventFilter struct {
-	Cluster              string
-	Group, Namespace     *string
-	Resource, Name, User string
-}
-
 // FailedMutations lists refused or failed writes, newest first, that the
 // caller may read.
-func (s *Service) FailedMutations(ctx context.Context, f EventFilter, p PageOptions) (Page[Event], error) {
+func (s *Service) FailedMutations(ctx context.Context, f ObjectFilter, p PageOptions) (Page[Event], error) {
 	if err := s.refuseUnreadable(ctx, f.Group, f.Resource, f.Namespace, f.Name); err != nil {
 		return Page[Event]{}, err
 	}

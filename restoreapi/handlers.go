@@ -155,10 +155,7 @@ func (s *Server) listDeletions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := r.URL.Query()
-	page, err := s.hist.Deletions(r.Context(), history.DeletionFilter{Cluster: chi.URLParam(r, "cluster"),
-		Group: optional(r, "group"), Namespace: optional(r, "namespace"),
-		Resource: v.Get("resource"), Name: v.Get("name"), User: v.Get("user")}, p)
+	page, err := s.hist.Deletions(r.Context(), objectFilter(r), p)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -167,10 +164,7 @@ func (s *Server) failedMutations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := r.URL.Query()
-	page, err := s.hist.FailedMutations(r.Context(), history.EventFilter{Cluster: chi.URLParam(r, "cluster"),
-		Group: optional(r, "group"), Namespace: optional(r, "namespace"),
-		Resource: v.Get("resource"), Name: v.Get("name"), User: v.Get("user")}, p)
+	page, err := s.hist.FailedMutations(r.Context(), objectFilter(r), p)
 	return answer(w, r, http.StatusOK, page, err)
 }
 

@@ -105,6 +105,13 @@ func optional(r *http.Request, name string) *string {
 	return &v
 }
 
+// objectFilter reads the filters of deletions and failed mutations.
+func objectFilter(r *http.Request) history.ObjectFilter {
+	v := r.URL.Query()
+	return history.ObjectFilter{Cluster: chi.URLParam(r, "cluster"), Group: optional(r, "group"), Namespace: optional(r, "namespace"),
+		Resource: v.Get("resource"), Name: v.Get("name"), User: v.Get("user")}
+}
+
 // versionParam is the version of the path.
 func versionParam(r *http.Request) (history.VersionID, error) {
 	key, err := history.ParseVersionKey(chi.URLParam(r, "key"))
