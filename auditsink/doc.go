@@ -29,9 +29,9 @@
 //     (record/redact.go), the re-encoding that replaces NUL, invalid UTF-8 and lone
 //     surrogates (record/pgsafe.go: its decoder turns a lone surrogate into U+FFFD,
 //     which the record relies on), the journal's records, baselines, and
-//     the restore API's answers.
+//     the answers of the restore API (restoreapi).
 //   - k8s.io/apimachinery/pkg/util/json (filter's loading and dry-run checks,
-//     the restore API's manifests): objects as Kubernetes decodes them,
+//     the manifests and diffs of packages restore and history): objects as Kubernetes decodes them,
 //     integers kept as int64 rather than float64, so a manifest or a rule
 //     reads back as it was written.
 //   - filter/noise.go's scanner: an allocation-free, strictly validating
