@@ -2,81 +2,32 @@ package app
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/options-record/options-record/store"
 )
 
-// errDatabasePending is what the record answers until the database has
-// answered once since start-up; with a journal, batches are journaled.
-var errDatabasePending = errors.New("the database has not answered since start-up")
-
-// lateStore stands in for the store while the database has not answered
-// since start-up, so a sink with a journal starts (and acknowledges from
-// the journal) during a database outage.
-type lateStore struct {
-	p     atomic.Pointer[store.Store]
-	ready chan struct{} // closed once the store is open
-}
-
-func (l *lateStore) set(st *store.Store) {
-	l.p.Store(st)
-	close(l.ready)
-}
-
-func (l *lateStore) get() *store.Store { return l.p.Load() }
-
-// WriteBatch implements store.Writer.
-func (l *lateStore) WriteBatch(ctx context.Context, b *store.Batch) (store.WriteResult, error) {
-	if s := l.get(); s != nil {
-		return s.WriteBatch(ctx, b)
+// openStore makes the store and prepares it (migrations, partitions).
+// When background is set (the sink has a journal), a database that does
+// not answer is tried again every few seconds in the background until ctx
+// ends, and the store, meanwhile, answers the retryable
+// store.ErrNotPrepared (the journal keeps the batches); otherwise the
+// failure is returned. prepared is closed once Prepare has succeeded.
+func openStore(ctx context.Context, o store.Options, background bool, log *slog.Logger) (st *store.Store, prepared <-chan struct{}, err error) {
+	st, err = store.Connect(o)
+	if err != nil {
+		return nil, nil, err
 	}
-	return store.WriteResult{}, errDatabasePending
-}
-
-// AddRuleStats implements rulesync.Store.
-func (l *lateStore) AddRuleStats(ctx context.Context, cluster string, stats map[string]store.RuleStat) error {
-	if s := l.get(); s != nil {
-		return s.AddRuleStats(ctx, cluster, stats)
-	}
-	return errDatabasePending
-}
-
-// RuleStats implements rulesync.Store.
-func (l *lateStore) RuleStats(ctx context.Context, cluster string) (map[string]store.RuleStat, error) {
-	if s := l.get(); s != nil {
-		return s.RuleStats(ctx, cluster)
-	}
-	return nil, errDatabasePending
-}
-
-// WriteBaseline implements rulesync.Store.
-func (l *lateStore) WriteBaseline(ctx context.Context, vs []store.Version) (int, error) {
-	if s := l.get(); s != nil {
-		return s.WriteBaseline(ctx, vs)
-	}
-	return 0, errDatabasePending
-}
-
-// openStore opens the store. When background is set (the sink has a
-// journal), a database that does not answer is retried every few seconds
-// in the background until ctx ends (the ready channel says when it is
-// open); otherwise the failure is returned.
-func openStore(ctx context.Context, o store.Options, background bool, log *slog.Logger) (*lateStore, error) {
-	l := &lateStore{ready: make(chan struct{})}
-	first, cancel := context.WithTimeout(ctx, 15*time.Second)
-	st, err := store.Open(first, o)
-	cancel()
-	if err == nil {
-		l.set(st)
-		return l, nil
+	done := make(chan struct{})
+	if err = prepareStore(ctx, st); err == nil {
+		close(done)
+		return st, done, nil
 	}
 	if !background || ctx.Err() != nil {
-		return nil, err
+		st.Close()
+		return nil, nil, err
 	}
 	log.Warn("the database does not answer: acknowledging from the journal until it does", "err", err)
 	go func() {
@@ -86,23 +37,23 @@ func openStore(ctx context.Context, o store.Options, background bool, log *slog.
 				return
 			case <-time.After(3 * time.Second):
 			}
-			attempt, cancel := context.WithTimeout(ctx, 15*time.Second)
-			st, err := store.Open(attempt, o)
-			cancel()
-			if err != nil {
+			if err := prepareStore(ctx, st); err != nil {
 				log.Debug("the database still does not answer", "err", err)
 				continue
 			}
-			if ctx.Err() != nil {
-				st.Close()
-				return
-			}
 			log.Info("the database answers: the record is open")
-			l.set(st)
+			close(done)
 			return
 		}
 	}()
-	return l, nil
+	return st, done, nil
+}
+
+// prepareStore is one attempt at preparing st, for 15 s at most.
+func prepareStore(ctx context.Context, st *store.Store) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	return st.Prepare(ctx)
 }
 
 // lateStops are the stop functions of what started with the store, run in

@@ -167,20 +167,16 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	defer db.closeOnExit(ctx, log)
 	openCtx, stopOpening := context.WithCancel(ctx)
 	defer stopOpening()
-	ls, err := openStore(openCtx, store.Options{URL: db.URL, Logger: log}, o.JournalDir != "", log)
+	st, prepared, err := openStore(openCtx, store.Options{URL: db.URL, Logger: log}, o.JournalDir != "", log)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if st := ls.get(); st != nil {
-			st.Close()
-		}
-	}()
+	defer st.Close()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := auditsink.NewMetrics(reg)
-	writer, stopJournal, journalReady, err := wrapJournal(ctx, JournalOptions{Dir: o.JournalDir}, ls, reg, log)
+	writer, stopJournal, journalReady, err := wrapJournal(ctx, JournalOptions{Dir: o.JournalDir}, st, reg, log)
 	if err != nil {
 		return err
 	}
@@ -188,7 +184,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	pipe := auditsink.NewPipeline(registry, writer, metrics, log).WithObserver(registry).WithSecretDigester(digester)
 	var syncer *rulesync.Syncer
 	if o.Kube != nil {
-		if syncer, err = startSyncer(ctx, o, registry, ls, digester, log); err != nil {
+		if syncer, err = startSyncer(ctx, o, registry, st, digester, log); err != nil {
 			return err
 		}
 		pipe.WithSelf(syncer.IsSelf).WithOnStored(syncer.OnStored)
@@ -251,14 +247,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			// down: only a journal over its high-water mark, or full, makes it unready.
 			return journalReady()
 		}
-		return pingStore(ctx, ls.get())
+		return pingStore(ctx, st)
 	}, log)
 
 	// What needs the open store starts with it: at once, or, with a journal
 	// and the database down at start-up, when it first answers.
 	var late lateStops
 	defer late.stop(ctx, log)
-	withStore := func(st *store.Store) error {
+	withStore := func() error {
 		// The rules the other replicas saw (and those of the fleet's other
 		// clusters) before the first batch is filtered, then kept in step.
 		if err := sharer.Load(ctx, st); err != nil {
@@ -281,18 +277,19 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		}
 		return nil
 	}
-	if st := ls.get(); st != nil {
-		if err := withStore(st); err != nil {
+	select {
+	case <-prepared:
+		if err := withStore(); err != nil {
 			webhookLn.Close()
 			metricsLn.Close()
 			return err
 		}
-	} else {
+	default:
 		go func() {
 			select {
 			case <-ctx.Done():
-			case <-ls.ready:
-				if err := withStore(ls.get()); err != nil {
+			case <-prepared:
+				if err := withStore(); err != nil {
 					log.Error("the restore API could not start", "err", err)
 				}
 			}

@@ -40,11 +40,10 @@ func serveAPI(ctx context.Context, o ServeOptions, log *slog.Logger) error {
 	// the API can log in with a role that may only read it and write the
 	// restores table (deploy/README.md). The embedded database it starts
 	// itself, it prepares.
-	ls, err := openStore(ctx, store.Options{URL: db.URL, Logger: log, MaxConns: 2, Secondary: o.Database.URL != ""}, false, log)
+	st, _, err := openStore(ctx, store.Options{URL: db.URL, Logger: log, MaxConns: 2, Secondary: o.Database.URL != ""}, false, log)
 	if err != nil {
 		return err
 	}
-	st := ls.get()
 	defer st.Close()
 
 	reg := prometheus.NewRegistry()
