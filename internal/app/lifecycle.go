@@ -22,8 +22,9 @@ const stopTimeout = 30 * time.Second
 // lifecycle starts components in order and stops the started ones in
 // reverse order, so that each stops before what it needs.
 type lifecycle struct {
-	log    *slog.Logger
-	failed chan error // a component that ended on its own (a server)
+	log     *slog.Logger
+	failed  chan error    // a component that ended on its own (a server)
+	started chan struct{} // closed once run has started every component
 
 	mu    sync.Mutex
 	stops []namedStop
@@ -35,7 +36,7 @@ type namedStop struct {
 }
 
 func newLifecycle(log *slog.Logger) *lifecycle {
-	return &lifecycle{log: log, failed: make(chan error, 1)}
+	return &lifecycle{log: log, failed: make(chan error, 1), started: make(chan struct{})}
 }
 
 // run starts cs in order, waits until ctx is done or a component fails,
@@ -43,6 +44,7 @@ func newLifecycle(log *slog.Logger) *lifecycle {
 func (l *lifecycle) run(ctx context.Context, cs ...component) error {
 	err := l.start(ctx, cs...)
 	if err == nil {
+		close(l.started)
 		select {
 		case <-ctx.Done():
 		case err = <-l.failed:

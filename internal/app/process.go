@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -39,11 +40,17 @@ func newProcess(o ServeOptions, digester *record.SecretDigester, log *slog.Logge
 	return p
 }
 
-// ready says whether this process can do its work. With a journal the
-// sink takes batches while the database is down: only a journal over its
-// high-water mark, or full, makes it unready. Otherwise the database must
-// answer.
+// ready says whether this process can do its work. Not before every
+// component has started (the metrics server starts before the webhook and
+// the API listen). With a journal the sink takes batches while the
+// database is down: only a journal over its high-water mark, or full,
+// makes it unready. Otherwise the database must answer.
 func (p *process) ready(ctx context.Context) error {
+	select {
+	case <-p.lc.started:
+	default:
+		return errors.New("starting")
+	}
 	if p.journalReady != nil {
 		return p.journalReady()
 	}

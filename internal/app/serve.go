@@ -170,6 +170,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if o.API != nil {
 		late = append(late, component{"restore API", p.startAPI})
 	}
+	// The metrics server starts before the webhook and stops after it; it
+	// answers /readyz with 200 once every component has started.
 	cs = append(cs, once("what needs the record", p.prepared, log, late...),
 		p.metricsSrv.component(o.MetricsAddr, p.lc),
 		component{"webhook", p.serveWebhook},

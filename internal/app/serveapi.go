@@ -31,8 +31,9 @@ func serveAPI(ctx context.Context, o ServeOptions, log *slog.Logger) error {
 		// and write the restores table (deploy/README.md). The embedded
 		// database it starts itself, it prepares.
 		p.openStore(store.Options{Logger: log, MaxConns: 2, Secondary: o.Database.URL != ""}, false),
-		component{"restore API", p.startAPI},
+		// Ready (/readyz) once every component has started.
 		p.metricsSrv.component(o.MetricsAddr, p.lc),
+		component{"restore API", p.startAPI},
 		component{"announce", func(context.Context) (func(context.Context) error, error) {
 			log.Info("serving the restore API only (--roles=api)", "metrics", p.metricsSrv.addr.String())
 			if o.OnListening != nil {
