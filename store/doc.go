@@ -7,4 +7,12 @@
 // It must never decide what to record (package filter does) nor interpret
 // audit events (package record turns them into rows); it stores rows
 // idempotently: a redelivered batch changes nothing.
+//
+// Connecting is separate from migrating: Connect makes a Store without any
+// I/O, Prepare applies the migrations and creates the partitions around
+// today (Open does both). Until Prepare has succeeded, a primary Store
+// answers every read and write with the retryable ErrNotPrepared and
+// reaches nothing, so a process can start, and journal what it takes,
+// while the database does not answer. A Secondary Store (another pool on a
+// database the main one prepares) is usable at once.
 package store

@@ -6,12 +6,24 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// IsRetryable reports whether err is a PostgreSQL error that running the
-// same transaction again resolves: a serialization failure (40001), a
-// deadlock (40P01) or a unique violation (23505, a batch redelivered
-// concurrently with itself: the retry sees the committed rows and skips
-// them). Transact retries these.
+// ErrNotPrepared is what a primary Store answers, without reaching the
+// database, until Prepare has applied the migrations: nothing is read or
+// written in a schema that may be behind the code. It is retryable.
+var ErrNotPrepared = errors.New("store: the database is not prepared yet (migrations not applied)")
+
+// IsRetryable reports whether the same work done again later can succeed:
+// ErrNotPrepared, or a PostgreSQL error that running the same transaction
+// again resolves (see isConflict).
 func IsRetryable(err error) bool {
+	return errors.Is(err, ErrNotPrepared) || isConflict(err)
+}
+
+// isConflict reports whether err is a PostgreSQL error that running the
+// same transaction again at once resolves: a serialization failure
+// (40001), a deadlock (40P01) or a unique violation (23505, a batch
+// redelivered concurrently with itself: the retry sees the committed rows
+// and skips them). Transact retries these.
+func isConflict(err error) bool {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		return false

@@ -38,6 +38,7 @@ func TestErrorClassification(t *testing.T) {
 		{"joined", errors.Join(errors.New("rollback failed"), pg("23502")), false, true},
 		{"not PostgreSQL's", errors.New("dial tcp 10.0.0.5:5432: connect: connection refused"), false, false},
 		{"deadline", context.DeadlineExceeded, false, false},
+		{"store not prepared yet", fmt.Errorf("store: write batch of 3 events: %w", ErrNotPrepared), true, false},
 		{"nil", nil, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,16 +35,29 @@ func partitionName(d time.Time) string { return "events_p" + d.Format("20060102"
 // EnsurePartitionsAround creates the partitions from yesterday to
 // PartitionsAhead days after now. The sink calls it at start and daily.
 func (s *Store) EnsurePartitionsAround(ctx context.Context, now time.Time) error {
+	return s.ensurePartitions(ctx, s.pool, s.parts.around(now))
+}
+
+// around are the days from yesterday to ahead days after now.
+func (p *partitions) around(now time.Time) []time.Time {
 	var days []time.Time
-	for i := -1; i <= s.parts.ahead; i++ {
+	for i := -1; i <= p.ahead; i++ {
 		days = append(days, now.AddDate(0, 0, i))
 	}
-	return s.EnsurePartitionsFor(ctx, days)
+	return days
 }
 
 // EnsurePartitionsFor creates the event partitions of the days of times
 // that do not exist yet. WriteBatch calls it for the days of its events.
 func (s *Store) EnsurePartitionsFor(ctx context.Context, times []time.Time) error {
+	return s.ensurePartitions(ctx, s.pool, times)
+}
+
+// ensurePartitions creates the missing partitions of times through db (the
+// gated pool, or the raw one while Prepare runs).
+func (s *Store) ensurePartitions(ctx context.Context, db interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, times []time.Time) error {
 	s.parts.mu.Lock()
 	defer s.parts.mu.Unlock()
 	var missing []time.Time
@@ -60,7 +73,7 @@ func (s *Store) EnsurePartitionsFor(ctx context.Context, times []time.Time) erro
 		return nil
 	}
 	sort.Slice(missing, func(i, j int) bool { return missing[i].Before(missing[j]) })
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(partitionLockID)); err != nil {
 			return err
 		}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // ErrNotFound is returned by reads that find no row.
@@ -748,7 +747,7 @@ func isUUID(s string) bool {
 }
 
 // queryAll runs a read and collects its rows into T by column name.
-func queryAll[T any](ctx context.Context, pool *pgxpool.Pool, what, sql string, args ...any) ([]T, error) {
+func queryAll[T any](ctx context.Context, pool *gatedPool, what, sql string, args ...any) ([]T, error) {
 	rows, err := pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", what, err)

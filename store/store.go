@@ -36,20 +36,24 @@ type Options struct {
 	IdleInTransactionTimeout time.Duration
 	// Secondary opens another pool on a database that the process's main
 	// Store has migrated and keeps partitions for: no migrations, no
-	// partition upkeep (the restore API's own pool).
+	// partition upkeep, usable at once (the restore API's own pool).
 	Secondary bool
 }
 
 // Store is the PostgreSQL record.
 type Store struct {
-	pool  *pgxpool.Pool
-	log   *slog.Logger
-	parts *partitions
+	pool      *gatedPool
+	conn      *pgx.ConnConfig // what Prepare migrates with
+	log       *slog.Logger
+	parts     *partitions
+	secondary bool
 }
 
-// Open connects to PostgreSQL, applies the migrations and prepares the event
-// partitions around today.
-func Open(ctx context.Context, opts Options) (*Store, error) {
+// Connect makes a Store without any I/O: its pool connects when a
+// statement first needs a connection. A Secondary store is usable at once;
+// a primary one answers ErrNotPrepared, without reaching the database,
+// until Prepare has succeeded.
+func Connect(opts Options) (*Store, error) {
 	if opts.URL == "" {
 		return nil, errors.New("store: no database URL")
 	}
@@ -80,35 +84,59 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			cfg.ConnConfig.RuntimeParams[param] = strconv.FormatInt(max(d.Milliseconds(), 1), 10)
 		}
 	}
-	if !opts.Secondary {
-		if err := Migrate(ctx, cfg.ConnConfig, opts.Logger); err != nil {
-			return nil, err
-		}
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	// pgxpool connects lazily (no minimum of idle connections is set): this
+	// context is used for no I/O.
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
-	s := &Store{pool: pool, log: opts.Logger, parts: newPartitions(opts.PartitionsAhead)}
-	if opts.Secondary {
-		return s, nil
+	s := &Store{pool: &gatedPool{raw: pool}, conn: cfg.ConnConfig, log: opts.Logger,
+		parts: newPartitions(opts.PartitionsAhead), secondary: opts.Secondary}
+	s.pool.prepared.Store(opts.Secondary)
+	return s, nil
+}
+
+// Prepare applies the migrations and creates the event partitions around
+// today; then the store takes reads and writes. It may be called again
+// after a failure (a database that does not answer yet). A Secondary store
+// has nothing to prepare.
+func (s *Store) Prepare(ctx context.Context) error {
+	if s.secondary || s.pool.prepared.Load() {
+		return nil
 	}
-	if err := s.EnsurePartitionsAround(ctx, time.Now()); err != nil {
-		pool.Close()
+	if err := Migrate(ctx, s.conn, s.log); err != nil {
+		return err
+	}
+	if err := s.ensurePartitions(ctx, s.pool.raw, s.parts.around(time.Now())); err != nil {
+		return err
+	}
+	s.pool.prepared.Store(true)
+	return nil
+}
+
+// Open connects to PostgreSQL and prepares the store (Connect, then
+// Prepare).
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	s, err := Connect(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Prepare(ctx); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
 // Close releases the pool.
-func (s *Store) Close() { s.pool.Close() }
+func (s *Store) Close() { s.pool.raw.Close() }
 
 // Pool exposes the connection pool to read-side packages of this module.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+func (s *Store) Pool() *pgxpool.Pool { return s.pool.raw }
 
-// Ping checks that the database answers.
+// Ping checks that the database answers (prepared or not).
 func (s *Store) Ping(ctx context.Context) error {
-	if err := s.pool.Ping(ctx); err != nil {
+	if err := s.pool.raw.Ping(ctx); err != nil {
 		return fmt.Errorf("store: ping: %w", err)
 	}
 	return nil
@@ -150,7 +178,7 @@ func (s *Store) Transact(ctx context.Context, fn func(pgx.Tx) error) error {
 	var err error
 	for i := 0; i < attempts; i++ {
 		err = pgx.BeginFunc(ctx, s.pool, fn)
-		if err == nil || !IsRetryable(err) {
+		if err == nil || !isConflict(err) {
 			return err
 		}
 		s.log.Debug("retrying transaction", "attempt", i+1, "err", err)

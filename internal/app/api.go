@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
@@ -142,27 +141,17 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 	if err != nil {
 		return nil, fmt.Errorf("restore API listener: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           api,
-		TLSConfig:         tlsCfg,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.ServeTLS(ln, "", "") }()
+	srv := newHTTPServer("restore API", api, tlsCfg, limits{readHeader: 10 * time.Second, read: 60 * time.Second,
+		idle: 120 * time.Second}, log)
+	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
+	srv.serve(ln, nil)
 	mode := "cluster"
 	if so.Kube == nil {
 		mode = "standalone (read-only)"
 	}
 	log.Info("serving the restore API", "addr", ln.Addr().String(), "mode", mode, "openapi", "/api/v1/openapi.json")
 	return func(ctx context.Context) error {
-		err := srv.Shutdown(ctx)
-		if serr := <-done; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
+		err := srv.stop(ctx)
 		st.Close()
 		return err
 	}, nil

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -32,17 +31,7 @@ type database struct {
 	stop func(context.Context) error
 }
 
-// closeOnExit stops a database this process started, with its own deadline
-// (ctx may be cancelled already: the process is stopping), logging a
-// failure. For a defer.
-func (d *database) closeOnExit(ctx context.Context, log *slog.Logger) {
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := d.Close(stopCtx); err != nil {
-		log.Error("stopping embedded PostgreSQL", "err", err)
-	}
-}
-
+// Close stops a database this process started.
 func (d *database) Close(ctx context.Context) error {
 	if d.stop == nil {
 		return nil

@@ -30,9 +30,9 @@ type JournalOptions struct {
 // readiness check: nil without a journal (readiness is then the database's),
 // else the journal's high-water check — with a journal the sink takes
 // batches while the database is down, so that must not make it unready.
-func wrapJournal(ctx context.Context, o JournalOptions, st store.Writer, reg prometheus.Registerer, log *slog.Logger) (store.Writer, func(), func() error, error) {
+func wrapJournal(ctx context.Context, o JournalOptions, st store.Writer, reg prometheus.Registerer, log *slog.Logger) (store.Writer, func(context.Context) error, func() error, error) {
 	if o.Dir == "" {
-		return st, func() {}, nil, nil
+		return st, nil, nil, nil
 	}
 	j, err := journal.Open(o.Dir, st, journal.Options{
 		MaxBytes: o.MaxBytes, HighWater: o.HighWater, WriteDeadline: o.WriteDeadline,
@@ -41,24 +41,24 @@ func wrapJournal(ctx context.Context, o JournalOptions, st store.Writer, reg pro
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("journal: %w", err)
 	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := j.Run(runCtx); err != nil {
+	// The drainer runs until stop, not until ctx ends: the webhook's
+	// in-flight batches are still being stored then.
+	stopDrainer, _ := background("journal drainer", func(ctx context.Context) {
+		if err := j.Run(ctx); err != nil {
 			log.Error("journal drainer", "err", err)
 		}
-	}()
-	stop := func() {
-		cancel()
-		<-done
-		if err := j.Close(); err != nil {
-			log.Error("closing the journal", "err", err)
-		}
+	}).start(context.WithoutCancel(ctx))
+	stop := func(ctx context.Context) error {
+		_ = stopDrainer(ctx)
+		err := j.Close()
 		if s := j.Stats(); s.Batches > 0 {
 			log.Warn("journal holds batches not yet stored; the next start stores them", "dir", o.Dir,
 				"batches", s.Batches, "bytes", s.Bytes, "oldest", s.Oldest)
 		}
+		if err != nil {
+			return fmt.Errorf("closing the journal: %w", err)
+		}
+		return nil
 	}
 	log.Info("journal enabled", "dir", o.Dir)
 	return j, stop, j.Ready, nil

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/options-record/options-record/auditsink"
@@ -141,65 +140,126 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if !withAPI {
 		o.API = nil // never impersonates
 	}
-	static, err := loadRuleObjects(o.Rules, log)
+	p, err := newIngest(o, log)
 	if err != nil {
 		return err
+	}
+	// Started in this order, stopped in the reverse: the webhook stops
+	// taking batches first, and its in-flight ones end stored or journaled
+	// before the journal, the store and the database stop.
+	cs := []component{
+		{"database", p.openDatabase},
+		p.openStore(store.Options{Logger: log}, o.JournalDir != ""),
+		background("store preparation", p.keepPreparing),
+		{"journal", p.openJournal},
+	}
+	if o.Kube != nil {
+		cs = append(cs, component{"rule sync", p.startSyncer}, background("rule sync", func(ctx context.Context) { p.syncer.Run(ctx) }))
+	}
+	// What needs the prepared store starts with it: at once, or, with a
+	// journal and the database down at start-up, when it first answers.
+	// The rules the other replicas saw (and those of the fleet's other
+	// clusters) are loaded before the webhook filters its first batch.
+	late := []component{
+		{"shared rules", p.loadSharedRules},
+		background("shared rules", func(ctx context.Context) { p.sharer.Run(ctx, p.st) }),
+		background("maintenance", func(ctx context.Context) {
+			maintain(ctx, p.st, p.registry.MaxRetention, p.sharer.Loaded(), log)
+		}),
+	}
+	if o.API != nil {
+		late = append(late, component{"restore API", p.startAPI})
+	}
+	// The metrics server starts before the webhook and stops after it; it
+	// answers /readyz with 200 once every component has started.
+	cs = append(cs, once("what needs the record", p.prepared, log, late...),
+		p.metricsSrv.component(o.MetricsAddr, p.lc),
+		component{"webhook", p.serveWebhook},
+		component{"announce", func(context.Context) (func(context.Context) error, error) {
+			log.Info("serving the audit webhook", "webhook", p.webhook.addr.String(), "metrics", p.metricsSrv.addr.String(),
+				"rules", p.registry.RulesFor(o.Cluster).Len())
+			if o.OnListening != nil {
+				o.OnListening(p.webhook.addr, p.metricsSrv.addr)
+			}
+			return nil, nil
+		}})
+	if err := p.lc.run(ctx, cs...); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// ingestProcess is a process with the ingest role.
+type ingestProcess struct {
+	*process
+	registry *rulesync.Registry
+	sharer   *rulesync.Sharer
+	tlsCfg   *tls.Config
+	auth     *auditsink.Authenticator
+	metrics  *auditsink.Metrics
+	writer   store.Writer
+	syncer   *rulesync.Syncer
+	webhook  *httpServer
+}
+
+// newIngest prepares what needs no I/O: the rules, the webhook's TLS and
+// credentials, the secret digest key.
+func newIngest(o ServeOptions, log *slog.Logger) (*ingestProcess, error) {
+	static, err := loadRuleObjects(o.Rules, log)
+	if err != nil {
+		return nil, err
 	}
 	regOpts, err := o.Rules.registryOptions(o.Cluster)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	registry := rulesync.NewRegistry(static, regOpts)
-	sharer := rulesync.NewSharer(registry, log)
 	tlsCfg, auth, err := webhookSecurity(&o, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	digester, err := loadSecretDigester(o.SecretDigestKeyFile, o.Database.DataDir, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	p := &ingestProcess{process: newProcess(o, digester, log), registry: registry,
+		sharer: rulesync.NewSharer(registry, log), tlsCfg: tlsCfg, auth: auth}
+	p.metrics = auditsink.NewMetrics(p.reg)
+	return p, nil
+}
 
-	db, err := openDatabase(ctx, o.Database, false, log)
-	if err != nil {
-		return err
-	}
-	defer db.closeOnExit(ctx, log)
-	openCtx, stopOpening := context.WithCancel(ctx)
-	defer stopOpening()
-	ls, err := openStore(openCtx, store.Options{URL: db.URL, Logger: log}, o.JournalDir != "", log)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if st := ls.get(); st != nil {
-			st.Close()
-		}
-	}()
+func (p *ingestProcess) openJournal(ctx context.Context) (func(context.Context) error, error) {
+	var stop func(context.Context) error
+	var err error
+	p.writer, stop, p.journalReady, err = wrapJournal(ctx, JournalOptions{Dir: p.o.JournalDir}, p.st, p.reg, p.log)
+	return stop, err
+}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := auditsink.NewMetrics(reg)
-	writer, stopJournal, journalReady, err := wrapJournal(ctx, JournalOptions{Dir: o.JournalDir}, ls, reg, log)
-	if err != nil {
-		return err
+func (p *ingestProcess) startSyncer(ctx context.Context) (func(context.Context) error, error) {
+	var err error
+	p.syncer, err = startSyncer(ctx, p.o, p.registry, p.st, p.digester, p.log)
+	return nil, err
+}
+
+// loadSharedRules loads the rules the replicas shared; a failure leaves
+// retention waiting for them (sharer.Loaded).
+func (p *ingestProcess) loadSharedRules(ctx context.Context) (func(context.Context) error, error) {
+	if err := p.sharer.Load(ctx, p.st); err != nil {
+		p.log.Warn("loading the rules other replicas shared; retention waits for them", "err", err)
 	}
-	defer stopJournal()
-	pipe := auditsink.NewPipeline(registry, writer, metrics, log).WithObserver(registry).WithSecretDigester(digester)
-	var syncer *rulesync.Syncer
-	if o.Kube != nil {
-		if syncer, err = startSyncer(ctx, o, registry, ls, digester, log); err != nil {
-			return err
-		}
-		pipe.WithSelf(syncer.IsSelf).WithOnStored(syncer.OnStored)
-		syncCtx, stopSync := context.WithCancel(ctx)
-		syncDone := make(chan struct{})
-		go func() { defer close(syncDone); syncer.Run(syncCtx) }()
-		defer func() { stopSync(); <-syncDone }()
+	return nil, nil
+}
+
+// serveWebhook builds the pipeline and the handler, and serves them.
+func (p *ingestProcess) serveWebhook(ctx context.Context) (func(context.Context) error, error) {
+	pipe := auditsink.NewPipeline(p.registry, p.writer, p.metrics, p.log).WithObserver(p.registry).WithSecretDigester(p.digester)
+	if p.syncer != nil {
+		pipe.WithSelf(p.syncer.IsSelf).WithOnStored(p.syncer.OnStored)
 	}
-	rules := registry.RulesFor(o.Cluster)
+	o := p.o
 	h, err := auditsink.NewHandler(auditsink.HandlerOptions{
-		Pipeline: pipe, Authenticator: auth, MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight,
+		Pipeline: pipe, Authenticator: p.auth, MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight,
 		MaxInFlightBytes: o.MaxInFlightBytes, MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout,
 		// Events older than the record keeps make no partition; before
 		// the rules the replicas shared are loaded, the longest retention
@@ -209,129 +269,31 @@ func Serve(ctx context.Context, o ServeOptions) error {
 				return o.MaxEventAge
 			}
 			select {
-			case <-sharer.Loaded():
-				return registry.MaxRetention()
+			case <-p.sharer.Loaded():
+				return p.registry.MaxRetention()
 			default:
 				return 0
 			}
 		},
-		Metrics: metrics, Logger: log,
+		Metrics: p.metrics, Logger: p.log,
 	})
 	if err != nil {
-		return err
-	}
-
-	webhookLn, err := net.Listen("tcp", o.WebhookAddr)
-	if err != nil {
-		return fmt.Errorf("webhook listener: %w", err)
-	}
-	metricsLn, err := net.Listen("tcp", o.MetricsAddr)
-	if err != nil {
-		webhookLn.Close()
-		return fmt.Errorf("metrics listener: %w", err)
+		return nil, err
 	}
 	// No connection can hold the others up: headers within 10 s, bodies as
 	// the handler's minimum rate and body timeout say (it reads them before
 	// taking a processing slot), the whole request within a minute, and
 	// the answer written within the handler's write deadline (90 s at most).
-	webhookSrv := &http.Server{
-		Handler:           h,
-		TLSConfig:         tlsCfg,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      90 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		Protocols:         webhookProtocols(o.WebhookHTTP2),
-	}
-	metricsSrv := metricsServer(reg, func(ctx context.Context) error {
-		if journalReady != nil {
-			// With a journal the sink takes batches while the database is
-			// down: only a journal over its high-water mark, or full, makes it unready.
-			return journalReady()
-		}
-		return pingStore(ctx, ls.get())
-	}, log)
-
-	// What needs the open store starts with it: at once, or, with a journal
-	// and the database down at start-up, when it first answers.
-	var late lateStops
-	defer late.stop(ctx, log)
-	withStore := func(st *store.Store) error {
-		// The rules the other replicas saw (and those of the fleet's other
-		// clusters) before the first batch is filtered, then kept in step.
-		if err := sharer.Load(ctx, st); err != nil {
-			log.Warn("loading the rules other replicas shared; retention waits for them", "err", err)
-		}
-		shareCtx, stopShare := context.WithCancel(ctx)
-		shareDone := make(chan struct{})
-		go func() { defer close(shareDone); sharer.Run(shareCtx, st) }()
-		late.add(func(context.Context) error { stopShare(); <-shareDone; return nil })
-		maintCtx, stopMaint := context.WithCancel(ctx)
-		maintDone := make(chan struct{})
-		go func() { defer close(maintDone); maintain(maintCtx, st, registry.MaxRetention, sharer.Loaded(), log) }()
-		late.add(func(context.Context) error { stopMaint(); <-maintDone; return nil })
-		if o.API != nil && o.API.Addr != "" {
-			stopAPI, err := runAPI(ctx, o.API, &o, db.URL, digester, log)
-			if err != nil {
-				return err
-			}
-			late.add(stopAPI)
-		}
-		return nil
-	}
-	if st := ls.get(); st != nil {
-		if err := withStore(st); err != nil {
-			webhookLn.Close()
-			metricsLn.Close()
-			return err
-		}
-	} else {
-		go func() {
-			select {
-			case <-ctx.Done():
-			case <-ls.ready:
-				if err := withStore(ls.get()); err != nil {
-					log.Error("the restore API could not start", "err", err)
-				}
-			}
-		}()
-	}
-
-	errc := make(chan error, 2)
-	go func() { errc <- webhookSrv.ServeTLS(webhookLn, "", "") }()
-	go func() { errc <- metricsSrv.Serve(metricsLn) }()
-	log.Info("serving the audit webhook", "webhook", webhookLn.Addr().String(), "metrics", metricsLn.Addr().String(),
-		"rules", rules.Len())
-	if o.OnListening != nil {
-		o.OnListening(webhookLn.Addr(), metricsLn.Addr())
-	}
-
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case runErr = <-errc:
-	}
-	// Stop accepting, let in-flight batches finish (each is bounded by the
-	// handler's write timeout), then stop.
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := webhookSrv.Shutdown(shutCtx); err != nil {
-		log.Error("webhook shutdown", "err", err)
-	}
-	_ = metricsSrv.Shutdown(shutCtx)
-	if runErr != nil && !errors.Is(runErr, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", runErr)
-	}
-	log.Info("stopped")
-	return nil
+	p.webhook = newHTTPServer("webhook", h, p.tlsCfg, limits{readHeader: 10 * time.Second, read: 60 * time.Second,
+		write: 90 * time.Second, idle: 120 * time.Second, maxHeaderBytes: 64 << 10}, p.log)
+	p.webhook.Protocols = webhookProtocols(o.WebhookHTTP2)
+	return p.webhook.component(o.WebhookAddr, p.lc).start(ctx)
 }
 
 // metricsServer serves /metrics, /healthz and /readyz (ready says whether
 // this process can do its work). It is plain HTTP on the pod network, so no
 // connection may hold it up: scrapes and probes are small and quick.
-func metricsServer(reg *prometheus.Registry, ready func(context.Context) error, log *slog.Logger) *http.Server {
+func metricsServer(reg *prometheus.Registry, ready func(context.Context) error, log *slog.Logger) *httpServer {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
@@ -344,22 +306,9 @@ func metricsServer(reg *prometheus.Registry, ready func(context.Context) error, 
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	return &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second, // a scrape of every series
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-}
-
-func pingStore(ctx context.Context, st *store.Store) error {
-	if err := st.Ping(ctx); err != nil {
-		return fmt.Errorf("database unavailable: %w", err)
-	}
-	return nil
+	// WriteTimeout: a scrape of every series.
+	return newHTTPServer("metrics", mux, nil, limits{readHeader: 5 * time.Second, read: 10 * time.Second,
+		write: 30 * time.Second, idle: 60 * time.Second, maxHeaderBytes: 16 << 10}, log)
 }
 
 // webhookSecurity builds the webhook's TLS configuration and authenticator.
