@@ -31,6 +31,7 @@ type restoreStorage struct {
 
 var (
 	_ rest.Creater              = (*restoreStorage)(nil)
+	_ rest.Updater              = (*restoreStorage)(nil)
 	_ rest.Getter               = (*restoreStorage)(nil)
 	_ rest.Lister               = (*restoreStorage)(nil)
 	_ rest.Scoper               = (*restoreStorage)(nil)
@@ -94,6 +95,18 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 		s.items = append(s.items, r.DeepCopy())
 	}
 	return r, nil
+}
+
+// Update refuses: a restore is immutable once created. It exists only so
+// that the OpenAPI document has a PATCH operation for the kind: kubectl
+// decides whether the server supports server-side field validation
+// (fieldValidation) by looking for that parameter on the kind's PATCH
+// operation; without one it falls back to asking whether the kind is a
+// CRD, which needs "list customresourcedefinitions" at cluster scope, and
+// `kubectl create -f` fails for every ordinary user.
+func (*restoreStorage) Update(_ context.Context, name string, _ rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc,
+	_ rest.ValidateObjectUpdateFunc, _ bool, _ *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return nil, false, apierrors.NewMethodNotSupported(restoreResource, "update")
 }
 
 func requester(u user.Info) recordv1alpha1.Requester {

@@ -48,8 +48,14 @@ var (
 	Codecs = serializer.NewCodecFactory(Scheme)
 )
 
+// namingScheme knows only the served version; see AddServedToScheme.
+var namingScheme = runtime.NewScheme()
+
 func init() {
 	if err := recordv1alpha1.AddToScheme(Scheme); err != nil {
+		panic(err)
+	}
+	if err := recordv1alpha1.AddServedToScheme(namingScheme); err != nil {
 		panic(err)
 	}
 	// The generic server's handlers decode list/get/create options and
@@ -106,7 +112,7 @@ func New(opts Options) (*Server, error) {
 	// The aggregator always sends X-Remote-Uid; the generic default does not
 	// read it (k8s.io/apiserver leaves UIDHeaders empty for old proxies).
 	authn.RequestHeader.UIDHeaders = []string{"X-Remote-Uid"}
-	openAPIV2 := genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(Scheme))
+	openAPIV2 := genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(namingScheme))
 	openAPIV2.Info.Title = "Options Record"
 	if err := authn.ApplyTo(&cfg.Authentication, cfg.SecureServing, openAPIV2); err != nil {
 		return nil, fmt.Errorf("aggregated: authentication: %w", err)
@@ -118,7 +124,7 @@ func New(opts Options) (*Server, error) {
 	}
 
 	cfg.OpenAPIConfig = openAPIV2
-	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(Scheme))
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(namingScheme))
 	cfg.OpenAPIV3Config.Info.Title = "Options Record"
 
 	// No informer factory: no generic-apiserver-start-informers hook.

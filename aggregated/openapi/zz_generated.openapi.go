@@ -10,6 +10,7 @@ Copyright The Options Record Authors.
 package openapi
 
 import (
+	v1alpha1 "github.com/options-record/options-record/aggregated/apis/record/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	version "k8s.io/apimachinery/pkg/version"
@@ -19,14 +20,14 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		"github.com/options-record/options-record/aggregated/apis/record/v1alpha1.Deletion":      schema_aggregated_apis_record_v1alpha1_Deletion(ref),
-		"github.com/options-record/options-record/aggregated/apis/record/v1alpha1.DeletionList":  schema_aggregated_apis_record_v1alpha1_DeletionList(ref),
-		"github.com/options-record/options-record/aggregated/apis/record/v1alpha1.DeletionSpec":  schema_aggregated_apis_record_v1alpha1_DeletionSpec(ref),
-		"github.com/options-record/options-record/aggregated/apis/record/v1alpha1.Requester":     schema_aggregated_apis_record_v1alpha1_Requester(ref),
-		"github.com/options-record/options-record/aggregated/apis/record/v1alpha1.Restore":       schema_aggregated_apis_record_v1alpha1_Restore(ref),
-		"github.com/options-record/options-record/aggregated/apis/record/v1alpha1.RestoreList":   schema_aggregated_apis_record_v1alpha1_RestoreList(ref),
-		"github.com/options-record/options-record/aggregated/apis/record/v1alpha1.RestoreSpec":   schema_aggregated_apis_record_v1alpha1_RestoreSpec(ref),
-		"github.com/options-record/options-record/aggregated/apis/record/v1alpha1.RestoreStatus": schema_aggregated_apis_record_v1alpha1_RestoreStatus(ref),
+		v1alpha1.Deletion{}.OpenAPIModelName():            schema_aggregated_apis_record_v1alpha1_Deletion(ref),
+		v1alpha1.DeletionList{}.OpenAPIModelName():        schema_aggregated_apis_record_v1alpha1_DeletionList(ref),
+		v1alpha1.DeletionSpec{}.OpenAPIModelName():        schema_aggregated_apis_record_v1alpha1_DeletionSpec(ref),
+		v1alpha1.Requester{}.OpenAPIModelName():           schema_aggregated_apis_record_v1alpha1_Requester(ref),
+		v1alpha1.Restore{}.OpenAPIModelName():             schema_aggregated_apis_record_v1alpha1_Restore(ref),
+		v1alpha1.RestoreList{}.OpenAPIModelName():         schema_aggregated_apis_record_v1alpha1_RestoreList(ref),
+		v1alpha1.RestoreSpec{}.OpenAPIModelName():         schema_aggregated_apis_record_v1alpha1_RestoreSpec(ref),
+		v1alpha1.RestoreStatus{}.OpenAPIModelName():       schema_aggregated_apis_record_v1alpha1_RestoreStatus(ref),
 		v1.APIGroup{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_APIGroupList(ref),
 		v1.APIResource{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_APIResource(ref),
@@ -114,7 +115,7 @@ func schema_aggregated_apis_record_v1alpha1_Deletion(ref common.ReferenceCallbac
 					"spec": {
 						SchemaProps: spec.SchemaProps{
 							Default: map[string]interface{}{},
-							Ref:     ref("github.com/options-record/options-record/aggregated/apis/record/v1alpha1.DeletionSpec"),
+							Ref:     ref(v1alpha1.DeletionSpec{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -122,7 +123,7 @@ func schema_aggregated_apis_record_v1alpha1_Deletion(ref common.ReferenceCallbac
 			},
 		},
 		Dependencies: []string{
-			"github.com/options-record/options-record/aggregated/apis/record/v1alpha1.DeletionSpec", v1.ObjectMeta{}.OpenAPIModelName()},
+			v1alpha1.DeletionSpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -160,7 +161,7 @@ func schema_aggregated_apis_record_v1alpha1_DeletionList(ref common.ReferenceCal
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
 										Default: map[string]interface{}{},
-										Ref:     ref("github.com/options-record/options-record/aggregated/apis/record/v1alpha1.Deletion"),
+										Ref:     ref(v1alpha1.Deletion{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -171,7 +172,7 @@ func schema_aggregated_apis_record_v1alpha1_DeletionList(ref common.ReferenceCal
 			},
 		},
 		Dependencies: []string{
-			"github.com/options-record/options-record/aggregated/apis/record/v1alpha1.Deletion", v1.ListMeta{}.OpenAPIModelName()},
+			v1alpha1.Deletion{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -331,13 +332,13 @@ func schema_aggregated_apis_record_v1alpha1_Restore(ref common.ReferenceCallback
 					"spec": {
 						SchemaProps: spec.SchemaProps{
 							Default: map[string]interface{}{},
-							Ref:     ref("github.com/options-record/options-record/aggregated/apis/record/v1alpha1.RestoreSpec"),
+							Ref:     ref(v1alpha1.RestoreSpec{}.OpenAPIModelName()),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
 							Default: map[string]interface{}{},
-							Ref:     ref("github.com/options-record/options-record/aggregated/apis/record/v1alpha1.RestoreStatus"),
+							Ref:     ref(v1alpha1.RestoreStatus{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -345,7 +346,7 @@ func schema_aggregated_apis_record_v1alpha1_Restore(ref common.ReferenceCallback
 			},
 		},
 		Dependencies: []string{
-			"github.com/options-record/options-record/aggregated/apis/record/v1alpha1.RestoreSpec", "github.com/options-record/options-record/aggregated/apis/record/v1alpha1.RestoreStatus", v1.ObjectMeta{}.OpenAPIModelName()},
+			v1alpha1.RestoreSpec{}.OpenAPIModelName(), v1alpha1.RestoreStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -383,7 +384,7 @@ func schema_aggregated_apis_record_v1alpha1_RestoreList(ref common.ReferenceCall
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
 										Default: map[string]interface{}{},
-										Ref:     ref("github.com/options-record/options-record/aggregated/apis/record/v1alpha1.Restore"),
+										Ref:     ref(v1alpha1.Restore{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -394,7 +395,7 @@ func schema_aggregated_apis_record_v1alpha1_RestoreList(ref common.ReferenceCall
 			},
 		},
 		Dependencies: []string{
-			"github.com/options-record/options-record/aggregated/apis/record/v1alpha1.Restore", v1.ListMeta{}.OpenAPIModelName()},
+			v1alpha1.Restore{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -445,14 +446,14 @@ func schema_aggregated_apis_record_v1alpha1_RestoreStatus(ref common.ReferenceCa
 						SchemaProps: spec.SchemaProps{
 							Description: "RequestedBy is the caller as the aggregated server saw it.",
 							Default:     map[string]interface{}{},
-							Ref:         ref("github.com/options-record/options-record/aggregated/apis/record/v1alpha1.Requester"),
+							Ref:         ref(v1alpha1.Requester{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/options-record/options-record/aggregated/apis/record/v1alpha1.Requester"},
+			v1alpha1.Requester{}.OpenAPIModelName()},
 	}
 }
 

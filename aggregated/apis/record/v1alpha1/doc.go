@@ -6,6 +6,7 @@
 // decode into these types and encode them unchanged.
 //
 // +k8s:openapi-gen=true
+// +k8s:openapi-model-package=io.optionsrecord.record.v1alpha1
 // +kubebuilder:object:generate=true
 // +groupName=record.optionsrecord.io
 package v1alpha1

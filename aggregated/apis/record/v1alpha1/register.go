@@ -22,12 +22,26 @@ var internalGroupVersion = schema.GroupVersion{Group: GroupName, Version: runtim
 // on deletions (besides metadata.name and metadata.namespace).
 var DeletionSelectableFields = []string{"spec.user", "spec.resource", "spec.name"}
 
+func knownTypes() []runtime.Object {
+	return []runtime.Object{&Deletion{}, &DeletionList{}, &Restore{}, &RestoreList{}}
+}
+
+// AddServedToScheme registers the types in the served version only. The
+// OpenAPI definition namer needs such a scheme: it tags each definition with
+// every group-version-kind the scheme knows for the Go type, and kubectl
+// (explain, and create's choice of server-side field validation) cannot
+// find a kind whose x-kubernetes-group-version-kind also lists __internal.
+func AddServedToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(SchemeGroupVersion, knownTypes()...)
+	metav1.AddToGroupVersion(s, SchemeGroupVersion)
+	return nil
+}
+
 // AddToScheme registers the group's types, in the served and the internal
 // version, its field-label conversions and metav1's list options.
 func AddToScheme(s *runtime.Scheme) error {
-	types := []runtime.Object{&Deletion{}, &DeletionList{}, &Restore{}, &RestoreList{}}
-	s.AddKnownTypes(SchemeGroupVersion, types...)
-	s.AddKnownTypes(internalGroupVersion, types...)
+	s.AddKnownTypes(SchemeGroupVersion, knownTypes()...)
+	s.AddKnownTypes(internalGroupVersion, knownTypes()...)
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return s.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("Deletion"),
 		func(label, value string) (string, string, error) {
