@@ -88,6 +88,9 @@ func New(opts Options) (*Server, error) {
 	// AdmissionControl nil (no admission plugins, hence no informers for
 	// them) and RESTOptionsGetter nil (no etcd).
 	cfg.EnableProfiling = false
+	// Counts objects in etcd for priority-and-fairness' work estimates;
+	// with neither, its post-start hook would only run an idle goroutine.
+	cfg.StorageObjectCountTracker = nil
 	for _, h := range opts.DisabledPostStartHooks {
 		cfg.DisabledPostStartHooks.Insert(h)
 	}

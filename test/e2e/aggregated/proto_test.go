@@ -2,7 +2,11 @@ package aggregated
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
+	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -261,6 +265,38 @@ func TestAggregatedPrototype(t *testing.T) {
 		}
 	})
 
+	t.Run("direct bearer token: delegated TokenReview", func(t *testing.T) {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(e.caPEM)
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+e.srv.addr+"/apis/record.optionsrecord.io/v1alpha1/namespaces/shop/deletions", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+e.cp.Token(alice))
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "d-app-config") {
+			t.Errorf("direct GET with alice's token: %s %s", resp.Status, body)
+		}
+		// Headers without the front proxy's certificate are not trusted.
+		req.Header.Del("Authorization")
+		req.Header.Set("X-Remote-User", alice)
+		resp, err = c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("forged X-Remote-User without the proxy certificate: %s", resp.Status)
+		}
+		t.Logf("forged X-Remote-User: %s", resp.Status)
+	})
+
 	t.Run("the aggregated server neither lists nor watches", func(t *testing.T) {
 		time.Sleep(2 * time.Second) // let the audit log catch up
 		evs := e.auditOf(t, serverUser)
@@ -276,12 +312,11 @@ func TestAggregatedPrototype(t *testing.T) {
 			}
 		}
 		t.Logf("requests of %s in the audit log: %v", serverUser, count)
-		// Callers reach it through the front proxy (request-header
-		// authentication), so it has no token to review: SubjectAccessReview
-		// is its only call. TokenReview is for bearer tokens sent to it
-		// directly.
-		if count["create subjectaccessreviews"] == 0 {
-			t.Errorf("expected delegated SubjectAccessReview calls, got %v", count)
+		// Through the front proxy (request-header authentication) there
+		// is no token to review: SubjectAccessReview only. The direct
+		// bearer-token call above caused the TokenReview.
+		if count["create subjectaccessreviews"] == 0 || count["create tokenreviews"] == 0 {
+			t.Errorf("expected delegated SubjectAccessReview and TokenReview calls, got %v", count)
 		}
 	})
 }

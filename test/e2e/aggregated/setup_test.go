@@ -41,6 +41,7 @@ type env struct {
 	admin    kubernetes.Interface
 	auditLog string
 	srv      *backend
+	caPEM    []byte // signed the aggregated server's serving certificate
 }
 
 // backend is the aggregated server running in this process; it can be
@@ -184,7 +185,7 @@ func setup(t *testing.T, users []controlplane.User) *env {
 	t.Cleanup(b.shutdown)
 	t.Logf("aggregated server on %s; post-start hooks: %v", b.addr, b.hooks)
 
-	e := &env{cp: cp, admin: admin, auditLog: auditLog, srv: b}
+	e := &env{cp: cp, admin: admin, auditLog: auditLog, srv: b, caPEM: ca.CertPEM}
 	manifest := fmt.Sprintf(`apiVersion: v1
 kind: Service
 metadata: {name: %[1]s, namespace: %[2]s}
