@@ -17,6 +17,7 @@ include mk/generate.mk
 include mk/bench.mk
 include mk/ship.mk
 include mk/fault.mk
+include mk/aggregated.mk
 
 .PHONY: help
 help: ## List the targets

@@ -97,6 +97,11 @@ type Options struct {
 	ExtraAPIServerArgs         []string
 	ExtraControllerManagerArgs []string
 
+	// Aggregation configures API aggregation: a front-proxy CA, the
+	// --requestheader-* flags and a proxy client certificate (see
+	// aggregation.go for how an APIService reaches a server on loopback).
+	Aggregation bool
+
 	// StartTimeout bounds the whole start-up; default 3 minutes.
 	StartTimeout time.Duration
 	// LogDir receives etcd.log, kube-apiserver.log and
@@ -117,6 +122,8 @@ type ControlPlane struct {
 	procs      []*process
 	etcdURL    string
 	kcmHealthz string
+
+	frontProxyCAFile string // with Options.Aggregation
 }
 
 // Start starts a control plane for the test and waits until it is ready.
@@ -309,6 +316,13 @@ func (cp *ControlPlane) start(ctx context.Context, bins binaries, opts Options, 
 			"--audit-webhook-batch-max-wait=1s",
 			"--audit-webhook-initial-backoff=1s",
 		)
+	}
+	if opts.Aggregation {
+		aggArgs, err := cp.aggregationArgs()
+		if err != nil {
+			return err
+		}
+		apiArgs = append(apiArgs, aggArgs...)
 	}
 	apiArgs = append(apiArgs, opts.ExtraAPIServerArgs...)
 	api, err := startProcess("kube-apiserver", bins.apiserver, apiArgs, logDir)

@@ -1,0 +1,59 @@
+package v1alpha1
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupName is the API group served by the aggregated server.
+const GroupName = "record.optionsrecord.io"
+
+// SchemeGroupVersion is the one served version.
+var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+
+// internalGroupVersion is the hub the REST handlers convert to; it holds
+// the very same Go types, so no conversion is ever needed.
+var internalGroupVersion = schema.GroupVersion{Group: GroupName, Version: runtime.APIVersionInternal}
+
+// DeletionSelectableFields are the spec fields a field selector may name
+// on deletions (besides metadata.name and metadata.namespace).
+var DeletionSelectableFields = []string{"spec.user", "spec.resource", "spec.name"}
+
+func knownTypes() []runtime.Object {
+	return []runtime.Object{&Deletion{}, &DeletionList{}, &Restore{}, &RestoreList{}}
+}
+
+// AddServedToScheme registers the types in the served version only. The
+// OpenAPI definition namer needs such a scheme: it tags each definition with
+// every group-version-kind the scheme knows for the Go type, and kubectl
+// (explain, and create's choice of server-side field validation) cannot
+// find a kind whose x-kubernetes-group-version-kind also lists __internal.
+func AddServedToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(SchemeGroupVersion, knownTypes()...)
+	metav1.AddToGroupVersion(s, SchemeGroupVersion)
+	return nil
+}
+
+// AddToScheme registers the group's types, in the served and the internal
+// version, its field-label conversions and metav1's list options.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(SchemeGroupVersion, knownTypes()...)
+	s.AddKnownTypes(internalGroupVersion, knownTypes()...)
+	metav1.AddToGroupVersion(s, SchemeGroupVersion)
+	return s.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("Deletion"),
+		func(label, value string) (string, string, error) {
+			switch label {
+			case "metadata.name", "metadata.namespace":
+				return label, value, nil
+			}
+			for _, f := range DeletionSelectableFields {
+				if label == f {
+					return label, value, nil
+				}
+			}
+			return "", "", fmt.Errorf("field label %q not supported for deletions (supported: metadata.name, metadata.namespace, %v)", label, DeletionSelectableFields)
+		})
+}
