@@ -17,7 +17,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
-	recordv1alpha1 "github.com/options-record/options-record/aggregated/apis/record/v1alpha1"
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 )
 
 // deletionStorage serves deletions from a fixed slice (the prototype's

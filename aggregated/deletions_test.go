@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
-	recordv1alpha1 "github.com/options-record/options-record/aggregated/apis/record/v1alpha1"
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 )
 
 func deletion(ns, name, user, resource string) recordv1alpha1.Deletion {

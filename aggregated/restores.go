@@ -18,7 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
 
-	recordv1alpha1 "github.com/options-record/options-record/aggregated/apis/record/v1alpha1"
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 )
 
 // restoreStorage accepts restores. The prototype does not restore anything:

@@ -5,13 +5,15 @@
 # The layers, bottom up (a package imports only from layers below it, and
 # never another service of its own layer):
 #
-#   model     store (+ migrations), record, api/v1alpha1
+#   model     store (+ migrations), record, api/v1alpha1 and api/record/v1alpha1
+#             (the API types)
 #   engine    filter: a pure rule engine (no store, no database driver, no
 #             clientset, no HTTP)
 #   services  auditsink (ingest), journal, rulesync; history (the reads of
 #             the record, no HTTP, no cluster client) and restore (manifests,
 #             restores and plans as the caller, no HTTP) below restoreapi
-#             (their HTTP front door)
+#             (their HTTP front door) and aggregated (their front door
+#             through the kube-apiserver)
 #   wiring    internal/app, imported only by the mains
 #   mains     cmd/*
 #
@@ -23,6 +25,7 @@ mod=github.com/options-record/options-record
 
 declare -A ALLOWED=(
 	[./api/v1alpha1]=""
+	[./api/record/v1alpha1]=""
 	[./migrations]=""
 	[./store]="./migrations"
 	[./record]="./store"
@@ -33,6 +36,8 @@ declare -A ALLOWED=(
 	[./history]="./store"
 	[./restore]="./history ./record ./store"
 	[./restoreapi]="./history ./restore"
+	[./aggregated/openapi]="./api/record/v1alpha1"
+	[./aggregated]="./aggregated/openapi ./api/record/v1alpha1 ./history ./restore"
 	[./internal/certs]=""
 	[./internal/pgembed]=""
 	[./internal/pgtest]="./internal/pgembed"

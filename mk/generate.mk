@@ -1,5 +1,7 @@
 # Code generation: deepcopy functions and the CRD YAML, both produced by
-# controller-gen from the Go types in api/. controller-gen is pinned in the
+# controller-gen from the Go types in api/ (the CRD from api/v1alpha1 only:
+# api/record holds the aggregated API's types, served, not stored), and the
+# aggregated API's OpenAPI definitions (mk/aggregated.mk). controller-gen is pinned in the
 # separate module hack/tools (a go.mod `tool` directive), so its dependencies
 # stay out of the product's go.mod. Included by the main Makefile.
 
@@ -7,12 +9,13 @@ CONTROLLER_GEN ?= go tool -modfile=hack/tools/go.mod controller-gen
 
 # The files `generate` writes, as git pathspecs. Only these are checked by
 # `verify`, so work in progress elsewhere under api/ does not fail it.
-GENERATED_PATHSPECS := ':(glob)api/**/zz_generated.*.go' deploy/crd
+GENERATED_PATHSPECS := ':(glob)api/**/zz_generated.*.go' deploy/crd aggregated/openapi
 
 .PHONY: generate
-generate: ## Regenerate deepcopy functions (api/) and the CRD YAML (deploy/crd/)
+generate: ## Regenerate deepcopy functions (api/), the CRD YAML (deploy/crd/) and the aggregated API's OpenAPI (aggregated/openapi/)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
-	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crd
+	$(CONTROLLER_GEN) crd paths=./api/v1alpha1/... output:crd:artifacts:config=deploy/crd
+	$(MAKE) --no-print-directory generate-openapi
 
 .PHONY: verify
 verify: verify-generate ## Check that everything generated is up to date

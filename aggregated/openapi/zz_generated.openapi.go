@@ -10,7 +10,7 @@ Copyright The Options Record Authors.
 package openapi
 
 import (
-	v1alpha1 "github.com/options-record/options-record/aggregated/apis/record/v1alpha1"
+	v1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	version "k8s.io/apimachinery/pkg/version"
@@ -20,14 +20,14 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		v1alpha1.Deletion{}.OpenAPIModelName():            schema_aggregated_apis_record_v1alpha1_Deletion(ref),
-		v1alpha1.DeletionList{}.OpenAPIModelName():        schema_aggregated_apis_record_v1alpha1_DeletionList(ref),
-		v1alpha1.DeletionSpec{}.OpenAPIModelName():        schema_aggregated_apis_record_v1alpha1_DeletionSpec(ref),
-		v1alpha1.Requester{}.OpenAPIModelName():           schema_aggregated_apis_record_v1alpha1_Requester(ref),
-		v1alpha1.Restore{}.OpenAPIModelName():             schema_aggregated_apis_record_v1alpha1_Restore(ref),
-		v1alpha1.RestoreList{}.OpenAPIModelName():         schema_aggregated_apis_record_v1alpha1_RestoreList(ref),
-		v1alpha1.RestoreSpec{}.OpenAPIModelName():         schema_aggregated_apis_record_v1alpha1_RestoreSpec(ref),
-		v1alpha1.RestoreStatus{}.OpenAPIModelName():       schema_aggregated_apis_record_v1alpha1_RestoreStatus(ref),
+		v1alpha1.Deletion{}.OpenAPIModelName():            schema_options_record_api_record_v1alpha1_Deletion(ref),
+		v1alpha1.DeletionList{}.OpenAPIModelName():        schema_options_record_api_record_v1alpha1_DeletionList(ref),
+		v1alpha1.DeletionSpec{}.OpenAPIModelName():        schema_options_record_api_record_v1alpha1_DeletionSpec(ref),
+		v1alpha1.Requester{}.OpenAPIModelName():           schema_options_record_api_record_v1alpha1_Requester(ref),
+		v1alpha1.Restore{}.OpenAPIModelName():             schema_options_record_api_record_v1alpha1_Restore(ref),
+		v1alpha1.RestoreList{}.OpenAPIModelName():         schema_options_record_api_record_v1alpha1_RestoreList(ref),
+		v1alpha1.RestoreSpec{}.OpenAPIModelName():         schema_options_record_api_record_v1alpha1_RestoreSpec(ref),
+		v1alpha1.RestoreStatus{}.OpenAPIModelName():       schema_options_record_api_record_v1alpha1_RestoreStatus(ref),
 		v1.APIGroup{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_APIGroupList(ref),
 		v1.APIResource{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_APIResource(ref),
@@ -85,7 +85,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	}
 }
 
-func schema_aggregated_apis_record_v1alpha1_Deletion(ref common.ReferenceCallback) common.OpenAPIDefinition {
+func schema_options_record_api_record_v1alpha1_Deletion(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
@@ -127,7 +127,7 @@ func schema_aggregated_apis_record_v1alpha1_Deletion(ref common.ReferenceCallbac
 	}
 }
 
-func schema_aggregated_apis_record_v1alpha1_DeletionList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+func schema_options_record_api_record_v1alpha1_DeletionList(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
@@ -176,7 +176,7 @@ func schema_aggregated_apis_record_v1alpha1_DeletionList(ref common.ReferenceCal
 	}
 }
 
-func schema_aggregated_apis_record_v1alpha1_DeletionSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+func schema_options_record_api_record_v1alpha1_DeletionSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
@@ -236,7 +236,7 @@ func schema_aggregated_apis_record_v1alpha1_DeletionSpec(ref common.ReferenceCal
 	}
 }
 
-func schema_aggregated_apis_record_v1alpha1_Requester(ref common.ReferenceCallback) common.OpenAPIDefinition {
+func schema_options_record_api_record_v1alpha1_Requester(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
@@ -302,7 +302,7 @@ func schema_aggregated_apis_record_v1alpha1_Requester(ref common.ReferenceCallba
 	}
 }
 
-func schema_aggregated_apis_record_v1alpha1_Restore(ref common.ReferenceCallback) common.OpenAPIDefinition {
+func schema_options_record_api_record_v1alpha1_Restore(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
@@ -350,7 +350,7 @@ func schema_aggregated_apis_record_v1alpha1_Restore(ref common.ReferenceCallback
 	}
 }
 
-func schema_aggregated_apis_record_v1alpha1_RestoreList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+func schema_options_record_api_record_v1alpha1_RestoreList(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
@@ -399,7 +399,7 @@ func schema_aggregated_apis_record_v1alpha1_RestoreList(ref common.ReferenceCall
 	}
 }
 
-func schema_aggregated_apis_record_v1alpha1_RestoreSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+func schema_options_record_api_record_v1alpha1_RestoreSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
@@ -421,7 +421,7 @@ func schema_aggregated_apis_record_v1alpha1_RestoreSpec(ref common.ReferenceCall
 	}
 }
 
-func schema_aggregated_apis_record_v1alpha1_RestoreStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+func schema_options_record_api_record_v1alpha1_RestoreStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{

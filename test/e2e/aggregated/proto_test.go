@@ -19,7 +19,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
-	recordv1alpha1 "github.com/options-record/options-record/aggregated/apis/record/v1alpha1"
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	agg "github.com/options-record/options-record/aggregated"
-	recordv1alpha1 "github.com/options-record/options-record/aggregated/apis/record/v1alpha1"
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/internal/certs"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
