@@ -15,8 +15,8 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/component-base/compatibility"
 
-	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	generatedopenapi "github.com/options-record/options-record/aggregated/openapi"
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 )
 
 // Options configure the aggregated server.
