@@ -2,8 +2,8 @@ package aggregated
 
 import (
 	"context"
-	"encoding/base64"
-	"strconv"
+	"encoding/hex"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -13,17 +13,25 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/duration"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/history"
 )
 
-// deletionStorage serves deletions from a fixed slice (the prototype's
-// stand-in for the query layer).
+// deletionStorage serves deletions (namespaced) or cluster deletions
+// (cluster-scoped objects) from the record, through the history service:
+// each caller sees only the deletions of objects they may get.
 type deletionStorage struct {
-	items []recordv1alpha1.Deletion
+	log        *slog.Logger
+	hist       *history.Service
+	cluster    string
+	namespaced bool
+	resource   schema.GroupResource
 }
 
 var (
@@ -35,122 +43,247 @@ var (
 	_ rest.CategoriesProvider   = (*deletionStorage)(nil)
 )
 
-func newDeletionStorage(items []recordv1alpha1.Deletion) *deletionStorage {
-	return &deletionStorage{items: items}
+func newDeletionStorage(log *slog.Logger, hist *history.Service, cluster string, namespaced bool) *deletionStorage {
+	res := "clusterdeletions"
+	if namespaced {
+		res = "deletions"
+	}
+	return &deletionStorage{log: log, hist: hist, cluster: cluster, namespaced: namespaced,
+		resource: recordv1alpha1.SchemeGroupVersion.WithResource(res).GroupResource()}
 }
 
-func (*deletionStorage) New() runtime.Object     { return &recordv1alpha1.Deletion{} }
-func (*deletionStorage) NewList() runtime.Object { return &recordv1alpha1.DeletionList{} }
+func (s *deletionStorage) New() runtime.Object {
+	if s.namespaced {
+		return &recordv1alpha1.Deletion{}
+	}
+	return &recordv1alpha1.ClusterDeletion{}
+}
+
+func (s *deletionStorage) NewList() runtime.Object {
+	if s.namespaced {
+		return &recordv1alpha1.DeletionList{}
+	}
+	return &recordv1alpha1.ClusterDeletionList{}
+}
+
 func (*deletionStorage) Destroy()                {}
-func (*deletionStorage) NamespaceScoped() bool   { return true }
-func (*deletionStorage) GetSingularName() string { return "deletion" }
+func (s *deletionStorage) NamespaceScoped() bool { return s.namespaced }
 func (*deletionStorage) Categories() []string    { return []string{"optionsrecord"} }
+func (s *deletionStorage) GetSingularName() string {
+	return strings.TrimSuffix(s.resource.Resource, "s")
+}
+
+// objectName is the name of a record object: <uid>.<version key>.
+func objectName(uid, key string) string { return uid + "." + key }
+
+// parseObjectName reverses objectName; a name that is not one is not found.
+func (s *deletionStorage) parseObjectName(name string) (history.VersionID, error) {
+	i := strings.LastIndexByte(name, '.')
+	if i <= 0 {
+		return history.VersionID{}, apierrors.NewNotFound(s.resource, name)
+	}
+	key, err := hex.DecodeString(name[i+1:])
+	if err != nil || len(key) != 32 {
+		return history.VersionID{}, apierrors.NewNotFound(s.resource, name)
+	}
+	return history.VersionID{Cluster: s.cluster, UID: name[:i], Key: key}, nil
+}
 
 func (s *deletionStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	ns := genericapirequest.NamespaceValue(ctx)
-	for i := range s.items {
-		if d := &s.items[i]; d.Namespace == ns && d.Name == name {
-			return d.DeepCopy(), nil
-		}
+	id, err := s.parseObjectName(name)
+	if err != nil {
+		return nil, err
 	}
-	return nil, apierrors.NewNotFound(recordv1alpha1.SchemeGroupVersion.WithResource("deletions").GroupResource(), name)
+	d, err := s.hist.Deletion(ctx, id)
+	if err != nil {
+		return nil, s.apiError(err, name)
+	}
+	// A deletion is served under its object's scope and namespace only.
+	ns := genericapirequest.NamespaceValue(ctx)
+	if s.namespaced != (d.Namespace != "") || s.namespaced && d.Namespace != ns {
+		return nil, apierrors.NewNotFound(s.resource, name)
+	}
+	return s.object(d, true), nil
 }
 
-// deletionFields is what field selectors match on.
-func deletionFields(d *recordv1alpha1.Deletion) fields.Set {
-	return fields.Set{
-		"metadata.name":      d.Name,
-		"metadata.namespace": d.Namespace,
-		"spec.user":          d.Spec.User,
-		"spec.resource":      d.Spec.Resource,
-		"spec.name":          d.Spec.Name,
-	}
+// selected is what a list's field selector asks for.
+type selected struct {
+	filter history.ObjectFilter
+	since  time.Time
+	until  time.Time
 }
 
-// List filters by namespace, label and field selectors, then pages: the
-// continue token is the (base64) offset into the filtered sequence, which
-// is stable here because the slice never changes.
-func (s *deletionStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	ns := genericapirequest.NamespaceValue(ctx)
-	label, field := labels.Everything(), fields.Everything()
-	var limit int64
-	var cont string
-	if opts != nil {
-		if opts.LabelSelector != nil {
-			label = opts.LabelSelector
-		}
-		if opts.FieldSelector != nil {
-			field = opts.FieldSelector
-		}
-		limit, cont = opts.Limit, opts.Continue
+func (s *deletionStorage) fieldSelector(sel fields.Selector, now time.Time) (selected, error) {
+	var out selected
+	if sel == nil || sel.Empty() {
+		return out, nil
 	}
-	offset := 0
-	if cont != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(cont)
-		n, err2 := strconv.Atoi(strings.TrimPrefix(string(raw), "o:"))
-		if err != nil || err2 != nil || n < 0 || !strings.HasPrefix(string(raw), "o:") {
-			return nil, apierrors.NewBadRequest("invalid continue token")
+	for _, r := range sel.Requirements() {
+		if r.Operator != selection.Equals && r.Operator != selection.DoubleEquals {
+			return out, apierrors.NewBadRequest("field selector " + r.Field + string(r.Operator) + r.Value + ": only = is supported")
 		}
-		offset = n
-	}
-	list := &recordv1alpha1.DeletionList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
-	seen := 0
-	for i := range s.items {
-		d := &s.items[i]
-		if ns != "" && d.Namespace != ns {
-			continue
-		}
-		if !label.Matches(labels.Set(d.Labels)) || !field.Matches(deletionFields(d)) {
-			continue
-		}
-		seen++
-		if seen <= offset {
-			continue
-		}
-		if limit > 0 && int64(len(list.Items)) == limit {
-			// One more matches: hand out a token for the next page.
-			list.Continue = base64.RawURLEncoding.EncodeToString([]byte("o:" + strconv.Itoa(offset+int(limit))))
-			rest := int64(0)
-			for j := i; j < len(s.items); j++ {
-				e := &s.items[j]
-				if (ns == "" || e.Namespace == ns) && label.Matches(labels.Set(e.Labels)) && field.Matches(deletionFields(e)) {
-					rest++
-				}
+		v := r.Value
+		switch r.Field {
+		case "metadata.namespace":
+			// The request's namespace already selects.
+		case "metadata.name":
+			id, err := s.parseObjectName(v)
+			if err != nil {
+				return out, apierrors.NewBadRequest("metadata.name: not the name of a deletion (<uid>.<version key>)")
 			}
-			list.RemainingItemCount = &rest
-			break
+			out.filter.UID = id.UID
+		case "object.apiGroup":
+			g := v
+			out.filter.Group = &g
+		case "object.resource":
+			out.filter.Resource = v
+		case "object.name":
+			out.filter.Name = v
+		case "actor.username":
+			out.filter.User = v
+		case "since", "until":
+			t, err := history.ParseTime(r.Field, v, now)
+			if err != nil {
+				return out, apierrors.NewBadRequest(err.Error())
+			}
+			if r.Field == "since" {
+				out.since = t
+			} else {
+				out.until = t
+			}
+		default:
+			return out, apierrors.NewBadRequest("field label " + r.Field + " not supported for " + s.resource.Resource +
+				" (supported: metadata.name, metadata.namespace, " + strings.Join(recordv1alpha1.DeletionSelectableFields, ", ") + ")")
 		}
-		list.Items = append(list.Items, *d.DeepCopy())
+	}
+	return out, nil
+}
+
+// List pages through the deletions the caller may read, newest first. The
+// continue token is the history service's sealed cursor: it tells nothing
+// of the rows the caller may not read, and a later page continues where the
+// last one stopped (the record only grows at its head).
+func (s *deletionStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	if opts == nil {
+		opts = &metainternalversion.ListOptions{}
+	}
+	sel, err := s.fieldSelector(opts.FieldSelector, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	list := s.NewList()
+	if opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set{}) {
+		return list, nil // records carry no labels
+	}
+	f := sel.filter
+	f.Cluster = s.cluster
+	if ns := genericapirequest.NamespaceValue(ctx); !s.namespaced || ns != "" {
+		f.Namespace = &ns
+	}
+	limit := int(opts.Limit)
+	if limit <= 0 || limit > history.MaxLimit {
+		limit = history.MaxLimit
+	}
+	page, err := s.hist.Deletions(ctx, f, history.PageOptions{Limit: limit, Continue: opts.Continue, Since: sel.since, Until: sel.until})
+	if err != nil {
+		return nil, s.apiError(err, "")
+	}
+	switch l := list.(type) {
+	case *recordv1alpha1.DeletionList:
+		l.Continue = page.Next
+		for i := range page.Items {
+			if page.Items[i].Namespace == "" {
+				continue // a cluster-scoped object's: see clusterdeletions
+			}
+			l.Items = append(l.Items, *s.object(&page.Items[i], false).(*recordv1alpha1.Deletion))
+		}
+	case *recordv1alpha1.ClusterDeletionList:
+		l.Continue = page.Next
+		for i := range page.Items {
+			l.Items = append(l.Items, *s.object(&page.Items[i], false).(*recordv1alpha1.ClusterDeletion))
+		}
 	}
 	return list, nil
 }
 
+// object converts a deletion of the record; withState carries the last
+// state (a get), a list leaves it out.
+func (s *deletionStorage) object(d *history.Deletion, withState bool) runtime.Object {
+	rec := recordv1alpha1.DeletionRecord{
+		Object: recordv1alpha1.ObjectReference{APIGroup: d.Group, APIVersion: d.APIVersion, Resource: d.Resource, Kind: d.Kind,
+			Namespace: d.Namespace, Name: d.Name, UID: d.UID},
+		DeletedAt:    metav1.NewMicroTime(d.ChangedAt),
+		Verb:         d.Verb,
+		InitiatedBy:  d.InitiatedBy,
+		InitiatedVia: d.InitiatedVia,
+	}
+	if d.Actor != nil {
+		rec.Actor = recordv1alpha1.Actor{Username: d.Actor.Username, Groups: d.Actor.Groups, ImpersonatedUser: d.Actor.ImpersonatedUser,
+			ImpersonatedGroups: d.Actor.ImpersonatedGroups, SourceIPs: d.Actor.SourceIPs, UserAgent: d.Actor.UserAgent, AuditID: d.Actor.AuditID}
+	}
+	if d.StateKey != "" {
+		rec.StateVersion = objectName(d.UID, d.StateKey)
+	}
+	if withState && len(d.Object) > 0 {
+		rec.LastState = &runtime.RawExtension{Raw: d.Object}
+	}
+	meta := metav1.ObjectMeta{Name: objectName(d.UID, d.VersionKey), Namespace: d.Namespace,
+		CreationTimestamp: metav1.NewTime(d.ChangedAt)}
+	if s.namespaced {
+		return &recordv1alpha1.Deletion{TypeMeta: metav1.TypeMeta{Kind: "Deletion", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
+			ObjectMeta: meta, DeletionRecord: rec}
+	}
+	meta.Namespace = ""
+	return &recordv1alpha1.ClusterDeletion{TypeMeta: metav1.TypeMeta{Kind: "ClusterDeletion", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
+		ObjectMeta: meta, DeletionRecord: rec}
+}
+
+// apiError turns an error of the history service into the Kubernetes
+// status a client expects; internal errors say nothing of the database.
+func (s *deletionStorage) apiError(err error, name string) error {
+	return statusError(s.log, err, s.resource, name)
+}
+
 var deletionColumns = []metav1.TableColumnDefinition{
-	{Name: "Name", Type: "string", Format: "name", Description: "Name of the deletion record"},
+	{Name: "Name", Type: "string", Format: "name", Description: "<object uid>.<version key> of the delete"},
 	{Name: "Resource", Type: "string", Description: "Resource of the deleted object"},
 	{Name: "Object", Type: "string", Description: "Name of the deleted object"},
-	{Name: "User", Type: "string", Description: "Who deleted it"},
-	{Name: "As", Type: "string", Description: "Impersonated user, if any", Priority: 1},
+	{Name: "User", Type: "string", Description: "Who deleted it (the authenticated caller)"},
+	{Name: "As", Type: "string", Description: "The identity the caller impersonated, if any"},
+	{Name: "Initiated-By", Type: "string", Description: "The user whose namespace or owner deletion started this cascade"},
 	{Name: "Deleted", Type: "string", Description: "How long ago"},
+	{Name: "Verb", Type: "string", Description: "delete or deletecollection", Priority: 1},
+	{Name: "Restorable", Type: "boolean", Description: "The record holds the object's last state", Priority: 1},
 	{Name: "Audit-ID", Type: "string", Description: "Audit ID of the delete", Priority: 1},
 }
 
 func (*deletionStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
 	table := &metav1.Table{ColumnDefinitions: deletionColumns}
-	add := func(d *recordv1alpha1.Deletion) {
+	add := func(o runtime.Object, r *recordv1alpha1.DeletionRecord, name string) {
+		res := r.Object.Resource
+		if r.Object.APIGroup != "" {
+			res += "." + r.Object.APIGroup
+		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{d.Name, d.Spec.Resource, d.Spec.Name, d.Spec.User, d.Spec.ImpersonatedUser,
-				duration.HumanDuration(time.Since(d.Spec.Time.Time)), d.Spec.AuditID},
-			Object: runtime.RawExtension{Object: d},
+			Cells: []any{name, res, r.Object.Name, r.Actor.Username, r.Actor.ImpersonatedUser, r.InitiatedBy,
+				duration.HumanDuration(time.Since(r.DeletedAt.Time)), r.Verb, r.StateVersion != "", r.Actor.AuditID},
+			Object: runtime.RawExtension{Object: o},
 		})
 	}
 	switch o := obj.(type) {
 	case *recordv1alpha1.Deletion:
-		add(o)
+		add(o, &o.DeletionRecord, o.Name)
+	case *recordv1alpha1.ClusterDeletion:
+		add(o, &o.DeletionRecord, o.Name)
 	case *recordv1alpha1.DeletionList:
 		table.ListMeta = o.ListMeta
 		for i := range o.Items {
-			add(&o.Items[i])
+			add(&o.Items[i], &o.Items[i].DeletionRecord, o.Items[i].Name)
+		}
+	case *recordv1alpha1.ClusterDeletionList:
+		table.ListMeta = o.ListMeta
+		for i := range o.Items {
+			add(&o.Items[i], &o.Items[i].DeletionRecord, o.Items[i].Name)
 		}
 	default:
 		return nil, apierrors.NewInternalError(errUnexpectedType(obj))

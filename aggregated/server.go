@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 
 	generatedopenapi "github.com/options-record/options-record/aggregated/openapi"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/history"
 )
 
 // Options configure the aggregated server.
@@ -34,10 +36,13 @@ type Options struct {
 	// certificate the CA signed.
 	RequestHeaderAllowedNames []string
 	// Kubeconfig reaches the kube-apiserver for TokenReview and
-	// SubjectAccessReview.
+	// SubjectAccessReview; empty: the in-cluster config.
 	Kubeconfig string
-	// Deletions are the records served (prototype: an in-memory slice).
-	Deletions []recordv1alpha1.Deletion
+	// History answers the reads, for the cluster named Cluster (the one
+	// whose kube-apiserver this server is aggregated into).
+	History *history.Service
+	Cluster string
+	Logger  *slog.Logger
 	// DisabledPostStartHooks names generic post-start hooks not to run.
 	DisabledPostStartHooks []string
 }
@@ -76,8 +81,12 @@ type Server struct {
 // authorization (SubjectAccessReview), OpenAPI v2 and v3, and the group's
 // storage. Nothing that watches is configured.
 func New(opts Options) (*Server, error) {
-	if opts.Listener == nil || opts.CertFile == "" || opts.RequestHeaderCAFile == "" || opts.Kubeconfig == "" {
-		return nil, errors.New("aggregated: Listener, CertFile, RequestHeaderCAFile and Kubeconfig are required")
+	if opts.Listener == nil || opts.CertFile == "" || opts.RequestHeaderCAFile == "" || opts.History == nil || opts.Cluster == "" {
+		return nil, errors.New("aggregated: Listener, CertFile, RequestHeaderCAFile, History and Cluster are required")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	cfg := genericapiserver.NewConfig(Codecs)
 	// Emulation and compatibility versions of the generic server's own
@@ -138,8 +147,8 @@ func New(opts Options) (*Server, error) {
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(recordv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
 	group.VersionedResourcesStorageMap[recordv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
-		"deletions": newDeletionStorage(opts.Deletions),
-		"restores":  newRestoreStorage(),
+		"deletions":        newDeletionStorage(log, opts.History, opts.Cluster, true),
+		"clusterdeletions": newDeletionStorage(log, opts.History, opts.Cluster, false),
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("aggregated: install API group: %w", err)

@@ -41,7 +41,7 @@ declare -A ALLOWED=(
 	[./internal/certs]=""
 	[./internal/pgembed]=""
 	[./internal/pgtest]="./internal/pgembed"
-	[./internal/app]="./api/v1alpha1 ./auditsink ./filter ./history ./internal/certs ./internal/pgembed ./journal ./record ./restore ./restoreapi ./rulesync ./store"
+	[./internal/app]="./aggregated ./api/v1alpha1 ./auditsink ./filter ./history ./internal/certs ./internal/pgembed ./journal ./record ./restore ./restoreapi ./rulesync ./store"
 	[./cmd/options-record]="./internal/app"
 	[./cmd/audit-replay]=""
 )

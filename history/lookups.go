@@ -5,8 +5,10 @@ package history
 // authorized per object for the caller of the context.
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -69,6 +71,23 @@ func (s *Service) page(p PageOptions) (limit int, after *store.Cursor, err error
 // ObjectName names an object of the record by its resource.
 type ObjectName struct {
 	Group, Resource, Namespace, Name string
+}
+
+// ParseTime parses the time a filter names: an RFC 3339 time, or a
+// negative duration before now ("-24h"); name is the filter's, for the
+// error.
+func ParseTime(name, s string, now time.Time) (time.Time, error) {
+	if strings.HasPrefix(s, "-") {
+		d, err := time.ParseDuration(s)
+		if err == nil {
+			return now.Add(d), nil
+		}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %s=%q: want an RFC 3339 time (2026-11-21T10:00:00Z) or a negative duration (-24h)", ErrInvalid, name, s)
+	}
+	return t, nil
 }
 
 // ParseVersionKey parses the hex key of a version.
@@ -280,6 +299,57 @@ func sameVersion(a, b *store.VersionRecord) bool {
 	return a.Cluster == b.Cluster && a.UID == b.UID && string(a.Key) == string(b.Key)
 }
 
+// Deletion is one deletion, named by the version of the delete. When the
+// record holds the object's last state, the returned Deletion carries it
+// (in Version.Object).
+func (s *Service) Deletion(ctx context.Context, id VersionID) (*Deletion, error) {
+	v, err := s.VersionRecord(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	missing := fmt.Errorf("%w: no deletion %s/%x in cluster %q that you may read", ErrNotFound, id.UID, id.Key, id.Cluster)
+	if !v.Deleted {
+		return nil, missing
+	}
+	// The deletions view adds who started a cascade and where the last
+	// state is: find this delete among those of its object at its time.
+	g, ns := v.APIGroup, v.Namespace
+	rows, err := s.reader.Deletions(ctx, store.DeletionQuery{Cluster: id.Cluster, Group: &g, Resource: v.Resource, Namespace: &ns,
+		Name: v.Name, Since: v.ChangedAt, Until: v.ChangedAt.Add(time.Microsecond), Limit: 100})
+	if err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		d := &rows[i]
+		if d.UID != v.UID || !bytes.Equal(d.Key, v.Key) {
+			continue
+		}
+		out := deletionOf(d)
+		if d.StateKey != nil {
+			state, err := s.reader.Version(ctx, d.Cluster, d.UID, d.StateKey)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+			if state != nil && len(state.Object) > 0 {
+				out.Object = json.RawMessage(state.Object)
+			}
+		}
+		return &out, nil
+	}
+	return nil, missing
+}
+
+func deletionOf(d *store.Deletion) Deletion {
+	out := Deletion{Version: VersionOf(&d.VersionRecord), InitiatedBy: d.InitiatedBy, InitiatedVia: d.InitiatedVia, InitiatedAt: d.InitiatedAt}
+	out.Object = nil
+	if d.StateKey != nil {
+		l := LinksFor(d.Cluster, d.UID, d.StateKey)
+		out.RestoreFrom = &l
+		out.StateKey = hex.EncodeToString(d.StateKey)
+	}
+	return out
+}
+
 // ObjectFilter narrows a list of deletions or failed mutations to objects
 // and a user. A nil Group or Namespace matches any; a given empty one is
 // the core group, or the cluster scope.
@@ -287,6 +357,8 @@ type ObjectFilter struct {
 	Cluster              string
 	Group, Namespace     *string
 	Resource, Name, User string
+	// UID narrows to one object (deletions only).
+	UID string
 }
 
 // Deletions lists successful deletions, newest first, that the caller may
@@ -300,22 +372,15 @@ func (s *Service) Deletions(ctx context.Context, f ObjectFilter, p PageOptions) 
 		return Page[Deletion]{}, err
 	}
 	q := store.DeletionQuery{Cluster: f.Cluster, Group: f.Group, Namespace: f.Namespace,
-		Resource: f.Resource, Name: f.Name, User: f.User, Since: p.Since, Until: p.Until}
+		Resource: f.Resource, Name: f.Name, UID: f.UID, User: f.User, Since: p.Since, Until: p.Until}
 	return pageScan[store.Deletion, Deletion]{limit: limit,
 		fetch: func(after *store.Cursor, n int) ([]store.Deletion, error) {
 			q.After, q.Limit = after, n
 			return s.reader.Deletions(ctx, q)
 		},
-		gr: func(d *store.Deletion) (string, string, string) { return AuthzTarget(&d.VersionRecord) },
-		conv: func(d *store.Deletion) Deletion {
-			out := Deletion{Version: VersionOf(&d.VersionRecord), InitiatedBy: d.InitiatedBy, InitiatedVia: d.InitiatedVia, InitiatedAt: d.InitiatedAt}
-			if d.StateKey != nil {
-				l := LinksFor(d.Cluster, d.UID, d.StateKey)
-				out.RestoreFrom = &l
-			}
-			return out
-		},
-		cur: func(d *store.Deletion) store.Cursor { return versionCursor(&d.VersionRecord) },
+		gr:   func(d *store.Deletion) (string, string, string) { return AuthzTarget(&d.VersionRecord) },
+		conv: deletionOf,
+		cur:  func(d *store.Deletion) store.Cursor { return versionCursor(&d.VersionRecord) },
 	}.run(after, s.ReadFilter(ctx))
 }
 

@@ -81,6 +81,8 @@ type Deletion struct {
 	// RestoreFrom is the version holding the last state: restore it to
 	// bring the object back.
 	RestoreFrom *Links `json:"restoreFrom,omitempty" doc:"the version holding the object's last state; POST its restore link to bring it back"`
+	// StateKey is the key of that version.
+	StateKey string `json:"-"`
 }
 
 // Event is a kept audit event: a failed mutation, or one action of a user.

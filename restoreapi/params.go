@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -77,21 +76,7 @@ func timeParam(r *http.Request, name string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	return parseTime(name, s, now)
-}
-
-func parseTime(name, s string, now time.Time) (time.Time, error) {
-	if strings.HasPrefix(s, "-") {
-		d, err := time.ParseDuration(s)
-		if err == nil {
-			return now.Add(d), nil
-		}
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %s=%q: want an RFC 3339 time (2026-11-21T10:00:00Z) or a negative duration (-24h)", history.ErrInvalid, name, s)
-	}
-	return t, nil
+	return history.ParseTime(name, s, now)
 }
 
 // optional returns a pointer to the parameter's value when it is given,

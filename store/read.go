@@ -401,6 +401,7 @@ type DeletionQuery struct {
 	Resource  string
 	Namespace *string
 	Name      string
+	UID       string // the deleted object's
 	User      string // who deleted (the authenticated caller)
 	Since     time.Time
 	Until     time.Time
@@ -441,6 +442,9 @@ func deletionsSQL(q DeletionQuery) (string, []any) {
 	var b sqlBuilder
 	b.where("d.cluster = " + b.arg(q.Cluster))
 	b.object("d", q.Group, q.Resource, q.Namespace, q.Name)
+	if q.UID != "" {
+		b.where("d.uid = " + b.arg(q.UID))
+	}
 	if q.User != "" {
 		b.where("d.username = " + b.arg(q.User))
 	}

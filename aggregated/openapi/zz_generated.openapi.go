@@ -20,14 +20,13 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
+		v1alpha1.Actor{}.OpenAPIModelName():               schema_options_record_api_record_v1alpha1_Actor(ref),
+		v1alpha1.ClusterDeletion{}.OpenAPIModelName():     schema_options_record_api_record_v1alpha1_ClusterDeletion(ref),
+		v1alpha1.ClusterDeletionList{}.OpenAPIModelName(): schema_options_record_api_record_v1alpha1_ClusterDeletionList(ref),
 		v1alpha1.Deletion{}.OpenAPIModelName():            schema_options_record_api_record_v1alpha1_Deletion(ref),
 		v1alpha1.DeletionList{}.OpenAPIModelName():        schema_options_record_api_record_v1alpha1_DeletionList(ref),
-		v1alpha1.DeletionSpec{}.OpenAPIModelName():        schema_options_record_api_record_v1alpha1_DeletionSpec(ref),
-		v1alpha1.Requester{}.OpenAPIModelName():           schema_options_record_api_record_v1alpha1_Requester(ref),
-		v1alpha1.Restore{}.OpenAPIModelName():             schema_options_record_api_record_v1alpha1_Restore(ref),
-		v1alpha1.RestoreList{}.OpenAPIModelName():         schema_options_record_api_record_v1alpha1_RestoreList(ref),
-		v1alpha1.RestoreSpec{}.OpenAPIModelName():         schema_options_record_api_record_v1alpha1_RestoreSpec(ref),
-		v1alpha1.RestoreStatus{}.OpenAPIModelName():       schema_options_record_api_record_v1alpha1_RestoreStatus(ref),
+		v1alpha1.DeletionRecord{}.OpenAPIModelName():      schema_options_record_api_record_v1alpha1_DeletionRecord(ref),
+		v1alpha1.ObjectReference{}.OpenAPIModelName():     schema_options_record_api_record_v1alpha1_ObjectReference(ref),
 		v1.APIGroup{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_APIGroupList(ref),
 		v1.APIResource{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_APIResource(ref),
@@ -85,11 +84,202 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	}
 }
 
-func schema_options_record_api_record_v1alpha1_Deletion(ref common.ReferenceCallback) common.OpenAPIDefinition {
+func schema_options_record_api_record_v1alpha1_Actor(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "Deletion is one recorded deletion of an object in its namespace: who deleted what, when, and as whom. Read-only.",
+				Description: "Actor is who made a change, as the apiserver's audit event says. Every value was written by a cluster user's client: sourceIPs and userAgent are evidence, not proof.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"username": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Username is the authenticated caller.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"groups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"impersonatedUser": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ImpersonatedUser is the identity the caller acted as.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"impersonatedGroups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"sourceIPs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"userAgent": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"auditID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AuditID of the request (client-settable: not unique).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"username"},
+			},
+		},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_ClusterDeletion(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterDeletion is one recorded deletion of a cluster-scoped object (a Namespace, a ClusterRole, a CustomResourceDefinition...). It is read-only; its name is <object uid>.<version key>.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; creationTimestamp is when the object was deleted.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"object": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Object is the deleted object.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"deletedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DeletedAt is when the apiserver completed the delete (the audit event's stageTimestamp).",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"verb": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Verb is delete, or deletecollection (a namespace's cascade, or kubectl delete --all).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"actor": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Actor is who deleted it, as the apiserver's audit event says.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.Actor{}.OpenAPIModelName()),
+						},
+					},
+					"initiatedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedBy is the user whose action started this deletion when it was a cascade (the namespace controller or the garbage collector deleted it after a user deleted its namespace or owner).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"initiatedVia": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedVia is namespace-deletion or owner-deletion.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"stateVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StateVersion names the version that holds the object's last state, <uid>.<version key>: create a restore from it to bring the object back. Empty when the record holds no state from before the deletion.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastState": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastState is the object as it was just before the deletion, when the record holds it. Only a get of one deletion carries it, not a list. Secret values are digests unless the rules record them in clear.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"object", "deletedAt", "verb", "actor"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_ClusterDeletionList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterDeletionList is a page of cluster-scoped deletions, newest first.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -109,21 +299,120 @@ func schema_options_record_api_record_v1alpha1_Deletion(ref common.ReferenceCall
 					"metadata": {
 						SchemaProps: spec.SchemaProps{
 							Default: map[string]interface{}{},
-							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
 						},
 					},
-					"spec": {
+					"items": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref(v1alpha1.DeletionSpec{}.OpenAPIModelName()),
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.ClusterDeletion{}.OpenAPIModelName()),
+									},
+								},
+							},
 						},
 					},
 				},
-				Required: []string{"spec"},
+				Required: []string{"items"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.DeletionSpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+			v1alpha1.ClusterDeletion{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_Deletion(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Deletion is one recorded deletion of a namespaced object: who deleted what, when, as whom, and what the object looked like just before. It is read-only. Its name is <object uid>.<version key>, and its namespace the deleted object's.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; creationTimestamp is when the object was deleted.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"object": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Object is the deleted object.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"deletedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DeletedAt is when the apiserver completed the delete (the audit event's stageTimestamp).",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"verb": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Verb is delete, or deletecollection (a namespace's cascade, or kubectl delete --all).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"actor": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Actor is who deleted it, as the apiserver's audit event says.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.Actor{}.OpenAPIModelName()),
+						},
+					},
+					"initiatedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedBy is the user whose action started this deletion when it was a cascade (the namespace controller or the garbage collector deleted it after a user deleted its namespace or owner).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"initiatedVia": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedVia is namespace-deletion or owner-deletion.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"stateVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StateVersion names the version that holds the object's last state, <uid>.<version key>: create a restore from it to bring the object back. Empty when the record holds no state from before the deletion.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastState": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastState is the object as it was just before the deletion, when the record holds it. Only a get of one deletion carries it, not a list. Secret values are digests unless the rules record them in clear.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"object", "deletedAt", "verb", "actor"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -131,7 +420,7 @@ func schema_options_record_api_record_v1alpha1_DeletionList(ref common.Reference
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "DeletionList is a page of deletions.",
+				Description: "DeletionList is a page of deletions, newest first.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -176,284 +465,139 @@ func schema_options_record_api_record_v1alpha1_DeletionList(ref common.Reference
 	}
 }
 
-func schema_options_record_api_record_v1alpha1_DeletionSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+func schema_options_record_api_record_v1alpha1_DeletionRecord(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "DeletionSpec is what the record knows about the deletion.",
+				Description: "DeletionRecord is what the record knows of a deletion.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
-					"time": {
+					"object": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Time the apiserver completed the delete.",
-							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+							Description: "Object is the deleted object.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
 						},
 					},
-					"user": {
+					"deletedAt": {
 						SchemaProps: spec.SchemaProps{
-							Description: "User who deleted (the authenticated user).",
+							Description: "DeletedAt is when the apiserver completed the delete (the audit event's stageTimestamp).",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"verb": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Verb is delete, or deletecollection (a namespace's cascade, or kubectl delete --all).",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
-					"impersonatedUser": {
+					"actor": {
 						SchemaProps: spec.SchemaProps{
-							Description: "ImpersonatedUser, when the deleter impersonated someone.",
+							Description: "Actor is who deleted it, as the apiserver's audit event says.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.Actor{}.OpenAPIModelName()),
+						},
+					},
+					"initiatedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedBy is the user whose action started this deletion when it was a cascade (the namespace controller or the garbage collector deleted it after a user deleted its namespace or owner).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"initiatedVia": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedVia is namespace-deletion or owner-deletion.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"stateVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StateVersion names the version that holds the object's last state, <uid>.<version key>: create a restore from it to bring the object back. Empty when the record holds no state from before the deletion.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastState": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastState is the object as it was just before the deletion, when the record holds it. Only a get of one deletion carries it, not a list. Secret values are digests unless the rules record them in clear.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"object", "deletedAt", "verb", "actor"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_ObjectReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ObjectReference names a recorded object.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"apiGroup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIGroup of the object (\"\" for the core group).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion the change was made in.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
 					"resource": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Resource of the deleted object, e.g. \"configmaps\" or \"deployments.apps\".",
+							Description: "Resource, plural (configmaps).",
 							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind, when the record knows it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace of the object (\"\" for a cluster-scoped object).",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Name of the deleted object.",
+							Description: "Name of the object.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
-						},
-					},
-					"auditID": {
-						SchemaProps: spec.SchemaProps{
-							Description: "AuditID of the event that recorded the deletion.",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-				},
-				Required: []string{"time", "user", "resource", "name"},
-			},
-		},
-		Dependencies: []string{
-			v1.Time{}.OpenAPIModelName()},
-	}
-}
-
-func schema_options_record_api_record_v1alpha1_Requester(ref common.ReferenceCallback) common.OpenAPIDefinition {
-	return common.OpenAPIDefinition{
-		Schema: spec.Schema{
-			SchemaProps: spec.SchemaProps{
-				Description: "Requester is the identity the kube-apiserver forwarded for the caller.",
-				Type:        []string{"object"},
-				Properties: map[string]spec.Schema{
-					"username": {
-						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
 						},
 					},
 					"uid": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
-						},
-					},
-					"groups": {
-						VendorExtensible: spec.VendorExtensible{
-							Extensions: spec.Extensions{
-								"x-kubernetes-list-type": "atomic",
-							},
-						},
-						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
-							Items: &spec.SchemaOrArray{
-								Schema: &spec.Schema{
-									SchemaProps: spec.SchemaProps{
-										Default: "",
-										Type:    []string{"string"},
-										Format:  "",
-									},
-								},
-							},
-						},
-					},
-					"extra": {
-						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
-							AdditionalProperties: &spec.SchemaOrBool{
-								Allows: true,
-								Schema: &spec.Schema{
-									SchemaProps: spec.SchemaProps{
-										Type: []string{"array"},
-										Items: &spec.SchemaOrArray{
-											Schema: &spec.Schema{
-												SchemaProps: spec.SchemaProps{
-													Default: "",
-													Type:    []string{"string"},
-													Format:  "",
-												},
-											},
-										},
-									},
-								},
-							},
-						},
-					},
-				},
-			},
-		},
-	}
-}
-
-func schema_options_record_api_record_v1alpha1_Restore(ref common.ReferenceCallback) common.OpenAPIDefinition {
-	return common.OpenAPIDefinition{
-		Schema: spec.Schema{
-			SchemaProps: spec.SchemaProps{
-				Description: "Restore asks for a recorded deletion to be undone. One creates it; the status carries the result.",
-				Type:        []string{"object"},
-				Properties: map[string]spec.Schema{
-					"kind": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"apiVersion": {
-						SchemaProps: spec.SchemaProps{
-							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"metadata": {
-						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
-						},
-					},
-					"spec": {
-						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref(v1alpha1.RestoreSpec{}.OpenAPIModelName()),
-						},
-					},
-					"status": {
-						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref(v1alpha1.RestoreStatus{}.OpenAPIModelName()),
-						},
-					},
-				},
-				Required: []string{"spec"},
-			},
-		},
-		Dependencies: []string{
-			v1alpha1.RestoreSpec{}.OpenAPIModelName(), v1alpha1.RestoreStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
-	}
-}
-
-func schema_options_record_api_record_v1alpha1_RestoreList(ref common.ReferenceCallback) common.OpenAPIDefinition {
-	return common.OpenAPIDefinition{
-		Schema: spec.Schema{
-			SchemaProps: spec.SchemaProps{
-				Description: "RestoreList is a list of restores.",
-				Type:        []string{"object"},
-				Properties: map[string]spec.Schema{
-					"kind": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"apiVersion": {
-						SchemaProps: spec.SchemaProps{
-							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"metadata": {
-						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
-						},
-					},
-					"items": {
-						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
-							Items: &spec.SchemaOrArray{
-								Schema: &spec.Schema{
-									SchemaProps: spec.SchemaProps{
-										Default: map[string]interface{}{},
-										Ref:     ref(v1alpha1.Restore{}.OpenAPIModelName()),
-									},
-								},
-							},
-						},
-					},
-				},
-				Required: []string{"items"},
-			},
-		},
-		Dependencies: []string{
-			v1alpha1.Restore{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
-	}
-}
-
-func schema_options_record_api_record_v1alpha1_RestoreSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
-	return common.OpenAPIDefinition{
-		Schema: spec.Schema{
-			SchemaProps: spec.SchemaProps{
-				Description: "RestoreSpec names what to restore.",
-				Type:        []string{"object"},
-				Properties: map[string]spec.Schema{
-					"deletion": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Deletion is the name of a Deletion in the same namespace.",
-							Default:     "",
+							Description: "UID of the object (one incarnation).",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
 				},
-				Required: []string{"deletion"},
+				Required: []string{"resource", "name"},
 			},
 		},
-	}
-}
-
-func schema_options_record_api_record_v1alpha1_RestoreStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
-	return common.OpenAPIDefinition{
-		Schema: spec.Schema{
-			SchemaProps: spec.SchemaProps{
-				Description: "RestoreStatus is the outcome of a restore.",
-				Type:        []string{"object"},
-				Properties: map[string]spec.Schema{
-					"phase": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Phase is \"Succeeded\", \"Failed\" or \"DryRun\".",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"message": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Message explains the phase.",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"requestedBy": {
-						SchemaProps: spec.SchemaProps{
-							Description: "RequestedBy is the caller as the aggregated server saw it.",
-							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.Requester{}.OpenAPIModelName()),
-						},
-					},
-				},
-			},
-		},
-		Dependencies: []string{
-			v1alpha1.Requester{}.OpenAPIModelName()},
 	}
 }
 

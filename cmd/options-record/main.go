@@ -155,6 +155,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&api.StatementTimeout, "api-statement-timeout", 30*time.Second, "statement_timeout of the restore API's queries")
 	fs.IntVar(&api.MaxInFlight, "api-max-in-flight", 16, "restore API requests served at once; more get 429")
 	fs.IntVar(&api.MaxInFlightPerUser, "api-max-in-flight-per-user", 4, "restore API requests of one caller served at once; more get 429")
+	agg := app.AggregatedOptions{}
+	fs.StringVar(&agg.Addr, "aggregated-bind-address", "", "HTTPS address of the aggregated API (record.optionsrecord.io, reached through the kube-apiserver; needs --api-bind-address and a cluster); empty disables it")
+	fs.StringVar(&agg.RequestHeaderCAFile, "aggregated-requestheader-ca-file", "", "front-proxy CA: the kube-apiserver's --requestheader-client-ca-file (re-read when it changes)")
+	fs.Func("aggregated-requestheader-allowed-names", "comma-separated common names of the kube-apiserver's proxy client certificate (its --requestheader-allowed-names); empty: any the front-proxy CA signed", func(v string) error {
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				agg.RequestHeaderAllowedNames = append(agg.RequestHeaderAllowedNames, n)
+			}
+		}
+		return nil
+	})
 	fs.StringVar(&o.JournalDir, "journal-dir", "", "durable local journal: batches the database cannot take are acknowledged from here and stored later")
 	k := app.KubeOptions{}
 	inCluster := fs.Bool("in-cluster", false, "follow the OptionsRecordController objects of the cluster the sink runs in (in-cluster config)")
@@ -177,6 +188,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if api.Addr != "" {
 		o.API = &api
+		if agg.Addr != "" {
+			api.Aggregated = &agg
+		}
+	} else if agg.Addr != "" {
+		return errors.New("--aggregated-bind-address needs --api-bind-address: the aggregated API runs in the API role")
 	}
 	o.Database, o.Rules, o.Cluster, o.Logger = c.database(), c.rules(), c.cluster, c.logger(stderr)
 	o.Rules.TrustedNamespaces, o.Rules.TenantSecretData = trusted, *tenantSecretData

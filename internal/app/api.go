@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/options-record/options-record/aggregated"
 	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/internal/certs"
 	"github.com/options-record/options-record/record"
@@ -46,6 +47,28 @@ type APIOptions struct {
 	// MaxInFlight and MaxInFlightPerUser cap the requests served at once,
 	// in all (default 16) and per caller (default 4).
 	MaxInFlight, MaxInFlightPerUser int
+	// Aggregated, when set, also serves the record as the API group
+	// record.optionsrecord.io through the kube-apiserver (API aggregation),
+	// over the same query layer. It needs a cluster.
+	Aggregated *AggregatedOptions
+}
+
+// AggregatedOptions configure the aggregated API's listener.
+type AggregatedOptions struct {
+	// Addr is its HTTPS address (the APIService's Service points at it).
+	Addr string
+	// RequestHeaderCAFile is the front-proxy CA, the kube-apiserver's
+	// --requestheader-client-ca-file (re-read when it changes); it verifies
+	// the client certificate of the kube-apiserver's proxy.
+	RequestHeaderCAFile string
+	// RequestHeaderAllowedNames are the common names the proxy's client
+	// certificate may have (--requestheader-allowed-names); empty: any the
+	// CA signed.
+	RequestHeaderAllowedNames []string
+	// Kubeconfig reaches the kube-apiserver for TokenReview and
+	// SubjectAccessReview; empty: the sink's --kubeconfig, or the in-cluster
+	// config.
+	Kubeconfig string
 }
 
 // apiIdleInTransaction ends an API session left idle in a transaction.
@@ -124,6 +147,15 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 	if err != nil {
 		return nil, err
 	}
+	var stopAggregated func(context.Context) error
+	if o.Aggregated != nil {
+		if so.Kube == nil {
+			return nil, errors.New("--aggregated-bind-address needs a cluster (--kubeconfig or --in-cluster)")
+		}
+		if stopAggregated, err = runAggregated(ctx, o, so, apiOpts.History, log); err != nil {
+			return nil, err
+		}
+	}
 
 	certFile, keyFile := o.TLSCertFile, o.TLSKeyFile
 	if certFile == "" {
@@ -152,8 +184,50 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 	log.Info("serving the restore API", "addr", ln.Addr().String(), "mode", mode, "openapi", "/api/v1/openapi.json")
 	return func(ctx context.Context) error {
 		err := srv.stop(ctx)
+		if stopAggregated != nil {
+			err = errors.Join(err, stopAggregated(ctx))
+		}
 		st.Close()
 		return err
+	}, nil
+}
+
+// runAggregated serves the record through the kube-apiserver: the generic
+// apiserver of package aggregated, on its own listener, with the restore
+// API's serving certificate and history service.
+func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *history.Service, log *slog.Logger) (func(context.Context) error, error) {
+	a := o.Aggregated
+	certFile, keyFile := o.TLSCertFile, o.TLSKeyFile
+	if certFile == "" {
+		certFile, keyFile = so.TLSCertFile, so.TLSKeyFile
+	}
+	kubeconfig := a.Kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = so.Kube.Kubeconfig
+	}
+	ln, err := net.Listen("tcp", a.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("aggregated API listener: %w", err)
+	}
+	srv, err := aggregated.New(aggregated.Options{Listener: ln, CertFile: certFile, KeyFile: keyFile,
+		RequestHeaderCAFile: a.RequestHeaderCAFile, RequestHeaderAllowedNames: a.RequestHeaderAllowedNames,
+		Kubeconfig: kubeconfig, History: hist, Cluster: so.Cluster, Logger: log.With("component", "aggregated-api")})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(runCtx) }()
+	log.Info("serving the aggregated API", "addr", ln.Addr().String(), "group", "record.optionsrecord.io")
+	return func(stopCtx context.Context) error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-stopCtx.Done():
+			return fmt.Errorf("aggregated API: stop: %w", stopCtx.Err())
+		}
 	}, nil
 }
 

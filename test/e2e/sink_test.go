@@ -49,6 +49,7 @@ type world struct {
 	auditLog string
 	metrics  string // host:port of the sink's /metrics
 	apiURL   string // https://host:port of the restore API, when served
+	aggAddr  string // host:port of the aggregated API, when served
 	caPEM    []byte // the CA of the sink's serving certificate
 }
 
@@ -78,6 +79,10 @@ type worldOptions struct {
 	files []string
 	// api serves the restore API on a free port (world.apiURL).
 	api bool
+	// aggregated also serves the aggregated API (record.optionsrecord.io)
+	// on a free port, with the control plane configured for aggregation
+	// (world.aggAddr); it implies api.
+	aggregated bool
 }
 
 func startWorldWith(t *testing.T, wo worldOptions) *world {
@@ -93,7 +98,8 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serving, err := ca.Issue("options-record", []string{"127.0.0.1"}, true, 24*time.Hour)
+	// The aggregator verifies the name of the APIService's Service.
+	serving, err := ca.Issue("options-record", []string{"127.0.0.1", "localhost", aggService + "." + sinkNS + ".svc"}, true, 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +122,7 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 		AuditPolicyFile:        wo.policy(t, dir),
 		AuditWebhookConfigFile: webhook,
 		ExtraAPIServerArgs:     []string{"--audit-log-path=" + w.auditLog, "--audit-log-format=json"},
+		Aggregation:            wo.aggregated,
 	})
 	admin := w.cp.AdminConfig()
 	w.admin = kubernetes.NewForConfigOrDie(admin)
@@ -129,9 +136,16 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 		w.apply.createFile(t, f, sinkNS)
 	}
 	var api *app.APIOptions
-	if wo.api {
+	if wo.api || wo.aggregated {
 		apiAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 		api, w.apiURL = &app.APIOptions{Addr: apiAddr}, "https://"+apiAddr
+	}
+	if wo.aggregated {
+		w.aggAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))
+		api.Aggregated = &app.AggregatedOptions{Addr: w.aggAddr, RequestHeaderCAFile: w.cp.FrontProxyCAFile(),
+			RequestHeaderAllowedNames: []string{controlplane.FrontProxyClientName},
+			// Delegated authentication and authorization as the sink.
+			Kubeconfig: w.cp.WriteKubeconfig(t, sinkUser)}
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -126,7 +126,7 @@ func TestManifests(t *testing.T) {
 }
 
 func isClusterScoped(kind string) bool {
-	return kind == "ClusterRole" || kind == "ClusterRoleBinding" || kind == "Namespace" || kind == "CustomResourceDefinition"
+	return kind == "ClusterRole" || kind == "ClusterRoleBinding" || kind == "Namespace" || kind == "CustomResourceDefinition" || kind == "APIService"
 }
 
 // checkPodSecurity holds every workload to the "restricted" Pod Security

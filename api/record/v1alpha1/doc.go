@@ -1,5 +1,6 @@
 // Package v1alpha1 holds the types of the aggregated API group
-// record.optionsrecord.io/v1alpha1 (prototype for issue 15).
+// record.optionsrecord.io/v1alpha1: the record, served through the
+// kube-apiserver (API aggregation) by package aggregated.
 //
 // The same Go types are registered as the group's internal version too, so
 // the generic API server needs no conversion functions: the REST handlers

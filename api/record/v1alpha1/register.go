@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,12 +19,15 @@ var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha
 // the very same Go types, so no conversion is ever needed.
 var internalGroupVersion = schema.GroupVersion{Group: GroupName, Version: runtime.APIVersionInternal}
 
-// DeletionSelectableFields are the spec fields a field selector may name
-// on deletions (besides metadata.name and metadata.namespace).
-var DeletionSelectableFields = []string{"spec.user", "spec.resource", "spec.name"}
+// DeletionSelectableFields are the fields a field selector may name on
+// deletions and cluster deletions, besides metadata.name and
+// metadata.namespace: the deleted object's API group, resource and name,
+// who deleted it, and a time window (since, until: an RFC 3339 time, or a
+// negative duration before now such as -24h).
+var DeletionSelectableFields = []string{"object.apiGroup", "object.resource", "object.name", "actor.username", "since", "until"}
 
 func knownTypes() []runtime.Object {
-	return []runtime.Object{&Deletion{}, &DeletionList{}, &Restore{}, &RestoreList{}}
+	return []runtime.Object{&Deletion{}, &DeletionList{}, &ClusterDeletion{}, &ClusterDeletionList{}}
 }
 
 // AddServedToScheme registers the types in the served version only. The
@@ -43,17 +47,23 @@ func AddToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(SchemeGroupVersion, knownTypes()...)
 	s.AddKnownTypes(internalGroupVersion, knownTypes()...)
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
-	return s.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("Deletion"),
-		func(label, value string) (string, string, error) {
-			switch label {
-			case "metadata.name", "metadata.namespace":
-				return label, value, nil
-			}
-			for _, f := range DeletionSelectableFields {
-				if label == f {
-					return label, value, nil
-				}
-			}
-			return "", "", fmt.Errorf("field label %q not supported for deletions (supported: metadata.name, metadata.namespace, %v)", label, DeletionSelectableFields)
-		})
+	for _, kind := range []string{"Deletion", "ClusterDeletion"} {
+		if err := s.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind(kind), deletionFieldLabel); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func deletionFieldLabel(label, value string) (string, string, error) {
+	switch label {
+	case "metadata.name", "metadata.namespace":
+		return label, value, nil
+	}
+	for _, f := range DeletionSelectableFields {
+		if label == f {
+			return label, value, nil
+		}
+	}
+	return "", "", fmt.Errorf("field label %q not supported for deletions (supported: metadata.name, metadata.namespace, %s)", label, strings.Join(DeletionSelectableFields, ", "))
 }

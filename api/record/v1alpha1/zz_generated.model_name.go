@@ -10,6 +10,21 @@ Copyright The Options Record Authors.
 package v1alpha1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Actor) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.Actor"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterDeletion) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.ClusterDeletion"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterDeletionList) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.ClusterDeletionList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Deletion) OpenAPIModelName() string {
 	return "io.optionsrecord.record.v1alpha1.Deletion"
 }
@@ -20,31 +35,11 @@ func (in DeletionList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
-func (in DeletionSpec) OpenAPIModelName() string {
-	return "io.optionsrecord.record.v1alpha1.DeletionSpec"
+func (in DeletionRecord) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.DeletionRecord"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
-func (in Requester) OpenAPIModelName() string {
-	return "io.optionsrecord.record.v1alpha1.Requester"
-}
-
-// OpenAPIModelName returns the OpenAPI model name for this type.
-func (in Restore) OpenAPIModelName() string {
-	return "io.optionsrecord.record.v1alpha1.Restore"
-}
-
-// OpenAPIModelName returns the OpenAPI model name for this type.
-func (in RestoreList) OpenAPIModelName() string {
-	return "io.optionsrecord.record.v1alpha1.RestoreList"
-}
-
-// OpenAPIModelName returns the OpenAPI model name for this type.
-func (in RestoreSpec) OpenAPIModelName() string {
-	return "io.optionsrecord.record.v1alpha1.RestoreSpec"
-}
-
-// OpenAPIModelName returns the OpenAPI model name for this type.
-func (in RestoreStatus) OpenAPIModelName() string {
-	return "io.optionsrecord.record.v1alpha1.RestoreStatus"
+func (in ObjectReference) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.ObjectReference"
 }

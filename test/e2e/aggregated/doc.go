@@ -1,9 +1,12 @@
-// Package aggregated proves the issue-15 prototype (package aggregated at
-// the module root) on the real control plane: the kube-apiserver proxies
-// record.optionsrecord.io/v1alpha1 to the generic API server running in the
-// test process on loopback, and the real kubectl talks to it as a token
-// user, a client-certificate user, an impersonating admin and a user with
-// no rights. It also checks, in the apiserver's audit log, that the
-// aggregated server never lists or watches anything, and measures how a
-// namespace deletion behaves while the aggregated API is down.
+// Package aggregated measures, on the real control plane, how the
+// kube-apiserver's namespace controller fares while the aggregated API
+// (record.optionsrecord.io, package aggregated at the module root) is down:
+// the server is stopped, namespaces are deleted, the server comes back, and
+// the test reports how long each namespace stayed Terminating and checks
+// that it goes by itself. It is a measurement of several minutes, run by
+// `make measure-aggregated-outage`, not by make test.
+//
+// The aggregated API's behaviour for users (kubectl get deletions as a
+// token, a client-certificate and an unauthorized user, no watches) is
+// proven with the whole sink in test/e2e (TestAggregatedAPIOnARealControlPlane).
 package aggregated

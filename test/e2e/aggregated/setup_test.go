@@ -1,11 +1,8 @@
 package aggregated
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -17,13 +14,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/client-go/kubernetes"
 
 	agg "github.com/options-record/options-record/aggregated"
-	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/internal/certs"
+	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 
@@ -110,22 +108,6 @@ rules:
 - level: Metadata
 `)
 
-func sampleDeletions() []recordv1alpha1.Deletion {
-	at := func(ago time.Duration) metav1.Time { return metav1.NewTime(time.Now().Add(-ago).Truncate(time.Second)) }
-	mk := func(ns, name, user, resource, obj string, ago time.Duration) recordv1alpha1.Deletion {
-		return recordv1alpha1.Deletion{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), CreationTimestamp: at(ago)},
-			Spec:       recordv1alpha1.DeletionSpec{Time: at(ago), User: user, Resource: resource, Name: obj, AuditID: "audit-" + name},
-		}
-	}
-	return []recordv1alpha1.Deletion{
-		mk("shop", "d-app-config", "bob", "configmaps", "app-config", 3*time.Hour),
-		mk("shop", "d-web", "bob", "deployments.apps", "web", 2*time.Hour),
-		mk("shop", "d-db-secret", "mallory", "secrets", "db", 30*time.Minute),
-		mk("other", "d-elsewhere", "bob", "configmaps", "elsewhere", time.Hour),
-	}
-}
-
 // setup starts the control plane, the aggregated server and registers it.
 func setup(t *testing.T, users []controlplane.User) *env {
 	t.Helper()
@@ -179,7 +161,8 @@ func setup(t *testing.T, users []controlplane.User) *env {
 		RequestHeaderCAFile:       cp.FrontProxyCAFile(),
 		RequestHeaderAllowedNames: []string{controlplane.FrontProxyClientName},
 		Kubeconfig:                cp.WriteKubeconfig(t, serverUser),
-		Deletions:                 sampleDeletions(),
+		History:                   emptyHistory(t),
+		Cluster:                   "e2e",
 	}}
 	b.start()
 	t.Cleanup(b.shutdown)
@@ -224,24 +207,23 @@ spec:
 	}
 	t.Logf("OpenAPI v3 of the group aggregated %s after apply", time.Since(begin).Round(100*time.Millisecond))
 
-	ro := `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: options-record-reader}
-rules:
-- apiGroups: [record.optionsrecord.io]
-  resources: [deletions]
-  verbs: [get, list]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: options-record-restorer}
-rules:
-- apiGroups: [record.optionsrecord.io]
-  resources: [restores]
-  verbs: [get, list, create]
-`
-	e.kubectl(t, controlplane.AdminUser, []byte(ro), "apply", "-f", "-")
 	return e
+}
+
+// emptyHistory serves an empty record: the measurement needs the server
+// up, not its answers.
+func emptyHistory(t *testing.T) *history.Service {
+	t.Helper()
+	st, err := store.Open(context.Background(), store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	h, err := history.New(history.Options{Reader: st, Authorizer: authorizerfactory.NewAlwaysDenyAuthorizer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
@@ -270,30 +252,4 @@ func (e *env) waitAvailable(t *testing.T, want string, timeout time.Duration) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Fatalf("APIService %s not Available=%s within %s (last: %q)", apiService, want, timeout, last)
-}
-
-// auditOf returns the audit events the given user caused.
-func (e *env) auditOf(t *testing.T, user string) []auditv1.Event {
-	t.Helper()
-	f, err := os.Open(e.auditLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var evs []auditv1.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev auditv1.Event
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatalf("audit line: %v", err)
-		}
-		if ev.User.Username == user {
-			evs = append(evs, ev)
-		}
-	}
-	if err := sc.Err(); err != nil && !errors.Is(err, bufio.ErrTooLong) {
-		t.Fatal(err)
-	}
-	return evs
 }

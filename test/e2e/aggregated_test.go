@@ -1,0 +1,313 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/options-record/options-record/test/framework/controlplane"
+)
+
+// aggService is the Service the APIService names: an ExternalName Service
+// pointing at localhost. The e2e apiserver runs on loopback with no nodes
+// and no kube-proxy, and Endpoints or EndpointSlices may not hold loopback
+// addresses ("may not be in the loopback range"), so the aggregator's
+// ClusterIP resolver, which maps an ExternalName Service to
+// https://<externalName>:<port>, is what reaches a server on 127.0.0.1.
+// The aggregator verifies the serving certificate against the APIService's
+// caBundle for <service>.<namespace>.svc.
+const aggService = "options-record-api"
+
+// registerAggregated makes the kube-apiserver serve record.optionsrecord.io
+// from the sink's aggregated API, and waits until discovery and OpenAPI v3
+// (which kubectl explain and create use) show it.
+func registerAggregated(t *testing.T, w *world) {
+	t.Helper()
+	_, port, err := net.SplitHostPort(w.aggAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: %[1]s, namespace: %[2]s}
+spec: {type: ExternalName, externalName: localhost}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1alpha1.record.optionsrecord.io}
+spec:
+  group: record.optionsrecord.io
+  version: v1alpha1
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+  service: {namespace: %[2]s, name: %[1]s, port: %[3]s}
+  caBundle: %[4]s
+`, aggService, sinkNS, port, base64.StdEncoding.EncodeToString(w.caPEM))
+	kubectlOK(t, w, controlplane.AdminUser, []byte(manifest), "apply", "-f", "-")
+	eventually(t, time.Minute, "the APIService is Available and its OpenAPI v3 aggregated", func() error {
+		out, _, _ := w.cp.Kubectl(t, controlplane.AdminUser, nil, "get", "apiservice", "v1alpha1.record.optionsrecord.io",
+			"-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+		if out != "True" {
+			return fmt.Errorf("Available=%q", out)
+		}
+		root, _, _ := w.cp.Kubectl(t, controlplane.AdminUser, nil, "get", "--raw", "/openapi/v3")
+		if !strings.Contains(root, "apis/record.optionsrecord.io/v1alpha1") {
+			return fmt.Errorf("/openapi/v3 does not list the group yet")
+		}
+		return nil
+	})
+}
+
+func kubectlOK(t *testing.T, w *world, user string, stdin []byte, args ...string) string {
+	t.Helper()
+	out, errOut, err := w.cp.Kubectl(t, user, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s as %s: %v\n%s%s", strings.Join(args, " "), user, err, out, errOut)
+	}
+	return out
+}
+
+// aggRBAC: alice (token) and agg-carol (client certificate) may read
+// deletions in the shop namespace and view its objects; agg-peeker may read
+// deletions but not the objects (so sees none); bob edits the shop; eve has
+// nothing of the group.
+const aggRBAC = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: options-record-e2e-record-reader}
+rules:
+  - apiGroups: [record.optionsrecord.io]
+    resources: [deletions, clusterdeletions]
+    verbs: [get, list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: record-readers, namespace: e2e-agg-shop}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: options-record-e2e-record-reader}
+subjects:
+  - {kind: User, apiGroup: rbac.authorization.k8s.io, name: alice}
+  - {kind: User, apiGroup: rbac.authorization.k8s.io, name: agg-carol}
+  - {kind: User, apiGroup: rbac.authorization.k8s.io, name: agg-peeker}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: viewers, namespace: e2e-agg-shop}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+subjects:
+  - {kind: User, apiGroup: rbac.authorization.k8s.io, name: alice}
+  - {kind: Group, apiGroup: rbac.authorization.k8s.io, name: cert-operators}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: editors, namespace: e2e-agg-shop}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects:
+  - {kind: User, apiGroup: rbac.authorization.k8s.io, name: bob}
+`
+
+// TestAggregatedAPIOnARealControlPlane: the record through the
+// kube-apiserver, with plain kubectl and the credentials users already
+// have, governed by the cluster's RBAC.
+func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
+	w := startWorldWith(t, worldOptions{aggregated: true,
+		users: []controlplane.User{{Name: "agg-peeker"}},
+		files: []string{"testdata/restore-rbac.yaml"}})
+	registerAggregated(t, w)
+	const ns = "e2e-agg-shop"
+	kubectlOK(t, w, controlplane.AdminUser, nil, "create", "namespace", ns)
+	kubectlOK(t, w, controlplane.AdminUser, []byte(aggRBAC), "apply", "-f", "-")
+	certKubeconfig := w.cp.WriteKubeconfigAuth(t, "agg-carol", w.cp.ClientCertAuth(t, "agg-carol", []string{"cert-operators"}))
+
+	// bob creates a ConfigMap, then deletes it.
+	cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app-config","labels":{"app":"shop"}},"data":{"db":"postgres://shop","mode":"live"}}`
+	kubectlOK(t, w, "bob", []byte(cm), "create", "-n", ns, "-f", "-")
+	kubectlOK(t, w, "bob", nil, "delete", "-n", ns, "configmap", "app-config")
+
+	var table string
+	eventually(t, time.Minute, "alice sees bob's deletion", func() error {
+		out, errOut, err := w.cp.Kubectl(t, "alice", nil, "get", "deletions", "-n", ns)
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, errOut)
+		}
+		if !strings.Contains(out, "app-config") {
+			return fmt.Errorf("not yet:\n%s", out)
+		}
+		table = out
+		return nil
+	})
+
+	t.Run("kubectl get deletions names who deleted what, in a table", func(t *testing.T) {
+		lines := strings.Split(strings.TrimSpace(table), "\n")
+		if len(lines) != 2 {
+			t.Fatalf("want a header and one row:\n%s", table)
+		}
+		header := strings.Fields(lines[0])
+		want := []string{"NAME", "RESOURCE", "OBJECT", "USER", "AS", "INITIATED-BY", "DELETED"}
+		if strings.Join(header, " ") != strings.Join(want, " ") {
+			t.Errorf("header %v, want %v", header, want)
+		}
+		row := strings.Fields(lines[1])
+		if len(row) < 4 || row[1] != "configmaps" || row[2] != "app-config" || row[3] != "bob" {
+			t.Errorf("row %v: want configmaps app-config bob", row)
+		}
+	})
+
+	name := strings.TrimSpace(kubectlOK(t, w, "alice", nil, "get", "deletions", "-n", ns,
+		"--field-selector", "object.name=app-config", "-o", "jsonpath={.items[0].metadata.name}"))
+
+	t.Run("-o yaml of a deletion gives the prior state", func(t *testing.T) {
+		out := kubectlOK(t, w, "alice", nil, "get", "deletion", name, "-n", ns, "-o", "yaml")
+		var d struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name, Namespace string
+			} `json:"metadata"`
+			Object struct {
+				Resource, Name, Namespace string
+			} `json:"object"`
+			Verb  string `json:"verb"`
+			Actor struct {
+				Username string `json:"username"`
+			} `json:"actor"`
+			StateVersion string         `json:"stateVersion"`
+			LastState    map[string]any `json:"lastState"`
+		}
+		if err := yaml.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		if d.APIVersion != "record.optionsrecord.io/v1alpha1" || d.Kind != "Deletion" || d.Metadata.Name != name || d.Metadata.Namespace != ns {
+			t.Errorf("type or metadata: %+v", d)
+		}
+		if d.Object.Resource != "configmaps" || d.Object.Name != "app-config" || d.Object.Namespace != ns || d.Verb != "delete" || d.Actor.Username != "bob" {
+			t.Errorf("record: %+v", d)
+		}
+		data, _ := d.LastState["data"].(map[string]any)
+		if d.StateVersion == "" || d.LastState["kind"] != "ConfigMap" || data["db"] != "postgres://shop" || data["mode"] != "live" {
+			t.Errorf("last state: %q %v", d.StateVersion, d.LastState)
+		}
+	})
+
+	t.Run("a client-certificate user reaches the record with the kubeconfig they have", func(t *testing.T) {
+		out, errOut, err := w.cp.KubectlConfig(t, certKubeconfig, nil, "get", "deletions", "-n", ns, "-o", "name")
+		if err != nil || strings.TrimSpace(out) != "deletion.record.optionsrecord.io/"+name {
+			t.Errorf("%v: %q %s", err, out, errOut)
+		}
+	})
+
+	t.Run("a user without rights on the group is refused by the kube-apiserver", func(t *testing.T) {
+		out, errOut, err := w.cp.Kubectl(t, "eve", nil, "get", "deletions", "-n", ns)
+		if err == nil || !strings.Contains(errOut, `cannot list resource "deletions" in API group "record.optionsrecord.io"`) {
+			t.Errorf("eve: %v %q %s", err, out, errOut)
+		}
+	})
+
+	t.Run("a user who may not read the objects sees none of their deletions", func(t *testing.T) {
+		out, errOut, err := w.cp.Kubectl(t, "agg-peeker", nil, "get", "deletions", "-n", ns, "-o", "name")
+		if err != nil || strings.TrimSpace(out) != "" {
+			t.Errorf("list: %v %q %s", err, out, errOut)
+		}
+		_, errOut, err = w.cp.Kubectl(t, "agg-peeker", nil, "get", "deletion", name, "-n", ns)
+		if err == nil || !strings.Contains(errOut, "NotFound") && !strings.Contains(errOut, "not found") {
+			t.Errorf("get: %v %s", err, errOut)
+		}
+		if strings.Contains(errOut, "app-config") || strings.Contains(errOut, "configmaps") {
+			t.Errorf("the refusal names the hidden object: %s", errOut)
+		}
+	})
+
+	t.Run("field selectors narrow and unknown ones are refused", func(t *testing.T) {
+		if out := kubectlOK(t, w, "alice", nil, "get", "deletions", "-n", ns, "--field-selector", "actor.username=alice", "-o", "name"); strings.TrimSpace(out) != "" {
+			t.Errorf("deletions by alice: %q", out)
+		}
+		if out := kubectlOK(t, w, "alice", nil, "get", "deletions", "-n", ns, "--field-selector", "actor.username=bob,object.resource=configmaps,since=-1h", "-o", "name"); strings.TrimSpace(out) == "" {
+			t.Error("deletions by bob within the hour: none")
+		}
+		_, errOut, err := w.cp.Kubectl(t, "alice", nil, "get", "deletions", "-n", ns, "--field-selector", "spec.verb=delete")
+		if err == nil || !strings.Contains(errOut, "not supported") {
+			t.Errorf("unknown field: %v %s", err, errOut)
+		}
+	})
+
+	t.Run("kubectl pages with limit and continue", func(t *testing.T) {
+		for _, n := range []string{"a", "b", "c"} {
+			kubectlOK(t, w, "bob", nil, "create", "configmap", "page-"+n, "-n", ns, "--from-literal=k=v")
+			kubectlOK(t, w, "bob", nil, "delete", "configmap", "page-"+n, "-n", ns)
+		}
+		eventually(t, time.Minute, "four deletions, one page each", func() error {
+			out, errOut, err := w.cp.Kubectl(t, "alice", nil, "get", "deletions", "-n", ns, "--chunk-size=1", "-o", "name")
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, errOut)
+			}
+			if n := len(strings.Fields(out)); n != 4 {
+				return fmt.Errorf("%d deletions:\n%s", n, out)
+			}
+			return nil
+		})
+	})
+
+	t.Run("cluster-scoped deletions are reachable: a namespace", func(t *testing.T) {
+		kubectlOK(t, w, controlplane.AdminUser, nil, "create", "namespace", "e2e-agg-gone")
+		kubectlOK(t, w, controlplane.AdminUser, nil, "delete", "namespace", "e2e-agg-gone", "--wait=false")
+		eventually(t, time.Minute, "the namespace's deletion", func() error {
+			out, errOut, err := w.cp.Kubectl(t, controlplane.AdminUser, nil, "get", "clusterdeletions",
+				"--field-selector", "object.resource=namespaces,object.name=e2e-agg-gone", "-o", "jsonpath={.items[*].object.name}")
+			if err != nil || strings.TrimSpace(out) != "e2e-agg-gone" {
+				return fmt.Errorf("%v: %q %s", err, out, errOut)
+			}
+			return nil
+		})
+		if out := kubectlOK(t, w, controlplane.AdminUser, nil, "get", "deletions", "-A", "-o", "jsonpath={.items[*].object.resource}"); strings.Contains(out, "namespaces") {
+			t.Errorf("a cluster-scoped deletion is listed as namespaced: %s", out)
+		}
+	})
+
+	t.Run("the sink, aggregated API included, never watches", func(t *testing.T) {
+		f, err := os.Open(w.auditLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		verbs := map[string]int{}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var ev struct {
+				Verb string `json:"verb"`
+				User struct {
+					Username string `json:"username"`
+				} `json:"user"`
+				Stage     string `json:"stage"`
+				ObjectRef *struct {
+					Resource  string `json:"resource"`
+					Namespace string `json:"namespace"`
+				} `json:"objectRef"`
+			}
+			if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.User.Username != sinkUser || ev.Stage != "ResponseComplete" {
+				continue
+			}
+			verbs[ev.Verb]++
+			// The generic apiserver's authentication would read (and watch)
+			// kube-system/extension-apiserver-authentication; the front-proxy
+			// CA comes from a file instead. (The sink's baselines LIST the
+			// ConfigMaps of the namespaces its rules cover, e2e-*.)
+			if ev.ObjectRef != nil && ev.ObjectRef.Resource == "configmaps" && ev.ObjectRef.Namespace == "kube-system" {
+				t.Errorf("the sink read ConfigMaps of kube-system (%s)", ev.Verb)
+			}
+		}
+		if verbs["create"] == 0 {
+			t.Errorf("the audit log shows no request of the sink: %v (is the instrumentation working?)", verbs)
+		}
+		if verbs["watch"] > 0 {
+			t.Errorf("the sink issued %d watches", verbs["watch"])
+		}
+		t.Logf("the sink's requests seen by the apiserver: %v", verbs)
+	})
+}
