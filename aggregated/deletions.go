@@ -3,6 +3,7 @@ package aggregated
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"strings"
 	"time"
@@ -76,17 +77,26 @@ func (s *deletionStorage) GetSingularName() string {
 // objectName is the name of a record object: <uid>.<version key>.
 func objectName(uid, key string) string { return uid + "." + key }
 
-// parseObjectName reverses objectName; a name that is not one is not found.
-func (s *deletionStorage) parseObjectName(name string) (history.VersionID, error) {
+// parseRecordName reverses objectName.
+func parseRecordName(cluster, name string) (history.VersionID, error) {
 	i := strings.LastIndexByte(name, '.')
 	if i <= 0 {
-		return history.VersionID{}, apierrors.NewNotFound(s.resource, name)
+		return history.VersionID{}, errors.New("not <uid>.<version key>")
 	}
 	key, err := hex.DecodeString(name[i+1:])
 	if err != nil || len(key) != 32 {
-		return history.VersionID{}, apierrors.NewNotFound(s.resource, name)
+		return history.VersionID{}, errors.New("not <uid>.<version key>")
 	}
-	return history.VersionID{Cluster: s.cluster, UID: name[:i], Key: key}, nil
+	return history.VersionID{Cluster: cluster, UID: name[:i], Key: key}, nil
+}
+
+// parseObjectName reverses objectName; a name that is not one is not found.
+func (s *deletionStorage) parseObjectName(name string) (history.VersionID, error) {
+	id, err := parseRecordName(s.cluster, name)
+	if err != nil {
+		return id, apierrors.NewNotFound(s.resource, name)
+	}
+	return id, nil
 }
 
 func (s *deletionStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {

@@ -19,6 +19,7 @@ import (
 	generatedopenapi "github.com/options-record/options-record/aggregated/openapi"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/history"
+	"github.com/options-record/options-record/restore"
 )
 
 // Options configure the aggregated server.
@@ -41,6 +42,8 @@ type Options struct {
 	// History answers the reads, for the cluster named Cluster (the one
 	// whose kube-apiserver this server is aggregated into).
 	History *history.Service
+	// Restore carries out restores, as their creators.
+	Restore *restore.Service
 	Cluster string
 	Logger  *slog.Logger
 	// DisabledPostStartHooks names generic post-start hooks not to run.
@@ -81,8 +84,8 @@ type Server struct {
 // authorization (SubjectAccessReview), OpenAPI v2 and v3, and the group's
 // storage. Nothing that watches is configured.
 func New(opts Options) (*Server, error) {
-	if opts.Listener == nil || opts.CertFile == "" || opts.RequestHeaderCAFile == "" || opts.History == nil || opts.Cluster == "" {
-		return nil, errors.New("aggregated: Listener, CertFile, RequestHeaderCAFile, History and Cluster are required")
+	if opts.Listener == nil || opts.CertFile == "" || opts.RequestHeaderCAFile == "" || opts.History == nil || opts.Restore == nil || opts.Cluster == "" {
+		return nil, errors.New("aggregated: Listener, CertFile, RequestHeaderCAFile, History, Restore and Cluster are required")
 	}
 	log := opts.Logger
 	if log == nil {
@@ -149,6 +152,7 @@ func New(opts Options) (*Server, error) {
 	group.VersionedResourcesStorageMap[recordv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"deletions":        newDeletionStorage(log, opts.History, opts.Cluster, true),
 		"clusterdeletions": newDeletionStorage(log, opts.History, opts.Cluster, false),
+		"restores":         &restoreStorage{log: log, hist: opts.History, svc: opts.Restore, cluster: opts.Cluster},
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("aggregated: install API group: %w", err)

@@ -20,6 +20,7 @@ var (
 	ErrForbidden       = errors.New("forbidden")          // 403
 	ErrNotFound        = errors.New("not found")          // 404
 	ErrConflict        = errors.New("conflict")           // 409
+	ErrExists          = errors.New("already exists")     // 409, reason AlreadyExists
 	ErrUnprocessable   = errors.New("cannot be restored") // 422
 	ErrTooManyRequests = errors.New("too many requests")  // 429
 )
@@ -50,6 +51,8 @@ func Status(err error) (code int, reason string, fromCluster bool) {
 		return CodeForbidden, "Forbidden", false
 	case errors.Is(err, ErrNotFound), errors.Is(err, store.ErrNotFound):
 		return CodeNotFound, "NotFound", false
+	case errors.Is(err, ErrExists):
+		return CodeConflict, "AlreadyExists", false
 	case errors.Is(err, ErrConflict):
 		return CodeConflict, "Conflict", false
 	case errors.Is(err, ErrUnprocessable):

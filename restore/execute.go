@@ -44,7 +44,7 @@ func (s *Service) ExecutePlan(ctx context.Context, cluster, id string, req Execu
 			return nil, err
 		}
 		id := rec.ID
-		run, err := s.begin(ctx, rec.Kind, map[string]any{"planId": rec.ID, "options": req}, steps, true, &id)
+		run, err := s.begin(ctx, rec.Kind, map[string]any{"planId": rec.ID, "options": req}, steps, true, &id, nil)
 		if err != nil {
 			return nil, err
 		}

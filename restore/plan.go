@@ -116,6 +116,12 @@ func (noRestores) ClaimRestore(context.Context, string, string) (*store.RestoreR
 func (noRestores) FinishRestore(context.Context, string, string, string, []byte) error {
 	return ErrStandalone
 }
+func (noRestores) RestoreNamed(_ context.Context, _, _, name string) (*store.RestoreRecord, error) {
+	return nil, fmt.Errorf("restore %s: %w", name, store.ErrNotFound)
+}
+func (noRestores) NamedRestores(context.Context, string, string, *string, int) ([]store.RestoreRecord, error) {
+	return nil, nil
+}
 
 // planOf turns a restores row back into a Plan.
 func planOf(rec *store.RestoreRecord) (*Plan, error) {
@@ -143,7 +149,49 @@ func planOf(rec *store.RestoreRecord) (*Plan, error) {
 		id = *rec.PlanID
 	}
 	p.Execute = history.ClusterPath(rec.Cluster) + "/restore-plans/" + id + "/execute"
+	if rec.ObjectName != "" {
+		p.Record = &RecordName{Namespace: rec.ObjectNamespace, Name: rec.ObjectName}
+	}
 	return p, nil
+}
+
+// Named is a restore of the caller's created as the object namespace/name
+// (kubectl create). Another user's is answered as one that does not exist.
+func (s *Service) Named(ctx context.Context, namespace, name string) (*Plan, error) {
+	rec, err := s.restoresLog().RestoreNamed(ctx, s.cluster, namespace, name)
+	missing := fmt.Errorf("%w: no restore %q in %q of yours", history.ErrNotFound, name, namespace)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, missing
+	}
+	if err != nil {
+		return nil, err
+	}
+	if u := history.Caller(ctx); rec.Username != u.GetName() || rec.UserUID != "" && rec.UserUID != u.GetUID() {
+		return nil, missing
+	}
+	return planOf(rec)
+}
+
+// NamedList lists the restores the caller created as objects, in namespace
+// (nil: every namespace), newest first, at most limit.
+func (s *Service) NamedList(ctx context.Context, namespace *string, limit int) ([]*Plan, error) {
+	u := history.Caller(ctx)
+	recs, err := s.restoresLog().NamedRestores(ctx, s.cluster, u.GetName(), namespace, limit)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Plan
+	for i := range recs {
+		if recs[i].UserUID != "" && recs[i].UserUID != u.GetUID() {
+			continue // another user of the same name (a ServiceAccount made again)
+		}
+		p, err := planOf(&recs[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // Bounds of a plan request: its lists, before anything is loaded.

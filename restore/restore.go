@@ -122,7 +122,7 @@ func (s *Service) RestoreVersion(ctx context.Context, id history.VersionID, req 
 	src := history.VersionOf(v)
 	src.Object = nil
 	step := Step{Index: 0, Action: "restore", Object: refOf(v), Source: &src}
-	rec, err := s.begin(ctx, "version", map[string]any{"version": src.ID, "options": req}, []Step{step}, req.DryRun, nil)
+	rec, err := s.begin(ctx, "version", map[string]any{"version": src.ID, "options": req}, []Step{step}, req.DryRun, nil, req.Record)
 	if err != nil {
 		return nil, err
 	}
@@ -151,15 +151,16 @@ func (s *Service) RestoreVersion(ctx context.Context, id history.VersionID, req 
 			out.UID, out.ResourceVersion = string(live.UID), live.ResourceVersion
 		}
 	}
+	res.RestoreID = rec.ID
 	if ferr := s.finish(ctx, rec.ID, state, []StepOutcome{out}); ferr != nil {
 		return nil, errors.Join(err, ferr)
 	}
 	s.log.Info("restore of a version", "user", u.GetName(), "resource", v.Resource, "namespace", v.Namespace, "name", v.Name,
 		"version", src.ID, "action", res.Action, "dry_run", req.DryRun, "restore_id", rec.ID, "state", state, "code", out.Code)
 	if err != nil {
-		return nil, s.withPriorHint(ctx, v, err)
+		// The refusal or failure is recorded (res.RestoreID names it).
+		return &res, s.withPriorHint(ctx, v, err)
 	}
-	res.RestoreID = rec.ID
 	return &res, nil
 }
 
@@ -287,7 +288,7 @@ func (s *Service) guard(ctx context.Context, v *store.VersionRecord, live *unstr
 }
 
 // begin records a restore before anything is written.
-func (s *Service) begin(ctx context.Context, kind string, request any, steps []Step, dryRun bool, planID *string) (*store.RestoreRecord, error) {
+func (s *Service) begin(ctx context.Context, kind string, request any, steps []Step, dryRun bool, planID *string, named *RecordName) (*store.RestoreRecord, error) {
 	u := history.Caller(ctx)
 	reqJSON, err := json.Marshal(request)
 	if err != nil {
@@ -302,11 +303,19 @@ func (s *Service) begin(ctx context.Context, kind string, request any, steps []S
 		extra, _ = json.Marshal(e)
 	}
 	now := time.Now()
-	return s.restores.InsertRestore(ctx, &store.RestoreRecord{
+	rec := &store.RestoreRecord{
 		Cluster: s.cluster, Kind: kind, Username: u.GetName(), UserUID: u.GetUID(), UserGroups: u.GetGroups(),
 		UserExtra: extra, Request: reqJSON, Plan: planJSON, DryRun: dryRun, State: store.RestoreRunning,
 		ExecutedAt: &now, PlanID: planID,
-	})
+	}
+	if named != nil {
+		rec.ObjectNamespace, rec.ObjectName = named.Namespace, named.Name
+	}
+	out, err := s.restores.InsertRestore(ctx, rec)
+	if errors.Is(err, store.ErrExists) {
+		return nil, fmt.Errorf("%w: a restore named %q exists in %q", history.ErrExists, rec.ObjectName, rec.ObjectNamespace)
+	}
+	return out, err
 }
 
 func (s *Service) finish(ctx context.Context, id, state string, outcome []StepOutcome) error {

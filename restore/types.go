@@ -30,6 +30,14 @@ type RestoreRequest struct {
 	ExpectedResourceVersion string `json:"expectedResourceVersion,omitempty" doc:"the live object's resourceVersion the caller based the request on; the restore is refused (409) if the live object differs. Without it, the live object must match the newest recorded version"`
 	Force                   bool   `json:"force,omitempty" doc:"restore even if the live object changed"`
 	DryRun                  bool   `json:"dryRun,omitempty" doc:"ask the apiserver for a server-side dry run: nothing is changed (also ?dryRun=true)"`
+	// Record names the restore when it is created as an object of the
+	// aggregated API (kubectl create): its author reads it back by name.
+	Record *RecordName `json:"-"`
+}
+
+// RecordName names a restore created as an object of the aggregated API.
+type RecordName struct {
+	Namespace, Name string
 }
 
 // LiveRef is the live object a restore saw.
@@ -122,6 +130,9 @@ type Plan struct {
 	Steps     []Step         `json:"steps"`
 	Outcome   []StepOutcome  `json:"outcome,omitempty" doc:"one entry per step once executed"`
 	Execute   string         `json:"execute" doc:"POST here to execute the plan"`
+	// Record is the object name of a restore created through the
+	// aggregated API.
+	Record *RecordName `json:"-"`
 }
 
 // ExecuteRequest is the body of a plan execution (optional).

@@ -13,10 +13,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ErrNotFound is returned by reads that find no row.
 var ErrNotFound = errors.New("store: not found")
+
+// ErrExists is returned for a restore whose object name is already taken.
+var ErrExists = errors.New("store: already exists")
 
 // Cursor is the position after the last row of a page, in the page's order.
 // Version lists use (At, UID, Key); event lists use (At, Key) with the event
@@ -647,15 +651,20 @@ type RestoreRecord struct {
 	FinishedAt *time.Time `db:"finished_at"`
 	Outcome    []byte     `db:"outcome"`
 	PlanID     *string    `db:"plan_id"`
+	// ObjectNamespace and ObjectName name a restore created as an object of
+	// the aggregated API; empty otherwise.
+	ObjectNamespace string `db:"object_namespace"`
+	ObjectName      string `db:"object_name"`
 }
 
 const restoreColumns = `cluster, id::text AS id, kind, created_at, username, coalesce(user_uid, '') AS user_uid,
-       user_groups, user_extra, request, plan, dry_run, state, executed_at, finished_at, outcome, plan_id::text AS plan_id`
+       user_groups, user_extra, request, plan, dry_run, state, executed_at, finished_at, outcome, plan_id::text AS plan_id,
+       coalesce(object_namespace, '') AS object_namespace, coalesce(object_name, '') AS object_name`
 
 const insertRestoreSQL = `
 INSERT INTO restores (cluster, kind, username, user_uid, user_groups, user_extra, request, plan, dry_run,
-                      state, executed_at, finished_at, outcome, plan_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::uuid)
+                      state, executed_at, finished_at, outcome, plan_id, object_namespace, object_name)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::uuid, $15, $16)
 RETURNING ` + restoreColumns
 
 // InsertRestore records a restore (a plan to review, or one already carried
@@ -663,15 +672,40 @@ RETURNING ` + restoreColumns
 func (s *Store) InsertRestore(ctx context.Context, r *RestoreRecord) (*RestoreRecord, error) {
 	rows, err := s.pool.Query(ctx, insertRestoreSQL, r.Cluster, r.Kind, r.Username, nullString(r.UserUID),
 		nonNil(r.UserGroups), nullJSON(r.UserExtra), r.Request, r.Plan, r.DryRun, r.State,
-		r.ExecutedAt, r.FinishedAt, nullJSON(r.Outcome), r.PlanID)
+		r.ExecutedAt, r.FinishedAt, nullJSON(r.Outcome), r.PlanID, nullString(r.ObjectNamespace), nullString(r.ObjectName))
 	if err != nil {
 		return nil, fmt.Errorf("store: record restore: %w", err)
 	}
 	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[RestoreRecord])
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "restores_object_name" {
+		return nil, fmt.Errorf("restore %s/%s: %w", r.ObjectNamespace, r.ObjectName, ErrExists)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: record restore: %w", err)
 	}
 	return out, nil
+}
+
+const restoreByNameSQL = `SELECT ` + restoreColumns + ` FROM restores
+WHERE cluster = $1 AND object_namespace = $2 AND object_name = $3 AND NOT dry_run`
+
+// RestoreNamed returns the restore created as the object namespace/name
+// (not a dry run), or ErrNotFound.
+func (s *Store) RestoreNamed(ctx context.Context, cluster, namespace, name string) (*RestoreRecord, error) {
+	return s.oneRestore(ctx, restoreByNameSQL, cluster, namespace, name)
+}
+
+const namedRestoresSQL = `SELECT ` + restoreColumns + ` FROM restores
+WHERE cluster = $1 AND object_name IS NOT NULL AND NOT dry_run AND username = $2
+  AND ($3::text IS NULL OR object_namespace = $3)
+ORDER BY created_at DESC, id
+LIMIT $4`
+
+// NamedRestores returns the restores username created as objects, in
+// namespace (nil: every namespace), newest first.
+func (s *Store) NamedRestores(ctx context.Context, cluster, username string, namespace *string, limit int) ([]RestoreRecord, error) {
+	return queryAll[RestoreRecord](ctx, s.pool, "named restores", namedRestoresSQL, cluster, username, namespace, limit)
 }
 
 const restoreByIDSQL = `SELECT ` + restoreColumns + ` FROM restores WHERE cluster = $1 AND id = $2::uuid`

@@ -21,12 +21,18 @@ import (
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
 		v1alpha1.Actor{}.OpenAPIModelName():               schema_options_record_api_record_v1alpha1_Actor(ref),
+		v1alpha1.Change{}.OpenAPIModelName():              schema_options_record_api_record_v1alpha1_Change(ref),
 		v1alpha1.ClusterDeletion{}.OpenAPIModelName():     schema_options_record_api_record_v1alpha1_ClusterDeletion(ref),
 		v1alpha1.ClusterDeletionList{}.OpenAPIModelName(): schema_options_record_api_record_v1alpha1_ClusterDeletionList(ref),
 		v1alpha1.Deletion{}.OpenAPIModelName():            schema_options_record_api_record_v1alpha1_Deletion(ref),
 		v1alpha1.DeletionList{}.OpenAPIModelName():        schema_options_record_api_record_v1alpha1_DeletionList(ref),
 		v1alpha1.DeletionRecord{}.OpenAPIModelName():      schema_options_record_api_record_v1alpha1_DeletionRecord(ref),
+		v1alpha1.DroppedOwner{}.OpenAPIModelName():        schema_options_record_api_record_v1alpha1_DroppedOwner(ref),
 		v1alpha1.ObjectReference{}.OpenAPIModelName():     schema_options_record_api_record_v1alpha1_ObjectReference(ref),
+		v1alpha1.Restore{}.OpenAPIModelName():             schema_options_record_api_record_v1alpha1_Restore(ref),
+		v1alpha1.RestoreList{}.OpenAPIModelName():         schema_options_record_api_record_v1alpha1_RestoreList(ref),
+		v1alpha1.RestoreSpec{}.OpenAPIModelName():         schema_options_record_api_record_v1alpha1_RestoreSpec(ref),
+		v1alpha1.RestoreStatus{}.OpenAPIModelName():       schema_options_record_api_record_v1alpha1_RestoreStatus(ref),
 		v1.APIGroup{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_APIGroupList(ref),
 		v1.APIResource{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_APIResource(ref),
@@ -180,6 +186,50 @@ func schema_options_record_api_record_v1alpha1_Actor(ref common.ReferenceCallbac
 				Required: []string{"username"},
 			},
 		},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_Change(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Change is one difference a restore made, at a JSON pointer.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"op": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Op is add, remove or replace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Path is a JSON pointer (RFC 6901) into the object.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"from": {
+						SchemaProps: spec.SchemaProps{
+							Description: "From is the value before (remove, replace).",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"to": {
+						SchemaProps: spec.SchemaProps{
+							Description: "To is the value after (add, replace).",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"op", "path"},
+			},
+		},
+		Dependencies: []string{
+			runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -536,6 +586,55 @@ func schema_options_record_api_record_v1alpha1_DeletionRecord(ref common.Referen
 	}
 }
 
+func schema_options_record_api_record_v1alpha1_DroppedOwner(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DroppedOwner is an ownerReference left out of a restored object.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+				},
+				Required: []string{"apiVersion", "kind", "name", "uid", "reason"},
+			},
+		},
+	}
+}
+
 func schema_options_record_api_record_v1alpha1_ObjectReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -598,6 +697,259 @@ func schema_options_record_api_record_v1alpha1_ObjectReference(ref common.Refere
 				Required: []string{"resource", "name"},
 			},
 		},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_Restore(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Restore puts a recorded version of an object back into the cluster, as the user who creates it (impersonation: the cluster's RBAC and admission decide, and its audit log names that user): created when the object is gone, updated when it holds another state. It runs when it is created; its status carries the outcome, and a create with --dry-run=server runs it as a server-side dry run and keeps nothing. Only its creator may read it back.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.RestoreSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.RestoreStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.RestoreSpec{}.OpenAPIModelName(), v1alpha1.RestoreStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_RestoreList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RestoreList is the caller's restores, newest first.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.Restore{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Restore{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_RestoreSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RestoreSpec says which recorded state to put back; exactly one of version and deletion.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version to restore, <uid>.<version key>: a deletion's stateVersion.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"deletion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Deletion to undo: the name of a Deletion in this namespace; the version holding the object's last state is restored.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"expectedResourceVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExpectedResourceVersion is the live object's resourceVersion the restore is based on: it is refused if the live object differs. Without it, the live object must match the newest recorded version.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"force": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Force restores even if the live object changed.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_RestoreStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RestoreStatus is the outcome of a restore.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is Succeeded, Refused (the live object changed, or the state cannot be applied: nothing was written) or Failed (the cluster refused the write).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"dryRun": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DryRun: the restore ran as a server-side dry run; nothing changed.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"action": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Action is create, update, or none (the live object already held the state).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"code": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Code is the status code of the cluster's answer, or of the refusal.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message explains a refusal or a failure.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"object": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Object is the restored object; its uid and resourceVersion are the live object's after the restore.",
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"resourceVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResourceVersion of the live object after the restore.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"changes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Changes are what the restore changed in the live object (an update), as JSON pointers; only the answer to the create carries them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.Change{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"droppedOwnerReferences": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DroppedOwnerReferences were left out because their owner no longer exists.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.DroppedOwner{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"restoreID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestoreID is the restore's row in the restores table.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"createdBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CreatedBy is the user the restore ran as.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Change{}.OpenAPIModelName(), v1alpha1.DroppedOwner{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName()},
 	}
 }
 

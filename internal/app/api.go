@@ -152,7 +152,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 		if so.Kube == nil {
 			return nil, errors.New("--aggregated-bind-address needs a cluster (--kubeconfig or --in-cluster)")
 		}
-		if stopAggregated, err = runAggregated(ctx, o, so, apiOpts.History, log); err != nil {
+		if stopAggregated, err = runAggregated(ctx, o, so, apiOpts.History, apiOpts.Restore, log); err != nil {
 			return nil, err
 		}
 	}
@@ -195,7 +195,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 // runAggregated serves the record through the kube-apiserver: the generic
 // apiserver of package aggregated, on its own listener, with the restore
 // API's serving certificate and history service.
-func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *history.Service, log *slog.Logger) (func(context.Context) error, error) {
+func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *history.Service, svc *restore.Service, log *slog.Logger) (func(context.Context) error, error) {
 	a := o.Aggregated
 	certFile, keyFile := o.TLSCertFile, o.TLSKeyFile
 	if certFile == "" {
@@ -211,7 +211,7 @@ func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *h
 	}
 	srv, err := aggregated.New(aggregated.Options{Listener: ln, CertFile: certFile, KeyFile: keyFile,
 		RequestHeaderCAFile: a.RequestHeaderCAFile, RequestHeaderAllowedNames: a.RequestHeaderAllowedNames,
-		Kubeconfig: kubeconfig, History: hist, Cluster: so.Cluster, Logger: log.With("component", "aggregated-api")})
+		Kubeconfig: kubeconfig, History: hist, Restore: svc, Cluster: so.Cluster, Logger: log.With("component", "aggregated-api")})
 	if err != nil {
 		ln.Close()
 		return nil, err

@@ -27,7 +27,7 @@ var internalGroupVersion = schema.GroupVersion{Group: GroupName, Version: runtim
 var DeletionSelectableFields = []string{"object.apiGroup", "object.resource", "object.name", "actor.username", "since", "until"}
 
 func knownTypes() []runtime.Object {
-	return []runtime.Object{&Deletion{}, &DeletionList{}, &ClusterDeletion{}, &ClusterDeletionList{}}
+	return []runtime.Object{&Deletion{}, &DeletionList{}, &ClusterDeletion{}, &ClusterDeletionList{}, &Restore{}, &RestoreList{}}
 }
 
 // AddServedToScheme registers the types in the served version only. The

@@ -135,3 +135,121 @@ type Actor struct {
 	// +optional
 	AuditID string `json:"auditID,omitempty"`
 }
+
+// Restore puts a recorded version of an object back into the cluster, as
+// the user who creates it (impersonation: the cluster's RBAC and admission
+// decide, and its audit log names that user): created when the object is
+// gone, updated when it holds another state. It runs when it is created;
+// its status carries the outcome, and a create with --dry-run=server runs
+// it as a server-side dry run and keeps nothing. Only its creator may read
+// it back.
+//
+// +kubebuilder:object:root=true
+type Restore struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec RestoreSpec `json:"spec"`
+	// +optional
+	Status RestoreStatus `json:"status,omitempty"`
+}
+
+// RestoreSpec says which recorded state to put back; exactly one of
+// version and deletion.
+type RestoreSpec struct {
+	// Version to restore, <uid>.<version key>: a deletion's stateVersion.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Deletion to undo: the name of a Deletion in this namespace; the
+	// version holding the object's last state is restored.
+	// +optional
+	Deletion string `json:"deletion,omitempty"`
+	// ExpectedResourceVersion is the live object's resourceVersion the
+	// restore is based on: it is refused if the live object differs.
+	// Without it, the live object must match the newest recorded version.
+	// +optional
+	ExpectedResourceVersion string `json:"expectedResourceVersion,omitempty"`
+	// Force restores even if the live object changed.
+	// +optional
+	Force bool `json:"force,omitempty"`
+}
+
+// RestoreStatus is the outcome of a restore.
+type RestoreStatus struct {
+	// Phase is Succeeded, Refused (the live object changed, or the state
+	// cannot be applied: nothing was written) or Failed (the cluster
+	// refused the write).
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// DryRun: the restore ran as a server-side dry run; nothing changed.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+	// Action is create, update, or none (the live object already held the
+	// state).
+	// +optional
+	Action string `json:"action,omitempty"`
+	// Code is the status code of the cluster's answer, or of the refusal.
+	// +optional
+	Code int32 `json:"code,omitempty"`
+	// Message explains a refusal or a failure.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Object is the restored object; its uid and resourceVersion are the
+	// live object's after the restore.
+	// +optional
+	Object *ObjectReference `json:"object,omitempty"`
+	// ResourceVersion of the live object after the restore.
+	// +optional
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// Changes are what the restore changed in the live object (an update),
+	// as JSON pointers; only the answer to the create carries them.
+	// +optional
+	// +listType=atomic
+	Changes []Change `json:"changes,omitempty"`
+	// DroppedOwnerReferences were left out because their owner no longer
+	// exists.
+	// +optional
+	// +listType=atomic
+	DroppedOwnerReferences []DroppedOwner `json:"droppedOwnerReferences,omitempty"`
+	// RestoreID is the restore's row in the restores table.
+	// +optional
+	RestoreID string `json:"restoreID,omitempty"`
+	// CreatedBy is the user the restore ran as.
+	// +optional
+	CreatedBy string `json:"createdBy,omitempty"`
+}
+
+// Change is one difference a restore made, at a JSON pointer.
+type Change struct {
+	// Op is add, remove or replace.
+	Op string `json:"op"`
+	// Path is a JSON pointer (RFC 6901) into the object.
+	Path string `json:"path"`
+	// From is the value before (remove, replace).
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	From *runtime.RawExtension `json:"from,omitempty"`
+	// To is the value after (add, replace).
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	To *runtime.RawExtension `json:"to,omitempty"`
+}
+
+// DroppedOwner is an ownerReference left out of a restored object.
+type DroppedOwner struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	Reason     string `json:"reason"`
+}
+
+// RestoreList is the caller's restores, newest first.
+//
+// +kubebuilder:object:root=true
+type RestoreList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []Restore `json:"items"`
+}

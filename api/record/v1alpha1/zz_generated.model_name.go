@@ -15,6 +15,11 @@ func (in Actor) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Change) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.Change"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterDeletion) OpenAPIModelName() string {
 	return "io.optionsrecord.record.v1alpha1.ClusterDeletion"
 }
@@ -40,6 +45,31 @@ func (in DeletionRecord) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DroppedOwner) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.DroppedOwner"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ObjectReference) OpenAPIModelName() string {
 	return "io.optionsrecord.record.v1alpha1.ObjectReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Restore) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.Restore"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RestoreList) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.RestoreList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RestoreSpec) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.RestoreSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RestoreStatus) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.RestoreStatus"
 }

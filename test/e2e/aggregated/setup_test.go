@@ -21,6 +21,7 @@ import (
 	"github.com/options-record/options-record/history"
 	"github.com/options-record/options-record/internal/certs"
 	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/restore"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
@@ -155,13 +156,15 @@ func setup(t *testing.T, users []controlplane.User) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hist, svc := emptyRecord(t)
 	b := &backend{t: t, addr: "127.0.0.1:0", opts: agg.Options{
 		CertFile:                  certFile,
 		KeyFile:                   keyFile,
 		RequestHeaderCAFile:       cp.FrontProxyCAFile(),
 		RequestHeaderAllowedNames: []string{controlplane.FrontProxyClientName},
 		Kubeconfig:                cp.WriteKubeconfig(t, serverUser),
-		History:                   emptyHistory(t),
+		History:                   hist,
+		Restore:                   svc,
 		Cluster:                   "e2e",
 	}}
 	b.start()
@@ -210,9 +213,9 @@ spec:
 	return e
 }
 
-// emptyHistory serves an empty record: the measurement needs the server
-// up, not its answers.
-func emptyHistory(t *testing.T) *history.Service {
+// emptyRecord serves an empty record: the measurement needs the server up,
+// not its answers.
+func emptyRecord(t *testing.T) (*history.Service, *restore.Service) {
 	t.Helper()
 	st, err := store.Open(context.Background(), store.Options{URL: pgtest.NewDatabase(t)})
 	if err != nil {
@@ -223,7 +226,11 @@ func emptyHistory(t *testing.T) *history.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	svc, err := restore.New(restore.Options{History: h, Reader: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, svc
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

@@ -1,0 +1,327 @@
+package aggregated
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage/names"
+
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/history"
+	"github.com/options-record/options-record/restore"
+)
+
+// restoreStorage runs restores through the restore service when they are
+// created, and reads the caller's own back from the restores table.
+type restoreStorage struct {
+	log     *slog.Logger
+	hist    *history.Service
+	svc     *restore.Service
+	cluster string
+}
+
+var (
+	_ rest.Creater              = (*restoreStorage)(nil)
+	_ rest.Updater              = (*restoreStorage)(nil)
+	_ rest.Getter               = (*restoreStorage)(nil)
+	_ rest.Lister               = (*restoreStorage)(nil)
+	_ rest.Scoper               = (*restoreStorage)(nil)
+	_ rest.SingularNameProvider = (*restoreStorage)(nil)
+	_ rest.CategoriesProvider   = (*restoreStorage)(nil)
+)
+
+var restoreResource = recordv1alpha1.SchemeGroupVersion.WithResource("restores").GroupResource()
+
+func (*restoreStorage) New() runtime.Object     { return &recordv1alpha1.Restore{} }
+func (*restoreStorage) NewList() runtime.Object { return &recordv1alpha1.RestoreList{} }
+func (*restoreStorage) Destroy()                {}
+func (*restoreStorage) NamespaceScoped() bool   { return true }
+func (*restoreStorage) GetSingularName() string { return "restore" }
+func (*restoreStorage) Categories() []string    { return []string{"optionsrecord"} }
+
+// Create validates the restore, runs it as the caller and answers it with
+// its outcome. A refused or failed restore is still created (its status
+// says why): the restores table records it. Errors are answered only for
+// what stops it before anything is recorded (an invalid spec, a version
+// the caller may not read, a name taken).
+func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
+	r, ok := obj.(*recordv1alpha1.Restore)
+	if !ok {
+		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
+	}
+	ns := genericapirequest.NamespaceValue(ctx)
+	if r.Namespace == "" {
+		r.Namespace = ns
+	}
+	if r.Name == "" && r.GenerateName != "" {
+		r.Name = names.SimpleNameGenerator.GenerateName(r.GenerateName)
+	}
+	var errs field.ErrorList
+	if r.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("metadata", "name"), "name or generateName is required"))
+	}
+	spec := field.NewPath("spec")
+	if (r.Spec.Version == "") == (r.Spec.Deletion == "") {
+		errs = append(errs, field.Invalid(spec, r.Spec, "give exactly one of version and deletion"))
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(recordv1alpha1.SchemeGroupVersion.WithKind("Restore").GroupKind(), r.Name, errs)
+	}
+	if validate != nil {
+		if err := validate(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	id, err := s.source(ctx, r, ns)
+	if err != nil {
+		return nil, err
+	}
+	dryRun := slices.Contains(opts.DryRun, metav1.DryRunAll)
+	res, err := s.svc.RestoreVersion(ctx, id, restore.RestoreRequest{ExpectedResourceVersion: r.Spec.ExpectedResourceVersion,
+		Force: r.Spec.Force, DryRun: dryRun, Record: &restore.RecordName{Namespace: r.Namespace, Name: r.Name}})
+	if res == nil || res.RestoreID == "" {
+		if errors.Is(err, history.ErrExists) {
+			return nil, apierrors.NewAlreadyExists(restoreResource, r.Name)
+		}
+		return nil, statusError(s.log, err, restoreResource, r.Name)
+	}
+	out := r.DeepCopy()
+	out.UID = types.UID(res.RestoreID)
+	out.CreationTimestamp = metav1.NewTime(time.Now())
+	out.ResourceVersion = "1"
+	out.Spec.Version = objectName(res.Source.UID, res.Source.VersionKey)
+	u := history.Caller(ctx)
+	out.Status = recordv1alpha1.RestoreStatus{Phase: "Succeeded", DryRun: dryRun, Action: res.Action, RestoreID: res.RestoreID,
+		CreatedBy: u.GetName(), Object: sourceRef(&res.Source)}
+	if err != nil {
+		code, _, _ := history.Status(err)
+		out.Status.Phase, out.Status.Code, out.Status.Message = "Failed", int32(code), err.Error()
+		if errors.Is(err, history.ErrConflict) || errors.Is(err, history.ErrUnprocessable) {
+			out.Status.Phase = "Refused"
+		}
+	}
+	var live metav1.PartialObjectMetadata
+	if len(res.Object) > 0 && json.Unmarshal(res.Object, &live) == nil {
+		out.Status.Object.UID, out.Status.ResourceVersion = string(live.UID), live.ResourceVersion
+	}
+	for _, c := range res.Changes {
+		out.Status.Changes = append(out.Status.Changes, recordv1alpha1.Change{Op: c.Op, Path: c.Path, From: raw(c.From), To: raw(c.To)})
+	}
+	for _, d := range res.DroppedOwners {
+		out.Status.DroppedOwnerReferences = append(out.Status.DroppedOwnerReferences, recordv1alpha1.DroppedOwner(d))
+	}
+	return out, nil
+}
+
+// source is the version a restore puts back: spec.version, or the state
+// before spec.deletion. Either must be an object of the restore's namespace.
+func (s *restoreStorage) source(ctx context.Context, r *recordv1alpha1.Restore, ns string) (history.VersionID, error) {
+	invalid := func(path, value, why string) error {
+		return apierrors.NewInvalid(recordv1alpha1.SchemeGroupVersion.WithKind("Restore").GroupKind(), r.Name,
+			field.ErrorList{field.Invalid(field.NewPath("spec", path), value, why)})
+	}
+	if r.Spec.Deletion != "" {
+		did, err := parseRecordName(s.cluster, r.Spec.Deletion)
+		if err != nil {
+			return did, invalid("deletion", r.Spec.Deletion, "not the name of a deletion (<uid>.<version key>)")
+		}
+		d, err := s.hist.Deletion(ctx, did)
+		if err == nil && d.Namespace != ns {
+			err = history.ErrNotFound
+		}
+		if errors.Is(err, history.ErrNotFound) {
+			return did, invalid("deletion", r.Spec.Deletion, "no such deletion in this namespace that you may read")
+		}
+		if err != nil {
+			return did, statusError(s.log, err, restoreResource, r.Name)
+		}
+		if d.StateKey == "" {
+			return did, invalid("deletion", r.Spec.Deletion, "the record holds no state from before this deletion")
+		}
+		return parseRecordName(s.cluster, objectName(d.UID, d.StateKey))
+	}
+	id, err := parseRecordName(s.cluster, r.Spec.Version)
+	if err != nil {
+		return id, invalid("version", r.Spec.Version, "not the name of a version (<uid>.<version key>)")
+	}
+	v, err := s.hist.Version(ctx, id)
+	if err == nil && v.Namespace != ns {
+		err = history.ErrNotFound
+	}
+	if errors.Is(err, history.ErrNotFound) {
+		return id, invalid("version", r.Spec.Version, "no such version of an object of this namespace that you may read")
+	}
+	if err != nil {
+		return id, statusError(s.log, err, restoreResource, r.Name)
+	}
+	return id, nil
+}
+
+// Update refuses: a restore is immutable once created. It exists so that
+// the OpenAPI document has a PATCH operation for the kind: kubectl decides
+// whether the server supports server-side field validation by looking for
+// that parameter on the kind's PATCH operation, and without one it asks
+// whether the kind is a CRD, which needs "list customresourcedefinitions"
+// at cluster scope: kubectl create -f would fail for every ordinary user.
+func (*restoreStorage) Update(_ context.Context, _ string, _ rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc,
+	_ rest.ValidateObjectUpdateFunc, _ bool, _ *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return nil, false, apierrors.NewMethodNotSupported(restoreResource, "update")
+}
+
+func (s *restoreStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	p, err := s.svc.Named(ctx, genericapirequest.NamespaceValue(ctx), name)
+	if errors.Is(err, history.ErrNotFound) {
+		return nil, apierrors.NewNotFound(restoreResource, name)
+	}
+	if err != nil {
+		return nil, statusError(s.log, err, restoreResource, name)
+	}
+	return restoreOf(p), nil
+}
+
+// List lists the caller's own restores, newest first (at most
+// history.MaxLimit; no paging).
+func (s *restoreStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	list := &recordv1alpha1.RestoreList{}
+	if opts != nil && opts.FieldSelector != nil && !opts.FieldSelector.Empty() {
+		for _, r := range opts.FieldSelector.Requirements() {
+			if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
+				return nil, apierrors.NewBadRequest("field label " + r.Field + " not supported for restores (supported: metadata.name, metadata.namespace)")
+			}
+		}
+	}
+	if opts != nil && opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set{}) {
+		return list, nil
+	}
+	var nsp *string
+	if ns := genericapirequest.NamespaceValue(ctx); ns != "" {
+		nsp = &ns
+	}
+	ps, err := s.svc.NamedList(ctx, nsp, history.MaxLimit)
+	if err != nil {
+		return nil, statusError(s.log, err, restoreResource, "")
+	}
+	for _, p := range ps {
+		r := restoreOf(p)
+		if opts != nil && opts.FieldSelector != nil && !opts.FieldSelector.Matches(fields.Set{"metadata.name": r.Name, "metadata.namespace": r.Namespace}) {
+			continue
+		}
+		list.Items = append(list.Items, *r)
+	}
+	return list, nil
+}
+
+// restoreOf reads a recorded restore back as an object.
+func restoreOf(p *restore.Plan) *recordv1alpha1.Restore {
+	r := &recordv1alpha1.Restore{
+		TypeMeta:   metav1.TypeMeta{Kind: "Restore", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
+		ObjectMeta: metav1.ObjectMeta{UID: types.UID(p.ID), CreationTimestamp: metav1.NewTime(p.CreatedAt), ResourceVersion: "1"},
+		Status:     recordv1alpha1.RestoreStatus{DryRun: p.DryRun, RestoreID: p.ID, CreatedBy: p.CreatedBy},
+	}
+	if p.Record != nil {
+		r.Namespace, r.Name = p.Record.Namespace, p.Record.Name
+	}
+	if len(p.Steps) > 0 && p.Steps[0].Source != nil {
+		src := p.Steps[0].Source
+		r.Spec.Version = objectName(src.UID, src.VersionKey)
+		r.Status.Object = sourceRef(src)
+	}
+	switch p.State {
+	case restore.StateSucceeded:
+		r.Status.Phase = "Succeeded"
+	case restore.StateRefused:
+		r.Status.Phase = "Refused"
+	case restore.StateRunning:
+		r.Status.Phase = "Running"
+	default:
+		r.Status.Phase = "Failed"
+	}
+	if len(p.Outcome) > 0 {
+		o := p.Outcome[0]
+		r.Status.Action, r.Status.Code, r.Status.Message = o.Action, int32(o.Code), o.Message
+		if r.Status.Object != nil && o.UID != "" {
+			r.Status.Object.UID = o.UID
+		}
+		r.Status.ResourceVersion = o.ResourceVersion
+		for _, d := range o.DroppedOwners {
+			r.Status.DroppedOwnerReferences = append(r.Status.DroppedOwnerReferences, recordv1alpha1.DroppedOwner(d))
+		}
+	}
+	return r
+}
+
+func sourceRef(v *history.Version) *recordv1alpha1.ObjectReference {
+	return &recordv1alpha1.ObjectReference{APIGroup: v.Group, APIVersion: v.APIVersion, Resource: v.Resource, Kind: v.Kind,
+		Namespace: v.Namespace, Name: v.Name, UID: v.UID}
+}
+
+func raw(v any) *runtime.RawExtension {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return &runtime.RawExtension{Raw: b}
+}
+
+var restoreColumns = []metav1.TableColumnDefinition{
+	{Name: "Name", Type: "string", Format: "name"},
+	{Name: "Resource", Type: "string", Description: "Resource of the restored object"},
+	{Name: "Object", Type: "string", Description: "Name of the restored object"},
+	{Name: "Phase", Type: "string", Description: "Succeeded, Refused or Failed"},
+	{Name: "Action", Type: "string", Description: "create, update or none"},
+	{Name: "Age", Type: "string"},
+	{Name: "Message", Type: "string", Priority: 1},
+}
+
+func (*restoreStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
+	table := &metav1.Table{ColumnDefinitions: restoreColumns}
+	add := func(r *recordv1alpha1.Restore) {
+		var res, name string
+		if o := r.Status.Object; o != nil {
+			res, name = o.Resource, o.Name
+			if o.APIGroup != "" {
+				res += "." + o.APIGroup
+			}
+		}
+		phase := r.Status.Phase
+		if r.Status.DryRun {
+			phase += " (dry run)"
+		}
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells: []any{r.Name, res, name, phase, r.Status.Action,
+				duration.HumanDuration(time.Since(r.CreationTimestamp.Time)), strings.TrimSpace(r.Status.Message)},
+			Object: runtime.RawExtension{Object: r},
+		})
+	}
+	switch o := obj.(type) {
+	case *recordv1alpha1.Restore:
+		add(o)
+	case *recordv1alpha1.RestoreList:
+		table.ListMeta = o.ListMeta
+		for i := range o.Items {
+			add(&o.Items[i])
+		}
+	default:
+		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
+	}
+	return table, nil
+}
