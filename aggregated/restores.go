@@ -121,7 +121,7 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 		out.Status.Object.UID, out.Status.ResourceVersion = string(live.UID), live.ResourceVersion
 	}
 	for _, c := range res.Changes {
-		out.Status.Changes = append(out.Status.Changes, recordv1alpha1.Change{Op: c.Op, Path: c.Path, From: raw(c.From), To: raw(c.To)})
+		out.Status.Changes = append(out.Status.Changes, recordv1alpha1.FieldChange{Op: c.Op, Path: c.Path, From: raw(c.From), To: raw(c.To)})
 	}
 	for _, d := range res.DroppedOwners {
 		out.Status.DroppedOwnerReferences = append(out.Status.DroppedOwnerReferences, recordv1alpha1.DroppedOwner(d))

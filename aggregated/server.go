@@ -152,6 +152,8 @@ func New(opts Options) (*Server, error) {
 	group.VersionedResourcesStorageMap[recordv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"deletions":        newDeletionStorage(log, opts.History, opts.Cluster, true),
 		"clusterdeletions": newDeletionStorage(log, opts.History, opts.Cluster, false),
+		"changes":          newChangeStorage(log, opts.History, opts.Cluster, true),
+		"clusterchanges":   newChangeStorage(log, opts.History, opts.Cluster, false),
 		"restores":         &restoreStorage{log: log, hist: opts.History, svc: opts.Restore, cluster: opts.Cluster},
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {

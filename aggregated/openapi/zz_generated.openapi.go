@@ -22,12 +22,17 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	return map[string]common.OpenAPIDefinition{
 		v1alpha1.Actor{}.OpenAPIModelName():               schema_options_record_api_record_v1alpha1_Actor(ref),
 		v1alpha1.Change{}.OpenAPIModelName():              schema_options_record_api_record_v1alpha1_Change(ref),
+		v1alpha1.ChangeList{}.OpenAPIModelName():          schema_options_record_api_record_v1alpha1_ChangeList(ref),
+		v1alpha1.ChangeRecord{}.OpenAPIModelName():        schema_options_record_api_record_v1alpha1_ChangeRecord(ref),
+		v1alpha1.ClusterChange{}.OpenAPIModelName():       schema_options_record_api_record_v1alpha1_ClusterChange(ref),
+		v1alpha1.ClusterChangeList{}.OpenAPIModelName():   schema_options_record_api_record_v1alpha1_ClusterChangeList(ref),
 		v1alpha1.ClusterDeletion{}.OpenAPIModelName():     schema_options_record_api_record_v1alpha1_ClusterDeletion(ref),
 		v1alpha1.ClusterDeletionList{}.OpenAPIModelName(): schema_options_record_api_record_v1alpha1_ClusterDeletionList(ref),
 		v1alpha1.Deletion{}.OpenAPIModelName():            schema_options_record_api_record_v1alpha1_Deletion(ref),
 		v1alpha1.DeletionList{}.OpenAPIModelName():        schema_options_record_api_record_v1alpha1_DeletionList(ref),
 		v1alpha1.DeletionRecord{}.OpenAPIModelName():      schema_options_record_api_record_v1alpha1_DeletionRecord(ref),
 		v1alpha1.DroppedOwner{}.OpenAPIModelName():        schema_options_record_api_record_v1alpha1_DroppedOwner(ref),
+		v1alpha1.FieldChange{}.OpenAPIModelName():         schema_options_record_api_record_v1alpha1_FieldChange(ref),
 		v1alpha1.ObjectReference{}.OpenAPIModelName():     schema_options_record_api_record_v1alpha1_ObjectReference(ref),
 		v1alpha1.Restore{}.OpenAPIModelName():             schema_options_record_api_record_v1alpha1_Restore(ref),
 		v1alpha1.RestoreList{}.OpenAPIModelName():         schema_options_record_api_record_v1alpha1_RestoreList(ref),
@@ -193,43 +198,352 @@ func schema_options_record_api_record_v1alpha1_Change(ref common.ReferenceCallba
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "Change is one difference a restore made, at a JSON pointer.",
+				Description: "Change is one recorded change of a namespaced object — a create, update, patch or delete the apiserver answered with success — or a baseline observation of it: who changed what, when, as whom, and the object's state after the change. It is read-only. Its name is <object uid>.<version key>, and its namespace the object's.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
-					"op": {
+					"kind": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Op is add, remove or replace.",
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; creationTimestamp is when the change was made.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"object": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Object is the changed object.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"changedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ChangedAt is when the apiserver completed the change (the audit event's stageTimestamp), or when a baseline LIST saw the object.",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"verb": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Verb is create, update, patch, delete, deletecollection, or baseline.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
-					"path": {
+					"subresource": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Path is a JSON pointer (RFC 6901) into the object.",
-							Default:     "",
+							Description: "Subresource written, if any (status, scale).",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
-					"from": {
+					"resourceVersion": {
 						SchemaProps: spec.SchemaProps{
-							Description: "From is the value before (remove, replace).",
-							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+							Description: "ResourceVersion of the object after the change, when known.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
-					"to": {
+					"actor": {
 						SchemaProps: spec.SchemaProps{
-							Description: "To is the value after (add, replace).",
+							Description: "Actor is who made the change; absent for a baseline.",
+							Ref:         ref(v1alpha1.Actor{}.OpenAPIModelName()),
+						},
+					},
+					"restorable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Restorable: the record holds the full state of this version.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is the object after the change (for a delete, its last state), when the record holds it. Only a get of one change carries it. Secret values are digests unless the rules record them in clear.",
 							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
 						},
 					},
 				},
-				Required: []string{"op", "path"},
+				Required: []string{"object", "changedAt", "verb", "restorable"},
 			},
 		},
 		Dependencies: []string{
-			runtime.RawExtension{}.OpenAPIModelName()},
+			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_ChangeList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ChangeList is a page of changes, newest first.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.Change{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Change{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_ChangeRecord(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ChangeRecord is what the record knows of a change.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"object": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Object is the changed object.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"changedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ChangedAt is when the apiserver completed the change (the audit event's stageTimestamp), or when a baseline LIST saw the object.",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"verb": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Verb is create, update, patch, delete, deletecollection, or baseline.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"subresource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Subresource written, if any (status, scale).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resourceVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResourceVersion of the object after the change, when known.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"actor": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Actor is who made the change; absent for a baseline.",
+							Ref:         ref(v1alpha1.Actor{}.OpenAPIModelName()),
+						},
+					},
+					"restorable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Restorable: the record holds the full state of this version.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is the object after the change (for a delete, its last state), when the record holds it. Only a get of one change carries it. Secret values are digests unless the rules record them in clear.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"object", "changedAt", "verb", "restorable"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_ClusterChange(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterChange is one recorded change of a cluster-scoped object.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; creationTimestamp is when the change was made.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"object": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Object is the changed object.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"changedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ChangedAt is when the apiserver completed the change (the audit event's stageTimestamp), or when a baseline LIST saw the object.",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"verb": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Verb is create, update, patch, delete, deletecollection, or baseline.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"subresource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Subresource written, if any (status, scale).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resourceVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResourceVersion of the object after the change, when known.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"actor": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Actor is who made the change; absent for a baseline.",
+							Ref:         ref(v1alpha1.Actor{}.OpenAPIModelName()),
+						},
+					},
+					"restorable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Restorable: the record holds the full state of this version.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is the object after the change (for a delete, its last state), when the record holds it. Only a get of one change carries it. Secret values are digests unless the rules record them in clear.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"object", "changedAt", "verb", "restorable"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_ClusterChangeList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterChangeList is a page of cluster-scoped changes, newest first.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.ClusterChange{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ClusterChange{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -635,6 +949,50 @@ func schema_options_record_api_record_v1alpha1_DroppedOwner(ref common.Reference
 	}
 }
 
+func schema_options_record_api_record_v1alpha1_FieldChange(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FieldChange is one difference a restore made, at a JSON pointer.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"op": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Op is add, remove or replace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Path is a JSON pointer (RFC 6901) into the object.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"from": {
+						SchemaProps: spec.SchemaProps{
+							Description: "From is the value before (remove, replace).",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"to": {
+						SchemaProps: spec.SchemaProps{
+							Description: "To is the value after (add, replace).",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"op", "path"},
+			},
+		},
+		Dependencies: []string{
+			runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
 func schema_options_record_api_record_v1alpha1_ObjectReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -906,7 +1264,7 @@ func schema_options_record_api_record_v1alpha1_RestoreStatus(ref common.Referenc
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
 										Default: map[string]interface{}{},
-										Ref:     ref(v1alpha1.Change{}.OpenAPIModelName()),
+										Ref:     ref(v1alpha1.FieldChange{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -949,7 +1307,7 @@ func schema_options_record_api_record_v1alpha1_RestoreStatus(ref common.Referenc
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.Change{}.OpenAPIModelName(), v1alpha1.DroppedOwner{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName()},
+			v1alpha1.DroppedOwner{}.OpenAPIModelName(), v1alpha1.FieldChange{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName()},
 	}
 }
 

@@ -86,7 +86,7 @@ kind: ClusterRole
 metadata: {name: options-record-e2e-record-reader}
 rules:
   - apiGroups: [record.optionsrecord.io]
-    resources: [deletions, clusterdeletions]
+    resources: [deletions, clusterdeletions, changes, clusterchanges]
     verbs: [get, list]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -250,6 +250,32 @@ func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
 		_, errOut, err := w.cp.Kubectl(t, "alice", nil, "get", "deletions", "-n", ns, "--field-selector", "spec.verb=delete")
 		if err == nil || !strings.Contains(errOut, "not supported") {
 			t.Errorf("unknown field: %v %s", err, errOut)
+		}
+	})
+
+	t.Run("kubectl get changes lists what happened to an object, and -o yaml its state", func(t *testing.T) {
+		out := kubectlOK(t, w, "alice", nil, "get", "changes", "-n", ns, "--field-selector", "object.name=app-config",
+			"-o", "jsonpath={range .items[*]}{.verb} {.actor.username} {.metadata.name}{\"\\n\"}{end}")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 2 || !strings.HasPrefix(lines[0], "delete bob ") || !strings.HasPrefix(lines[1], "create bob ") {
+			t.Fatalf("changes of app-config, newest first:\n%s", out)
+		}
+		created := strings.Fields(lines[1])[2]
+		var c struct {
+			Kind  string         `json:"kind"`
+			State map[string]any `json:"state"`
+		}
+		if err := yaml.Unmarshal([]byte(kubectlOK(t, w, "alice", nil, "get", "change", created, "-n", ns, "-o", "yaml")), &c); err != nil {
+			t.Fatal(err)
+		}
+		if data, _ := c.State["data"].(map[string]any); c.Kind != "Change" || data["db"] != "postgres://shop" {
+			t.Errorf("the create's state: %s %v", c.Kind, c.State)
+		}
+		if table := kubectlOK(t, w, "alice", nil, "get", "changes", "-n", ns); !strings.Contains(table, "VERB") || !strings.Contains(table, "app-config") {
+			t.Errorf("kubectl get changes:\n%s", table)
+		}
+		if out, _, err := w.cp.Kubectl(t, "agg-peeker", nil, "get", "changes", "-n", ns, "-o", "name"); err == nil && strings.TrimSpace(out) != "" {
+			t.Errorf("agg-peeker sees changes of objects it may not read: %s", out)
 		}
 	})
 

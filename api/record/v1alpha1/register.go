@@ -26,8 +26,14 @@ var internalGroupVersion = schema.GroupVersion{Group: GroupName, Version: runtim
 // negative duration before now such as -24h).
 var DeletionSelectableFields = []string{"object.apiGroup", "object.resource", "object.name", "actor.username", "since", "until"}
 
+// ChangeSelectableFields are the fields a field selector may name on
+// changes and cluster changes, besides metadata.name and
+// metadata.namespace.
+var ChangeSelectableFields = []string{"object.apiGroup", "object.resource", "object.name", "object.uid", "actor.username", "verb", "since", "until"}
+
 func knownTypes() []runtime.Object {
-	return []runtime.Object{&Deletion{}, &DeletionList{}, &ClusterDeletion{}, &ClusterDeletionList{}, &Restore{}, &RestoreList{}}
+	return []runtime.Object{&Deletion{}, &DeletionList{}, &ClusterDeletion{}, &ClusterDeletionList{}, &Restore{}, &RestoreList{},
+		&Change{}, &ChangeList{}, &ClusterChange{}, &ClusterChangeList{}}
 }
 
 // AddServedToScheme registers the types in the served version only. The
@@ -52,7 +58,25 @@ func AddToScheme(s *runtime.Scheme) error {
 			return err
 		}
 	}
+	for _, kind := range []string{"Change", "ClusterChange"} {
+		if err := s.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind(kind), changeFieldLabel); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+func changeFieldLabel(label, value string) (string, string, error) {
+	switch label {
+	case "metadata.name", "metadata.namespace":
+		return label, value, nil
+	}
+	for _, f := range ChangeSelectableFields {
+		if label == f {
+			return label, value, nil
+		}
+	}
+	return "", "", fmt.Errorf("field label %q not supported for changes (supported: metadata.name, metadata.namespace, %s)", label, strings.Join(ChangeSelectableFields, ", "))
 }
 
 func deletionFieldLabel(label, value string) (string, string, error) {

@@ -205,7 +205,7 @@ type RestoreStatus struct {
 	// as JSON pointers; only the answer to the create carries them.
 	// +optional
 	// +listType=atomic
-	Changes []Change `json:"changes,omitempty"`
+	Changes []FieldChange `json:"changes,omitempty"`
 	// DroppedOwnerReferences were left out because their owner no longer
 	// exists.
 	// +optional
@@ -219,8 +219,8 @@ type RestoreStatus struct {
 	CreatedBy string `json:"createdBy,omitempty"`
 }
 
-// Change is one difference a restore made, at a JSON pointer.
-type Change struct {
+// FieldChange is one difference a restore made, at a JSON pointer.
+type FieldChange struct {
 	// Op is add, remove or replace.
 	Op string `json:"op"`
 	// Path is a JSON pointer (RFC 6901) into the object.
@@ -252,4 +252,81 @@ type RestoreList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 
 	Items []Restore `json:"items"`
+}
+
+// Change is one recorded change of a namespaced object — a create, update,
+// patch or delete the apiserver answered with success — or a baseline
+// observation of it: who changed what, when, as whom, and the object's
+// state after the change. It is read-only. Its name is
+// <object uid>.<version key>, and its namespace the object's.
+//
+// +kubebuilder:object:root=true
+type Change struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata; creationTimestamp is when the change was
+	// made.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	ChangeRecord `json:",inline"`
+}
+
+// ChangeList is a page of changes, newest first.
+//
+// +kubebuilder:object:root=true
+type ChangeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []Change `json:"items"`
+}
+
+// ClusterChange is one recorded change of a cluster-scoped object.
+//
+// +kubebuilder:object:root=true
+type ClusterChange struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata; creationTimestamp is when the change was
+	// made.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	ChangeRecord `json:",inline"`
+}
+
+// ClusterChangeList is a page of cluster-scoped changes, newest first.
+//
+// +kubebuilder:object:root=true
+type ClusterChangeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []ClusterChange `json:"items"`
+}
+
+// ChangeRecord is what the record knows of a change.
+type ChangeRecord struct {
+	// Object is the changed object.
+	Object ObjectReference `json:"object"`
+	// ChangedAt is when the apiserver completed the change (the audit
+	// event's stageTimestamp), or when a baseline LIST saw the object.
+	ChangedAt metav1.MicroTime `json:"changedAt"`
+	// Verb is create, update, patch, delete, deletecollection, or baseline.
+	Verb string `json:"verb"`
+	// Subresource written, if any (status, scale).
+	// +optional
+	Subresource string `json:"subresource,omitempty"`
+	// ResourceVersion of the object after the change, when known.
+	// +optional
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// Actor is who made the change; absent for a baseline.
+	// +optional
+	Actor *Actor `json:"actor,omitempty"`
+	// Restorable: the record holds the full state of this version.
+	Restorable bool `json:"restorable"`
+	// State is the object after the change (for a delete, its last state),
+	// when the record holds it. Only a get of one change carries it.
+	// Secret values are digests unless the rules record them in clear.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:EmbeddedResource
+	State *runtime.RawExtension `json:"state,omitempty"`
 }

@@ -20,6 +20,26 @@ func (in Change) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ChangeList) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.ChangeList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ChangeRecord) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.ChangeRecord"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterChange) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.ClusterChange"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterChangeList) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.ClusterChangeList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterDeletion) OpenAPIModelName() string {
 	return "io.optionsrecord.record.v1alpha1.ClusterDeletion"
 }
@@ -47,6 +67,11 @@ func (in DeletionRecord) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DroppedOwner) OpenAPIModelName() string {
 	return "io.optionsrecord.record.v1alpha1.DroppedOwner"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FieldChange) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.FieldChange"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
