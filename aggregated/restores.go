@@ -77,8 +77,14 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 		errs = append(errs, field.Required(field.NewPath("metadata", "name"), "name or generateName is required"))
 	}
 	spec := field.NewPath("spec")
-	if (r.Spec.Version == "") == (r.Spec.Deletion == "") {
-		errs = append(errs, field.Invalid(spec, r.Spec, "give exactly one of version and deletion"))
+	given := 0
+	for _, v := range []string{r.Spec.Version, r.Spec.Deletion, r.Spec.Plan} {
+		if v != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		errs = append(errs, field.Invalid(spec, r.Spec, "give exactly one of version, deletion and plan"))
 	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(recordv1alpha1.SchemeGroupVersion.WithKind("Restore").GroupKind(), r.Name, errs)
@@ -88,11 +94,14 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 			return nil, err
 		}
 	}
+	dryRun := slices.Contains(opts.DryRun, metav1.DryRunAll)
+	if r.Spec.Plan != "" {
+		return s.execute(ctx, r, ns, dryRun)
+	}
 	id, err := s.source(ctx, r, ns)
 	if err != nil {
 		return nil, err
 	}
-	dryRun := slices.Contains(opts.DryRun, metav1.DryRunAll)
 	res, err := s.svc.RestoreVersion(ctx, id, restore.RestoreRequest{ExpectedResourceVersion: r.Spec.ExpectedResourceVersion,
 		Force: r.Spec.Force, DryRun: dryRun, Record: &restore.RecordName{Namespace: r.Namespace, Name: r.Name}})
 	if res == nil || res.RestoreID == "" {
@@ -125,6 +134,35 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 	}
 	for _, d := range res.DroppedOwners {
 		out.Status.DroppedOwnerReferences = append(out.Status.DroppedOwnerReferences, recordv1alpha1.DroppedOwner(d))
+	}
+	return out, nil
+}
+
+// execute runs a plan of the creator's for a Restore naming it.
+func (s *restoreStorage) execute(ctx context.Context, r *recordv1alpha1.Restore, ns string, dryRun bool) (runtime.Object, error) {
+	plan, err := s.svc.Named(ctx, ns, r.Spec.Plan)
+	if err == nil && (plan.Kind == restore.KindVersion || plan.PlanID != "") {
+		err = history.ErrNotFound // a restore, not a plan
+	}
+	if errors.Is(err, history.ErrNotFound) {
+		return nil, apierrors.NewInvalid(recordv1alpha1.SchemeGroupVersion.WithKind("Restore").GroupKind(), r.Name,
+			field.ErrorList{field.Invalid(field.NewPath("spec", "plan"), r.Spec.Plan, "no RestorePlan of yours by this name in this namespace")})
+	}
+	if err != nil {
+		return nil, statusError(s.log, err, restoreResource, r.Name)
+	}
+	p, err := s.svc.ExecutePlan(ctx, s.cluster, plan.ID, restore.ExecuteRequest{Force: r.Spec.Force, DryRun: dryRun,
+		Record: &restore.RecordName{Namespace: r.Namespace, Name: r.Name}})
+	if p == nil {
+		if errors.Is(err, history.ErrExists) {
+			return nil, apierrors.NewAlreadyExists(restoreResource, r.Name)
+		}
+		return nil, statusError(s.log, err, restoreResource, r.Name)
+	}
+	out := restoreOf(p)
+	out.Spec = r.Spec
+	if err != nil {
+		out.Status.Message = err.Error()
 	}
 	return out, nil
 }
@@ -186,13 +224,22 @@ func (*restoreStorage) Update(_ context.Context, _ string, _ rest.UpdatedObjectI
 
 func (s *restoreStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
 	p, err := s.svc.Named(ctx, genericapirequest.NamespaceValue(ctx), name)
+	if err == nil && p.Kind != restore.KindVersion && p.PlanID == "" {
+		err = history.ErrNotFound // a plan: see restoreplans
+	}
 	if errors.Is(err, history.ErrNotFound) {
 		return nil, apierrors.NewNotFound(restoreResource, name)
 	}
 	if err != nil {
 		return nil, statusError(s.log, err, restoreResource, name)
 	}
-	return restoreOf(p), nil
+	r := restoreOf(p)
+	if p.PlanID != "" {
+		if plan, err := s.svc.Plan(ctx, s.cluster, p.PlanID); err == nil && plan.Record != nil {
+			r.Spec.Plan = plan.Record.Name
+		}
+	}
+	return r, nil
 }
 
 // List lists the caller's own restores, newest first (at most
@@ -218,6 +265,9 @@ func (s *restoreStorage) List(ctx context.Context, opts *metainternalversion.Lis
 		return nil, statusError(s.log, err, restoreResource, "")
 	}
 	for _, p := range ps {
+		if p.Kind != restore.KindVersion && p.PlanID == "" {
+			continue // a plan: see restoreplans
+		}
 		r := restoreOf(p)
 		if opts != nil && opts.FieldSelector != nil && !opts.FieldSelector.Matches(fields.Set{"metadata.name": r.Name, "metadata.namespace": r.Namespace}) {
 			continue
@@ -237,20 +287,22 @@ func restoreOf(p *restore.Plan) *recordv1alpha1.Restore {
 	if p.Record != nil {
 		r.Namespace, r.Name = p.Record.Namespace, p.Record.Name
 	}
+	r.Status.Phase = phaseOf(p.State)
+	if p.Kind != restore.KindVersion {
+		// The run of a plan: one result per step.
+		for _, o := range p.Outcome {
+			sr := recordv1alpha1.StepResult{Index: int32(o.Index), Action: o.Action, Result: o.Result, Code: int32(o.Code), Message: o.Message}
+			if o.Index >= 0 && o.Index < len(p.Steps) {
+				sr.Object = objectRef(p.Steps[o.Index].Object)
+			}
+			r.Status.Steps = append(r.Status.Steps, sr)
+		}
+		return r
+	}
 	if len(p.Steps) > 0 && p.Steps[0].Source != nil {
 		src := p.Steps[0].Source
 		r.Spec.Version = objectName(src.UID, src.VersionKey)
 		r.Status.Object = sourceRef(src)
-	}
-	switch p.State {
-	case restore.StateSucceeded:
-		r.Status.Phase = "Succeeded"
-	case restore.StateRefused:
-		r.Status.Phase = "Refused"
-	case restore.StateRunning:
-		r.Status.Phase = "Running"
-	default:
-		r.Status.Phase = "Failed"
 	}
 	if len(p.Outcome) > 0 {
 		o := p.Outcome[0]
@@ -264,6 +316,28 @@ func restoreOf(p *restore.Plan) *recordv1alpha1.Restore {
 		}
 	}
 	return r
+}
+
+// phaseOf names a restore's state as a phase.
+func phaseOf(state string) string {
+	switch state {
+	case restore.StatePlanned:
+		return "Planned"
+	case restore.StateRunning:
+		return "Running"
+	case restore.StateSucceeded:
+		return "Succeeded"
+	case restore.StatePartial:
+		return "Partial"
+	case restore.StateRefused:
+		return "Refused"
+	}
+	return "Failed"
+}
+
+func objectRef(o restore.ObjectRef) recordv1alpha1.ObjectReference {
+	return recordv1alpha1.ObjectReference{APIGroup: o.Group, APIVersion: o.APIVersion, Resource: o.Resource, Kind: o.Kind,
+		Namespace: o.Namespace, Name: o.Name}
 }
 
 func sourceRef(v *history.Version) *recordv1alpha1.ObjectReference {

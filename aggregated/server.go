@@ -154,6 +154,7 @@ func New(opts Options) (*Server, error) {
 		"clusterdeletions": newDeletionStorage(log, opts.History, opts.Cluster, false),
 		"changes":          newChangeStorage(log, opts.History, opts.Cluster, true),
 		"clusterchanges":   newChangeStorage(log, opts.History, opts.Cluster, false),
+		"restoreplans":     &planStorage{log: log, svc: opts.Restore, cluster: opts.Cluster},
 		"restores":         &restoreStorage{log: log, hist: opts.History, svc: opts.Restore, cluster: opts.Cluster},
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {

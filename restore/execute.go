@@ -44,11 +44,14 @@ func (s *Service) ExecutePlan(ctx context.Context, cluster, id string, req Execu
 			return nil, err
 		}
 		id := rec.ID
-		run, err := s.begin(ctx, rec.Kind, map[string]any{"planId": rec.ID, "options": req}, steps, true, &id, nil)
+		run, err := s.begin(ctx, rec.Kind, map[string]any{"planId": rec.ID, "options": req}, steps, true, &id, req.Record)
 		if err != nil {
 			return nil, err
 		}
 		return s.run(ctx, u, run, steps, req)
+	}
+	if req.Record != nil {
+		return s.runNamed(ctx, u, rec, req)
 	}
 	claimed, err := s.restores.ClaimRestore(ctx, rec.Cluster, rec.ID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -62,6 +65,50 @@ func (s *Service) ExecutePlan(ctx context.Context, cluster, id string, req Execu
 		return nil, err
 	}
 	return s.run(ctx, u, claimed, steps, req)
+}
+
+// runNamed executes a plan for a Restore of the aggregated API: the run is
+// recorded under the Restore's name first (which refuses a name taken
+// before anything happens), then the plan is claimed so it runs once, and
+// the outcome is written to both rows.
+func (s *Service) runNamed(ctx context.Context, u user.Info, plan *store.RestoreRecord, req ExecuteRequest) (*Plan, error) {
+	steps, err := stepsOf(plan)
+	if err != nil {
+		return nil, err
+	}
+	id := plan.ID
+	exec, err := s.begin(ctx, plan.Kind, map[string]any{"planId": plan.ID, "options": req}, steps, false, &id, req.Record)
+	if err != nil {
+		return nil, err
+	}
+	claimed, err := s.restores.ClaimRestore(ctx, plan.Cluster, plan.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		err = fmt.Errorf("%w: restore plan %s is %s: a plan executes once; make a new plan", history.ErrConflict, plan.ID, plan.State)
+	}
+	if err != nil {
+		out := StepOutcome{Result: ResultFailed, Message: err.Error()}
+		out.Code, _, _ = history.Status(err)
+		if ferr := s.finish(ctx, exec.ID, store.RestoreRefused, []StepOutcome{out}); ferr != nil {
+			return nil, errors.Join(err, ferr)
+		}
+		final, ferr := s.restores.Restore(ctx, exec.Cluster, exec.ID)
+		if ferr != nil {
+			return nil, errors.Join(err, ferr)
+		}
+		p, ferr := planOf(final)
+		if ferr != nil {
+			return nil, errors.Join(err, ferr)
+		}
+		return p, err
+	}
+	p, err := s.run(ctx, u, exec, steps, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.finish(ctx, claimed.ID, p.State, p.Outcome); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 func stepsOf(rec *store.RestoreRecord) ([]Step, error) {

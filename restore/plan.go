@@ -15,8 +15,10 @@ import (
 
 // Plan kinds.
 const (
-	KindAsOf = "as-of"
-	KindUndo = "undo"
+	// KindVersion is the kind of a restore of one version.
+	KindVersion = "version"
+	KindAsOf    = "as-of"
+	KindUndo    = "undo"
 )
 
 // maxShownChanges bounds the changes a plan step shows for review.
@@ -52,10 +54,21 @@ func (s *Service) CreatePlan(ctx context.Context, cluster string, req PlanReques
 	if e := u.GetExtra(); len(e) > 0 {
 		extra, _ = json.Marshal(e)
 	}
-	rec, err := s.restores.InsertRestore(ctx, &store.RestoreRecord{
+	row := &store.RestoreRecord{
 		Cluster: s.cluster, Kind: req.Kind, Username: u.GetName(), UserUID: u.GetUID(), UserGroups: u.GetGroups(),
 		UserExtra: extra, Request: reqJSON, Plan: planJSON, State: store.RestorePlanned,
-	})
+	}
+	if req.Record != nil {
+		row.ObjectNamespace, row.ObjectName = req.Record.Namespace, req.Record.Name
+	}
+	if req.Preview {
+		row.CreatedAt = time.Now()
+		return planOf(row)
+	}
+	rec, err := s.restores.InsertRestore(ctx, row)
+	if errors.Is(err, store.ErrExists) {
+		return nil, fmt.Errorf("%w: a restore plan named %q exists in %q", history.ErrExists, row.ObjectName, row.ObjectNamespace)
+	}
 	if err != nil {
 		return nil, err
 	}

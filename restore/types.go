@@ -77,6 +77,11 @@ type PlanRequest struct {
 	// selection, both kinds
 	Resources []GroupResource `json:"resources,omitempty" doc:"only these resources, at most 50; the caller must be allowed to list and get them in each namespace given (default: the recorded resources the caller may list and get; others are left out)"`
 	Names     []string        `json:"names,omitempty" doc:"only objects with these names (at most the plan step cap)"`
+	// Record names the plan when it is created as an object of the
+	// aggregated API; Preview plans without recording anything (a
+	// server-side dry run of the create).
+	Record  *RecordName `json:"-"`
+	Preview bool        `json:"-"`
 }
 
 // ObjectRef names an object of the cluster.
@@ -139,4 +144,8 @@ type Plan struct {
 type ExecuteRequest struct {
 	Force  bool `json:"force,omitempty" doc:"carry out steps whose live object changed since the plan"`
 	DryRun bool `json:"dryRun,omitempty" doc:"server-side dry run of every step; the plan stays planned (also ?dryRun=true)"`
+	// Record names the execution when it is created as a Restore of the
+	// aggregated API: it is recorded as a run of its own (plan_id names
+	// the plan), whose outcome the plan's row gets too.
+	Record *RecordName `json:"-"`
 }

@@ -33,11 +33,18 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.DeletionRecord{}.OpenAPIModelName():      schema_options_record_api_record_v1alpha1_DeletionRecord(ref),
 		v1alpha1.DroppedOwner{}.OpenAPIModelName():        schema_options_record_api_record_v1alpha1_DroppedOwner(ref),
 		v1alpha1.FieldChange{}.OpenAPIModelName():         schema_options_record_api_record_v1alpha1_FieldChange(ref),
+		v1alpha1.GroupResource{}.OpenAPIModelName():       schema_options_record_api_record_v1alpha1_GroupResource(ref),
 		v1alpha1.ObjectReference{}.OpenAPIModelName():     schema_options_record_api_record_v1alpha1_ObjectReference(ref),
+		v1alpha1.PlanStep{}.OpenAPIModelName():            schema_options_record_api_record_v1alpha1_PlanStep(ref),
 		v1alpha1.Restore{}.OpenAPIModelName():             schema_options_record_api_record_v1alpha1_Restore(ref),
 		v1alpha1.RestoreList{}.OpenAPIModelName():         schema_options_record_api_record_v1alpha1_RestoreList(ref),
+		v1alpha1.RestorePlan{}.OpenAPIModelName():         schema_options_record_api_record_v1alpha1_RestorePlan(ref),
+		v1alpha1.RestorePlanList{}.OpenAPIModelName():     schema_options_record_api_record_v1alpha1_RestorePlanList(ref),
+		v1alpha1.RestorePlanSpec{}.OpenAPIModelName():     schema_options_record_api_record_v1alpha1_RestorePlanSpec(ref),
+		v1alpha1.RestorePlanStatus{}.OpenAPIModelName():   schema_options_record_api_record_v1alpha1_RestorePlanStatus(ref),
 		v1alpha1.RestoreSpec{}.OpenAPIModelName():         schema_options_record_api_record_v1alpha1_RestoreSpec(ref),
 		v1alpha1.RestoreStatus{}.OpenAPIModelName():       schema_options_record_api_record_v1alpha1_RestoreStatus(ref),
+		v1alpha1.StepResult{}.OpenAPIModelName():          schema_options_record_api_record_v1alpha1_StepResult(ref),
 		v1.APIGroup{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_APIGroupList(ref),
 		v1.APIResource{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_APIResource(ref),
@@ -993,6 +1000,33 @@ func schema_options_record_api_record_v1alpha1_FieldChange(ref common.ReferenceC
 	}
 }
 
+func schema_options_record_api_record_v1alpha1_GroupResource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GroupResource names a resource.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"resource": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+				},
+				Required: []string{"resource"},
+			},
+		},
+	}
+}
+
 func schema_options_record_api_record_v1alpha1_ObjectReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1055,6 +1089,71 @@ func schema_options_record_api_record_v1alpha1_ObjectReference(ref common.Refere
 				Required: []string{"resource", "name"},
 			},
 		},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_PlanStep(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlanStep is one planned step.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"index": {
+						SchemaProps: spec.SchemaProps{
+							Default: 0,
+							Type:    []string{"integer"},
+							Format:  "int32",
+						},
+					},
+					"action": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Action is create, update, delete, none, skip or refuse.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"object": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Object the step writes.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version whose state the step restores, <uid>.<version key>.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason for a skip, a refusal or a delete.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"result": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Result of the step once executed: done, failed or skipped.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+				Required: []string{"index", "action", "object"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ObjectReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -1155,11 +1254,259 @@ func schema_options_record_api_record_v1alpha1_RestoreList(ref common.ReferenceC
 	}
 }
 
+func schema_options_record_api_record_v1alpha1_RestorePlan(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RestorePlan is a restore to review before it runs: put the namespace back as it was at a time (as-of), or revert what one user changed in it (undo). Creating it plans, as its creator, and writes nothing to the cluster; a Restore naming it executes it. Only its creator may read it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.RestorePlanSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.RestorePlanStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.RestorePlanSpec{}.OpenAPIModelName(), v1alpha1.RestorePlanStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_RestorePlanList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RestorePlanList is the caller's plans, newest first.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.RestorePlan{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.RestorePlan{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_RestorePlanSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RestorePlanSpec says what to plan, in the plan's namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is as-of (put objects back as they were at a time) or undo (revert a user's changes in a time range).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"at": {
+						SchemaProps: spec.SchemaProps{
+							Description: "At is the time an as-of plan goes back to.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"user": {
+						SchemaProps: spec.SchemaProps{
+							Description: "User whose changes an undo plan reverts (the authenticated caller of the changes).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"since": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Since and Until bound an undo plan's changes (until: default now).",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"until": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"resources": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources narrow the plan (at most 50); default: the recorded resources the creator may list and get.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.GroupResource{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"names": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Names narrow the plan to objects of these names.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"kind"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.GroupResource{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_RestorePlanStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RestorePlanStatus is the plan, and its outcome once executed.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is Planned, Running, Succeeded, Partial or Failed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"summary": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Summary counts the steps per action.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: 0,
+										Type:    []string{"integer"},
+										Format:  "int32",
+									},
+								},
+							},
+						},
+					},
+					"steps": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Steps are the planned steps, in the order they run, with their outcome once executed.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.PlanStep{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"restoreID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestoreID is the plan's row in the restores table.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PlanStep{}.OpenAPIModelName()},
+	}
+}
+
 func schema_options_record_api_record_v1alpha1_RestoreSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "RestoreSpec says which recorded state to put back; exactly one of version and deletion.",
+				Description: "RestoreSpec says what to put back: exactly one of version, deletion and plan.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"version": {
@@ -1172,6 +1519,13 @@ func schema_options_record_api_record_v1alpha1_RestoreSpec(ref common.ReferenceC
 					"deletion": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Deletion to undo: the name of a Deletion in this namespace; the version holding the object's last state is restored.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"plan": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Plan to execute: the name of a RestorePlan of the creator's in this namespace, reviewed and still planned. A plan executes once (a dry run as often as wanted).",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1205,7 +1559,7 @@ func schema_options_record_api_record_v1alpha1_RestoreStatus(ref common.Referenc
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase is Succeeded, Refused (the live object changed, or the state cannot be applied: nothing was written) or Failed (the cluster refused the write).",
+							Description: "Phase is Succeeded, Refused (the live object changed, or the state cannot be applied: nothing was written), Failed (the cluster refused the write) or, for a plan, Partial (some steps failed).",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1289,6 +1643,25 @@ func schema_options_record_api_record_v1alpha1_RestoreStatus(ref common.Referenc
 							},
 						},
 					},
+					"steps": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Steps are the outcome of each step of an executed plan.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.StepResult{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"restoreID": {
 						SchemaProps: spec.SchemaProps{
 							Description: "RestoreID is the restore's row in the restores table.",
@@ -1307,7 +1680,64 @@ func schema_options_record_api_record_v1alpha1_RestoreStatus(ref common.Referenc
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.DroppedOwner{}.OpenAPIModelName(), v1alpha1.FieldChange{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName()},
+			v1alpha1.DroppedOwner{}.OpenAPIModelName(), v1alpha1.FieldChange{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1alpha1.StepResult{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_StepResult(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "StepResult is the outcome of one step of a plan.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"index": {
+						SchemaProps: spec.SchemaProps{
+							Default: 0,
+							Type:    []string{"integer"},
+							Format:  "int32",
+						},
+					},
+					"action": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Action is create, update, delete, none, skip or refuse.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"object": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Object the step wrote.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"result": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Result is done, failed or skipped.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"code": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+				Required: []string{"index", "action", "object"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ObjectReference{}.OpenAPIModelName()},
 	}
 }
 

@@ -33,7 +33,7 @@ var ChangeSelectableFields = []string{"object.apiGroup", "object.resource", "obj
 
 func knownTypes() []runtime.Object {
 	return []runtime.Object{&Deletion{}, &DeletionList{}, &ClusterDeletion{}, &ClusterDeletionList{}, &Restore{}, &RestoreList{},
-		&Change{}, &ChangeList{}, &ClusterChange{}, &ClusterChangeList{}}
+		&Change{}, &ChangeList{}, &ClusterChange{}, &ClusterChangeList{}, &RestorePlan{}, &RestorePlanList{}}
 }
 
 // AddServedToScheme registers the types in the served version only. The

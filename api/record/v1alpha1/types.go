@@ -154,8 +154,8 @@ type Restore struct {
 	Status RestoreStatus `json:"status,omitempty"`
 }
 
-// RestoreSpec says which recorded state to put back; exactly one of
-// version and deletion.
+// RestoreSpec says what to put back: exactly one of version, deletion and
+// plan.
 type RestoreSpec struct {
 	// Version to restore, <uid>.<version key>: a deletion's stateVersion.
 	// +optional
@@ -164,6 +164,11 @@ type RestoreSpec struct {
 	// version holding the object's last state is restored.
 	// +optional
 	Deletion string `json:"deletion,omitempty"`
+	// Plan to execute: the name of a RestorePlan of the creator's in this
+	// namespace, reviewed and still planned. A plan executes once (a dry
+	// run as often as wanted).
+	// +optional
+	Plan string `json:"plan,omitempty"`
 	// ExpectedResourceVersion is the live object's resourceVersion the
 	// restore is based on: it is refused if the live object differs.
 	// Without it, the live object must match the newest recorded version.
@@ -177,8 +182,8 @@ type RestoreSpec struct {
 // RestoreStatus is the outcome of a restore.
 type RestoreStatus struct {
 	// Phase is Succeeded, Refused (the live object changed, or the state
-	// cannot be applied: nothing was written) or Failed (the cluster
-	// refused the write).
+	// cannot be applied: nothing was written), Failed (the cluster refused
+	// the write) or, for a plan, Partial (some steps failed).
 	// +optional
 	Phase string `json:"phase,omitempty"`
 	// DryRun: the restore ran as a server-side dry run; nothing changed.
@@ -211,6 +216,10 @@ type RestoreStatus struct {
 	// +optional
 	// +listType=atomic
 	DroppedOwnerReferences []DroppedOwner `json:"droppedOwnerReferences,omitempty"`
+	// Steps are the outcome of each step of an executed plan.
+	// +optional
+	// +listType=atomic
+	Steps []StepResult `json:"steps,omitempty"`
 	// RestoreID is the restore's row in the restores table.
 	// +optional
 	RestoreID string `json:"restoreID,omitempty"`
@@ -329,4 +338,118 @@ type ChangeRecord struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:EmbeddedResource
 	State *runtime.RawExtension `json:"state,omitempty"`
+}
+
+// StepResult is the outcome of one step of a plan.
+type StepResult struct {
+	Index int32 `json:"index"`
+	// Action is create, update, delete, none, skip or refuse.
+	Action string `json:"action"`
+	// Object the step wrote.
+	Object ObjectReference `json:"object"`
+	// Result is done, failed or skipped.
+	// +optional
+	Result string `json:"result,omitempty"`
+	// +optional
+	Code int32 `json:"code,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// RestorePlan is a restore to review before it runs: put the namespace back
+// as it was at a time (as-of), or revert what one user changed in it
+// (undo). Creating it plans, as its creator, and writes nothing to the
+// cluster; a Restore naming it executes it. Only its creator may read it.
+//
+// +kubebuilder:object:root=true
+type RestorePlan struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec RestorePlanSpec `json:"spec"`
+	// +optional
+	Status RestorePlanStatus `json:"status,omitempty"`
+}
+
+// RestorePlanSpec says what to plan, in the plan's namespace.
+type RestorePlanSpec struct {
+	// Kind is as-of (put objects back as they were at a time) or undo
+	// (revert a user's changes in a time range).
+	Kind string `json:"kind"`
+	// At is the time an as-of plan goes back to.
+	// +optional
+	At *metav1.Time `json:"at,omitempty"`
+	// User whose changes an undo plan reverts (the authenticated caller of
+	// the changes).
+	// +optional
+	User string `json:"user,omitempty"`
+	// Since and Until bound an undo plan's changes (until: default now).
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// +optional
+	Until *metav1.Time `json:"until,omitempty"`
+	// Resources narrow the plan (at most 50); default: the recorded
+	// resources the creator may list and get.
+	// +optional
+	// +listType=atomic
+	Resources []GroupResource `json:"resources,omitempty"`
+	// Names narrow the plan to objects of these names.
+	// +optional
+	// +listType=atomic
+	Names []string `json:"names,omitempty"`
+}
+
+// GroupResource names a resource.
+type GroupResource struct {
+	// +optional
+	Group    string `json:"group,omitempty"`
+	Resource string `json:"resource"`
+}
+
+// RestorePlanStatus is the plan, and its outcome once executed.
+type RestorePlanStatus struct {
+	// State is Planned, Running, Succeeded, Partial or Failed.
+	// +optional
+	State string `json:"state,omitempty"`
+	// Summary counts the steps per action.
+	// +optional
+	Summary map[string]int32 `json:"summary,omitempty"`
+	// Steps are the planned steps, in the order they run, with their
+	// outcome once executed.
+	// +optional
+	// +listType=atomic
+	Steps []PlanStep `json:"steps,omitempty"`
+	// RestoreID is the plan's row in the restores table.
+	// +optional
+	RestoreID string `json:"restoreID,omitempty"`
+}
+
+// PlanStep is one planned step.
+type PlanStep struct {
+	Index int32 `json:"index"`
+	// Action is create, update, delete, none, skip or refuse.
+	Action string `json:"action"`
+	// Object the step writes.
+	Object ObjectReference `json:"object"`
+	// Version whose state the step restores, <uid>.<version key>.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Reason for a skip, a refusal or a delete.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Result of the step once executed: done, failed or skipped.
+	// +optional
+	Result string `json:"result,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// RestorePlanList is the caller's plans, newest first.
+//
+// +kubebuilder:object:root=true
+type RestorePlanList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []RestorePlan `json:"items"`
 }

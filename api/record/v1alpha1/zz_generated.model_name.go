@@ -75,8 +75,18 @@ func (in FieldChange) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in GroupResource) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.GroupResource"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ObjectReference) OpenAPIModelName() string {
 	return "io.optionsrecord.record.v1alpha1.ObjectReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PlanStep) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.PlanStep"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -90,6 +100,26 @@ func (in RestoreList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RestorePlan) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.RestorePlan"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RestorePlanList) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.RestorePlanList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RestorePlanSpec) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.RestorePlanSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RestorePlanStatus) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.RestorePlanStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RestoreSpec) OpenAPIModelName() string {
 	return "io.optionsrecord.record.v1alpha1.RestoreSpec"
 }
@@ -97,4 +127,9 @@ func (in RestoreSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RestoreStatus) OpenAPIModelName() string {
 	return "io.optionsrecord.record.v1alpha1.RestoreStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in StepResult) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.StepResult"
 }

@@ -1,0 +1,233 @@
+package aggregated
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage/names"
+
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/history"
+	"github.com/options-record/options-record/restore"
+)
+
+// planStorage makes restore plans through the restore service when they are
+// created (nothing is written to the cluster), and reads the caller's own
+// back; a Restore naming a plan executes it.
+type planStorage struct {
+	log     *slog.Logger
+	svc     *restore.Service
+	cluster string
+}
+
+var (
+	_ rest.Creater              = (*planStorage)(nil)
+	_ rest.Updater              = (*planStorage)(nil)
+	_ rest.Getter               = (*planStorage)(nil)
+	_ rest.Lister               = (*planStorage)(nil)
+	_ rest.Scoper               = (*planStorage)(nil)
+	_ rest.SingularNameProvider = (*planStorage)(nil)
+	_ rest.CategoriesProvider   = (*planStorage)(nil)
+)
+
+var planResource = recordv1alpha1.SchemeGroupVersion.WithResource("restoreplans").GroupResource()
+
+func (*planStorage) New() runtime.Object     { return &recordv1alpha1.RestorePlan{} }
+func (*planStorage) NewList() runtime.Object { return &recordv1alpha1.RestorePlanList{} }
+func (*planStorage) Destroy()                {}
+func (*planStorage) NamespaceScoped() bool   { return true }
+func (*planStorage) GetSingularName() string { return "restoreplan" }
+func (*planStorage) Categories() []string    { return []string{"optionsrecord"} }
+
+// Create plans, in the plan's namespace, what the caller may read; with
+// --dry-run=server it answers the plan without keeping it.
+func (s *planStorage) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
+	pl, ok := obj.(*recordv1alpha1.RestorePlan)
+	if !ok {
+		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
+	}
+	ns := genericapirequest.NamespaceValue(ctx)
+	if pl.Namespace == "" {
+		pl.Namespace = ns
+	}
+	if pl.Name == "" && pl.GenerateName != "" {
+		pl.Name = names.SimpleNameGenerator.GenerateName(pl.GenerateName)
+	}
+	if pl.Name == "" {
+		return nil, apierrors.NewInvalid(recordv1alpha1.SchemeGroupVersion.WithKind("RestorePlan").GroupKind(), pl.Name,
+			field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	if validate != nil {
+		if err := validate(ctx, pl); err != nil {
+			return nil, err
+		}
+	}
+	sp := pl.Spec
+	req := restore.PlanRequest{Kind: sp.Kind, Namespaces: []string{pl.Namespace}, User: sp.User, Names: sp.Names,
+		At: timeOf(sp.At), Since: timeOf(sp.Since), Until: timeOf(sp.Until),
+		Record: &restore.RecordName{Namespace: pl.Namespace, Name: pl.Name}, Preview: slices.Contains(opts.DryRun, metav1.DryRunAll)}
+	for _, r := range sp.Resources {
+		req.Resources = append(req.Resources, restore.GroupResource{Group: r.Group, Resource: r.Resource})
+	}
+	p, err := s.svc.CreatePlan(ctx, s.cluster, req)
+	if errors.Is(err, history.ErrExists) {
+		return nil, apierrors.NewAlreadyExists(planResource, pl.Name)
+	}
+	if errors.Is(err, history.ErrInvalid) {
+		return nil, apierrors.NewInvalid(recordv1alpha1.SchemeGroupVersion.WithKind("RestorePlan").GroupKind(), pl.Name,
+			field.ErrorList{field.Invalid(field.NewPath("spec"), pl.Spec, err.Error())})
+	}
+	if err != nil {
+		return nil, statusError(s.log, err, planResource, pl.Name)
+	}
+	out := planOf(p)
+	out.Spec = pl.Spec
+	out.Namespace, out.Name = pl.Namespace, pl.Name
+	return out, nil
+}
+
+func timeOf(t *metav1.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.Time
+	return &v
+}
+
+// Update refuses (see restoreStorage.Update: it gives kubectl a PATCH
+// operation to find).
+func (*planStorage) Update(_ context.Context, _ string, _ rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc,
+	_ rest.ValidateObjectUpdateFunc, _ bool, _ *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return nil, false, apierrors.NewMethodNotSupported(planResource, "update")
+}
+
+func (s *planStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	p, err := s.svc.Named(ctx, genericapirequest.NamespaceValue(ctx), name)
+	if err == nil && (p.Kind == restore.KindVersion || p.PlanID != "") {
+		err = history.ErrNotFound // a restore: see restores
+	}
+	if errors.Is(err, history.ErrNotFound) {
+		return nil, apierrors.NewNotFound(planResource, name)
+	}
+	if err != nil {
+		return nil, statusError(s.log, err, planResource, name)
+	}
+	return planOf(p), nil
+}
+
+// List lists the caller's own plans, newest first.
+func (s *planStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	list := &recordv1alpha1.RestorePlanList{}
+	if opts != nil && opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set{}) {
+		return list, nil
+	}
+	var nsp *string
+	if ns := genericapirequest.NamespaceValue(ctx); ns != "" {
+		nsp = &ns
+	}
+	ps, err := s.svc.NamedList(ctx, nsp, history.MaxLimit)
+	if err != nil {
+		return nil, statusError(s.log, err, planResource, "")
+	}
+	for _, p := range ps {
+		if p.Kind == restore.KindVersion || p.PlanID != "" {
+			continue
+		}
+		pl := planOf(p)
+		if opts != nil && opts.FieldSelector != nil && !opts.FieldSelector.Matches(fields.Set{"metadata.name": pl.Name, "metadata.namespace": pl.Namespace}) {
+			continue
+		}
+		list.Items = append(list.Items, *pl)
+	}
+	return list, nil
+}
+
+// planOf reads a plan of the restore service as an object.
+func planOf(p *restore.Plan) *recordv1alpha1.RestorePlan {
+	out := &recordv1alpha1.RestorePlan{
+		TypeMeta:   metav1.TypeMeta{Kind: "RestorePlan", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
+		ObjectMeta: metav1.ObjectMeta{UID: types.UID(p.ID), CreationTimestamp: metav1.NewTime(p.CreatedAt), ResourceVersion: "1"},
+		Spec: recordv1alpha1.RestorePlanSpec{Kind: p.Request.Kind, User: p.Request.User, Names: p.Request.Names,
+			At: metaTime(p.Request.At), Since: metaTime(p.Request.Since), Until: metaTime(p.Request.Until)},
+		Status: recordv1alpha1.RestorePlanStatus{State: phaseOf(p.State), RestoreID: p.ID, Summary: map[string]int32{}},
+	}
+	if p.Record != nil {
+		out.Namespace, out.Name = p.Record.Namespace, p.Record.Name
+	}
+	for _, r := range p.Request.Resources {
+		out.Spec.Resources = append(out.Spec.Resources, recordv1alpha1.GroupResource{Group: r.Group, Resource: r.Resource})
+	}
+	for a, n := range p.Summary {
+		out.Status.Summary[a] = int32(n)
+	}
+	for _, st := range p.Steps {
+		ps := recordv1alpha1.PlanStep{Index: int32(st.Index), Action: st.Action, Object: objectRef(st.Object), Reason: st.Reason}
+		if st.Source != nil {
+			ps.Version = objectName(st.Source.UID, st.Source.VersionKey)
+		}
+		for _, o := range p.Outcome {
+			if o.Index == st.Index {
+				ps.Result, ps.Message = o.Result, o.Message
+			}
+		}
+		out.Status.Steps = append(out.Status.Steps, ps)
+	}
+	return out
+}
+
+func metaTime(t *time.Time) *metav1.Time {
+	if t == nil {
+		return nil
+	}
+	v := metav1.NewTime(*t)
+	return &v
+}
+
+var planColumns = []metav1.TableColumnDefinition{
+	{Name: "Name", Type: "string", Format: "name"},
+	{Name: "Kind", Type: "string", Description: "as-of or undo"},
+	{Name: "State", Type: "string", Description: "Planned, Running, Succeeded, Partial or Failed"},
+	{Name: "Steps", Type: "integer"},
+	{Name: "Create", Type: "integer", Description: "Steps that create an object"},
+	{Name: "Update", Type: "integer", Description: "Steps that update an object"},
+	{Name: "Delete", Type: "integer", Description: "Steps that delete an object"},
+	{Name: "Age", Type: "string"},
+}
+
+func (*planStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
+	table := &metav1.Table{ColumnDefinitions: planColumns}
+	add := func(p *recordv1alpha1.RestorePlan) {
+		sm := p.Status.Summary
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells: []any{p.Name, p.Spec.Kind, p.Status.State, len(p.Status.Steps), sm[restore.ActionCreate], sm[restore.ActionUpdate],
+				sm[restore.ActionDelete], duration.HumanDuration(time.Since(p.CreationTimestamp.Time))},
+			Object: runtime.RawExtension{Object: p},
+		})
+	}
+	switch o := obj.(type) {
+	case *recordv1alpha1.RestorePlan:
+		add(o)
+	case *recordv1alpha1.RestorePlanList:
+		table.ListMeta = o.ListMeta
+		for i := range o.Items {
+			add(&o.Items[i])
+		}
+	default:
+		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
+	}
+	return table, nil
+}
