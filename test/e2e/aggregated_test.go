@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -250,6 +253,46 @@ func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
 		_, errOut, err := w.cp.Kubectl(t, "alice", nil, "get", "deletions", "-n", ns, "--field-selector", "spec.verb=delete")
 		if err == nil || !strings.Contains(errOut, "not supported") {
 			t.Errorf("unknown field: %v %s", err, errOut)
+		}
+	})
+
+	t.Run("both front doors give the same answers: one layer behind them", func(t *testing.T) {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(w.caPEM)
+		direct := &restoreWorld{world: w, apiURL: w.apiURL, client: &http.Client{Timeout: time.Minute,
+			Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}}
+		for _, user := range []string{"alice", "agg-peeker"} {
+			for _, res := range []string{"deletions", "changes"} {
+				var page struct {
+					Items []struct {
+						UID, VersionKey, Resource, Name, Verb string
+						Actor                                 *struct{ Username string }
+					}
+				}
+				direct.getJSON(t, user, "/api/v1/clusters/e2e/"+res+"?namespace="+ns+"&limit=500", &page)
+				var viaDirect []string
+				for _, it := range page.Items {
+					by := ""
+					if it.Actor != nil {
+						by = it.Actor.Username
+					}
+					viaDirect = append(viaDirect, strings.Join([]string{it.UID + "." + it.VersionKey, it.Resource, it.Name, it.Verb, by}, " "))
+				}
+				out := kubectlOK(t, w, user, nil, "get", res, "-n", ns, "-o",
+					`jsonpath={range .items[*]}{.metadata.name} {.object.resource} {.object.name} {.verb} {.actor.username}{"\n"}{end}`)
+				var viaKubectl []string
+				for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+					if l != "" {
+						viaKubectl = append(viaKubectl, strings.TrimSpace(l))
+					}
+				}
+				if strings.Join(viaDirect, "\n") != strings.Join(viaKubectl, "\n") {
+					t.Errorf("%s of %s: the direct API answers\n%s\nkubectl answers\n%s", res, user, strings.Join(viaDirect, "\n"), strings.Join(viaKubectl, "\n"))
+				}
+				if user == "alice" && len(viaDirect) == 0 || user == "agg-peeker" && len(viaDirect) != 0 {
+					t.Errorf("%s of %s: %d items", res, user, len(viaDirect))
+				}
+			}
 		}
 	})
 
