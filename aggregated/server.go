@@ -1,11 +1,14 @@
 package aggregated
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,6 +49,11 @@ type Options struct {
 	Restore *restore.Service
 	Cluster string
 	Logger  *slog.Logger
+	// MaxInFlight caps the requests served at once (default 16, half of
+	// them writes), MaxInFlightPerUser the resource requests of one caller
+	// (default 4); RequestTimeout bounds each request (default 1 minute).
+	MaxInFlight, MaxInFlightPerUser int
+	RequestTimeout                  time.Duration
 	// DisabledPostStartHooks names generic post-start hooks not to run.
 	DisabledPostStartHooks []string
 }
@@ -103,6 +111,15 @@ func New(opts Options) (*Server, error) {
 	// Counts objects in etcd for priority-and-fairness' work estimates;
 	// with neither, its post-start hook would only run an idle goroutine.
 	cfg.StorageObjectCountTracker = nil
+	// Bounded work, as the direct API: few requests at once in all and per
+	// caller, each with a deadline.
+	cfg.MaxRequestsInFlight = cmp.Or(opts.MaxInFlight, 16)
+	cfg.MaxMutatingRequestsInFlight = max(cfg.MaxRequestsInFlight/2, 1)
+	cfg.RequestTimeout = cmp.Or(opts.RequestTimeout, time.Minute)
+	perUser := cmp.Or(opts.MaxInFlightPerUser, 4)
+	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(perCaller(h, perUser), c)
+	}
 	for _, h := range opts.DisabledPostStartHooks {
 		cfg.DisabledPostStartHooks.Insert(h)
 	}

@@ -211,7 +211,8 @@ func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *h
 	}
 	srv, err := aggregated.New(aggregated.Options{Listener: ln, CertFile: certFile, KeyFile: keyFile,
 		RequestHeaderCAFile: a.RequestHeaderCAFile, RequestHeaderAllowedNames: a.RequestHeaderAllowedNames,
-		Kubeconfig: kubeconfig, History: hist, Restore: svc, Cluster: so.Cluster, Logger: log.With("component", "aggregated-api")})
+		Kubeconfig: kubeconfig, History: hist, Restore: svc, Cluster: so.Cluster,
+		MaxInFlight: o.MaxInFlight, MaxInFlightPerUser: o.MaxInFlightPerUser, RequestTimeout: o.RequestTimeout, Logger: log.With("component", "aggregated-api")})
 	if err != nil {
 		ln.Close()
 		return nil, err
