@@ -157,8 +157,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&api.MaxInFlightPerUser, "api-max-in-flight-per-user", 4, "restore API requests of one caller served at once; more get 429")
 	agg := app.AggregatedOptions{}
 	fs.StringVar(&agg.Addr, "aggregated-bind-address", "", "HTTPS address of the aggregated API (record.optionsrecord.io, reached through the kube-apiserver; needs --api-bind-address and a cluster); empty disables it")
-	fs.StringVar(&agg.RequestHeaderCAFile, "aggregated-requestheader-ca-file", "", "front-proxy CA: the kube-apiserver's --requestheader-client-ca-file (re-read when it changes)")
-	fs.Func("aggregated-requestheader-allowed-names", "comma-separated common names of the kube-apiserver's proxy client certificate (its --requestheader-allowed-names); empty: any the front-proxy CA signed", func(v string) error {
+	fs.StringVar(&agg.RequestHeaderCAFile, "aggregated-requestheader-ca-file", "", "front-proxy CA: the kube-apiserver's --requestheader-client-ca-file (re-read when it changes); empty: the one the kube-apiserver publishes in kube-system/extension-apiserver-authentication, read with a GET every 10 minutes into --data-dir")
+	fs.Func("aggregated-requestheader-allowed-names", "comma-separated common names of the kube-apiserver's proxy client certificate (its --requestheader-allowed-names); empty: those published with the CA, or any the front-proxy CA signed", func(v string) error {
 		for _, n := range strings.Split(v, ",") {
 			if n = strings.TrimSpace(n); n != "" {
 				agg.RequestHeaderAllowedNames = append(agg.RequestHeaderAllowedNames, n)

@@ -59,11 +59,15 @@ type AggregatedOptions struct {
 	Addr string
 	// RequestHeaderCAFile is the front-proxy CA, the kube-apiserver's
 	// --requestheader-client-ca-file (re-read when it changes); it verifies
-	// the client certificate of the kube-apiserver's proxy.
+	// the client certificate of the kube-apiserver's proxy. Empty: the CA
+	// the kube-apiserver publishes in kube-system/extension-apiserver-
+	// authentication, read with a plain GET at start-up and every 10
+	// minutes into the data directory.
 	RequestHeaderCAFile string
 	// RequestHeaderAllowedNames are the common names the proxy's client
-	// certificate may have (--requestheader-allowed-names); empty: any the
-	// CA signed.
+	// certificate may have (--requestheader-allowed-names); empty: those
+	// the kube-apiserver publishes with the CA when it is read from the
+	// cluster, else any the CA signed.
 	RequestHeaderAllowedNames []string
 	// Kubeconfig reaches the kube-apiserver for TokenReview and
 	// SubjectAccessReview; empty: the sink's --kubeconfig, or the in-cluster
@@ -205,12 +209,36 @@ func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *h
 	if kubeconfig == "" {
 		kubeconfig = so.Kube.Kubeconfig
 	}
+	caFile, names := a.RequestHeaderCAFile, a.RequestHeaderAllowedNames
+	var fromCluster *aggregated.FrontProxyCA
+	if caFile == "" {
+		if so.Database.DataDir == "" {
+			return nil, errors.New("the aggregated API reads the front-proxy CA from the cluster into --data-dir: set it, or --aggregated-requestheader-ca-file")
+		}
+		cfg, err := so.Kube.RestConfig()
+		if err != nil {
+			return nil, err
+		}
+		kc, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("aggregated API: kube client: %w", err)
+		}
+		caFile = filepath.Join(so.Database.DataDir, "front-proxy-ca.crt")
+		fromCluster = &aggregated.FrontProxyCA{Client: kc, File: caFile, Logger: log}
+		published, err := fromCluster.Start(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(names) == 0 {
+			names = published
+		}
+	}
 	ln, err := net.Listen("tcp", a.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("aggregated API listener: %w", err)
 	}
 	srv, err := aggregated.New(aggregated.Options{Listener: ln, CertFile: certFile, KeyFile: keyFile,
-		RequestHeaderCAFile: a.RequestHeaderCAFile, RequestHeaderAllowedNames: a.RequestHeaderAllowedNames,
+		RequestHeaderCAFile: caFile, RequestHeaderAllowedNames: names,
 		Kubeconfig: kubeconfig, History: hist, Restore: svc, Cluster: so.Cluster,
 		MaxInFlight: o.MaxInFlight, MaxInFlightPerUser: o.MaxInFlightPerUser, RequestTimeout: o.RequestTimeout, Logger: log.With("component", "aggregated-api")})
 	if err != nil {
@@ -220,6 +248,9 @@ func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *h
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(runCtx) }()
+	if fromCluster != nil {
+		go fromCluster.Run(runCtx)
+	}
 	log.Info("serving the aggregated API", "addr", ln.Addr().String(), "group", "record.optionsrecord.io")
 	return func(stopCtx context.Context) error {
 		cancel()

@@ -142,10 +142,10 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 	}
 	if wo.aggregated {
 		w.aggAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))
-		api.Aggregated = &app.AggregatedOptions{Addr: w.aggAddr, RequestHeaderCAFile: w.cp.FrontProxyCAFile(),
-			RequestHeaderAllowedNames: []string{controlplane.FrontProxyClientName},
-			// Delegated authentication and authorization as the sink.
-			Kubeconfig: w.cp.WriteKubeconfig(t, sinkUser)}
+		// The front-proxy CA and allowed names as the kube-apiserver
+		// publishes them (read by the sink with a GET); delegated
+		// authentication and authorization as the sink.
+		api.Aggregated = &app.AggregatedOptions{Addr: w.aggAddr, Kubeconfig: w.cp.WriteKubeconfig(t, sinkUser)}
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
