@@ -17,7 +17,7 @@ FUZZ_MINIMIZETIME ?= 5s
 # Run only the fuzz targets whose name matches this regexp.
 FUZZ_RUN          ?= .
 # package:target pairs fuzzed on every `make test`.
-FUZZ_SHORT_TARGETS := ./auditsink:FuzzDecodeEventList ./journal:FuzzScanSegment ./filter:FuzzCompile ./restore:FuzzCleanManifest
+FUZZ_SHORT_TARGETS := ./auditsink:FuzzDecodeEventList ./journal:FuzzScanSegment ./filter:FuzzCompile ./manifest:FuzzCleanManifest
 
 .PHONY: test-fault
 test-fault: deps ## Fault tests: kill -9, database outage, slow database, SIGTERM, full journal disk (real processes)

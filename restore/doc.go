@@ -5,8 +5,9 @@
 // It has no HTTP in it.
 //
 // It owns
-//   - the clean manifest (clean.go, manifest.go): a state without what the
-//     server sets, with ownerReferences only to owners that still exist;
+//   - the clean manifest of a version (manifest.go, with package manifest):
+//     a state without what the server sets, with ownerReferences only to
+//     owners that still exist, checked as the caller;
 //   - restores (restore.go): a version written back, refused when the live
 //     object changed after the version the caller saw;
 //   - plans (plan.go, steps.go) and their execution (execute.go), bounded
@@ -14,7 +15,7 @@
 //
 // Every version a caller names is loaded, and every object a plan covers is
 // authorized, through package history. Every write to the cluster goes
-// through client-go impersonating the caller (cluster.go): user, uid,
+// through client-go impersonating the caller (package impersonate): user, uid,
 // groups and extras, so the cluster's RBAC and admission decide and its
 // audit log names the operator; the sink's identity needs only
 // "impersonate". Every restore is recorded in the restores table before

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/options-record/options-record/history"
+	"github.com/options-record/options-record/impersonate"
+	"github.com/options-record/options-record/manifest"
 	"github.com/options-record/options-record/store"
 )
 
@@ -121,7 +123,7 @@ func stepsOf(rec *store.RestoreRecord) ([]Step, error) {
 
 // run executes the steps as u, records the outcome and returns the plan.
 func (s *Service) run(ctx context.Context, u user.Info, rec *store.RestoreRecord, steps []Step, req ExecuteRequest) (*Plan, error) {
-	c, err := s.kube.as(u)
+	c, err := s.kube.As(u)
 	if err != nil {
 		return nil, err
 	}
@@ -231,8 +233,8 @@ func (e *execution) apply(ctx context.Context, st *Step, o *StepOutcome) {
 		stepError(o, err)
 		return
 	}
-	ri := resource(e.c, st.Object)
-	live, err := getLive(ctx, e.c, st.Object)
+	ri := impersonate.Resource(e.c, st.Object)
+	live, err := impersonate.GetLive(ctx, e.c, st.Object)
 	if err != nil {
 		stepError(o, err)
 		return
@@ -254,7 +256,7 @@ func (e *execution) apply(ctx context.Context, st *Step, o *StepOutcome) {
 		action = ActionUpdate
 	}
 	o.Action = action
-	m, err := CleanManifest(obj, e.s.kube.ownerCheck(ctx, e.c, st.Object.Namespace, e.renamed))
+	m, err := manifest.CleanManifest(obj, e.s.kube.OwnerCheck(ctx, e.c, st.Object.Namespace, e.renamed))
 	if err != nil {
 		stepError(o, err)
 		return
@@ -292,10 +294,10 @@ func (e *execution) apply(ctx context.Context, st *Step, o *StepOutcome) {
 		plural, _, _ := unstructured.NestedString(obj, "spec", "names", "plural")
 		e.created["crd/"+group+"/"+plural] = st.Index
 	case isCRD:
-		if err := waitEstablished(ctx, e.c, st.Object.Name); err != nil {
+		if err := impersonate.WaitEstablished(ctx, e.c, st.Object.Name); err != nil {
 			o.Message = err.Error()
 		}
-		e.s.kube.mapper.Reset()
+		e.s.kube.ResetDiscovery()
 	}
 }
 
@@ -320,7 +322,7 @@ func (e *execution) source(ctx context.Context, st *Step) (*store.VersionRecord,
 }
 
 func (e *execution) delete(ctx context.Context, st *Step, o *StepOutcome) {
-	live, err := getLive(ctx, e.c, st.Object)
+	live, err := impersonate.GetLive(ctx, e.c, st.Object)
 	if err != nil {
 		stepError(o, err)
 		return
@@ -344,7 +346,7 @@ func (e *execution) delete(ctx context.Context, st *Step, o *StepOutcome) {
 		pre.ResourceVersion = &rv
 	}
 	policy := metav1.DeletePropagationBackground
-	err = resource(e.c, st.Object).Delete(ctx, st.Object.Name, metav1.DeleteOptions{Preconditions: pre, PropagationPolicy: &policy, DryRun: e.dryRun()})
+	err = impersonate.Resource(e.c, st.Object).Delete(ctx, st.Object.Name, metav1.DeleteOptions{Preconditions: pre, PropagationPolicy: &policy, DryRun: e.dryRun()})
 	if err != nil {
 		stepError(o, err)
 		return

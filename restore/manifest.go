@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/options-record/options-record/history"
+	"github.com/options-record/options-record/manifest"
 	"github.com/options-record/options-record/store"
 )
 
@@ -25,17 +26,17 @@ func (s *Service) Manifest(ctx context.Context, id history.VersionID) (*Manifest
 	}
 	res := ManifestResult{Version: history.VersionOf(v)}
 	res.Version.Object = nil
-	var check OwnerCheck
+	var check manifest.OwnerCheck
 	if s.kube != nil {
-		c, err := s.kube.as(history.Caller(ctx))
+		c, err := s.kube.As(history.Caller(ctx))
 		if err != nil {
 			return nil, err
 		}
-		check, res.OwnersChecked = s.kube.ownerCheck(ctx, c, v.Namespace, nil), "cluster"
+		check, res.OwnersChecked = s.kube.OwnerCheck(ctx, c, v.Namespace, nil), "cluster"
 	} else {
 		check, res.OwnersChecked = s.recordOwnerCheck(ctx, v.Cluster), "record"
 	}
-	m, err := CleanManifest(obj, check)
+	m, err := manifest.CleanManifest(obj, check)
 	if err != nil {
 		return nil, err
 	}
@@ -55,8 +56,8 @@ func orNone(s string) string {
 
 // recordOwnerCheck decides owner existence from the record (standalone
 // mode: no cluster to ask): the owner's newest version is not a delete.
-func (s *Service) recordOwnerCheck(ctx context.Context, cluster string) OwnerCheck {
-	return func(ref OwnerReference) (string, bool, string) {
+func (s *Service) recordOwnerCheck(ctx context.Context, cluster string) manifest.OwnerCheck {
+	return func(ref manifest.OwnerReference) (string, bool, string) {
 		rows, err := s.reader.Changes(ctx, store.ChangeQuery{Cluster: cluster, UID: ref.UID, Limit: 1})
 		switch {
 		case err != nil:

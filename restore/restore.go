@@ -15,6 +15,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/options-record/options-record/history"
+	"github.com/options-record/options-record/impersonate"
+	"github.com/options-record/options-record/manifest"
 	"github.com/options-record/options-record/record"
 	"github.com/options-record/options-record/store"
 )
@@ -57,13 +59,13 @@ func restorable(v *store.VersionRecord) error {
 	id := v.UID + "/" + fmt.Sprintf("%x", v.Key)
 	if v.SecretDigested || (v.APIGroup == "" && v.Resource == "secrets" && secretHasDigests(v.Object)) {
 		return fmt.Errorf("%w: version %s of Secret %s holds digests (HMAC-SHA256) of the Secret's values, not the values "+
-			"(no rule recording it set recordSecretData: true), so it cannot be restored", history.ErrUnprocessable, id, objName(v.Namespace, v.Name))
+			"(no rule recording it set recordSecretData: true), so it cannot be restored", history.ErrUnprocessable, id, impersonate.ObjName(v.Namespace, v.Name))
 	}
 	if !v.HasState() {
 		why := "the change did not give the object's full state"
 		switch {
 		case v.Deleted:
-			why = "the delete was answered with a history.Status, not the object"
+			why = "the delete was answered with a Status, not the object"
 		case !v.Complete:
 			why = "it is a subresource write (" + v.Subresource + ") that gave no full state"
 		}
@@ -175,12 +177,12 @@ func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req Re
 	if err != nil {
 		return res, err
 	}
-	c, err := s.kube.as(u)
+	c, err := s.kube.As(u)
 	if err != nil {
 		return res, err
 	}
 	ref := refOf(v)
-	live, err := getLive(ctx, c, ref)
+	live, err := impersonate.GetLive(ctx, c, ref)
 	if err != nil {
 		return res, err
 	}
@@ -192,7 +194,7 @@ func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req Re
 			return res, err
 		}
 	}
-	m, err := CleanManifest(obj, s.kube.ownerCheck(ctx, c, v.Namespace, nil))
+	m, err := manifest.CleanManifest(obj, s.kube.OwnerCheck(ctx, c, v.Namespace, nil))
 	if err != nil {
 		return res, err
 	}
@@ -204,7 +206,7 @@ func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req Re
 	var out *unstructured.Unstructured
 	if live == nil {
 		res.Action = ActionCreate
-		out, err = resource(c, ref).Create(ctx, &unstructured.Unstructured{Object: m.Object}, metav1.CreateOptions{DryRun: dryRun, FieldManager: FieldManager})
+		out, err = impersonate.Resource(c, ref).Create(ctx, &unstructured.Unstructured{Object: m.Object}, metav1.CreateOptions{DryRun: dryRun, FieldManager: FieldManager})
 	} else {
 		res.Changes = compareLive(live.Object, m)
 		if len(res.Changes) == 0 {
@@ -215,10 +217,10 @@ func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req Re
 		res.Action = ActionUpdate
 		target := &unstructured.Unstructured{Object: m.Object}
 		target.SetResourceVersion(live.GetResourceVersion())
-		out, err = resource(c, ref).Update(ctx, target, metav1.UpdateOptions{DryRun: dryRun, FieldManager: FieldManager})
+		out, err = impersonate.Resource(c, ref).Update(ctx, target, metav1.UpdateOptions{DryRun: dryRun, FieldManager: FieldManager})
 	}
 	if err != nil {
-		return res, fmt.Errorf("%s %s %s as %q: %w", res.Action, v.Resource, objName(v.Namespace, v.Name), u.GetName(), err)
+		return res, fmt.Errorf("%s %s %s as %q: %w", res.Action, v.Resource, impersonate.ObjName(v.Namespace, v.Name), u.GetName(), err)
 	}
 	res.Object, _ = json.Marshal(out.Object)
 	return res, nil
@@ -226,8 +228,8 @@ func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req Re
 
 // compareLive is what writing the manifest changes in the live object:
 // the fields the manifest leaves to the server are not compared.
-func compareLive(live map[string]any, m *Manifest) []history.DiffChange {
-	l := deepCopy(live).(map[string]any)
+func compareLive(live map[string]any, m *manifest.Manifest) []history.DiffChange {
+	l := manifest.DeepCopy(live).(map[string]any)
 	for _, f := range m.Removed {
 		removePath(l, strings.Split(f, "."))
 	}
@@ -249,7 +251,7 @@ func removePath(obj map[string]any, path []string) {
 // the request is based on: the resourceVersion the caller expects, or else
 // the newest recorded version of the object.
 func (s *Service) guard(ctx context.Context, v *store.VersionRecord, live *unstructured.Unstructured, expected string) error {
-	what := v.Resource + " " + objName(v.Namespace, v.Name)
+	what := v.Resource + " " + impersonate.ObjName(v.Namespace, v.Name)
 	const hint = "review the live object, then restore with force=true (or expectedResourceVersion set to its resourceVersion)"
 	if expected != "" {
 		switch {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/options-record/options-record/history"
+	"github.com/options-record/options-record/impersonate"
 	"github.com/options-record/options-record/store"
 )
 
@@ -60,7 +61,7 @@ type Service struct {
 	log      *slog.Logger
 	restores RestoreLog
 	cluster  string
-	kube     *kubeAccess
+	kube     *impersonate.Access
 	maxSteps int
 }
 
@@ -80,7 +81,7 @@ func New(o Options) (*Service, error) {
 		s.maxSteps = 2000
 	}
 	if o.Kube != nil {
-		k, err := newKubeAccess(o.Kube)
+		k, err := impersonate.New(o.Kube)
 		if err != nil {
 			return nil, err
 		}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/options-record/options-record/history"
+	"github.com/options-record/options-record/impersonate"
+	"github.com/options-record/options-record/manifest"
 	"github.com/options-record/options-record/store"
 )
 
@@ -39,7 +41,7 @@ func (s *Service) planSteps(ctx context.Context, cluster string, targets, delete
 			}
 		}
 	}
-	c, err := s.kube.as(history.Caller(ctx))
+	c, err := s.kube.As(history.Caller(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +98,7 @@ func managedByCluster(v *store.VersionRecord) string {
 }
 
 // ownersOf reads the ownerReferences of a stored or live object.
-func ownersOf(obj map[string]any) (uids []string, controller *OwnerReference) {
+func ownersOf(obj map[string]any) (uids []string, controller *manifest.OwnerReference) {
 	refs, _, _ := unstructured.NestedSlice(obj, "metadata", "ownerReferences")
 	for _, r := range refs {
 		m, _ := r.(map[string]any)
@@ -106,7 +108,7 @@ func ownersOf(obj map[string]any) (uids []string, controller *OwnerReference) {
 		}
 		uids = append(uids, uid)
 		if isCtl, _ := m["controller"].(bool); isCtl {
-			ref := OwnerReference{UID: uid, Controller: true}
+			ref := manifest.OwnerReference{UID: uid, Controller: true}
 			ref.APIVersion, _ = m["apiVersion"].(string)
 			ref.Kind, _ = m["kind"].(string)
 			ref.Name, _ = m["name"].(string)
@@ -122,7 +124,7 @@ func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, t *store.
 	src := history.VersionOf(t)
 	src.Object = nil
 	st := Step{Object: refOf(t), Source: &src}
-	live, err := getLive(ctx, c, st.Object)
+	live, err := impersonate.GetLive(ctx, c, st.Object)
 	if err != nil {
 		if code, _, fromCluster := history.Status(err); fromCluster && code < 500 {
 			st.Action, st.Reason = ActionRefuse, err.Error()
@@ -179,12 +181,12 @@ func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, t *store.
 	if err != nil {
 		return st, err
 	}
-	var ctl *OwnerReference
+	var ctl *manifest.OwnerReference
 	st.Owners, ctl = ownersOf(obj)
 	if ctl != nil {
 		exists := targetUIDs[ctl.UID]
 		if !exists {
-			_, exists, _ = s.kube.ownerCheck(ctx, c, t.Namespace, nil)(*ctl)
+			_, exists, _ = s.kube.OwnerCheck(ctx, c, t.Namespace, nil)(*ctl)
 		}
 		switch {
 		case exists && live == nil:
@@ -208,7 +210,7 @@ func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, t *store.
 	if string(live.GetUID()) != t.UID {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("the live object is another incarnation (uid %s): it gets this state", live.GetUID()))
 	}
-	m, err := CleanManifest(obj, func(OwnerReference) (string, bool, string) { return "", true, "" })
+	m, err := manifest.CleanManifest(obj, func(manifest.OwnerReference) (string, bool, string) { return "", true, "" })
 	if err != nil {
 		return st, err
 	}
@@ -240,7 +242,7 @@ func (s *Service) laterChanges(ctx context.Context, u *undoInfo) string {
 // planDelete plans deleting an object created after the as-of time.
 func (s *Service) planDelete(ctx context.Context, c dynamic.Interface, v *store.VersionRecord, deleting map[string]bool, createdAfter time.Time) (Step, error) {
 	st := Step{Object: refOf(v)}
-	live, err := getLive(ctx, c, st.Object)
+	live, err := impersonate.GetLive(ctx, c, st.Object)
 	if err != nil {
 		if code, _, fromCluster := history.Status(err); fromCluster && code < 500 {
 			st.Action, st.Reason = ActionRefuse, err.Error()
@@ -270,7 +272,7 @@ func (s *Service) planDelete(ctx context.Context, c dynamic.Interface, v *store.
 		st.Action, st.Reason = ActionRefuse, fmt.Sprintf(why, createdAfter.UTC().Format(time.RFC3339Nano), created.UTC().Format(time.RFC3339))
 		return st, nil
 	}
-	var ctl *OwnerReference
+	var ctl *manifest.OwnerReference
 	st.Owners, ctl = ownersOf(live.Object)
 	switch {
 	case ctl != nil && deleting[ctl.UID]:

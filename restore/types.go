@@ -5,16 +5,12 @@ import (
 	"time"
 
 	"github.com/options-record/options-record/history"
+	"github.com/options-record/options-record/impersonate"
+	"github.com/options-record/options-record/manifest"
 )
 
 // DroppedOwner is an ownerReference left out of a manifest.
-type DroppedOwner struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-	UID        string `json:"uid"`
-	Reason     string `json:"reason"`
-}
+type DroppedOwner = manifest.DroppedOwner
 
 // ManifestResult is the clean manifest of a version, for kubectl apply.
 type ManifestResult struct {
@@ -85,14 +81,7 @@ type PlanRequest struct {
 }
 
 // ObjectRef names an object of the cluster.
-type ObjectRef struct {
-	Group      string `json:"group"`
-	APIVersion string `json:"apiVersion"`
-	Resource   string `json:"resource"`
-	Kind       string `json:"kind,omitempty"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-}
+type ObjectRef = impersonate.ObjectRef
 
 // Step is one action of a plan.
 type Step struct {

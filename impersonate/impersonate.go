@@ -1,4 +1,4 @@
-package restore
+package impersonate
 
 import (
 	"context"
@@ -19,27 +19,39 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/options-record/options-record/history"
+	"github.com/options-record/options-record/manifest"
 )
 
-// kubeAccess reaches the cluster: as the caller (impersonation) for
+// ObjectRef names an object of the cluster.
+type ObjectRef struct {
+	Group      string `json:"group"`
+	APIVersion string `json:"apiVersion"`
+	Resource   string `json:"resource"`
+	Kind       string `json:"kind,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+}
+
+// Access reaches the cluster: as the caller (impersonation) for
 // everything a restore reads or writes, as the sink only for discovery.
-type kubeAccess struct {
+type Access struct {
 	base   *rest.Config
 	mapper *restmapper.DeferredDiscoveryRESTMapper
 }
 
-func newKubeAccess(cfg *rest.Config) (*kubeAccess, error) {
+// New makes the access from the sink's client configuration.
+func New(cfg *rest.Config) (*Access, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("restore: discovery client: %w", err)
+		return nil, fmt.Errorf("impersonate: discovery client: %w", err)
 	}
-	return &kubeAccess{base: rest.CopyConfig(cfg), mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
+	return &Access{base: rest.CopyConfig(cfg), mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
 }
 
-// as returns a client that acts as u: user, uid, groups and extra are
+// As returns a client that acts as u: user, uid, groups and extra are
 // impersonated, so the cluster's RBAC and admission decide and its audit
 // log names u.
-func (k *kubeAccess) as(u user.Info) (dynamic.Interface, error) {
+func (k *Access) As(u user.Info) (dynamic.Interface, error) {
 	if u == nil {
 		return nil, fmt.Errorf("%w: no caller to act as", history.ErrUnauthenticated)
 	}
@@ -51,13 +63,13 @@ func (k *kubeAccess) as(u user.Info) (dynamic.Interface, error) {
 	cfg.QPS, cfg.Burst = 100, 200
 	c, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("restore: client as %q: %w", u.GetName(), err)
+		return nil, fmt.Errorf("impersonate: client as %q: %w", u.GetName(), err)
 	}
 	return c, nil
 }
 
-// resource is the client of one recorded object's resource.
-func resource(c dynamic.Interface, o ObjectRef) dynamic.ResourceInterface {
+// Resource is the client of one recorded object's resource.
+func Resource(c dynamic.Interface, o ObjectRef) dynamic.ResourceInterface {
 	gvr := schema.GroupVersionResource{Group: o.Group, Version: o.APIVersion, Resource: o.Resource}
 	if o.Namespace == "" {
 		return c.Resource(gvr)
@@ -65,28 +77,29 @@ func resource(c dynamic.Interface, o ObjectRef) dynamic.ResourceInterface {
 	return c.Resource(gvr).Namespace(o.Namespace)
 }
 
-// getLive returns the live object, or nil when it does not exist.
-func getLive(ctx context.Context, c dynamic.Interface, o ObjectRef) (*unstructured.Unstructured, error) {
-	live, err := resource(c, o).Get(ctx, o.Name, metav1.GetOptions{})
+// GetLive returns the live object, or nil when it does not exist.
+func GetLive(ctx context.Context, c dynamic.Interface, o ObjectRef) (*unstructured.Unstructured, error) {
+	live, err := Resource(c, o).Get(ctx, o.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get the live %s %s: %w", o.Resource, objName(o.Namespace, o.Name), err)
+		return nil, fmt.Errorf("get the live %s %s: %w", o.Resource, ObjName(o.Namespace, o.Name), err)
 	}
 	return live, nil
 }
 
-func objName(ns, name string) string {
+// ObjName is namespace/name, or name.
+func ObjName(ns, name string) string {
 	if ns == "" {
 		return name
 	}
 	return ns + "/" + name
 }
 
-// mapping finds the resource of a kind, refreshing discovery once when the
+// Mapping finds the resource of a kind, refreshing discovery once when the
 // kind is new (a CRD created meanwhile).
-func (k *kubeAccess) mapping(apiVersion, kind string) (*meta.RESTMapping, error) {
+func (k *Access) Mapping(apiVersion, kind string) (*meta.RESTMapping, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil, err
@@ -99,14 +112,14 @@ func (k *kubeAccess) mapping(apiVersion, kind string) (*meta.RESTMapping, error)
 	return m, err
 }
 
-// ownerCheck checks owners in the live cluster as the caller; renamed maps
+// OwnerCheck checks owners in the live cluster as the caller; renamed maps
 // the old uids of owners re-created by the same plan to their new ones.
-func (k *kubeAccess) ownerCheck(ctx context.Context, c dynamic.Interface, namespace string, renamed map[string]string) OwnerCheck {
-	return func(ref OwnerReference) (string, bool, string) {
+func (k *Access) OwnerCheck(ctx context.Context, c dynamic.Interface, namespace string, renamed map[string]string) manifest.OwnerCheck {
+	return func(ref manifest.OwnerReference) (string, bool, string) {
 		if uid, ok := renamed[ref.UID]; ok {
 			return uid, true, ""
 		}
-		m, err := k.mapping(ref.APIVersion, ref.Kind)
+		m, err := k.Mapping(ref.APIVersion, ref.Kind)
 		if err != nil {
 			return "", false, fmt.Sprintf("owner kind %s %s unknown to the cluster", ref.APIVersion, ref.Kind)
 		}
@@ -129,8 +142,8 @@ func (k *kubeAccess) ownerCheck(ctx context.Context, c dynamic.Interface, namesp
 	}
 }
 
-// waitEstablished waits until a CRD created by a plan serves its objects.
-func waitEstablished(ctx context.Context, c dynamic.Interface, name string) error {
+// WaitEstablished waits until a CRD created by a plan serves its objects.
+func WaitEstablished(ctx context.Context, c dynamic.Interface, name string) error {
 	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -152,3 +165,6 @@ func waitEstablished(ctx context.Context, c dynamic.Interface, name string) erro
 		}
 	}
 }
+
+// ResetDiscovery forgets the cached discovery, after a plan created a CRD.
+func (k *Access) ResetDiscovery() { k.mapper.Reset() }

@@ -1,4 +1,4 @@
-package restore
+package manifest
 
 import (
 	"encoding/json"

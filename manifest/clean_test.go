@@ -1,4 +1,4 @@
-package restore
+package manifest
 
 import (
 	"encoding/json"
@@ -100,8 +100,8 @@ func TestCleanManifest(t *testing.T) {
 		in:      `{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}`,
 		wantErr: true,
 	}, {
-		name:    "not an object: a history.Status",
-		in:      `{"apiVersion":"v1","kind":"history.Status","status":"Success","details":{"name":"x"}}`,
+		name:    "not an object: a Status",
+		in:      `{"apiVersion":"v1","kind":"Status","status":"Success","details":{"name":"x"}}`,
 		wantErr: true,
 	}}
 	for _, tt := range tests {

@@ -1,4 +1,4 @@
-package restore
+package manifest
 
 import (
 	"fmt"
@@ -6,6 +6,15 @@ import (
 
 	"github.com/options-record/options-record/history"
 )
+
+// DroppedOwner is an ownerReference left out of a manifest.
+type DroppedOwner struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	Reason     string `json:"reason"`
+}
 
 // OwnerReference is the part of a metadata.ownerReferences entry that
 // names the owner.
@@ -49,7 +58,7 @@ func CleanManifest(obj map[string]any, owners OwnerCheck) (*Manifest, error) {
 	if obj == nil {
 		return nil, fmt.Errorf("%w: no object", history.ErrUnprocessable)
 	}
-	out := deepCopy(obj).(map[string]any)
+	out := DeepCopy(obj).(map[string]any)
 	apiVersion, _ := out["apiVersion"].(string)
 	kind, _ := out["kind"].(string)
 	md, _ := out["metadata"].(map[string]any)
@@ -125,19 +134,19 @@ func (m *Manifest) cleanOwners(refs any, owners OwnerCheck) []any {
 	return kept
 }
 
-// deepCopy copies decoded JSON.
-func deepCopy(v any) any {
+// DeepCopy copies decoded JSON.
+func DeepCopy(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = deepCopy(e)
+			out[k] = DeepCopy(e)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = deepCopy(e)
+			out[i] = DeepCopy(e)
 		}
 		return out
 	}
