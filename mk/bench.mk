@@ -25,3 +25,14 @@ bench: deps ## Measure the sink: events/s, ack latency, peak RSS, CPU (sink vs P
 bench-api: export OPTIONS_RECORD_CONTROLPLANE_DIR = $(CONTROLPLANE_DIR)
 bench-api: deps ## Load the restore API (as-of/undo plans, 20 at a time) and check the ingest keeps up
 	OPTIONS_RECORD_API_LOAD=1 go test -count=1 -timeout 15m -run TestRestoreAPIUnderLoad -v ./test/e2e/
+
+# Read benchmark (test/e2e TestReadBenchmark, skipped unless
+# OPTIONS_RECORD_READ_BENCH is set): a record of BENCH_READ_VERSIONS object
+# versions over 30 days on a real control plane, then p50/p99 of the
+# incident's lookups through the direct API and through the aggregated API
+# (the real kube-apiserver in front).
+BENCH_READ_VERSIONS ?= 5000000
+.PHONY: bench-read
+bench-read: export OPTIONS_RECORD_CONTROLPLANE_DIR = $(CONTROLPLANE_DIR)
+bench-read: deps ## Time the lookups on a record of BENCH_READ_VERSIONS versions (default 5 M), through both front doors
+	OPTIONS_RECORD_READ_BENCH=$(BENCH_READ_VERSIONS) go test -count=1 -timeout 120m -run TestReadBenchmark -v ./test/e2e/ 2>&1 | grep -v '^\s*log_test.go'

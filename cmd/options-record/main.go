@@ -154,6 +154,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&api.RequestTimeout, "api-request-timeout", time.Minute, "deadline of each restore API request")
 	fs.DurationVar(&api.StatementTimeout, "api-statement-timeout", 30*time.Second, "statement_timeout of the restore API's queries")
 	fs.IntVar(&api.MaxInFlight, "api-max-in-flight", 16, "restore API requests served at once; more get 429")
+	fs.IntVar(&api.MaxPlanObjects, "api-max-plan-objects", 2000, "objects one restore plan may cover; a larger plan is refused (narrow it)")
 	fs.IntVar(&api.MaxInFlightPerUser, "api-max-in-flight-per-user", 4, "restore API requests of one caller served at once; more get 429")
 	agg := app.AggregatedOptions{}
 	fs.StringVar(&agg.Addr, "aggregated-bind-address", "", "HTTPS address of the aggregated API (record.optionsrecord.io, reached through the kube-apiserver; needs --api-bind-address and a cluster); empty disables it")

@@ -47,6 +47,8 @@ type APIOptions struct {
 	// MaxInFlight and MaxInFlightPerUser cap the requests served at once,
 	// in all (default 16) and per caller (default 4).
 	MaxInFlight, MaxInFlightPerUser int
+	// MaxPlanObjects caps the objects of one restore plan (default 2000).
+	MaxPlanObjects int
 	// Aggregated, when set, also serves the record as the API group
 	// record.optionsrecord.io through the kube-apiserver (API aggregation),
 	// over the same query layer. It needs a cluster.
@@ -118,7 +120,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 	// Page cursors are sealed with a key the replicas share (they share the
 	// digest key), so a page from one replica continues on another.
 	hopts := history.Options{Reader: st, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors")}
-	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log}
+	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log, MaxPlanSteps: o.MaxPlanObjects}
 	apiOpts := restoreapi.Options{Logger: log,
 		RequestTimeout: o.RequestTimeout, MaxInFlight: o.MaxInFlight, MaxInFlightPerUser: o.MaxInFlightPerUser}
 	if so.Kube != nil {

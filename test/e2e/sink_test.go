@@ -50,6 +50,7 @@ type world struct {
 	metrics  string // host:port of the sink's /metrics
 	apiURL   string // https://host:port of the restore API, when served
 	aggAddr  string // host:port of the aggregated API, when served
+	dsn      string // the record's database
 	caPEM    []byte // the CA of the sink's serving certificate
 }
 
@@ -79,6 +80,8 @@ type worldOptions struct {
 	files []string
 	// api serves the restore API on a free port (world.apiURL).
 	api bool
+	// maxPlanObjects, when set, is the API's cap on the objects of a plan.
+	maxPlanObjects int
 	// aggregated also serves the aggregated API (record.optionsrecord.io)
 	// on a free port, with the control plane configured for aggregation
 	// (world.aggAddr); it implies api.
@@ -116,7 +119,7 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 	webhook := controlplane.WriteWebhookKubeconfig(t, controlplane.WebhookKubeconfig{
 		Server: fmt.Sprintf("https://127.0.0.1:%d/audit", port), CAData: ca.CertPEM, Token: token,
 	})
-	w := &world{auditLog: filepath.Join(dir, "audit.log"), caPEM: ca.CertPEM}
+	w := &world{auditLog: filepath.Join(dir, "audit.log"), caPEM: ca.CertPEM, dsn: dsn}
 	w.cp = controlplane.Start(t, controlplane.Options{
 		Users:                  append(slices.Clone(e2eUsers), wo.users...),
 		AuditPolicyFile:        wo.policy(t, dir),
@@ -138,7 +141,7 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 	var api *app.APIOptions
 	if wo.api || wo.aggregated {
 		apiAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-		api, w.apiURL = &app.APIOptions{Addr: apiAddr}, "https://"+apiAddr
+		api, w.apiURL = &app.APIOptions{Addr: apiAddr, MaxPlanObjects: wo.maxPlanObjects}, "https://"+apiAddr
 	}
 	if wo.aggregated {
 		w.aggAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))
