@@ -233,8 +233,8 @@ func (*changeStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ ru
 			user, as, audit = r.Actor.Username, r.Actor.ImpersonatedUser, r.Actor.AuditID
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{name, r.Verb, res, r.Object.Name, user, as, duration.HumanDuration(time.Since(r.ChangedAt.Time)),
-				r.Subresource, r.Restorable, audit},
+			Cells: []any{cell(name), r.Verb, cell(res), cell(r.Object.Name), cell(user), cell(as), duration.HumanDuration(time.Since(r.ChangedAt.Time)),
+				cell(r.Subresource), r.Restorable, cell(audit)},
 			Object: runtime.RawExtension{Object: o},
 		})
 	}

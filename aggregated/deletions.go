@@ -275,8 +275,8 @@ func (*deletionStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ 
 			res += "." + r.Object.APIGroup
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{name, res, r.Object.Name, r.Actor.Username, r.Actor.ImpersonatedUser, r.InitiatedBy,
-				duration.HumanDuration(time.Since(r.DeletedAt.Time)), r.Verb, r.StateVersion != "", r.Actor.AuditID},
+			Cells: []any{cell(name), cell(res), cell(r.Object.Name), cell(r.Actor.Username), cell(r.Actor.ImpersonatedUser), cell(r.InitiatedBy),
+				duration.HumanDuration(time.Since(r.DeletedAt.Time)), r.Verb, r.StateVersion != "", cell(r.Actor.AuditID)},
 			Object: runtime.RawExtension{Object: o},
 		})
 	}

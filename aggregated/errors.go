@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"unicode"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,4 +50,28 @@ func statusError(log *slog.Logger, err error, res schema.GroupResource, name str
 
 func errUnexpectedType(obj runtime.Object) error {
 	return fmt.Errorf("unexpected object type %T", obj)
+}
+
+// statusMessage is the message of err for a restore's status: internal
+// errors are logged and said generically, as statusError does.
+func statusMessage(log *slog.Logger, err error) (int32, string) {
+	code, _, fromCluster := history.Status(err)
+	if code == http.StatusInternalServerError && !fromCluster {
+		log.Error("aggregated API restore failed", "err", err)
+		return int32(code), "internal error (logged by the server)"
+	}
+	return int32(code), err.Error()
+}
+
+// cell is a recorded string as a Table cell: kubectl prints cells to a
+// terminal as they are, and every recorded value was written by some
+// cluster user (a username from an OIDC claim, a user agent), so one with
+// a control or non-printable character is shown quoted and escaped.
+func cell(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.QuoteToASCII(s)
+		}
+	}
+	return s
 }

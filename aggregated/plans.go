@@ -213,7 +213,7 @@ func (*planStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runt
 	add := func(p *recordv1alpha1.RestorePlan) {
 		sm := p.Status.Summary
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{p.Name, p.Spec.Kind, p.Status.State, len(p.Status.Steps), sm[restore.ActionCreate], sm[restore.ActionUpdate],
+			Cells: []any{cell(p.Name), cell(p.Spec.Kind), p.Status.State, len(p.Status.Steps), sm[restore.ActionCreate], sm[restore.ActionUpdate],
 				sm[restore.ActionDelete], duration.HumanDuration(time.Since(p.CreationTimestamp.Time))},
 			Object: runtime.RawExtension{Object: p},
 		})

@@ -119,8 +119,8 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 	out.Status = recordv1alpha1.RestoreStatus{Phase: "Succeeded", DryRun: dryRun, Action: res.Action, RestoreID: res.RestoreID,
 		CreatedBy: u.GetName(), Object: sourceRef(&res.Source)}
 	if err != nil {
-		code, _, _ := history.Status(err)
-		out.Status.Phase, out.Status.Code, out.Status.Message = "Failed", int32(code), err.Error()
+		out.Status.Phase = "Failed"
+		out.Status.Code, out.Status.Message = statusMessage(s.log, err)
 		if errors.Is(err, history.ErrConflict) || errors.Is(err, history.ErrUnprocessable) {
 			out.Status.Phase = "Refused"
 		}
@@ -162,7 +162,7 @@ func (s *restoreStorage) execute(ctx context.Context, r *recordv1alpha1.Restore,
 	out := restoreOf(p)
 	out.Spec = r.Spec
 	if err != nil {
-		out.Status.Message = err.Error()
+		_, out.Status.Message = statusMessage(s.log, err)
 	}
 	return out, nil
 }
@@ -381,8 +381,8 @@ func (*restoreStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ r
 			phase += " (dry run)"
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{r.Name, res, name, phase, r.Status.Action,
-				duration.HumanDuration(time.Since(r.CreationTimestamp.Time)), strings.TrimSpace(r.Status.Message)},
+			Cells: []any{cell(r.Name), cell(res), cell(name), phase, r.Status.Action,
+				duration.HumanDuration(time.Since(r.CreationTimestamp.Time)), cell(strings.TrimSpace(r.Status.Message))},
 			Object: runtime.RawExtension{Object: r},
 		})
 	}

@@ -445,6 +445,12 @@ func ownersFirst(steps []Step) []Step {
 // 5,000 (at the impersonated client's rate, most of a minute).
 const listThreshold = 20
 
+// maxListed bounds the live objects one LIST of a plan holds: a resource
+// with more objects in the namespace than the plan can cover is left to
+// single GETs, so a caller cannot make a plan hold a huge namespace in
+// memory.
+const maxListed = 20000
+
 // liveObjects are the live objects LISTed as the caller, per resource and
 // namespace; a group not listed is fetched object by object.
 type liveObjects map[liveGroup]map[string]*unstructured.Unstructured
@@ -498,6 +504,10 @@ func listLive(ctx context.Context, c dynamic.Interface, rf *history.ReadFilter, 
 			}
 			for i := range l.Items {
 				objs[l.Items[i].GetName()] = &l.Items[i]
+			}
+			if len(objs) > maxListed {
+				complete = false
+				break
 			}
 			if opts.Continue = l.GetContinue(); opts.Continue == "" {
 				break
