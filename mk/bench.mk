@@ -30,9 +30,11 @@ bench-api: deps ## Load the restore API (as-of/undo plans, 20 at a time) and che
 # OPTIONS_RECORD_READ_BENCH is set): a record of BENCH_READ_VERSIONS object
 # versions over 30 days on a real control plane, then p50/p99 of the
 # incident's lookups through the direct API and through the aggregated API
-# (the real kube-apiserver in front).
+# (the real kube-apiserver in front). BENCH_READ_DSN=postgres://... keeps the
+# record in that database: written on the first run, only timed on the next.
 BENCH_READ_VERSIONS ?= 5000000
+BENCH_READ_DSN      ?=
 .PHONY: bench-read
 bench-read: export OPTIONS_RECORD_CONTROLPLANE_DIR = $(CONTROLPLANE_DIR)
 bench-read: deps ## Time the lookups on a record of BENCH_READ_VERSIONS versions (default 5 M), through both front doors
-	OPTIONS_RECORD_READ_BENCH=$(BENCH_READ_VERSIONS) go test -count=1 -timeout 120m -run TestReadBenchmark -v ./test/e2e/ 2>&1 | grep -v '^\s*log_test.go'
+	OPTIONS_RECORD_READ_BENCH=$(BENCH_READ_VERSIONS) OPTIONS_RECORD_READ_BENCH_DSN='$(BENCH_READ_DSN)' go test -count=1 -timeout 120m -run TestReadBenchmark -v ./test/e2e/ 2>&1 | grep -v '^\s*log_test.go'

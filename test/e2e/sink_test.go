@@ -86,6 +86,9 @@ type worldOptions struct {
 	// on a free port, with the control plane configured for aggregation
 	// (world.aggAddr); it implies api.
 	aggregated bool
+	// dsn, when set, is the record's database instead of a throwaway one
+	// (make bench-read BENCH_READ_DSN=..., to time a record filled before).
+	dsn string
 }
 
 func startWorldWith(t *testing.T, wo worldOptions) *world {
@@ -93,7 +96,10 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 	if wo.policy == nil {
 		wo.policy = instrumentedPolicy
 	}
-	dsn := pgtest.NewDatabase(t)
+	dsn := wo.dsn
+	if dsn == "" {
+		dsn = pgtest.NewDatabase(t)
+	}
 	dir := t.TempDir()
 
 	// The sink's serving certificate and the token the apiserver presents.
