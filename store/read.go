@@ -149,6 +149,9 @@ func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]VersionRecord, er
 		return nil, errors.New("store: changes: cluster and limit are required")
 	}
 	sql, args := changesSQL(q)
+	if q.User == "" {
+		return s.versions(ctx, "changes", q.Cluster, sql, args...)
+	}
 	return queryAll[VersionRecord](ctx, s.pool, "changes", sql, args...)
 }
 
@@ -175,7 +178,11 @@ func changesSQL(q ChangeQuery) (string, []any) {
 	if q.Names != nil {
 		b.where("v.name = ANY(" + b.arg(q.Names) + "::text[])")
 	}
-	if q.ChangesOnly {
+	switch {
+	case q.ChangesOnly && q.User == "":
+		// Only a successful write makes a version (record.Convert).
+		b.where("v.origin = 'change'")
+	case q.ChangesOnly:
 		b.where("v.origin = 'change' AND e.response_code < 300")
 	}
 	if q.User != "" {
@@ -199,32 +206,36 @@ func changesSQL(q ChangeQuery) (string, []any) {
     WHERE d.cluster = v.cluster AND d.uid = v.uid AND d.resource_version = v.resource_version AND d.origin = 'change'
       AND NOT d.deleted AND (d.changed_at, d.version_key) < (v.changed_at, v.version_key)))`)
 	keyset(&b, q.After, q.Ascending, "v.changed_at", "v.uid", "v.version_key")
-	from := versionFromEvents
+	sel, from := versionSelectNoObject, versionFromEvents
 	switch {
 	case q.User == "":
+		// Read from object_versions alone; Changes attaches the authors.
+		sel, from = versionOnlySelectNoObject, "\nFROM object_versions v"
 	case q.Namespaces != nil || q.Namespace != nil || q.Names != nil || q.Name != "" || q.UID != "":
 		from = versionFromEventsByKey // the object side is the narrower
 	default:
 		from = userEventsThenVersions
 		b.where("e.cluster = " + b.arg(q.Cluster))
 	}
-	return versionSelectNoObject + from + b.whereSQL() +
+	return sel + from + b.whereSQL() +
 		orderBy(q.Ascending, "v.changed_at", "v.uid", "v.version_key") + " LIMIT " + strconv.Itoa(q.Limit), b.args
 }
 
-var versionByKeySQL = versionSelectWithObject + versionFromEvents + `
+var versionByKeySQL = versionOnlySelectWithObject + `
+FROM object_versions v
 WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key = $3`
 
 // Version returns one version with its object, or ErrNotFound.
 func (s *Store) Version(ctx context.Context, cluster, uid string, key []byte) (*VersionRecord, error) {
-	return s.oneVersion(ctx, "version", versionByKeySQL, cluster, uid, key)
+	return s.oneVersion(ctx, "version", cluster, versionByKeySQL, cluster, uid, key)
 }
 
 // stateBeforeSQL is the prior-state rule of the object_history view: the
 // newest complete, not deleted version of the same object older than the
 // change ($4 its resourceVersion, $5 whether it is a delete: then a version
 // at the same resourceVersion counts as older).
-var stateBeforeSQL = versionSelectWithObject + versionFromEvents + `
+var stateBeforeSQL = versionOnlySelectWithObject + `
+FROM object_versions v
 WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key <> $3
   AND v.complete AND NOT v.deleted
   AND ($4::bigint IS NULL OR v.resource_version < $4 OR ($5 AND v.resource_version = $4))
@@ -242,10 +253,11 @@ func (s *Store) StateBefore(ctx context.Context, v *VersionRecord) (*VersionReco
 	case v.Deleted && v.HasObject:
 		return v, nil
 	}
-	return s.oneVersion(ctx, "state before", stateBeforeSQL, v.Cluster, v.UID, v.Key, v.ResourceVersion, v.Deleted)
+	return s.oneVersion(ctx, "state before", v.Cluster, stateBeforeSQL, v.Cluster, v.UID, v.Key, v.ResourceVersion, v.Deleted)
 }
 
-var newestByNameSQL = versionSelectWithObject + versionFromEvents + `
+var newestByNameSQL = versionOnlySelectWithObject + `
+FROM object_versions v
 WHERE v.cluster = $1 AND v.api_group = $2 AND v.resource = $3 AND v.namespace = $4 AND v.name = $5
 ORDER BY v.changed_at DESC, v.deleted DESC, v.resource_version DESC NULLS FIRST
 LIMIT 1`
@@ -253,22 +265,21 @@ LIMIT 1`
 // Newest returns the newest version recorded for an object by name (any
 // incarnation), with its object, or ErrNotFound.
 func (s *Store) Newest(ctx context.Context, cluster, group, resource, namespace, name string) (*VersionRecord, error) {
-	return s.oneVersion(ctx, "newest version", newestByNameSQL, cluster, group, resource, namespace, name)
+	return s.oneVersion(ctx, "newest version", cluster, newestByNameSQL, cluster, group, resource, namespace, name)
 }
 
-func (s *Store) oneVersion(ctx context.Context, what, sql string, args ...any) (*VersionRecord, error) {
-	rows, err := s.pool.Query(ctx, sql, args...)
+func (s *Store) oneVersion(ctx context.Context, what, cluster, sql string, args ...any) (*VersionRecord, error) {
+	vs, err := s.versions(ctx, what, cluster, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: %s: %w", what, err)
+		return nil, err
 	}
-	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[VersionRecord])
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch len(vs) {
+	case 0:
 		return nil, fmt.Errorf("%s: %w", what, ErrNotFound)
+	case 1:
+		return &vs[0], nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("store: %s: %w", what, err)
-	}
-	return v, nil
+	return nil, fmt.Errorf("store: %s: %d rows, expected one", what, len(vs))
 }
 
 // asOfSQL is objects_as_of with the identity of each version: the newest
@@ -413,25 +424,61 @@ type DeletionQuery struct {
 	Limit     int
 }
 
+// deletionsSelect is a page of the deletions view read from
+// object_versions alone (see actors.go): the same rows in the same order,
+// with the view's prior-state rule (object_history) for state_key and
+// stale. Deletions then attaches who deleted (the events) and, for the
+// deletes of a cascade actor, who started the cascade (the view itself, for
+// those rows only).
 const deletionsSelect = `
-SELECT d.cluster, d.uid, v.version_key, d.resource_version, v.origin, d.verb, d.changed_at,
-       d.api_group, d.api_version, d.kind, d.resource, d.subresource, d.namespace, d.name,
-       d.created, d.deleted, v.complete, d.secret_digested, (v.object IS NOT NULL) AS has_object,
-       NULL::json AS object, d.prior_stale AS stale,
-       coalesce(d.audit_id, '') AS audit_id, d.username, d.user_groups,
-       coalesce(d.impersonated_user, '') AS impersonated_user, d.impersonated_groups, d.source_ips,
-       coalesce(d.user_agent, '') AS user_agent, d.response_code,
-       CASE WHEN v.object IS NOT NULL THEN v.version_key ELSE p.version_key END AS state_key,
-       coalesce(d.initiated_by, '') AS initiated_by, coalesce(d.initiated_via, '') AS initiated_via, d.initiated_at
-FROM deletions d
-JOIN object_versions v ON v.cluster = d.cluster AND v.uid = d.uid AND v.event_key = d.event_key
+SELECT v.cluster, v.uid, v.version_key, v.resource_version, v.origin, v.verb, v.changed_at,
+       v.api_group, v.api_version, v.kind, v.resource, v.subresource, v.namespace, v.name,
+       v.created, v.deleted, v.complete, v.secret_digested, (v.object IS NOT NULL) AS has_object,
+       NULL::json AS object,
+       EXISTS (SELECT 1 FROM object_versions s
+               WHERE s.cluster = v.cluster AND s.uid = v.uid AND NOT s.complete AND NOT s.deleted
+                 AND s.resource_version > p.resource_version
+                 AND (v.resource_version IS NULL OR s.resource_version < v.resource_version)) AS stale,
+       '' AS audit_id, '' AS username, NULL::text[] AS user_groups, '' AS impersonated_user,
+       NULL::text[] AS impersonated_groups, NULL::text[] AS source_ips, '' AS user_agent,
+       0::integer AS response_code, v.event_key,
+       CASE WHEN v.object IS NOT NULL THEN v.version_key
+            WHEN p.resource_version IS NOT NULL THEN p.version_key END AS state_key,
+       '' AS initiated_by, '' AS initiated_via, NULL::timestamptz AS initiated_at
+FROM object_versions v%s
 LEFT JOIN LATERAL (
-    SELECT pv.version_key FROM object_versions pv
-    WHERE pv.cluster = d.cluster AND pv.uid = d.uid AND pv.complete AND NOT pv.deleted
-      AND pv.resource_version = d.prior_resource_version
-    ORDER BY pv.changed_at DESC
+    SELECT pv.version_key, pv.resource_version
+    FROM object_versions pv
+    WHERE pv.cluster = v.cluster AND pv.uid = v.uid AND pv.complete AND NOT pv.deleted
+      AND pv.version_key <> v.version_key AND NOT v.created
+      AND (v.resource_version IS NULL OR pv.resource_version < v.resource_version
+           OR (v.deleted AND pv.resource_version = v.resource_version))
+    ORDER BY pv.resource_version DESC NULLS LAST, pv.changed_at DESC
     LIMIT 1
-) p ON d.prior_known`
+) p ON true`
+
+// deletionRow is a Deletion with the key of its event.
+type deletionRow struct {
+	Deletion
+	EventKey []byte `db:"event_key"`
+}
+
+// cascadeSQL is who started the cascades behind deletes of a cascade actor,
+// from the deletions view (the rule lives there alone), for the rows of a
+// page.
+const cascadeSQL = `
+SELECT d.uid, d.event_key, coalesce(d.initiated_by, '') AS initiated_by,
+       coalesce(d.initiated_via, '') AS initiated_via, d.initiated_at
+FROM deletions d
+WHERE d.cluster = $1 AND d.uid = ANY($2::text[]) AND d.event_key = ANY($3::bytea[])`
+
+type cascadeRow struct {
+	UID          string     `db:"uid"`
+	EventKey     []byte     `db:"event_key"`
+	InitiatedBy  string     `db:"initiated_by"`
+	InitiatedVia string     `db:"initiated_via"`
+	InitiatedAt  *time.Time `db:"initiated_at"`
+}
 
 // Deletions returns successful deletes, newest first.
 func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, error) {
@@ -439,22 +486,65 @@ func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, err
 		return nil, errors.New("store: deletions: cluster and limit are required")
 	}
 	sql, args := deletionsSQL(q)
-	return queryAll[Deletion](ctx, s.pool, "deletions", sql, args...)
+	rows, err := queryAll[deletionRow](ctx, s.pool, "deletions", sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	cascades, err := s.attachActors(ctx, q.Cluster, len(rows), func(i int) (*VersionRecord, []byte) {
+		return &rows[i].VersionRecord, rows[i].EventKey
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(cascades) > 0 {
+		var uids []string
+		var keys [][]byte
+		for i := range cascades {
+			uids, keys = append(uids, rows[i].UID), append(keys, rows[i].EventKey)
+		}
+		started, err := queryAll[cascadeRow](ctx, s.pool, "cascades of deletions", cascadeSQL, q.Cluster, uids, keys)
+		if err != nil {
+			return nil, err
+		}
+		for i := range cascades {
+			for _, c := range started {
+				if c.UID == rows[i].UID && string(c.EventKey) == string(rows[i].EventKey) {
+					rows[i].InitiatedBy, rows[i].InitiatedVia, rows[i].InitiatedAt = c.InitiatedBy, c.InitiatedVia, c.InitiatedAt
+				}
+			}
+		}
+	}
+	out := make([]Deletion, len(rows))
+	for i := range rows {
+		out[i] = rows[i].Deletion
+	}
+	return out, nil
 }
 
 func deletionsSQL(q DeletionQuery) (string, []any) {
 	var b sqlBuilder
-	b.where("d.cluster = " + b.arg(q.Cluster))
-	b.object("d", q.Group, q.Resource, q.Namespace, q.Name)
+	b.where("v.cluster = " + b.arg(q.Cluster))
+	// The rows of the deletions view: successful deletes (only a
+	// successful write makes a version), not the no-op repeat of a change.
+	b.where("v.verb IN ('delete', 'deletecollection') AND v.origin = 'change'")
+	b.where(`(v.deleted OR v.resource_version IS NULL OR NOT EXISTS (SELECT 1 FROM object_versions d
+    WHERE d.cluster = v.cluster AND d.uid = v.uid AND d.resource_version = v.resource_version AND d.origin = 'change'
+      AND NOT d.deleted AND (d.changed_at, d.version_key) < (v.changed_at, v.version_key)))`)
+	b.object("v", q.Group, q.Resource, q.Namespace, q.Name)
 	if q.UID != "" {
-		b.where("d.uid = " + b.arg(q.UID))
+		b.where("v.uid = " + b.arg(q.UID))
 	}
+	join := ""
 	if q.User != "" {
-		b.where("d.username = " + b.arg(q.User))
+		// Who deleted is in the event; the same time bounds on its
+		// partition key let PostgreSQL prune the days outside them.
+		join = "\nJOIN events e ON e.cluster = v.cluster AND e.stage_at = v.changed_at AND e.event_key = v.event_key"
+		b.where("e.username = " + b.arg(q.User))
+		timeBounds(&b, "e.stage_at", q.Since, q.Until)
 	}
-	timeBounds(&b, "d.changed_at", q.Since, q.Until)
-	keyset(&b, q.After, false, "d.changed_at", "d.uid", "v.version_key")
-	return deletionsSelect + b.whereSQL() + orderBy(false, "d.changed_at", "d.uid", "v.version_key") +
+	timeBounds(&b, "v.changed_at", q.Since, q.Until)
+	keyset(&b, q.After, false, "v.changed_at", "v.uid", "v.version_key")
+	return fmt.Sprintf(deletionsSelect, join) + b.whereSQL() + orderBy(false, "v.changed_at", "v.uid", "v.version_key") +
 		" LIMIT " + strconv.Itoa(q.Limit), b.args
 }
 

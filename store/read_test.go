@@ -7,16 +7,19 @@ package store
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/options-record/options-record/internal/pgtest"
 )
@@ -508,6 +511,13 @@ func TestReadQueriesUseIndexes(t *testing.T) {
 		"activity": func() (string, []any) {
 			return eventsSQL(EventQuery{Cluster: "c", User: "bob", Limit: 10, After: cur}, false)
 		},
+		"authors of versions": func() (string, []any) {
+			return eventActorSQL, []any{"c", []time.Time{t0, t0.Add(time.Minute)}, [][]byte{{1}, {2}}}
+		},
+		"cascades of deletions": func() (string, []any) { return cascadeSQL, []any{"c", []string{"u", "w"}, [][]byte{{1}, {2}}} },
+		"deletions: user": func() (string, []any) {
+			return deletionsSQL(DeletionQuery{Cluster: "c", User: "bob", Since: t0, Limit: 10})
+		},
 		"version":        func() (string, []any) { return versionByKeySQL, []any{"c", "u", []byte{1}} },
 		"state before":   func() (string, []any) { return stateBeforeSQL, []any{"c", "u", []byte{1}, int64(5), false} },
 		"newest by name": func() (string, []any) { return newestByNameSQL, []any{"c", "", "r", "n", "x"} },
@@ -531,5 +541,91 @@ func TestReadQueriesUseIndexes(t *testing.T) {
 				t.Errorf("%s\n%s", p, plan)
 			}
 		})
+	}
+}
+
+// cascade: alice deletes namespace prod and the namespace controller then
+// deletes what was in it; bob deletes dev/owner and the garbage collector
+// then deletes its dependent.
+var cascade = append(slices.Clone(lifecycle),
+	change{verb: "create", user: "alice", resource: "configmaps", ns: "prod", name: "app2", uid: "c1", rv: 30, at: 10 * time.Minute, data: "a", created: true},
+	change{verb: "create", user: "bob", resource: "configmaps", ns: "dev", name: "owner", uid: "o1", rv: 40, at: 10 * time.Minute, data: "o", created: true},
+	change{verb: "create", user: "bob", resource: "configmaps", ns: "dev", name: "dep", uid: "d1", rv: 41, at: 11 * time.Minute, data: "d", created: true, ownerUID: "o1"},
+	change{verb: "delete", user: "alice", resource: "namespaces", name: "prod", uid: "ns1", at: 20 * time.Minute, deleted: true},
+	change{verb: "delete", user: "system:serviceaccount:kube-system:namespace-controller", resource: "configmaps", ns: "prod", name: "app2", uid: "c1", at: 21 * time.Minute, deleted: true},
+	change{verb: "delete", user: "bob", resource: "configmaps", ns: "dev", name: "owner", uid: "o1", rv: 40, at: 22 * time.Minute, data: "o", deleted: true},
+	change{verb: "delete", user: "system:serviceaccount:kube-system:generic-garbage-collector", resource: "configmaps", ns: "dev", name: "dep", uid: "d1", at: 23 * time.Minute, deleted: true},
+)
+
+// TestDeletionsAgreeWithTheView: Deletions reads object_versions and the
+// events apart (actors.go); every row, actor and cascade must be what the
+// deletions view says, the rule operators query with SQL.
+func TestDeletionsAgreeWithTheView(t *testing.T) {
+	s := openStore(t)
+	write(t, s, cascade...)
+	ctx := context.Background()
+	type row struct {
+		UID, Key, User, AuditID, By, Via, StateKey string
+		At                                         *time.Time
+		Stale                                      bool
+		Groups                                     []string
+	}
+	rows, err := s.pool.Query(ctx, `
+SELECT d.uid, encode(v.version_key, 'hex'), d.username, d.audit_id, coalesce(d.initiated_by, ''), coalesce(d.initiated_via, ''),
+       coalesce(encode(CASE WHEN v.object IS NOT NULL THEN v.version_key ELSE p.version_key END, 'hex'), ''),
+       d.initiated_at, d.prior_stale, d.user_groups
+FROM deletions d
+JOIN object_versions v ON v.cluster = d.cluster AND v.uid = d.uid AND v.event_key = d.event_key
+LEFT JOIN LATERAL (
+    SELECT pv.version_key FROM object_versions pv
+    WHERE pv.cluster = d.cluster AND pv.uid = d.uid AND pv.complete AND NOT pv.deleted
+      AND pv.resource_version = d.prior_resource_version
+    ORDER BY pv.changed_at DESC LIMIT 1
+) p ON d.prior_known
+WHERE d.cluster = 'default'
+ORDER BY d.changed_at DESC, d.uid DESC, v.version_key DESC`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		err := r.Scan(&x.UID, &x.Key, &x.User, &x.AuditID, &x.By, &x.Via, &x.StateKey, &x.At, &x.Stale, &x.Groups)
+		return x, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []row
+	var after *Cursor
+	for { // pages of 2: the keyset continues where the view's order does
+		page, err := s.Deletions(ctx, DeletionQuery{Cluster: "default", Limit: 2, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range page {
+			got = append(got, row{UID: d.UID, Key: hex.EncodeToString(d.Key), User: d.Username, AuditID: d.AuditID, By: d.InitiatedBy,
+				Via: d.InitiatedVia, StateKey: hex.EncodeToString(d.StateKey), At: d.InitiatedAt, Stale: d.Stale, Groups: d.UserGroups})
+		}
+		if len(page) < 2 {
+			break
+		}
+		last := page[len(page)-1]
+		after = &Cursor{At: last.ChangedAt, UID: last.UID, Key: last.Key}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Deletions against the view (-view +Deletions):\n%s", diff)
+	}
+	byUID := map[string]row{}
+	for _, r := range got {
+		byUID[r.UID] = r
+	}
+	if r := byUID["c1"]; r.By != "alice" || r.Via != "namespace-deletion" || r.At == nil {
+		t.Errorf("the namespace controller's delete of prod/app2: %+v, want started by alice's namespace deletion", r)
+	}
+	if r := byUID["d1"]; r.By != "bob" || r.Via != "owner-deletion" {
+		t.Errorf("the garbage collector's delete of dev/dep: %+v, want started by bob's delete of its owner", r)
+	}
+	if len(want) < 6 {
+		t.Errorf("the fixture has %d deletions, want at least 6", len(want))
 	}
 }

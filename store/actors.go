@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Reading a version and its event in one query joins object_versions to
+// events, which is partitioned by day: PostgreSQL plans the join against
+// every partition (it cannot prune by e.stage_at = v.changed_at before it
+// runs) and opens each one when it starts. Measured on a record of a month
+// (33 partitions), that planning and start-up cost 3-60 ms a query, against
+// a fraction of a millisecond for object_versions alone; a plan that loads
+// 5,000 states one by one spent most of its 11 s there.
+//
+// So the lookups read versions from object_versions alone and attach the
+// who in a second query that names the events' partition key with
+// constants (stage_at = ANY(...)): PostgreSQL prunes to the days the page
+// covers while it plans, and reads each event by its primary key.
+
+// versionOnlyColumns are the columns of a VersionRecord read from
+// object_versions v alone: the event's columns are left empty for
+// attachActors, and the event key is added for it. %s is the object column
+// and the stale expression.
+const versionOnlyColumns = `
+SELECT v.cluster, v.uid, v.version_key, v.resource_version, v.origin, v.verb, v.changed_at,
+       v.api_group, v.api_version, v.kind, v.resource, v.subresource, v.namespace, v.name,
+       v.created, v.deleted, v.complete, v.secret_digested, (v.object IS NOT NULL) AS has_object,
+       %s AS object, %s AS stale,
+       '' AS audit_id, '' AS username, NULL::text[] AS user_groups, '' AS impersonated_user,
+       NULL::text[] AS impersonated_groups, NULL::text[] AS source_ips, '' AS user_agent,
+       0::integer AS response_code, v.event_key`
+
+var (
+	versionOnlySelectNoObject   = fmt.Sprintf(versionOnlyColumns, "NULL::json", "false")
+	versionOnlySelectWithObject = fmt.Sprintf(versionOnlyColumns, "v.object", "false")
+)
+
+// versionWithEvent is a VersionRecord with the key of its event (nil for a
+// baseline), which attachActors needs.
+type versionWithEvent struct {
+	VersionRecord
+	EventKey []byte `db:"event_key"`
+}
+
+// eventActorSQL reads the who of events named by their primary key. The
+// arrays are constants of the plan (parameters of a custom plan), so the
+// partitions outside those days are pruned before it runs. Pairs of the
+// cross product that are not asked for are dropped by the caller.
+const eventActorSQL = `
+SELECT e.stage_at, e.event_key, e.audit_id, e.username, e.user_groups,
+       coalesce(e.impersonated_user, '') AS impersonated_user, e.impersonated_groups, e.source_ips,
+       coalesce(e.user_agent, '') AS user_agent, e.response_code,
+       EXISTS (SELECT 1 FROM cascade_actors ca WHERE ca.username = e.username) AS cascade
+FROM events e
+WHERE e.cluster = $1 AND e.stage_at = ANY($2::timestamptz[]) AND e.event_key = ANY($3::bytea[])`
+
+type eventActor struct {
+	StageAt            time.Time `db:"stage_at"`
+	EventKey           []byte    `db:"event_key"`
+	AuditID            string    `db:"audit_id"`
+	Username           string    `db:"username"`
+	UserGroups         []string  `db:"user_groups"`
+	ImpersonatedUser   string    `db:"impersonated_user"`
+	ImpersonatedGroups []string  `db:"impersonated_groups"`
+	SourceIPs          []string  `db:"source_ips"`
+	UserAgent          string    `db:"user_agent"`
+	ResponseCode       int32     `db:"response_code"`
+	Cascade            bool      `db:"cascade"`
+}
+
+type eventID struct {
+	at  int64 // microseconds: the precision of timestamptz
+	key string
+}
+
+// attachActors fills the event columns of n versions (at(i) gives the
+// i-th and its event key) from their events, and says which were made by a
+// cascade actor (the namespace controller, the garbage collector). A
+// version whose event is gone (its day dropped by retention while the
+// version stays as the state at the cutoff) keeps empty event columns.
+func (s *Store) attachActors(ctx context.Context, cluster string, n int, at func(i int) (*VersionRecord, []byte)) (map[int]bool, error) {
+	var times []time.Time
+	var keys [][]byte
+	for i := range n {
+		if v, key := at(i); key != nil {
+			times = append(times, v.ChangedAt)
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	actors, err := queryAll[eventActor](ctx, s.pool, "authors of versions", eventActorSQL, cluster, times, keys)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[eventID]*eventActor, len(actors))
+	for i := range actors {
+		byID[eventID{actors[i].StageAt.UnixMicro(), string(actors[i].EventKey)}] = &actors[i]
+	}
+	cascades := map[int]bool{}
+	for i := range n {
+		v, key := at(i)
+		if key == nil {
+			continue
+		}
+		a := byID[eventID{v.ChangedAt.UnixMicro(), string(key)}]
+		if a == nil {
+			continue
+		}
+		v.AuditID, v.Username, v.UserGroups = a.AuditID, a.Username, a.UserGroups
+		v.ImpersonatedUser, v.ImpersonatedGroups = a.ImpersonatedUser, a.ImpersonatedGroups
+		v.SourceIPs, v.UserAgent, v.ResponseCode = a.SourceIPs, a.UserAgent, a.ResponseCode
+		if a.Cascade {
+			cascades[i] = true
+		}
+	}
+	return cascades, nil
+}
+
+// versions reads rows of versionWithEvent with sql and attaches their actors.
+func (s *Store) versions(ctx context.Context, what, cluster, sql string, args ...any) ([]VersionRecord, error) {
+	rows, err := queryAll[versionWithEvent](ctx, s.pool, what, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.attachActors(ctx, cluster, len(rows), func(i int) (*VersionRecord, []byte) {
+		return &rows[i].VersionRecord, rows[i].EventKey
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]VersionRecord, len(rows))
+	for i := range rows {
+		out[i] = rows[i].VersionRecord
+	}
+	return out, nil
+}
