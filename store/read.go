@@ -157,7 +157,8 @@ func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]VersionRecord, er
 
 func changesSQL(q ChangeQuery) (string, []any) {
 	var b sqlBuilder
-	b.where("v.cluster = " + b.arg(q.Cluster))
+	b.versionsCluster = b.arg(q.Cluster)
+	b.where("v.cluster = " + b.versionsCluster)
 	b.object("v", q.Group, q.Resource, q.Namespace, q.Name)
 	if q.UID != "" {
 		b.where("v.uid = " + b.arg(q.UID))
@@ -205,7 +206,15 @@ func changesSQL(q ChangeQuery) (string, []any) {
 	b.where(`(v.origin <> 'change' OR v.deleted OR v.resource_version IS NULL OR NOT EXISTS (SELECT 1 FROM object_versions d
     WHERE d.cluster = v.cluster AND d.uid = v.uid AND d.resource_version = v.resource_version AND d.origin = 'change'
       AND NOT d.deleted AND (d.changed_at, d.version_key) < (v.changed_at, v.version_key)))`)
-	keyset(&b, q.After, q.Ascending, "v.changed_at", "v.uid", "v.version_key")
+	// The time a page is ordered by: the user's events drive the query
+	// below, so their index order (e.stage_at, equal to v.changed_at) is
+	// what lets PostgreSQL stop at the page's end instead of sorting the
+	// user's whole window (5,000 events a day took 190 ms).
+	at := "v.changed_at"
+	if q.User != "" && !(q.Namespaces != nil || q.Namespace != nil || q.Names != nil || q.Name != "" || q.UID != "") {
+		at = "e.stage_at"
+	}
+	keyset(&b, q.After, q.Ascending, at, "v.uid", "v.version_key")
 	sel, from := versionSelectNoObject, versionFromEvents
 	switch {
 	case q.User == "":
@@ -218,7 +227,7 @@ func changesSQL(q ChangeQuery) (string, []any) {
 		b.where("e.cluster = " + b.arg(q.Cluster))
 	}
 	return sel + from + b.whereSQL() +
-		orderBy(q.Ascending, "v.changed_at", "v.uid", "v.version_key") + " LIMIT " + strconv.Itoa(q.Limit), b.args
+		orderBy(q.Ascending, at, "v.uid", "v.version_key") + " LIMIT " + strconv.Itoa(q.Limit), b.args
 }
 
 var versionByKeySQL = versionOnlySelectWithObject + `
@@ -523,7 +532,8 @@ func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, err
 
 func deletionsSQL(q DeletionQuery) (string, []any) {
 	var b sqlBuilder
-	b.where("v.cluster = " + b.arg(q.Cluster))
+	b.versionsCluster = b.arg(q.Cluster)
+	b.where("v.cluster = " + b.versionsCluster)
 	// The rows of the deletions view: successful deletes (only a
 	// successful write makes a version), not the no-op repeat of a change.
 	b.where("v.verb IN ('delete', 'deletecollection') AND v.origin = 'change'")
@@ -651,12 +661,28 @@ func eventsSQL(q EventQuery, failed bool) (string, []any) {
 type sqlBuilder struct {
 	conds []string
 	args  []any
+	// versionsCluster is the placeholder of the cluster of a query of
+	// object_versions (see object).
+	versionsCluster string
 }
 
 // arg adds a parameter and returns its placeholder.
 func (b *sqlBuilder) arg(v any) string {
 	b.args = append(b.args, v)
 	return "$" + strconv.Itoa(len(b.args))
+}
+
+// groupsIn is a skip scan of the API groups of which object_versions holds
+// versions in a namespace of the query's cluster.
+func (b *sqlBuilder) groupsIn(namespace string) string {
+	ns := b.arg(namespace)
+	return `WITH RECURSIVE g(name) AS (
+        SELECT min(o.api_group) FROM object_versions o WHERE o.cluster = ` + b.versionsCluster + ` AND o.namespace = ` + ns + `
+        UNION ALL
+        SELECT (SELECT min(o.api_group) FROM object_versions o
+                WHERE o.cluster = ` + b.versionsCluster + ` AND o.namespace = ` + ns + ` AND o.api_group > g.name)
+        FROM g WHERE g.name IS NOT NULL)
+    SELECT name FROM g WHERE name IS NOT NULL`
 }
 
 func (b *sqlBuilder) where(cond string) { b.conds = append(b.conds, cond) }
@@ -893,6 +919,14 @@ func queryAll[T any](ctx context.Context, pool *gatedPool, what, sql string, arg
 func (b *sqlBuilder) object(a string, group *string, resource string, namespace *string, name string) {
 	if group != nil {
 		b.where(a + ".api_group = " + b.arg(*group))
+	}
+	if group == nil && namespace != nil && name != "" && b.versionsCluster != "" {
+		// An object by name without its group (kubectl users name the
+		// resource alone): the groups recorded in the namespace, found by a
+		// skip scan of object_versions_name_time (a probe a group), let
+		// that index find the name in each group instead of reading every
+		// version of the namespace (13 ms on a record of 5 million).
+		b.where(a + ".api_group = ANY(ARRAY(" + b.groupsIn(*namespace) + "))")
 	}
 	if resource != "" {
 		b.where(a + ".resource = " + b.arg(resource))

@@ -499,6 +499,9 @@ func TestReadQueriesUseIndexes(t *testing.T) {
 		"changes: by name": func() (string, []any) {
 			return changesSQL(ChangeQuery{Cluster: "c", Group: str(""), Resource: "r", Namespace: str("n"), Name: "x", Limit: 10})
 		},
+		"changes: by name, any group": func() (string, []any) {
+			return changesSQL(ChangeQuery{Cluster: "c", Resource: "r", Namespace: str("n"), Name: "x", Limit: 10})
+		},
 		"changes: namespace": func() (string, []any) { return changesSQL(ChangeQuery{Cluster: "c", Namespace: str("n"), Limit: 10}) },
 		"changes: user": func() (string, []any) {
 			return changesSQL(ChangeQuery{Cluster: "c", User: "bob", Since: t0, Limit: 10})
@@ -627,5 +630,32 @@ ORDER BY d.changed_at DESC, d.uid DESC, v.version_key DESC`)
 	}
 	if len(want) < 6 {
 		t.Errorf("the fixture has %d deletions, want at least 6", len(want))
+	}
+}
+
+// TestChangesByNameInAnyGroup: an object named without its group is found in
+// every group recorded in the namespace (the query lists the groups by a
+// skip scan), and only there.
+func TestChangesByNameInAnyGroup(t *testing.T) {
+	s := openStore(t)
+	write(t, s,
+		change{verb: "create", user: "alice", resource: "widgets", group: "a.example", ns: "prod", name: "w", uid: "g1", rv: 10, data: "a", created: true},
+		change{verb: "create", user: "alice", resource: "widgets", group: "b.example", ns: "prod", name: "w", uid: "g2", rv: 11, at: time.Second, data: "b", created: true},
+		change{verb: "create", user: "alice", resource: "widgets", group: "c.example", ns: "dev", name: "w", uid: "g3", rv: 12, at: 2 * time.Second, data: "c", created: true},
+		change{verb: "create", user: "alice", resource: "widgets", group: "a.example", ns: "prod", name: "other", uid: "g4", rv: 13, at: 3 * time.Second, data: "d", created: true},
+	)
+	got, err := s.Changes(context.Background(), ChangeQuery{Cluster: "default", Resource: "widgets", Namespace: str("prod"), Name: "w", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uids []string
+	for _, v := range got {
+		uids = append(uids, v.UID)
+	}
+	if !cmp.Equal(uids, []string{"g2", "g1"}) {
+		t.Errorf("prod/w in any group: %v, want g2, g1", uids)
+	}
+	if len(got) > 0 && got[0].Username != "alice" {
+		t.Errorf("author of %s: %q, want alice", got[0].UID, got[0].Username)
 	}
 }
