@@ -18,6 +18,7 @@ import (
 type Reader interface {
 	Changes(ctx context.Context, q store.ChangeQuery) ([]store.VersionRecord, error)
 	Version(ctx context.Context, cluster, uid string, key []byte) (*store.VersionRecord, error)
+	Objects(ctx context.Context, cluster string, uids []string, keys [][]byte) (map[string][]byte, error)
 	StateBefore(ctx context.Context, v *store.VersionRecord) (*store.VersionRecord, error)
 	Newest(ctx context.Context, cluster, group, resource, namespace, name string) (*store.VersionRecord, error)
 	ObjectsAsOf(ctx context.Context, q store.AsOfQuery) ([]store.VersionRecord, error)

@@ -338,3 +338,15 @@ func TestSearchForUnreadableObjectsIsRefused(t *testing.T) {
 		t.Errorf("search of configmaps in prod: %d, want 200", code)
 	}
 }
+
+func (f *fakeReader) Objects(_ context.Context, cluster string, uids []string, keys [][]byte) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for i := range uids {
+		for _, v := range f.versions {
+			if v.Cluster == cluster && v.UID == uids[i] && string(v.Key) == string(keys[i]) && v.Object != nil {
+				out[store.ObjectID(v.UID, v.Key)] = v.Object
+			}
+		}
+	}
+	return out, nil
+}

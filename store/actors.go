@@ -137,3 +137,44 @@ func (s *Store) versions(ctx context.Context, what, cluster, sql string, args ..
 	}
 	return out, nil
 }
+
+// objectsSQL reads the stored objects of versions named by (uid, key).
+const objectsSQL = `
+SELECT v.uid, v.version_key, v.object
+FROM object_versions v
+WHERE v.cluster = $1 AND (v.uid, v.version_key) IN (SELECT * FROM unnest($2::text[], $3::bytea[]))
+  AND v.object IS NOT NULL`
+
+// ObjectID names a version's object in the answer of Objects.
+func ObjectID(uid string, key []byte) string { return uid + "\x00" + string(key) }
+
+// Objects returns the stored objects of the versions (uids[i], keys[i]) of
+// a cluster, by ObjectID; a version without an object is absent. A plan
+// loads its steps' states this way, a batch at a time, instead of one
+// query a step.
+func (s *Store) Objects(ctx context.Context, cluster string, uids []string, keys [][]byte) (map[string][]byte, error) {
+	if len(uids) != len(keys) {
+		return nil, fmt.Errorf("store: objects: %d uids and %d keys", len(uids), len(keys))
+	}
+	out := make(map[string][]byte, len(uids))
+	if len(uids) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, objectsSQL, cluster, uids, keys)
+	if err != nil {
+		return nil, fmt.Errorf("store: objects: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var uid string
+		var key, obj []byte
+		if err := rows.Scan(&uid, &key, &obj); err != nil {
+			return nil, fmt.Errorf("store: objects: %w", err)
+		}
+		out[ObjectID(uid, key)] = obj
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: objects: %w", err)
+	}
+	return out, nil
+}

@@ -659,3 +659,30 @@ func TestChangesByNameInAnyGroup(t *testing.T) {
 		t.Errorf("author of %s: %q, want alice", got[0].UID, got[0].Username)
 	}
 }
+
+func TestObjectsLoadsABatchOfStates(t *testing.T) {
+	s := openStore(t)
+	write(t, s, lifecycle...)
+	ctx := context.Background()
+	vs, err := s.Changes(ctx, ChangeQuery{Cluster: "default", UID: "u1", Limit: 10, Ascending: true})
+	if err != nil || len(vs) != 3 {
+		t.Fatalf("u1's versions: %v %v", vs, err)
+	}
+	var uids []string
+	var keys [][]byte
+	for _, v := range vs {
+		uids, keys = append(uids, v.UID), append(keys, v.Key)
+	}
+	uids, keys = append(uids, "nope"), append(keys, []byte{1})
+	objs, err := s.Objects(ctx, "default", uids, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// create (v1), patch (v2); the delete was answered by a Status.
+	if len(objs) != 2 || dataOf(t, objs[ObjectID("u1", vs[0].Key)]) != "v1" || dataOf(t, objs[ObjectID("u1", vs[1].Key)]) != "v2" {
+		t.Errorf("objects: %d, %q", len(objs), objs)
+	}
+	if other, err := s.Objects(ctx, "elsewhere", uids, keys); err != nil || len(other) != 0 {
+		t.Errorf("objects of another cluster: %v %v", other, err)
+	}
+}
