@@ -233,8 +233,8 @@ func TestReadBenchmark(t *testing.T) {
 			},
 			viaAgg: func(i int) (string, string, string) {
 				return "POST", "/apis/record.optionsrecord.io/v1alpha1/namespaces/" + bigNS + "/restoreplans",
-					fmt.Sprintf(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"RestorePlan","metadata":{"name":"bench-%d"},"spec":{"kind":"as-of","at":%q,"resources":[{"resource":"configmaps"}]}}`,
-						i, now.Add(-time.Minute).Format(time.RFC3339))
+					fmt.Sprintf(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"RestorePlan","metadata":{"name":"bench-%d-%d"},"spec":{"kind":"as-of","at":%q,"resources":[{"resource":"configmaps"}]}}`,
+						now.Unix(), i, now.Add(-time.Minute).Format(time.RFC3339))
 			}},
 	}
 	for _, qu := range queries {
