@@ -519,6 +519,28 @@ func (s *Store) FailedMutations(ctx context.Context, q EventQuery) ([]EventRecor
 	return s.events(ctx, "failed mutations", q, true)
 }
 
+// failedMutationSQL finds one failed mutation by the events' primary key.
+var failedMutationSQL = fmt.Sprintf(eventSelect, "e.request_object") + `
+WHERE e.cluster = $1 AND e.stage_at = $2 AND e.event_key = $3 AND e.response_code >= 300`
+
+// FailedMutation returns one mutation answered with a code >= 300, named
+// by its event (stage time and key), with its request body; ErrNotFound
+// when there is none (a successful event is none).
+func (s *Store) FailedMutation(ctx context.Context, cluster string, at time.Time, key []byte) (*EventRecord, error) {
+	rows, err := s.pool.Query(ctx, failedMutationSQL, cluster, at, key)
+	if err != nil {
+		return nil, fmt.Errorf("store: failed mutation: %w", err)
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[EventRecord])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("failed mutation: %w", ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: failed mutation: %w", err)
+	}
+	return e, nil
+}
+
 // Activity returns the kept events of one user (q.User is required),
 // newest first: what they changed, and what they tried to.
 func (s *Store) Activity(ctx context.Context, q EventQuery) ([]EventRecord, error) {

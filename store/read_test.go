@@ -409,12 +409,33 @@ func TestFailedMutationsAndActivity(t *testing.T) {
 	if f := failed[0]; f.Username != "eve" || f.ResponseCode != 403 || f.Resource != "secrets" || len(f.RequestObject) == 0 || len(f.Versions) != 0 {
 		t.Errorf("failed mutation: %+v", f)
 	}
+	// One failed mutation by its event's primary key, with its request body;
+	// a successful event by its key, or another cluster's, is none.
+	f := failed[0]
+	one, err := s.FailedMutation(ctx, "default", f.At, f.Key)
+	if err != nil || one.Username != "eve" || one.ResponseCode != 403 || string(one.Key) != string(f.Key) || len(one.RequestObject) == 0 {
+		t.Errorf("failed mutation by key: %+v %v", one, err)
+	}
+	for name, lookup := range map[string]func() (*EventRecord, error){
+		"another cluster": func() (*EventRecord, error) { return s.FailedMutation(ctx, "other", f.At, f.Key) },
+		"another time": func() (*EventRecord, error) {
+			return s.FailedMutation(ctx, "default", f.At.Add(time.Microsecond), f.Key)
+		},
+		"another key": func() (*EventRecord, error) { return s.FailedMutation(ctx, "default", f.At, digest("nothing")) },
+	} {
+		if e, err := lookup(); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: %+v %v, want not found", name, e, err)
+		}
+	}
 	act, err := s.Activity(ctx, EventQuery{Cluster: "default", User: "alice", Limit: 10})
 	if err != nil || len(act) != 2 {
 		t.Fatalf("activity: %v %v", act, err)
 	}
 	if a := act[0]; a.ObjectUID != "u2" || len(a.Versions) != 1 || !strings.HasPrefix(a.Versions[0], "u2/") {
 		t.Errorf("alice's newest action: %+v", a)
+	}
+	if e, err := s.FailedMutation(ctx, "default", act[0].At, act[0].Key); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a successful mutation by key: %+v %v, want not found", e, err)
 	}
 	page, err := s.Activity(ctx, EventQuery{Cluster: "default", User: "alice", Limit: 1,
 		After: &Cursor{At: act[0].At, Key: act[0].Key}})
@@ -508,10 +529,11 @@ func TestReadQueriesUseIndexes(t *testing.T) {
 		"activity": func() (string, []any) {
 			return eventsSQL(EventQuery{Cluster: "c", User: "bob", Limit: 10, After: cur}, false)
 		},
-		"version":        func() (string, []any) { return versionByKeySQL, []any{"c", "u", []byte{1}} },
-		"state before":   func() (string, []any) { return stateBeforeSQL, []any{"c", "u", []byte{1}, int64(5), false} },
-		"newest by name": func() (string, []any) { return newestByNameSQL, []any{"c", "", "r", "n", "x"} },
-		"as of":          func() (string, []any) { return asOfSQL, []any{"c", "n", t0} },
+		"failed mutation": func() (string, []any) { return failedMutationSQL, []any{"c", t0, []byte{1}} },
+		"version":         func() (string, []any) { return versionByKeySQL, []any{"c", "u", []byte{1}} },
+		"state before":    func() (string, []any) { return stateBeforeSQL, []any{"c", "u", []byte{1}, int64(5), false} },
+		"newest by name":  func() (string, []any) { return newestByNameSQL, []any{"c", "", "r", "n", "x"} },
+		"as of":           func() (string, []any) { return asOfSQL, []any{"c", "n", t0} },
 		"objects as of: resources, names": func() (string, []any) {
 			return asOfMetaSQL(AsOfQuery{Cluster: "c", Namespace: "n", At: t0, Resources: []GroupResource{{"", "r"}}, Names: []string{"x"}, Limit: 10})
 		},
