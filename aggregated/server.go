@@ -171,6 +171,8 @@ func New(opts Options) (*Server, error) {
 		"clusterdeletions": newDeletionStorage(log, opts.History, opts.Cluster, false),
 		"changes":          newChangeStorage(log, opts.History, opts.Restore, opts.Cluster, true),
 		"clusterchanges":   newChangeStorage(log, opts.History, opts.Restore, opts.Cluster, false),
+		"attempts":         newAttemptStorage(log, opts.History, opts.Cluster, true),
+		"clusterattempts":  newAttemptStorage(log, opts.History, opts.Cluster, false),
 		"restoreplans":     &planStorage{log: log, svc: opts.Restore, cluster: opts.Cluster},
 		"restores":         &restoreStorage{log: log, hist: opts.History, svc: opts.Restore, cluster: opts.Cluster},
 	}
