@@ -501,11 +501,20 @@ type EventQuery struct {
 	Limit     int
 }
 
+// namespaceObject says an event is a request for a Namespace object. The
+// apiserver authorizes and audits such a request (delete, update, patch,
+// the finalize and status subresources) in the namespace itself, so the
+// event's namespace is the object's name; but a Namespace is cluster-scoped,
+// as its versions say (their namespace comes from the object). The reads of
+// events answer it so too.
+const namespaceObject = `(e.api_group = '' AND e.resource = 'namespaces')`
+
 const eventSelect = `
 SELECT e.cluster, e.event_key, e.stage_at, e.audit_id, e.verb, e.request_uri, e.username, e.user_groups,
        coalesce(e.impersonated_user, '') AS impersonated_user, e.impersonated_groups, e.source_ips,
        coalesce(e.user_agent, '') AS user_agent, e.api_group, e.api_version, e.resource, e.subresource,
-       e.namespace, e.name, coalesce(e.object_uid, '') AS object_uid, e.response_code,
+       CASE WHEN ` + namespaceObject + ` THEN '' ELSE e.namespace END AS namespace,
+       e.name, coalesce(e.object_uid, '') AS object_uid, e.response_code,
        coalesce(e.response_reason, '') AS response_reason, coalesce(e.response_message, '') AS response_message,
        %s AS request_object,
        ARRAY(SELECT v.uid || '/' || encode(v.version_key, 'hex') FROM object_versions v
@@ -567,7 +576,14 @@ func eventsSQL(q EventQuery, failed bool) (string, []any) {
 	if q.User != "" {
 		b.where("e.username = " + b.arg(q.User))
 	}
-	b.object("e", q.Group, q.Resource, q.Namespace, q.Name)
+	b.object("e", q.Group, q.Resource, nil, q.Name)
+	switch {
+	case q.Namespace == nil:
+	case *q.Namespace == "": // the cluster scope, Namespace objects included
+		b.where("(e.namespace = '' OR " + namespaceObject + ")")
+	default:
+		b.where("e.namespace = " + b.arg(*q.Namespace) + " AND NOT " + namespaceObject)
+	}
 	timeBounds(&b, "e.stage_at", q.Since, q.Until)
 	keyset(&b, q.After, false, "e.stage_at", "", "e.event_key")
 	reqObj := "NULL::json"

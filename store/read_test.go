@@ -447,6 +447,48 @@ func TestFailedMutationsAndActivity(t *testing.T) {
 	}
 }
 
+// TestEventsOfANamespaceAreClusterScoped: the apiserver audits a request
+// for a Namespace object in the namespace itself; the reads of events answer
+// it as the cluster-scoped object it is, as its versions do.
+func TestEventsOfANamespaceAreClusterScoped(t *testing.T) {
+	s := openStore(t)
+	write(t, s,
+		change{verb: "delete", user: "eve", resource: "namespaces", ns: "team", name: "team", uid: "n1", code: 403},
+		change{verb: "delete", user: "eve", resource: "configmaps", ns: "team", name: "cm", uid: "c1", at: time.Second, code: 403},
+		change{verb: "delete", user: "eve", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "admin", uid: "r1", at: 2 * time.Second, code: 403},
+	)
+	ctx := context.Background()
+	names := func(q EventQuery) string {
+		t.Helper()
+		q.Cluster, q.Limit = "default", 10
+		rows, err := s.FailedMutations(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range rows {
+			out = append(out, e.Namespace+"/"+e.Resource+"/"+e.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := names(EventQuery{Namespace: str("team")}); got != "team/configmaps/cm" {
+		t.Errorf("in the namespace team: %s", got)
+	}
+	if got := names(EventQuery{Namespace: str("")}); got != "/clusterroles/admin /namespaces/team" {
+		t.Errorf("at the cluster scope: %s", got)
+	}
+	if got := names(EventQuery{}); got != "/clusterroles/admin team/configmaps/cm /namespaces/team" {
+		t.Errorf("everywhere: %s", got)
+	}
+	all, err := s.FailedMutations(ctx, EventQuery{Cluster: "default", Resource: "namespaces", Limit: 10})
+	if err != nil || len(all) != 1 {
+		t.Fatalf("the Namespace's: %v %v", all, err)
+	}
+	if e, err := s.FailedMutation(ctx, "default", all[0].At, all[0].Key); err != nil || e.Namespace != "" || e.Name != "team" {
+		t.Errorf("the Namespace's by key: %+v %v", e, err)
+	}
+}
+
 func TestRestoresLog(t *testing.T) {
 	s := openStore(t)
 	ctx := context.Background()
@@ -528,6 +570,12 @@ func TestReadQueriesUseIndexes(t *testing.T) {
 		"failed mutations": func() (string, []any) { return eventsSQL(EventQuery{Cluster: "c", Since: t0, Limit: 10}, true) },
 		"activity": func() (string, []any) {
 			return eventsSQL(EventQuery{Cluster: "c", User: "bob", Limit: 10, After: cur}, false)
+		},
+		"failed mutations: namespace": func() (string, []any) {
+			return eventsSQL(EventQuery{Cluster: "c", Namespace: str("n"), Since: t0, Limit: 10}, true)
+		},
+		"failed mutations: cluster scope": func() (string, []any) {
+			return eventsSQL(EventQuery{Cluster: "c", Namespace: str(""), Limit: 10, After: cur}, true)
 		},
 		"failed mutation": func() (string, []any) { return failedMutationSQL, []any{"c", t0, []byte{1}} },
 		"version":         func() (string, []any) { return versionByKeySQL, []any{"c", "u", []byte{1}} },
