@@ -2,6 +2,7 @@ package aggregated
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"time"
@@ -20,14 +21,18 @@ import (
 
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/history"
+	"github.com/options-record/options-record/restore"
 )
 
 // changeStorage serves changes (namespaced objects) or cluster changes
 // (cluster-scoped objects) from the record, through the history service:
-// each caller sees only the changes of objects they may get.
+// each caller sees only the changes of objects they may get. A get adds
+// the state before the change, the diff and the clean manifest (the
+// restore service's).
 type changeStorage struct {
 	log        *slog.Logger
 	hist       *history.Service
+	restore    *restore.Service
 	cluster    string
 	namespaced bool
 	resource   schema.GroupResource
@@ -42,12 +47,12 @@ var (
 	_ rest.CategoriesProvider   = (*changeStorage)(nil)
 )
 
-func newChangeStorage(log *slog.Logger, hist *history.Service, cluster string, namespaced bool) *changeStorage {
+func newChangeStorage(log *slog.Logger, hist *history.Service, rst *restore.Service, cluster string, namespaced bool) *changeStorage {
 	res := "clusterchanges"
 	if namespaced {
 		res = "changes"
 	}
-	return &changeStorage{log: log, hist: hist, cluster: cluster, namespaced: namespaced,
+	return &changeStorage{log: log, hist: hist, restore: rst, cluster: cluster, namespaced: namespaced,
 		resource: recordv1alpha1.SchemeGroupVersion.WithResource(res).GroupResource()}
 }
 
@@ -75,15 +80,43 @@ func (s *changeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptio
 	if err != nil {
 		return nil, apierrors.NewNotFound(s.resource, name)
 	}
-	v, err := s.hist.Version(ctx, id)
+	d, err := s.hist.ChangeDetail(ctx, id)
 	if err != nil {
 		return nil, statusError(s.log, err, s.resource, name)
 	}
+	v := history.VersionOf(d.Version)
 	ns := genericapirequest.NamespaceValue(ctx)
 	if s.namespaced != (v.Namespace != "") || s.namespaced && v.Namespace != ns {
 		return nil, apierrors.NewNotFound(s.resource, name)
 	}
-	return s.object(v, true), nil
+	obj := s.object(&v, true)
+	var rec *recordv1alpha1.ChangeRecord
+	switch o := obj.(type) {
+	case *recordv1alpha1.Change:
+		rec = &o.ChangeRecord
+	case *recordv1alpha1.ClusterChange:
+		rec = &o.ChangeRecord
+	}
+	if d.Prior != nil && len(d.Prior.Object) > 0 {
+		rec.PriorState = &runtime.RawExtension{Raw: d.Prior.Object}
+	}
+	if d.Diff != nil {
+		for _, c := range d.Diff.Changes {
+			rec.Diff = append(rec.Diff, recordv1alpha1.FieldChange{Op: c.Op, Path: c.Path, From: raw(c.From), To: raw(c.To)})
+		}
+	}
+	// The clean manifest, when the version can be restored (the restore
+	// service says why not: no full state, Secret values as digests).
+	if d.Version.HasState() {
+		m, err := s.restore.Manifest(ctx, id)
+		switch {
+		case err == nil:
+			rec.Manifest = raw(m.Manifest)
+		case !errors.Is(err, history.ErrUnprocessable):
+			return nil, statusError(s.log, err, s.resource, name)
+		}
+	}
+	return obj, nil
 }
 
 func (s *changeStorage) fieldSelector(sel fields.Selector, now time.Time) (history.ChangeFilter, history.PageOptions, error) {

@@ -169,8 +169,10 @@ func New(opts Options) (*Server, error) {
 	group.VersionedResourcesStorageMap[recordv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"deletions":        newDeletionStorage(log, opts.History, opts.Cluster, true),
 		"clusterdeletions": newDeletionStorage(log, opts.History, opts.Cluster, false),
-		"changes":          newChangeStorage(log, opts.History, opts.Cluster, true),
-		"clusterchanges":   newChangeStorage(log, opts.History, opts.Cluster, false),
+		"changes":          newChangeStorage(log, opts.History, opts.Restore, opts.Cluster, true),
+		"clusterchanges":   newChangeStorage(log, opts.History, opts.Restore, opts.Cluster, false),
+		"attempts":         newAttemptStorage(log, opts.History, opts.Cluster, true),
+		"clusterattempts":  newAttemptStorage(log, opts.History, opts.Cluster, false),
 		"restoreplans":     &planStorage{log: log, svc: opts.Restore, cluster: opts.Cluster},
 		"restores":         &restoreStorage{log: log, hist: opts.History, svc: opts.Restore, cluster: opts.Cluster},
 	}

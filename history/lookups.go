@@ -258,6 +258,46 @@ func (s *Service) Diff(ctx context.Context, id VersionID, against *VersionID, o 
 	return diffVersions(from, to, o)
 }
 
+// ChangeDetail is a version with what a get of one change shows besides
+// it: the state before the change, and the diff between the two.
+type ChangeDetail struct {
+	// Version is the change's version, with its state.
+	Version *store.VersionRecord
+	// Prior holds the state before the change (history.Diff's "from"): the
+	// delete itself for a delete whose answer held the last state; nil for a
+	// create, or when the record holds no earlier state.
+	Prior *store.VersionRecord
+	// Diff is Diff of the change against Prior (DiffOptions' defaults);
+	// nil when it cannot be computed, and DiffErr says why: the state
+	// before is unknown, or one of the two is not a full state.
+	Diff    *DiffResult
+	DiffErr error
+}
+
+// ChangeDetail loads a version the caller may read, with the state before
+// it and the diff. Only a failure to read the record fails it: a diff that
+// cannot be computed is left out, with the reason.
+func (s *Service) ChangeDetail(ctx context.Context, id VersionID) (*ChangeDetail, error) {
+	v, err := s.VersionRecord(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := &ChangeDetail{Version: v}
+	// The state before is the same object's (its uid): reading it needs
+	// nothing more than reading v.
+	prior, err := s.reader.StateBefore(ctx, v)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		out.DiffErr = fmt.Errorf("%w: the record holds no state before version %s/%x (prior unknown)", ErrNotFound, v.UID, v.Key)
+		return out, nil
+	case err != nil:
+		return nil, err
+	}
+	out.Prior = prior
+	out.Diff, out.DiffErr = diffVersions(prior, v, DiffOptions{})
+	return out, nil
+}
+
 // diffVersions diffs two stored states. A nil from is the absence before a
 // create; a delete's "to" state is the absence after it.
 func diffVersions(from, to *store.VersionRecord, o DiffOptions) (*DiffResult, error) {
@@ -394,6 +434,46 @@ func (s *Service) FailedMutations(ctx context.Context, f ObjectFilter, p PageOpt
 		Resource: f.Resource, Name: f.Name, User: f.User}, p)
 }
 
+// EventID names one kept event: the primary key of the events table.
+type EventID struct {
+	Cluster string
+	// At is the event's stageTimestamp (microseconds).
+	At  time.Time
+	Key []byte
+}
+
+// FailedMutation is one refused or failed write, with its request body.
+// It is authorized as the lists authorize it: the caller must be allowed to
+// get the object's resource in its namespace. An event the caller may not
+// read is answered as one that does not exist, as a successful one is.
+func (s *Service) FailedMutation(ctx context.Context, id EventID) (*Event, error) {
+	// Like a version (VersionRecord), never a refusal: it would tell
+	// whoever guesses an event's name that it exists.
+	missing := fmt.Errorf("%w: no failed mutation %d.%x in cluster %q that you may read", ErrNotFound, id.At.UnixMicro(), id.Key, id.Cluster)
+	e, err := s.reader.FailedMutation(ctx, id.Cluster, id.At, id.Key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, missing
+	}
+	if err != nil {
+		return nil, err
+	}
+	ok, err := s.ReadFilter(ctx).Allowed(eventAuthzTarget(e))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, missing
+	}
+	out := eventOf(e)
+	return &out, nil
+}
+
+// eventAuthzTarget is what reading an event needs "get" on: its object's
+// resource in the namespace the apiserver authorizes the object in.
+func eventAuthzTarget(e *store.EventRecord) (string, string, string) {
+	return e.APIGroup, e.Resource, authzNamespace(e.APIGroup, e.Resource, e.Namespace, e.Name)
+}
+
 // Activity lists what one user did, newest first, where the caller may
 // read it.
 func (s *Service) Activity(ctx context.Context, cluster, user string, p PageOptions) (Page[Event], error) {
@@ -414,9 +494,7 @@ func (s *Service) listEvents(ctx context.Context, read func(context.Context, sto
 			q.After, q.Limit = after, n
 			return read(ctx, q)
 		},
-		gr: func(e *store.EventRecord) (string, string, string) {
-			return e.APIGroup, e.Resource, authzNamespace(e.APIGroup, e.Resource, e.Namespace, e.Name)
-		},
+		gr:   eventAuthzTarget,
 		conv: eventOf,
 		cur:  func(e *store.EventRecord) store.Cursor { return store.Cursor{At: e.At, Key: e.Key} },
 	}.run(after, s.ReadFilter(ctx))

@@ -103,6 +103,8 @@ type Event struct {
 	Message       string          `json:"message,omitempty"`
 	RequestObject json.RawMessage `json:"requestObject,omitempty" doc:"the attempted request body (failed mutations)"`
 	Versions      []string        `json:"versions,omitempty" doc:"paths of the versions this event recorded"`
+	// Key is the event's key: with At, it names the event (EventID).
+	Key []byte `json:"-"`
 }
 
 // DiffChange is one difference between two states, at a JSON pointer.
@@ -183,6 +185,7 @@ func eventOf(e *store.EventRecord) Event {
 		Group: e.APIGroup, APIVersion: e.APIVersion, Resource: e.Resource, Subresource: e.Subresource,
 		Namespace: e.Namespace, Name: e.Name, UID: e.ObjectUID,
 		Code: e.ResponseCode, Reason: e.ResponseReason, Message: e.ResponseMessage,
+		Key: e.Key,
 	}
 	if len(e.RequestObject) > 0 {
 		out.RequestObject = json.RawMessage(e.RequestObject)

@@ -71,6 +71,10 @@ func (f *fakeReader) FailedMutations(context.Context, store.EventQuery) ([]store
 	return nil, nil
 }
 
+func (f *fakeReader) FailedMutation(context.Context, string, time.Time, []byte) (*store.EventRecord, error) {
+	return nil, store.ErrNotFound
+}
+
 func (f *fakeReader) Activity(context.Context, store.EventQuery) ([]store.EventRecord, error) {
 	return nil, nil
 }

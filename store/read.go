@@ -601,11 +601,20 @@ type EventQuery struct {
 	Limit     int
 }
 
+// namespaceObject says an event is a request for a Namespace object. The
+// apiserver authorizes and audits such a request (delete, update, patch,
+// the finalize and status subresources) in the namespace itself, so the
+// event's namespace is the object's name; but a Namespace is cluster-scoped,
+// as its versions say (their namespace comes from the object). The reads of
+// events answer it so too.
+const namespaceObject = `(e.api_group = '' AND e.resource = 'namespaces')`
+
 const eventSelect = `
 SELECT e.cluster, e.event_key, e.stage_at, e.audit_id, e.verb, e.request_uri, e.username, e.user_groups,
        coalesce(e.impersonated_user, '') AS impersonated_user, e.impersonated_groups, e.source_ips,
        coalesce(e.user_agent, '') AS user_agent, e.api_group, e.api_version, e.resource, e.subresource,
-       e.namespace, e.name, coalesce(e.object_uid, '') AS object_uid, e.response_code,
+       CASE WHEN ` + namespaceObject + ` THEN '' ELSE e.namespace END AS namespace,
+       e.name, coalesce(e.object_uid, '') AS object_uid, e.response_code,
        coalesce(e.response_reason, '') AS response_reason, coalesce(e.response_message, '') AS response_message,
        %s AS request_object,
        ARRAY(SELECT v.uid || '/' || encode(v.version_key, 'hex') FROM object_versions v
@@ -617,6 +626,28 @@ FROM events e`
 // failed_mutations view), newest first, with their request bodies.
 func (s *Store) FailedMutations(ctx context.Context, q EventQuery) ([]EventRecord, error) {
 	return s.events(ctx, "failed mutations", q, true)
+}
+
+// failedMutationSQL finds one failed mutation by the events' primary key.
+var failedMutationSQL = fmt.Sprintf(eventSelect, "e.request_object") + `
+WHERE e.cluster = $1 AND e.stage_at = $2 AND e.event_key = $3 AND e.response_code >= 300`
+
+// FailedMutation returns one mutation answered with a code >= 300, named
+// by its event (stage time and key), with its request body; ErrNotFound
+// when there is none (a successful event is none).
+func (s *Store) FailedMutation(ctx context.Context, cluster string, at time.Time, key []byte) (*EventRecord, error) {
+	rows, err := s.pool.Query(ctx, failedMutationSQL, cluster, at, key)
+	if err != nil {
+		return nil, fmt.Errorf("store: failed mutation: %w", err)
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[EventRecord])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("failed mutation: %w", ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: failed mutation: %w", err)
+	}
+	return e, nil
 }
 
 // Activity returns the kept events of one user (q.User is required),
@@ -645,7 +676,14 @@ func eventsSQL(q EventQuery, failed bool) (string, []any) {
 	if q.User != "" {
 		b.where("e.username = " + b.arg(q.User))
 	}
-	b.object("e", q.Group, q.Resource, q.Namespace, q.Name)
+	b.object("e", q.Group, q.Resource, nil, q.Name)
+	switch {
+	case q.Namespace == nil:
+	case *q.Namespace == "": // the cluster scope, Namespace objects included
+		b.where("(e.namespace = '' OR " + namespaceObject + ")")
+	default:
+		b.where("e.namespace = " + b.arg(*q.Namespace) + " AND NOT " + namespaceObject)
+	}
 	timeBounds(&b, "e.stage_at", q.Since, q.Until)
 	keyset(&b, q.After, false, "e.stage_at", "", "e.event_key")
 	reqObj := "NULL::json"

@@ -412,12 +412,33 @@ func TestFailedMutationsAndActivity(t *testing.T) {
 	if f := failed[0]; f.Username != "eve" || f.ResponseCode != 403 || f.Resource != "secrets" || len(f.RequestObject) == 0 || len(f.Versions) != 0 {
 		t.Errorf("failed mutation: %+v", f)
 	}
+	// One failed mutation by its event's primary key, with its request body;
+	// a successful event by its key, or another cluster's, is none.
+	f := failed[0]
+	one, err := s.FailedMutation(ctx, "default", f.At, f.Key)
+	if err != nil || one.Username != "eve" || one.ResponseCode != 403 || string(one.Key) != string(f.Key) || len(one.RequestObject) == 0 {
+		t.Errorf("failed mutation by key: %+v %v", one, err)
+	}
+	for name, lookup := range map[string]func() (*EventRecord, error){
+		"another cluster": func() (*EventRecord, error) { return s.FailedMutation(ctx, "other", f.At, f.Key) },
+		"another time": func() (*EventRecord, error) {
+			return s.FailedMutation(ctx, "default", f.At.Add(time.Microsecond), f.Key)
+		},
+		"another key": func() (*EventRecord, error) { return s.FailedMutation(ctx, "default", f.At, digest("nothing")) },
+	} {
+		if e, err := lookup(); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: %+v %v, want not found", name, e, err)
+		}
+	}
 	act, err := s.Activity(ctx, EventQuery{Cluster: "default", User: "alice", Limit: 10})
 	if err != nil || len(act) != 2 {
 		t.Fatalf("activity: %v %v", act, err)
 	}
 	if a := act[0]; a.ObjectUID != "u2" || len(a.Versions) != 1 || !strings.HasPrefix(a.Versions[0], "u2/") {
 		t.Errorf("alice's newest action: %+v", a)
+	}
+	if e, err := s.FailedMutation(ctx, "default", act[0].At, act[0].Key); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a successful mutation by key: %+v %v, want not found", e, err)
 	}
 	page, err := s.Activity(ctx, EventQuery{Cluster: "default", User: "alice", Limit: 1,
 		After: &Cursor{At: act[0].At, Key: act[0].Key}})
@@ -426,6 +447,48 @@ func TestFailedMutationsAndActivity(t *testing.T) {
 	}
 	if _, err := s.Activity(ctx, EventQuery{Cluster: "default", Limit: 1}); err == nil {
 		t.Error("activity without a user")
+	}
+}
+
+// TestEventsOfANamespaceAreClusterScoped: the apiserver audits a request
+// for a Namespace object in the namespace itself; the reads of events answer
+// it as the cluster-scoped object it is, as its versions do.
+func TestEventsOfANamespaceAreClusterScoped(t *testing.T) {
+	s := openStore(t)
+	write(t, s,
+		change{verb: "delete", user: "eve", resource: "namespaces", ns: "team", name: "team", uid: "n1", code: 403},
+		change{verb: "delete", user: "eve", resource: "configmaps", ns: "team", name: "cm", uid: "c1", at: time.Second, code: 403},
+		change{verb: "delete", user: "eve", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "admin", uid: "r1", at: 2 * time.Second, code: 403},
+	)
+	ctx := context.Background()
+	names := func(q EventQuery) string {
+		t.Helper()
+		q.Cluster, q.Limit = "default", 10
+		rows, err := s.FailedMutations(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range rows {
+			out = append(out, e.Namespace+"/"+e.Resource+"/"+e.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := names(EventQuery{Namespace: str("team")}); got != "team/configmaps/cm" {
+		t.Errorf("in the namespace team: %s", got)
+	}
+	if got := names(EventQuery{Namespace: str("")}); got != "/clusterroles/admin /namespaces/team" {
+		t.Errorf("at the cluster scope: %s", got)
+	}
+	if got := names(EventQuery{}); got != "/clusterroles/admin team/configmaps/cm /namespaces/team" {
+		t.Errorf("everywhere: %s", got)
+	}
+	all, err := s.FailedMutations(ctx, EventQuery{Cluster: "default", Resource: "namespaces", Limit: 10})
+	if err != nil || len(all) != 1 {
+		t.Fatalf("the Namespace's: %v %v", all, err)
+	}
+	if e, err := s.FailedMutation(ctx, "default", all[0].At, all[0].Key); err != nil || e.Namespace != "" || e.Name != "team" {
+		t.Errorf("the Namespace's by key: %+v %v", e, err)
 	}
 }
 
@@ -521,10 +584,17 @@ func TestReadQueriesUseIndexes(t *testing.T) {
 		"deletions: user": func() (string, []any) {
 			return deletionsSQL(DeletionQuery{Cluster: "c", User: "bob", Since: t0, Limit: 10})
 		},
-		"version":        func() (string, []any) { return versionByKeySQL, []any{"c", "u", []byte{1}} },
-		"state before":   func() (string, []any) { return stateBeforeSQL, []any{"c", "u", []byte{1}, int64(5), false} },
-		"newest by name": func() (string, []any) { return newestByNameSQL, []any{"c", "", "r", "n", "x"} },
-		"as of":          func() (string, []any) { return asOfSQL, []any{"c", "n", t0} },
+		"failed mutations: namespace": func() (string, []any) {
+			return eventsSQL(EventQuery{Cluster: "c", Namespace: str("n"), Since: t0, Limit: 10}, true)
+		},
+		"failed mutations: cluster scope": func() (string, []any) {
+			return eventsSQL(EventQuery{Cluster: "c", Namespace: str(""), Limit: 10, After: cur}, true)
+		},
+		"failed mutation": func() (string, []any) { return failedMutationSQL, []any{"c", t0, []byte{1}} },
+		"version":         func() (string, []any) { return versionByKeySQL, []any{"c", "u", []byte{1}} },
+		"state before":    func() (string, []any) { return stateBeforeSQL, []any{"c", "u", []byte{1}, int64(5), false} },
+		"newest by name":  func() (string, []any) { return newestByNameSQL, []any{"c", "", "r", "n", "x"} },
+		"as of":           func() (string, []any) { return asOfSQL, []any{"c", "n", t0} },
 		"objects as of: resources, names": func() (string, []any) {
 			return asOfMetaSQL(AsOfQuery{Cluster: "c", Namespace: "n", At: t0, Resources: []GroupResource{{"", "r"}}, Names: []string{"x"}, Limit: 10})
 		},

@@ -21,9 +21,15 @@ import (
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
 		v1alpha1.Actor{}.OpenAPIModelName():               schema_options_record_api_record_v1alpha1_Actor(ref),
+		v1alpha1.Attempt{}.OpenAPIModelName():             schema_options_record_api_record_v1alpha1_Attempt(ref),
+		v1alpha1.AttemptList{}.OpenAPIModelName():         schema_options_record_api_record_v1alpha1_AttemptList(ref),
+		v1alpha1.AttemptRecord{}.OpenAPIModelName():       schema_options_record_api_record_v1alpha1_AttemptRecord(ref),
+		v1alpha1.AttemptResult{}.OpenAPIModelName():       schema_options_record_api_record_v1alpha1_AttemptResult(ref),
 		v1alpha1.Change{}.OpenAPIModelName():              schema_options_record_api_record_v1alpha1_Change(ref),
 		v1alpha1.ChangeList{}.OpenAPIModelName():          schema_options_record_api_record_v1alpha1_ChangeList(ref),
 		v1alpha1.ChangeRecord{}.OpenAPIModelName():        schema_options_record_api_record_v1alpha1_ChangeRecord(ref),
+		v1alpha1.ClusterAttempt{}.OpenAPIModelName():      schema_options_record_api_record_v1alpha1_ClusterAttempt(ref),
+		v1alpha1.ClusterAttemptList{}.OpenAPIModelName():  schema_options_record_api_record_v1alpha1_ClusterAttemptList(ref),
 		v1alpha1.ClusterChange{}.OpenAPIModelName():       schema_options_record_api_record_v1alpha1_ClusterChange(ref),
 		v1alpha1.ClusterChangeList{}.OpenAPIModelName():   schema_options_record_api_record_v1alpha1_ClusterChangeList(ref),
 		v1alpha1.ClusterDeletion{}.OpenAPIModelName():     schema_options_record_api_record_v1alpha1_ClusterDeletion(ref),
@@ -201,6 +207,240 @@ func schema_options_record_api_record_v1alpha1_Actor(ref common.ReferenceCallbac
 	}
 }
 
+func schema_options_record_api_record_v1alpha1_Attempt(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Attempt is one recorded failed or denied write of a namespaced object: a create, update, patch or delete the apiserver answered with a code of 300 or more (403 from RBAC or admission, 409, 422...). It is read-only. Its name is <stage time in unix microseconds>.<event key>, and its namespace the object's.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; creationTimestamp is when the attempt was answered.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"object": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Object is the object the write aimed at (its name is empty for a create with generateName; its uid is set when the apiserver knew it).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"attemptedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AttemptedAt is when the apiserver answered (the audit event's stageTimestamp).",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"verb": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Verb is create, update, patch, delete or deletecollection.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"subresource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Subresource written, if any (status, scale).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"actor": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Actor is who tried, as the apiserver's audit event says.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.Actor{}.OpenAPIModelName()),
+						},
+					},
+					"result": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Result is the apiserver's answer.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.AttemptResult{}.OpenAPIModelName()),
+						},
+					},
+					"requestObject": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RequestObject is the body of the attempted request, when the record kept it (a patch, the object of a create or an update). Only a get of one attempt carries it. Secret values are digests unless the rules record them in clear.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"object", "attemptedAt", "verb", "actor", "result"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.AttemptResult{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_AttemptList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AttemptList is a page of attempts, newest first.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.Attempt{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Attempt{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_AttemptRecord(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AttemptRecord is what the record knows of a failed or denied write.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"object": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Object is the object the write aimed at (its name is empty for a create with generateName; its uid is set when the apiserver knew it).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"attemptedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AttemptedAt is when the apiserver answered (the audit event's stageTimestamp).",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"verb": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Verb is create, update, patch, delete or deletecollection.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"subresource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Subresource written, if any (status, scale).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"actor": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Actor is who tried, as the apiserver's audit event says.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.Actor{}.OpenAPIModelName()),
+						},
+					},
+					"result": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Result is the apiserver's answer.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.AttemptResult{}.OpenAPIModelName()),
+						},
+					},
+					"requestObject": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RequestObject is the body of the attempted request, when the record kept it (a patch, the object of a create or an update). Only a get of one attempt carries it. Secret values are digests unless the rules record them in clear.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"object", "attemptedAt", "verb", "actor", "result"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.AttemptResult{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_AttemptResult(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AttemptResult is the apiserver's answer to a failed or denied write.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"code": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Code is the HTTP status code (403, 409, 422...).",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is the status' reason (Forbidden, Conflict, Invalid...).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is the status' message, as the apiserver wrote it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"code"},
+			},
+		},
+	}
+}
+
 func schema_options_record_api_record_v1alpha1_Change(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -284,12 +524,43 @@ func schema_options_record_api_record_v1alpha1_Change(ref common.ReferenceCallba
 							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
 						},
 					},
+					"priorState": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PriorState is the object before the change: the newest full state the record holds from before it (for a delete, its last state). Only a get of one change carries it; absent for a create, and when the record holds no earlier state. Secret values are digests unless the rules record them in clear.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"diff": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Diff is what the change changed, from priorState to state, as JSON pointers; status and server-set metadata (managedFields, resourceVersion, generation, uid, timestamps) are left out. A create is one add of the whole object (path \"\"), a delete one remove. Only a get of one change carries it; absent when it cannot be computed (the state before is unknown, or the change gave no full state), and when the change changed none of the fields compared.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.FieldChange{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"manifest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Manifest is the clean manifest of this version: its state without what the server sets, and without ownerReferences to owners that no longer exist, ready for kubectl apply -f -. Only a get of one change carries it; absent when the version cannot be restored (no full state, or Secret values recorded as digests).",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"object", "changedAt", "verb", "restorable"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.FieldChange{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -404,12 +675,177 @@ func schema_options_record_api_record_v1alpha1_ChangeRecord(ref common.Reference
 							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
 						},
 					},
+					"priorState": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PriorState is the object before the change: the newest full state the record holds from before it (for a delete, its last state). Only a get of one change carries it; absent for a create, and when the record holds no earlier state. Secret values are digests unless the rules record them in clear.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"diff": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Diff is what the change changed, from priorState to state, as JSON pointers; status and server-set metadata (managedFields, resourceVersion, generation, uid, timestamps) are left out. A create is one add of the whole object (path \"\"), a delete one remove. Only a get of one change carries it; absent when it cannot be computed (the state before is unknown, or the change gave no full state), and when the change changed none of the fields compared.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.FieldChange{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"manifest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Manifest is the clean manifest of this version: its state without what the server sets, and without ownerReferences to owners that no longer exist, ready for kubectl apply -f -. Only a get of one change carries it; absent when the version cannot be restored (no full state, or Secret values recorded as digests).",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"object", "changedAt", "verb", "restorable"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.FieldChange{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_ClusterAttempt(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterAttempt is one recorded failed or denied write of a cluster-scoped object.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; creationTimestamp is when the attempt was answered.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"object": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Object is the object the write aimed at (its name is empty for a create with generateName; its uid is set when the apiserver knew it).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"attemptedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AttemptedAt is when the apiserver answered (the audit event's stageTimestamp).",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"verb": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Verb is create, update, patch, delete or deletecollection.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"subresource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Subresource written, if any (status, scale).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"actor": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Actor is who tried, as the apiserver's audit event says.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.Actor{}.OpenAPIModelName()),
+						},
+					},
+					"result": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Result is the apiserver's answer.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.AttemptResult{}.OpenAPIModelName()),
+						},
+					},
+					"requestObject": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RequestObject is the body of the attempted request, when the record kept it (a patch, the object of a create or an update). Only a get of one attempt carries it. Secret values are digests unless the rules record them in clear.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"object", "attemptedAt", "verb", "actor", "result"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.AttemptResult{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_ClusterAttemptList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterAttemptList is a page of cluster-scoped attempts, newest first.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.ClusterAttempt{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ClusterAttempt{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -496,12 +932,43 @@ func schema_options_record_api_record_v1alpha1_ClusterChange(ref common.Referenc
 							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
 						},
 					},
+					"priorState": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PriorState is the object before the change: the newest full state the record holds from before it (for a delete, its last state). Only a get of one change carries it; absent for a create, and when the record holds no earlier state. Secret values are digests unless the rules record them in clear.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"diff": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Diff is what the change changed, from priorState to state, as JSON pointers; status and server-set metadata (managedFields, resourceVersion, generation, uid, timestamps) are left out. A create is one add of the whole object (path \"\"), a delete one remove. Only a get of one change carries it; absent when it cannot be computed (the state before is unknown, or the change gave no full state), and when the change changed none of the fields compared.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.FieldChange{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"manifest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Manifest is the clean manifest of this version: its state without what the server sets, and without ownerReferences to owners that no longer exist, ready for kubectl apply -f -. Only a get of one change carries it; absent when the version cannot be restored (no full state, or Secret values recorded as digests).",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"object", "changedAt", "verb", "restorable"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+			v1alpha1.Actor{}.OpenAPIModelName(), v1alpha1.FieldChange{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 

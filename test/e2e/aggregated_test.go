@@ -89,7 +89,7 @@ kind: ClusterRole
 metadata: {name: options-record-e2e-record-reader}
 rules:
   - apiGroups: [record.optionsrecord.io]
-    resources: [deletions, clusterdeletions, changes, clusterchanges]
+    resources: [deletions, clusterdeletions, changes, clusterchanges, attempts, clusterattempts]
     verbs: [get, list]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -529,6 +529,203 @@ func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
 		})
 		if out := kubectlOK(t, w, controlplane.AdminUser, nil, "get", "deletions", "-A", "-o", "jsonpath={.items[*].object.resource}"); strings.Contains(out, "namespaces") {
 			t.Errorf("a cluster-scoped deletion is listed as namespaced: %s", out)
+		}
+	})
+
+	t.Run("kubectl get change -o yaml of an update gives the state before, the diff and a clean manifest", func(t *testing.T) {
+		kubectlOK(t, w, "bob", nil, "create", "configmap", "settings", "-n", ns, "--from-literal=level=info")
+		kubectlOK(t, w, "bob", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"level":"debug"}}`),
+			"replace", "-n", ns, "-f", "-")
+		var lines []string
+		eventually(t, time.Minute, "the create and the update of settings", func() error {
+			out, errOut, err := w.cp.Kubectl(t, "alice", nil, "get", "changes", "-n", ns, "--field-selector", "object.name=settings",
+				"-o", `jsonpath={range .items[*]}{.verb} {.metadata.name}{"\n"}{end}`)
+			if lines = strings.Split(strings.TrimSpace(out), "\n"); err != nil || len(lines) != 2 {
+				return fmt.Errorf("%v %s: %q", err, errOut, out)
+			}
+			return nil
+		})
+		if !strings.HasPrefix(lines[0], "update ") || !strings.HasPrefix(lines[1], "create ") {
+			t.Fatalf("changes of settings, newest first: %q", lines)
+		}
+		type change struct {
+			Verb                        string
+			State, PriorState, Manifest map[string]any
+			Diff                        []struct {
+				Op, Path string
+				From, To any
+			}
+		}
+		get := func(name string) change {
+			t.Helper()
+			var c change
+			if err := yaml.Unmarshal([]byte(kubectlOK(t, w, "alice", nil, "get", "change", name, "-n", ns, "-o", "yaml")), &c); err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		level := func(obj map[string]any) any {
+			data, _ := obj["data"].(map[string]any)
+			return data["level"]
+		}
+		update := get(strings.Fields(lines[0])[1])
+		if update.Verb != "update" || level(update.State) != "debug" || level(update.PriorState) != "info" || update.PriorState["kind"] != "ConfigMap" {
+			t.Errorf("the update's state and prior state: %s %v %v", update.Verb, update.State, update.PriorState)
+		}
+		if d := update.Diff; len(d) != 1 || d[0].Op != "replace" || d[0].Path != "/data/level" || d[0].From != "info" || d[0].To != "debug" {
+			t.Errorf("the update's diff: %+v", d)
+		}
+		md, _ := update.Manifest["metadata"].(map[string]any)
+		if update.Manifest["kind"] != "ConfigMap" || md["name"] != "settings" || level(update.Manifest) != "debug" {
+			t.Errorf("the update's manifest: %v", update.Manifest)
+		}
+		for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "managedFields"} {
+			if _, ok := md[f]; ok {
+				t.Errorf("the manifest keeps metadata.%s: %v", f, md)
+			}
+		}
+		// Ready for kubectl apply, as its reader.
+		manifest, err := json.Marshal(update.Manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kubectlOK(t, w, "alice", manifest, "apply", "-n", ns, "--dry-run=server", "-f", "-")
+
+		create := get(strings.Fields(lines[1])[1])
+		if create.PriorState != nil || level(create.Manifest) != "info" || len(create.Diff) != 1 || create.Diff[0].Op != "add" || create.Diff[0].Path != "" {
+			t.Errorf("the create: priorState %v, manifest %v, diff %+v", create.PriorState, create.Manifest, create.Diff)
+		}
+		// A list carries none of them.
+		if out := kubectlOK(t, w, "alice", nil, "get", "changes", "-n", ns, "--field-selector", "object.name=settings",
+			"-o", "jsonpath={.items[*].priorState}{.items[*].diff}{.items[*].manifest}{.items[*].state}"); strings.TrimSpace(out) != "" {
+			t.Errorf("a list of changes carries states: %s", out)
+		}
+		// A Secret recorded as digests has no manifest: it cannot be restored.
+		kubectlOK(t, w, "bob", nil, "create", "secret", "generic", "token", "-n", ns, "--from-literal=k=hunter2-agg")
+		var secretChange string
+		eventually(t, time.Minute, "the Secret's create", func() error {
+			out, _, err := w.cp.Kubectl(t, "alice", nil, "get", "changes", "-n", ns, "--field-selector", "object.resource=secrets,object.name=token",
+				"-o", "jsonpath={.items[*].metadata.name}")
+			if secretChange = strings.TrimSpace(out); err != nil || secretChange == "" {
+				return fmt.Errorf("%v: %q", err, out)
+			}
+			return nil
+		})
+		out := kubectlOK(t, w, "alice", nil, "get", "change", secretChange, "-n", ns, "-o", "yaml")
+		if sc := get(secretChange); sc.State == nil || sc.Manifest != nil || strings.Contains(out, "hunter2-agg") || strings.Contains(out, "aHVudGVyMi1hZ2c=") {
+			t.Errorf("the digested Secret's change: %s", out)
+		}
+	})
+
+	t.Run("kubectl get attempts shows denied and failed writes to who may get the object", func(t *testing.T) {
+		// eve may not delete in the shop: the kube-apiserver answers 403 and
+		// the audit policy records it. bob creates settings a second time:
+		// 409, with the body he sent.
+		if _, errOut, err := w.cp.Kubectl(t, "eve", nil, "delete", "configmap", "app-config", "-n", ns); err == nil || !strings.Contains(errOut, "Forbidden") && !strings.Contains(errOut, "forbidden") {
+			t.Fatalf("eve's delete: %v %s", err, errOut)
+		}
+		if _, errOut, err := w.cp.Kubectl(t, "bob", nil, "create", "configmap", "settings", "-n", ns, "--from-literal=level=again"); err == nil || !strings.Contains(errOut, "AlreadyExists") && !strings.Contains(errOut, "already exists") {
+			t.Fatalf("bob's second create: %v %s", err, errOut)
+		}
+		var table string
+		eventually(t, time.Minute, "alice sees eve's denied delete", func() error {
+			out, errOut, err := w.cp.Kubectl(t, "alice", nil, "get", "attempts", "-n", ns, "--field-selector", "actor.username=eve")
+			if err != nil || !strings.Contains(out, "app-config") {
+				return fmt.Errorf("%v %s:\n%s", err, errOut, out)
+			}
+			table = out
+			return nil
+		})
+		lines := strings.Split(strings.TrimSpace(table), "\n")
+		if len(lines) != 2 {
+			t.Fatalf("want a header and one row:\n%s", table)
+		}
+		if h, want := strings.Join(strings.Fields(lines[0]), " "), "NAME RESOURCE OBJECT USER AS VERB CODE REASON ATTEMPTED"; h != want {
+			t.Errorf("header %q, want %q", h, want)
+		}
+		if row := strings.Fields(lines[1]); len(row) != 8 || row[1] != "configmaps" || row[2] != "app-config" || row[3] != "eve" ||
+			row[4] != "delete" || row[5] != "403" || row[6] != "Forbidden" {
+			t.Errorf("row %q: want configmaps app-config eve (no one impersonated) delete 403 Forbidden", row)
+		}
+		name := strings.Fields(lines[1])[0]
+		if wide := kubectlOK(t, w, "alice", nil, "get", "attempt", name, "-n", ns, "-o", "wide"); !strings.Contains(wide, "MESSAGE") ||
+			!strings.Contains(wide, "AUDIT-ID") || !strings.Contains(wide, `cannot delete resource "configmaps"`) {
+			t.Errorf("-o wide:\n%s", wide)
+		}
+
+		var a struct {
+			Kind     string
+			Metadata struct{ Name, Namespace string }
+			Object   struct{ Resource, Name, Namespace string }
+			Verb     string
+			Actor    struct{ Username string }
+			Result   struct {
+				Code            int
+				Reason, Message string
+			}
+			AttemptedAt   string         `json:"attemptedAt"`
+			RequestObject map[string]any `json:"requestObject"`
+		}
+		if err := yaml.Unmarshal([]byte(kubectlOK(t, w, "alice", nil, "get", "attempt", name, "-n", ns, "-o", "yaml")), &a); err != nil {
+			t.Fatal(err)
+		}
+		if a.Kind != "Attempt" || a.Metadata.Name != name || a.Metadata.Namespace != ns || a.Object.Resource != "configmaps" || a.Object.Name != "app-config" ||
+			a.Verb != "delete" || a.Actor.Username != "eve" || a.Result.Code != 403 || a.Result.Reason != "Forbidden" ||
+			!strings.Contains(a.Result.Message, `User "eve" cannot delete resource "configmaps"`) || a.AttemptedAt == "" {
+			t.Errorf("eve's attempt: %+v", a)
+		}
+		t.Logf("eve's denied delete (refused before its body was read): requestObject present: %v", a.RequestObject != nil)
+		if out := kubectlOK(t, w, "alice", nil, "get", "attempts", "-n", ns, "--field-selector", "metadata.name="+name, "-o", "name"); strings.TrimSpace(out) != "attempt.record.optionsrecord.io/"+name {
+			t.Errorf("by metadata.name: %q", out)
+		}
+
+		// The failed create: its request body, in a get only.
+		var conflict string
+		eventually(t, time.Minute, "bob's second create of settings", func() error {
+			out, _, err := w.cp.Kubectl(t, "alice", nil, "get", "attempts", "-n", ns, "--field-selector", "actor.username=bob,object.name=settings",
+				"-o", `jsonpath={range .items[*]}{.metadata.name} {.result.code} {.requestObject}{"\n"}{end}`)
+			if f := strings.Fields(out); err != nil || len(f) != 2 || f[1] != "409" {
+				return fmt.Errorf("%v: %q", err, out)
+			}
+			conflict = strings.Fields(out)[0]
+			return nil
+		})
+		a.RequestObject = nil
+		if err := yaml.Unmarshal([]byte(kubectlOK(t, w, "alice", nil, "get", "attempt", conflict, "-n", ns, "-o", "yaml")), &a); err != nil {
+			t.Fatal(err)
+		}
+		if data, _ := a.RequestObject["data"].(map[string]any); a.Result.Reason != "AlreadyExists" || a.RequestObject["kind"] != "ConfigMap" || data["level"] != "again" {
+			t.Errorf("bob's failed create: %+v", a)
+		}
+
+		// agg-peeker may read attempts but not the ConfigMaps: none of them.
+		if out, errOut, err := w.cp.Kubectl(t, "agg-peeker", nil, "get", "attempts", "-n", ns, "-o", "name"); err != nil || strings.TrimSpace(out) != "" {
+			t.Errorf("agg-peeker's list: %v %q %s", err, out, errOut)
+		}
+		_, errOut, err := w.cp.Kubectl(t, "agg-peeker", nil, "get", "attempt", name, "-n", ns)
+		if err == nil || !strings.Contains(errOut, "NotFound") && !strings.Contains(errOut, "not found") {
+			t.Errorf("agg-peeker's get: %v %s", err, errOut)
+		}
+		if strings.Contains(errOut, "app-config") || strings.Contains(errOut, "configmaps") || strings.Contains(errOut, "eve") {
+			t.Errorf("the refusal names the hidden attempt: %s", errOut)
+		}
+
+		// A denied write of a cluster-scoped object is a cluster attempt,
+		// not listed among the namespaced ones of every namespace.
+		if _, errOut, err := w.cp.Kubectl(t, "eve", nil, "delete", "namespace", ns); err == nil || !strings.Contains(errOut, "forbidden") && !strings.Contains(errOut, "Forbidden") {
+			t.Fatalf("eve's delete of the namespace: %v %s", err, errOut)
+		}
+		eventually(t, time.Minute, "eve's denied delete of the namespace", func() error {
+			out, errOut, err := w.cp.Kubectl(t, controlplane.AdminUser, nil, "get", "clusterattempts",
+				"--field-selector", "object.resource=namespaces,actor.username=eve", "-o", "jsonpath={.items[*].object.name} {.items[*].result.code}")
+			if err != nil || strings.TrimSpace(out) != ns+" 403" {
+				return fmt.Errorf("%v: %q %s", err, out, errOut)
+			}
+			return nil
+		})
+		if out := kubectlOK(t, w, controlplane.AdminUser, nil, "get", "attempts", "-A", "--field-selector", "actor.username=eve",
+			"-o", "jsonpath={.items[*].object.resource}"); strings.TrimSpace(out) != "configmaps" {
+			t.Errorf("eve's attempts in every namespace: %q, want only the ConfigMap's", out)
 		}
 	})
 

@@ -31,9 +31,15 @@ var DeletionSelectableFields = []string{"object.apiGroup", "object.resource", "o
 // metadata.namespace.
 var ChangeSelectableFields = []string{"object.apiGroup", "object.resource", "object.name", "object.uid", "actor.username", "verb", "since", "until"}
 
+// AttemptSelectableFields are the fields a field selector may name on
+// attempts and cluster attempts, besides metadata.name and
+// metadata.namespace: those of deletions.
+var AttemptSelectableFields = []string{"object.apiGroup", "object.resource", "object.name", "actor.username", "since", "until"}
+
 func knownTypes() []runtime.Object {
 	return []runtime.Object{&Deletion{}, &DeletionList{}, &ClusterDeletion{}, &ClusterDeletionList{}, &Restore{}, &RestoreList{},
-		&Change{}, &ChangeList{}, &ClusterChange{}, &ClusterChangeList{}, &RestorePlan{}, &RestorePlanList{}}
+		&Change{}, &ChangeList{}, &ClusterChange{}, &ClusterChangeList{}, &RestorePlan{}, &RestorePlanList{},
+		&Attempt{}, &AttemptList{}, &ClusterAttempt{}, &ClusterAttemptList{}}
 }
 
 // AddServedToScheme registers the types in the served version only. The
@@ -63,31 +69,37 @@ func AddToScheme(s *runtime.Scheme) error {
 			return err
 		}
 	}
+	for _, kind := range []string{"Attempt", "ClusterAttempt"} {
+		if err := s.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind(kind), attemptFieldLabel); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 func changeFieldLabel(label, value string) (string, string, error) {
-	switch label {
-	case "metadata.name", "metadata.namespace":
-		return label, value, nil
-	}
-	for _, f := range ChangeSelectableFields {
-		if label == f {
-			return label, value, nil
-		}
-	}
-	return "", "", fmt.Errorf("field label %q not supported for changes (supported: metadata.name, metadata.namespace, %s)", label, strings.Join(ChangeSelectableFields, ", "))
+	return fieldLabel("changes", ChangeSelectableFields, label, value)
 }
 
 func deletionFieldLabel(label, value string) (string, string, error) {
+	return fieldLabel("deletions", DeletionSelectableFields, label, value)
+}
+
+func attemptFieldLabel(label, value string) (string, string, error) {
+	return fieldLabel("attempts", AttemptSelectableFields, label, value)
+}
+
+// fieldLabel accepts metadata.name, metadata.namespace and the selectable
+// fields of a resource, unchanged.
+func fieldLabel(resource string, selectable []string, label, value string) (string, string, error) {
 	switch label {
 	case "metadata.name", "metadata.namespace":
 		return label, value, nil
 	}
-	for _, f := range DeletionSelectableFields {
+	for _, f := range selectable {
 		if label == f {
 			return label, value, nil
 		}
 	}
-	return "", "", fmt.Errorf("field label %q not supported for deletions (supported: metadata.name, metadata.namespace, %s)", label, strings.Join(DeletionSelectableFields, ", "))
+	return "", "", fmt.Errorf("field label %q not supported for %s (supported: metadata.name, metadata.namespace, %s)", label, resource, strings.Join(selectable, ", "))
 }

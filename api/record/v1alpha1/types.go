@@ -338,6 +338,121 @@ type ChangeRecord struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:EmbeddedResource
 	State *runtime.RawExtension `json:"state,omitempty"`
+	// PriorState is the object before the change: the newest full state
+	// the record holds from before it (for a delete, its last state). Only
+	// a get of one change carries it; absent for a create, and when the
+	// record holds no earlier state. Secret values are digests unless the
+	// rules record them in clear.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:EmbeddedResource
+	PriorState *runtime.RawExtension `json:"priorState,omitempty"`
+	// Diff is what the change changed, from priorState to state, as JSON
+	// pointers; status and server-set metadata (managedFields,
+	// resourceVersion, generation, uid, timestamps) are left out. A create
+	// is one add of the whole object (path ""), a delete one remove. Only a
+	// get of one change carries it; absent when it cannot be computed (the
+	// state before is unknown, or the change gave no full state), and when
+	// the change changed none of the fields compared.
+	// +optional
+	// +listType=atomic
+	Diff []FieldChange `json:"diff,omitempty"`
+	// Manifest is the clean manifest of this version: its state without
+	// what the server sets, and without ownerReferences to owners that no
+	// longer exist, ready for kubectl apply -f -. Only a get of one change
+	// carries it; absent when the version cannot be restored (no full
+	// state, or Secret values recorded as digests).
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:EmbeddedResource
+	Manifest *runtime.RawExtension `json:"manifest,omitempty"`
+}
+
+// Attempt is one recorded failed or denied write of a namespaced object: a
+// create, update, patch or delete the apiserver answered with a code of
+// 300 or more (403 from RBAC or admission, 409, 422...). It is read-only.
+// Its name is <stage time in unix microseconds>.<event key>, and its
+// namespace the object's.
+//
+// +kubebuilder:object:root=true
+type Attempt struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata; creationTimestamp is when the attempt was
+	// answered.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	AttemptRecord `json:",inline"`
+}
+
+// AttemptList is a page of attempts, newest first.
+//
+// +kubebuilder:object:root=true
+type AttemptList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []Attempt `json:"items"`
+}
+
+// ClusterAttempt is one recorded failed or denied write of a
+// cluster-scoped object.
+//
+// +kubebuilder:object:root=true
+type ClusterAttempt struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata; creationTimestamp is when the attempt was
+	// answered.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	AttemptRecord `json:",inline"`
+}
+
+// ClusterAttemptList is a page of cluster-scoped attempts, newest first.
+//
+// +kubebuilder:object:root=true
+type ClusterAttemptList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []ClusterAttempt `json:"items"`
+}
+
+// AttemptRecord is what the record knows of a failed or denied write.
+type AttemptRecord struct {
+	// Object is the object the write aimed at (its name is empty for a
+	// create with generateName; its uid is set when the apiserver knew it).
+	Object ObjectReference `json:"object"`
+	// AttemptedAt is when the apiserver answered (the audit event's
+	// stageTimestamp).
+	AttemptedAt metav1.MicroTime `json:"attemptedAt"`
+	// Verb is create, update, patch, delete or deletecollection.
+	Verb string `json:"verb"`
+	// Subresource written, if any (status, scale).
+	// +optional
+	Subresource string `json:"subresource,omitempty"`
+	// Actor is who tried, as the apiserver's audit event says.
+	Actor Actor `json:"actor"`
+	// Result is the apiserver's answer.
+	Result AttemptResult `json:"result"`
+	// RequestObject is the body of the attempted request, when the record
+	// kept it (a patch, the object of a create or an update). Only a get of
+	// one attempt carries it. Secret values are digests unless the rules
+	// record them in clear.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	RequestObject *runtime.RawExtension `json:"requestObject,omitempty"`
+}
+
+// AttemptResult is the apiserver's answer to a failed or denied write.
+type AttemptResult struct {
+	// Code is the HTTP status code (403, 409, 422...).
+	Code int32 `json:"code"`
+	// Reason is the status' reason (Forbidden, Conflict, Invalid...).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message is the status' message, as the apiserver wrote it.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // StepResult is the outcome of one step of a plan.

@@ -15,6 +15,26 @@ func (in Actor) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Attempt) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.Attempt"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AttemptList) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.AttemptList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AttemptRecord) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.AttemptRecord"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AttemptResult) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.AttemptResult"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Change) OpenAPIModelName() string {
 	return "io.optionsrecord.record.v1alpha1.Change"
 }
@@ -27,6 +47,16 @@ func (in ChangeList) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ChangeRecord) OpenAPIModelName() string {
 	return "io.optionsrecord.record.v1alpha1.ChangeRecord"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterAttempt) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.ClusterAttempt"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterAttemptList) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.ClusterAttemptList"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
