@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -27,13 +28,27 @@ import (
 	"github.com/options-record/options-record/restore"
 )
 
-// restoreStorage runs restores through the restore service when they are
+// restoreStorage runs restores (or, not namespaced, cluster restores: of
+// cluster-scoped objects) through the restore service when they are
 // created, and reads the caller's own back from the restores table.
 type restoreStorage struct {
-	log     *slog.Logger
-	hist    *history.Service
-	svc     *restore.Service
-	cluster string
+	log        *slog.Logger
+	hist       *history.Service
+	svc        *restore.Service
+	cluster    string
+	namespaced bool
+	resource   schema.GroupResource
+	kind       schema.GroupKind
+}
+
+func newRestoreStorage(log *slog.Logger, hist *history.Service, svc *restore.Service, cluster string, namespaced bool) *restoreStorage {
+	res, kind := "clusterrestores", "ClusterRestore"
+	if namespaced {
+		res, kind = "restores", "Restore"
+	}
+	return &restoreStorage{log: log, hist: hist, svc: svc, cluster: cluster, namespaced: namespaced,
+		resource: recordv1alpha1.SchemeGroupVersion.WithResource(res).GroupResource(),
+		kind:     recordv1alpha1.SchemeGroupVersion.WithKind(kind).GroupKind()}
 }
 
 var (
@@ -46,14 +61,47 @@ var (
 	_ rest.CategoriesProvider   = (*restoreStorage)(nil)
 )
 
-var restoreResource = recordv1alpha1.SchemeGroupVersion.WithResource("restores").GroupResource()
+func (s *restoreStorage) New() runtime.Object {
+	if s.namespaced {
+		return &recordv1alpha1.Restore{}
+	}
+	return &recordv1alpha1.ClusterRestore{}
+}
 
-func (*restoreStorage) New() runtime.Object     { return &recordv1alpha1.Restore{} }
-func (*restoreStorage) NewList() runtime.Object { return &recordv1alpha1.RestoreList{} }
-func (*restoreStorage) Destroy()                {}
-func (*restoreStorage) NamespaceScoped() bool   { return true }
-func (*restoreStorage) GetSingularName() string { return "restore" }
-func (*restoreStorage) Categories() []string    { return []string{"optionsrecord"} }
+func (s *restoreStorage) NewList() runtime.Object {
+	if s.namespaced {
+		return &recordv1alpha1.RestoreList{}
+	}
+	return &recordv1alpha1.ClusterRestoreList{}
+}
+
+func (*restoreStorage) Destroy()                  {}
+func (s *restoreStorage) NamespaceScoped() bool   { return s.namespaced }
+func (s *restoreStorage) GetSingularName() string { return strings.TrimSuffix(s.resource.Resource, "s") }
+func (*restoreStorage) Categories() []string      { return []string{"optionsrecord"} }
+
+// asRestore is the Restore a request's object stands for (a ClusterRestore
+// is one without a namespace).
+func asRestore(obj runtime.Object) (*recordv1alpha1.Restore, bool) {
+	switch o := obj.(type) {
+	case *recordv1alpha1.Restore:
+		return o, true
+	case *recordv1alpha1.ClusterRestore:
+		return &recordv1alpha1.Restore{ObjectMeta: o.ObjectMeta, Spec: o.Spec, Status: o.Status}, true
+	}
+	return nil, false
+}
+
+// out is r as this storage's kind.
+func (s *restoreStorage) out(r *recordv1alpha1.Restore) runtime.Object {
+	if s.namespaced {
+		return r
+	}
+	meta := r.ObjectMeta
+	meta.Namespace = ""
+	return &recordv1alpha1.ClusterRestore{TypeMeta: metav1.TypeMeta{Kind: "ClusterRestore", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
+		ObjectMeta: meta, Spec: r.Spec, Status: r.Status}
+}
 
 // Create validates the restore, runs it as the caller and answers it with
 // its outcome. A refused or failed restore is still created (its status
@@ -61,12 +109,12 @@ func (*restoreStorage) Categories() []string    { return []string{"optionsrecord
 // what stops it before anything is recorded (an invalid spec, a version
 // the caller may not read, a name taken).
 func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
-	r, ok := obj.(*recordv1alpha1.Restore)
+	r, ok := asRestore(obj)
 	if !ok {
 		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
 	}
 	ns := genericapirequest.NamespaceValue(ctx)
-	if r.Namespace == "" {
+	if r.Namespace == "" || !s.namespaced {
 		r.Namespace = ns
 	}
 	if r.Name == "" && r.GenerateName != "" {
@@ -86,11 +134,14 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 	if given != 1 {
 		errs = append(errs, field.Invalid(spec, r.Spec, "give exactly one of version, deletion and plan"))
 	}
+	if !s.namespaced && r.Spec.Plan != "" {
+		errs = append(errs, field.Invalid(spec.Child("plan"), r.Spec.Plan, "a plan runs through a Restore in the plan's namespace"))
+	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(recordv1alpha1.SchemeGroupVersion.WithKind("Restore").GroupKind(), r.Name, errs)
+		return nil, apierrors.NewInvalid(s.kind, r.Name, errs)
 	}
 	if validate != nil {
-		if err := validate(ctx, r); err != nil {
+		if err := validate(ctx, obj); err != nil {
 			return nil, err
 		}
 	}
@@ -106,9 +157,9 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 		Force: r.Spec.Force, DryRun: dryRun, Record: &restore.RecordName{Namespace: r.Namespace, Name: r.Name}})
 	if res == nil || res.RestoreID == "" {
 		if errors.Is(err, history.ErrExists) {
-			return nil, apierrors.NewAlreadyExists(restoreResource, r.Name)
+			return nil, apierrors.NewAlreadyExists(s.resource, r.Name)
 		}
-		return nil, statusError(s.log, err, restoreResource, r.Name)
+		return nil, statusError(s.log, err, s.resource, r.Name)
 	}
 	out := r.DeepCopy()
 	out.UID = types.UID(res.RestoreID)
@@ -135,7 +186,7 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 	for _, d := range res.DroppedOwners {
 		out.Status.DroppedOwnerReferences = append(out.Status.DroppedOwnerReferences, recordv1alpha1.DroppedOwner(d))
 	}
-	return out, nil
+	return s.out(out), nil
 }
 
 // execute runs a plan of the creator's for a Restore naming it.
@@ -145,19 +196,19 @@ func (s *restoreStorage) execute(ctx context.Context, r *recordv1alpha1.Restore,
 		err = history.ErrNotFound // a restore, not a plan
 	}
 	if errors.Is(err, history.ErrNotFound) {
-		return nil, apierrors.NewInvalid(recordv1alpha1.SchemeGroupVersion.WithKind("Restore").GroupKind(), r.Name,
+		return nil, apierrors.NewInvalid(s.kind, r.Name,
 			field.ErrorList{field.Invalid(field.NewPath("spec", "plan"), r.Spec.Plan, "no RestorePlan of yours by this name in this namespace")})
 	}
 	if err != nil {
-		return nil, statusError(s.log, err, restoreResource, r.Name)
+		return nil, statusError(s.log, err, s.resource, r.Name)
 	}
 	p, err := s.svc.ExecutePlan(ctx, s.cluster, plan.ID, restore.ExecuteRequest{Force: r.Spec.Force, DryRun: dryRun,
 		Record: &restore.RecordName{Namespace: r.Namespace, Name: r.Name}})
 	if p == nil {
 		if errors.Is(err, history.ErrExists) {
-			return nil, apierrors.NewAlreadyExists(restoreResource, r.Name)
+			return nil, apierrors.NewAlreadyExists(s.resource, r.Name)
 		}
-		return nil, statusError(s.log, err, restoreResource, r.Name)
+		return nil, statusError(s.log, err, s.resource, r.Name)
 	}
 	out := restoreOf(p)
 	out.Spec = r.Spec
@@ -168,10 +219,15 @@ func (s *restoreStorage) execute(ctx context.Context, r *recordv1alpha1.Restore,
 }
 
 // source is the version a restore puts back: spec.version, or the state
-// before spec.deletion. Either must be an object of the restore's namespace.
+// before spec.deletion. Either must be an object of the restore's namespace
+// (of a cluster restore: a cluster-scoped object).
 func (s *restoreStorage) source(ctx context.Context, r *recordv1alpha1.Restore, ns string) (history.VersionID, error) {
+	where := "in this namespace"
+	if !s.namespaced {
+		where = "of a cluster-scoped object"
+	}
 	invalid := func(path, value, why string) error {
-		return apierrors.NewInvalid(recordv1alpha1.SchemeGroupVersion.WithKind("Restore").GroupKind(), r.Name,
+		return apierrors.NewInvalid(s.kind, r.Name,
 			field.ErrorList{field.Invalid(field.NewPath("spec", path), value, why)})
 	}
 	if r.Spec.Deletion != "" {
@@ -184,10 +240,10 @@ func (s *restoreStorage) source(ctx context.Context, r *recordv1alpha1.Restore, 
 			err = history.ErrNotFound
 		}
 		if errors.Is(err, history.ErrNotFound) {
-			return did, invalid("deletion", r.Spec.Deletion, "no such deletion in this namespace that you may read")
+			return did, invalid("deletion", r.Spec.Deletion, "no such deletion "+where+" that you may read")
 		}
 		if err != nil {
-			return did, statusError(s.log, err, restoreResource, r.Name)
+			return did, statusError(s.log, err, s.resource, r.Name)
 		}
 		if d.StateKey == "" {
 			return did, invalid("deletion", r.Spec.Deletion, "the record holds no state from before this deletion")
@@ -203,10 +259,10 @@ func (s *restoreStorage) source(ctx context.Context, r *recordv1alpha1.Restore, 
 		err = history.ErrNotFound
 	}
 	if errors.Is(err, history.ErrNotFound) {
-		return id, invalid("version", r.Spec.Version, "no such version of an object of this namespace that you may read")
+		return id, invalid("version", r.Spec.Version, "no such version "+where+" that you may read")
 	}
 	if err != nil {
-		return id, statusError(s.log, err, restoreResource, r.Name)
+		return id, statusError(s.log, err, s.resource, r.Name)
 	}
 	return id, nil
 }
@@ -217,9 +273,9 @@ func (s *restoreStorage) source(ctx context.Context, r *recordv1alpha1.Restore, 
 // that parameter on the kind's PATCH operation, and without one it asks
 // whether the kind is a CRD, which needs "list customresourcedefinitions"
 // at cluster scope: kubectl create -f would fail for every ordinary user.
-func (*restoreStorage) Update(_ context.Context, _ string, _ rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc,
+func (s *restoreStorage) Update(_ context.Context, _ string, _ rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc,
 	_ rest.ValidateObjectUpdateFunc, _ bool, _ *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return nil, false, apierrors.NewMethodNotSupported(restoreResource, "update")
+	return nil, false, apierrors.NewMethodNotSupported(s.resource, "update")
 }
 
 func (s *restoreStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
@@ -228,10 +284,10 @@ func (s *restoreStorage) Get(ctx context.Context, name string, _ *metav1.GetOpti
 		err = history.ErrNotFound // a plan: see restoreplans
 	}
 	if errors.Is(err, history.ErrNotFound) {
-		return nil, apierrors.NewNotFound(restoreResource, name)
+		return nil, apierrors.NewNotFound(s.resource, name)
 	}
 	if err != nil {
-		return nil, statusError(s.log, err, restoreResource, name)
+		return nil, statusError(s.log, err, s.resource, name)
 	}
 	r := restoreOf(p)
 	if p.PlanID != "" {
@@ -239,17 +295,18 @@ func (s *restoreStorage) Get(ctx context.Context, name string, _ *metav1.GetOpti
 			r.Spec.Plan = plan.Record.Name
 		}
 	}
-	return r, nil
+	return s.out(r), nil
 }
 
 // List lists the caller's own restores, newest first (at most
 // history.MaxLimit; no paging).
 func (s *restoreStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	list := &recordv1alpha1.RestoreList{}
+	list := s.NewList()
 	if opts != nil && opts.FieldSelector != nil && !opts.FieldSelector.Empty() {
 		for _, r := range opts.FieldSelector.Requirements() {
 			if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
-				return nil, apierrors.NewBadRequest("field label " + r.Field + " not supported for restores (supported: metadata.name, metadata.namespace)")
+				return nil, apierrors.NewBadRequest("field label " + r.Field + " not supported for " + s.resource.Resource +
+					" (supported: metadata.name, metadata.namespace)")
 			}
 		}
 	}
@@ -257,22 +314,30 @@ func (s *restoreStorage) List(ctx context.Context, opts *metainternalversion.Lis
 		return list, nil
 	}
 	var nsp *string
-	if ns := genericapirequest.NamespaceValue(ctx); ns != "" {
+	if ns := genericapirequest.NamespaceValue(ctx); ns != "" || !s.namespaced {
 		nsp = &ns
 	}
 	ps, err := s.svc.NamedList(ctx, nsp, history.MaxLimit)
 	if err != nil {
-		return nil, statusError(s.log, err, restoreResource, "")
+		return nil, statusError(s.log, err, s.resource, "")
 	}
 	for _, p := range ps {
 		if p.Kind != restore.KindVersion && p.PlanID == "" {
 			continue // a plan: see restoreplans
 		}
 		r := restoreOf(p)
+		if s.namespaced && r.Namespace == "" {
+			continue // a cluster restore: see clusterrestores
+		}
 		if opts != nil && opts.FieldSelector != nil && !opts.FieldSelector.Matches(fields.Set{"metadata.name": r.Name, "metadata.namespace": r.Namespace}) {
 			continue
 		}
-		list.Items = append(list.Items, *r)
+		switch l := list.(type) {
+		case *recordv1alpha1.RestoreList:
+			l.Items = append(l.Items, *r)
+		case *recordv1alpha1.ClusterRestoreList:
+			l.Items = append(l.Items, *s.out(r).(*recordv1alpha1.ClusterRestore))
+		}
 	}
 	return list, nil
 }
@@ -368,7 +433,7 @@ var restoreColumns = []metav1.TableColumnDefinition{
 
 func (*restoreStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
 	table := &metav1.Table{ColumnDefinitions: restoreColumns}
-	add := func(r *recordv1alpha1.Restore) {
+	add := func(o runtime.Object, r *recordv1alpha1.Restore) {
 		var res, name string
 		if o := r.Status.Object; o != nil {
 			res, name = o.Resource, o.Name
@@ -383,16 +448,25 @@ func (*restoreStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ r
 		table.Rows = append(table.Rows, metav1.TableRow{
 			Cells: []any{cell(r.Name), cell(res), cell(name), phase, r.Status.Action,
 				duration.HumanDuration(time.Since(r.CreationTimestamp.Time)), cell(strings.TrimSpace(r.Status.Message))},
-			Object: runtime.RawExtension{Object: r},
+			Object: runtime.RawExtension{Object: o},
 		})
 	}
 	switch o := obj.(type) {
 	case *recordv1alpha1.Restore:
-		add(o)
+		add(o, o)
+	case *recordv1alpha1.ClusterRestore:
+		r, _ := asRestore(o)
+		add(o, r)
 	case *recordv1alpha1.RestoreList:
 		table.ListMeta = o.ListMeta
 		for i := range o.Items {
-			add(&o.Items[i])
+			add(&o.Items[i], &o.Items[i])
+		}
+	case *recordv1alpha1.ClusterRestoreList:
+		table.ListMeta = o.ListMeta
+		for i := range o.Items {
+			r, _ := asRestore(&o.Items[i])
+			add(&o.Items[i], r)
 		}
 	default:
 		return nil, apierrors.NewInternalError(errUnexpectedType(obj))

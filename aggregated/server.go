@@ -174,7 +174,8 @@ func New(opts Options) (*Server, error) {
 		"attempts":         newAttemptStorage(log, opts.History, opts.Cluster, true),
 		"clusterattempts":  newAttemptStorage(log, opts.History, opts.Cluster, false),
 		"restoreplans":     &planStorage{log: log, svc: opts.Restore, cluster: opts.Cluster},
-		"restores":         &restoreStorage{log: log, hist: opts.History, svc: opts.Restore, cluster: opts.Cluster},
+		"restores":         newRestoreStorage(log, opts.History, opts.Restore, opts.Cluster, true),
+		"clusterrestores":  newRestoreStorage(log, opts.History, opts.Restore, opts.Cluster, false),
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("aggregated: install API group: %w", err)

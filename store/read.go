@@ -824,9 +824,15 @@ RETURNING ` + restoreColumns
 // InsertRestore records a restore (a plan to review, or one already carried
 // out) and returns the stored row with its id and creation time.
 func (s *Store) InsertRestore(ctx context.Context, r *RestoreRecord) (*RestoreRecord, error) {
+	// A restore named as an object has a namespace, "" for a cluster
+	// restore (not NULL: the name is unique within it).
+	objNS := nullString(r.ObjectNamespace)
+	if r.ObjectName != "" {
+		objNS = r.ObjectNamespace
+	}
 	rows, err := s.pool.Query(ctx, insertRestoreSQL, r.Cluster, r.Kind, r.Username, nullString(r.UserUID),
 		nonNil(r.UserGroups), nullJSON(r.UserExtra), r.Request, r.Plan, r.DryRun, r.State,
-		r.ExecutedAt, r.FinishedAt, nullJSON(r.Outcome), r.PlanID, nullString(r.ObjectNamespace), nullString(r.ObjectName))
+		r.ExecutedAt, r.FinishedAt, nullJSON(r.Outcome), r.PlanID, objNS, nullString(r.ObjectName))
 	if err != nil {
 		return nil, fmt.Errorf("store: record restore: %w", err)
 	}

@@ -756,3 +756,36 @@ func TestObjectsLoadsABatchOfStates(t *testing.T) {
 		t.Errorf("objects of another cluster: %v %v", other, err)
 	}
 }
+
+// TestNamedRestoresAreUniqueInTheirScope: a restore created as an object is
+// named within its namespace, and a cluster restore within the cluster
+// scope ("" rather than NULL, which would make every name unique).
+func TestNamedRestoresAreUniqueInTheirScope(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	named := func(ns, name string) error {
+		_, err := s.InsertRestore(ctx, &RestoreRecord{Cluster: "default", Kind: "version", Username: "alice", Request: []byte(`{}`),
+			Plan: []byte(`[]`), State: "succeeded", ObjectNamespace: ns, ObjectName: name})
+		return err
+	}
+	for _, r := range []struct{ ns, name string }{{"", "back"}, {"shop", "back"}, {"other", "back"}} {
+		if err := named(r.ns, r.name); err != nil {
+			t.Fatalf("restore %q/%q: %v", r.ns, r.name, err)
+		}
+	}
+	for _, ns := range []string{"", "shop"} {
+		if err := named(ns, "back"); !errors.Is(err, ErrExists) {
+			t.Errorf("a second restore %q in %q: %v, want ErrExists", "back", ns, err)
+		}
+	}
+	if r, err := s.RestoreNamed(ctx, "default", "", "back"); err != nil || r.ObjectNamespace != "" || r.ObjectName != "back" {
+		t.Errorf("the cluster restore by name: %+v %v", r, err)
+	}
+	cluster := ""
+	if rs, err := s.NamedRestores(ctx, "default", "alice", &cluster, 10); err != nil || len(rs) != 1 {
+		t.Errorf("cluster restores: %d %v, want 1", len(rs), err)
+	}
+	if rs, err := s.NamedRestores(ctx, "default", "alice", nil, 10); err != nil || len(rs) != 3 {
+		t.Errorf("every named restore: %d %v, want 3", len(rs), err)
+	}
+}

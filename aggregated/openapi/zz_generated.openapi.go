@@ -34,6 +34,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ClusterChangeList{}.OpenAPIModelName():   schema_options_record_api_record_v1alpha1_ClusterChangeList(ref),
 		v1alpha1.ClusterDeletion{}.OpenAPIModelName():     schema_options_record_api_record_v1alpha1_ClusterDeletion(ref),
 		v1alpha1.ClusterDeletionList{}.OpenAPIModelName(): schema_options_record_api_record_v1alpha1_ClusterDeletionList(ref),
+		v1alpha1.ClusterRestore{}.OpenAPIModelName():      schema_options_record_api_record_v1alpha1_ClusterRestore(ref),
+		v1alpha1.ClusterRestoreList{}.OpenAPIModelName():  schema_options_record_api_record_v1alpha1_ClusterRestoreList(ref),
 		v1alpha1.Deletion{}.OpenAPIModelName():            schema_options_record_api_record_v1alpha1_Deletion(ref),
 		v1alpha1.DeletionList{}.OpenAPIModelName():        schema_options_record_api_record_v1alpha1_DeletionList(ref),
 		v1alpha1.DeletionRecord{}.OpenAPIModelName():      schema_options_record_api_record_v1alpha1_DeletionRecord(ref),
@@ -1159,6 +1161,103 @@ func schema_options_record_api_record_v1alpha1_ClusterDeletionList(ref common.Re
 		},
 		Dependencies: []string{
 			v1alpha1.ClusterDeletion{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_ClusterRestore(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterRestore puts a cluster-scoped object (a ClusterRole, a CustomResourceDefinition, a Namespace) back to a recorded version, as a Restore does for a namespaced one: spec.deletion names a ClusterDeletion, spec.version a version of a cluster-scoped object (spec.plan is not supported: plans run through Restores in their namespace).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.RestoreSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.RestoreStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.RestoreSpec{}.OpenAPIModelName(), v1alpha1.RestoreStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_options_record_api_record_v1alpha1_ClusterRestoreList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterRestoreList is the caller's cluster restores, newest first.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.ClusterRestore{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ClusterRestore{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 

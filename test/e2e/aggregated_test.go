@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -529,6 +530,82 @@ func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
 		})
 		if out := kubectlOK(t, w, controlplane.AdminUser, nil, "get", "deletions", "-A", "-o", "jsonpath={.items[*].object.resource}"); strings.Contains(out, "namespaces") {
 			t.Errorf("a cluster-scoped deletion is listed as namespaced: %s", out)
+		}
+	})
+
+	t.Run("a deleted ClusterRole is put back by a ClusterRestore created with kubectl", func(t *testing.T) {
+		const role = "e2e-agg-role"
+		kubectlOK(t, w, controlplane.AdminUser, []byte(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole",
+			"metadata":{"name":"`+role+`","labels":{"team":"shop"}},"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["get"]}]}`),
+			"create", "-f", "-")
+		// A rule for ClusterRoles: its baseline records the role's state.
+		w.apply.create(t, []byte(`{"apiVersion":"optionsrecord.io/v1alpha1","kind":"OptionsRecordController",
+			"metadata":{"name":"agg-cluster-roles","namespace":"options-record"},"spec":{"resources":[{"group":"rbac.authorization.k8s.io","resources":["clusterroles"]}]}}`), "")
+		eventually(t, time.Minute, "the baseline of the ClusterRole", func() error {
+			if w.count(t, `SELECT count(*) FROM object_versions WHERE resource = 'clusterroles' AND name = '`+role+`'`) == 0 {
+				return errors.New("not recorded yet")
+			}
+			return nil
+		})
+		kubectlOK(t, w, controlplane.AdminUser, nil, "delete", "clusterrole", role)
+		var deletion string
+		eventually(t, time.Minute, "the ClusterRole's deletion", func() error {
+			out, errOut, err := w.cp.Kubectl(t, controlplane.AdminUser, nil, "get", "clusterdeletions",
+				"--field-selector", "object.resource=clusterroles,object.name="+role, "-o", "jsonpath={.items[*].metadata.name}")
+			if deletion = strings.TrimSpace(out); err != nil || deletion == "" || strings.Contains(deletion, " ") {
+				return fmt.Errorf("%v: %q %s", err, out, errOut)
+			}
+			return nil
+		})
+		manifest := []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"ClusterRestore",
+			"metadata":{"name":"bring-back-role"},"spec":{"deletion":"` + deletion + `"}}`)
+		// Alice may restore in her namespace only: the kube-apiserver
+		// refuses her a cluster restore.
+		if _, errOut, err := w.cp.Kubectl(t, "alice", manifest, "create", "-f", "-"); err == nil || !strings.Contains(errOut, "forbidden") {
+			t.Errorf("alice created a cluster restore: %v %s", err, errOut)
+		}
+		var r struct {
+			Status struct {
+				Phase, Action, CreatedBy string
+				DryRun                   bool
+				Object                   struct{ Resource, Name, Namespace string }
+			}
+		}
+		decode := func(out string) {
+			t.Helper()
+			r.Status.DryRun = false
+			if err := yaml.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("%v:\n%s", err, out)
+			}
+		}
+		decode(kubectlOK(t, w, controlplane.AdminUser, manifest, "create", "-f", "-", "--dry-run=server", "-o", "yaml"))
+		if r.Status.Phase != "Succeeded" || !r.Status.DryRun || r.Status.Action != "create" {
+			t.Errorf("dry run: %+v", r.Status)
+		}
+		if _, errOut, err := w.cp.Kubectl(t, controlplane.AdminUser, nil, "get", "clusterrole", role); err == nil || !strings.Contains(errOut, "NotFound") {
+			t.Errorf("the dry run created the ClusterRole: %v %s", err, errOut)
+		}
+		decode(kubectlOK(t, w, controlplane.AdminUser, manifest, "create", "-f", "-", "-o", "yaml"))
+		if r.Status.Phase != "Succeeded" || r.Status.DryRun || r.Status.Action != "create" || r.Status.Object.Name != role ||
+			r.Status.Object.Resource != "clusterroles" || r.Status.Object.Namespace != "" || r.Status.CreatedBy != controlplane.AdminUser {
+			t.Fatalf("cluster restore: %+v", r.Status)
+		}
+		live := kubectlOK(t, w, controlplane.AdminUser, nil, "get", "clusterrole", role, "-o", "jsonpath={.metadata.labels.team} {.rules[0].resources[0]} {.rules[0].verbs[0]}")
+		if live != "shop configmaps get" {
+			t.Errorf("the restored ClusterRole differs from its state before the deletion: %q", live)
+		}
+		// Read back as a cluster restore only.
+		if out := kubectlOK(t, w, controlplane.AdminUser, nil, "get", "clusterrestores", "-o", "name"); !strings.Contains(out, "bring-back-role") {
+			t.Errorf("clusterrestores: %q", out)
+		}
+		if out := kubectlOK(t, w, controlplane.AdminUser, nil, "get", "restores", "-A", "-o", "name"); strings.Contains(out, "bring-back-role") {
+			t.Errorf("a cluster restore is listed as a namespaced one: %q", out)
+		}
+		// A namespaced deletion is not a cluster restore's.
+		if _, errOut, err := w.cp.Kubectl(t, controlplane.AdminUser, []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"ClusterRestore",
+			"metadata":{"name":"wrong-scope"},"spec":{"deletion":"`+name+`"}}`), "create", "-f", "-"); err == nil ||
+			!strings.Contains(errOut, "no such deletion of a cluster-scoped object") {
+			t.Errorf("a cluster restore of a namespaced deletion: %v %s", err, errOut)
 		}
 	})
 

@@ -39,7 +39,7 @@ var AttemptSelectableFields = []string{"object.apiGroup", "object.resource", "ob
 func knownTypes() []runtime.Object {
 	return []runtime.Object{&Deletion{}, &DeletionList{}, &ClusterDeletion{}, &ClusterDeletionList{}, &Restore{}, &RestoreList{},
 		&Change{}, &ChangeList{}, &ClusterChange{}, &ClusterChangeList{}, &RestorePlan{}, &RestorePlanList{},
-		&Attempt{}, &AttemptList{}, &ClusterAttempt{}, &ClusterAttemptList{}}
+		&Attempt{}, &AttemptList{}, &ClusterAttempt{}, &ClusterAttemptList{}, &ClusterRestore{}, &ClusterRestoreList{}}
 }
 
 // AddServedToScheme registers the types in the served version only. The

@@ -263,6 +263,32 @@ type RestoreList struct {
 	Items []Restore `json:"items"`
 }
 
+// ClusterRestore puts a cluster-scoped object (a ClusterRole, a
+// CustomResourceDefinition, a Namespace) back to a recorded version, as a
+// Restore does for a namespaced one: spec.deletion names a ClusterDeletion,
+// spec.version a version of a cluster-scoped object (spec.plan is not
+// supported: plans run through Restores in their namespace).
+//
+// +kubebuilder:object:root=true
+type ClusterRestore struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec RestoreSpec `json:"spec"`
+	// +optional
+	Status RestoreStatus `json:"status,omitempty"`
+}
+
+// ClusterRestoreList is the caller's cluster restores, newest first.
+//
+// +kubebuilder:object:root=true
+type ClusterRestoreList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []ClusterRestore `json:"items"`
+}
+
 // Change is one recorded change of a namespaced object — a create, update,
 // patch or delete the apiserver answered with success — or a baseline
 // observation of it: who changed what, when, as whom, and the object's

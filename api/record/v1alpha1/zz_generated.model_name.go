@@ -80,6 +80,16 @@ func (in ClusterDeletionList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterRestore) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.ClusterRestore"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterRestoreList) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.ClusterRestoreList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Deletion) OpenAPIModelName() string {
 	return "io.optionsrecord.record.v1alpha1.Deletion"
 }
