@@ -75,10 +75,12 @@ func (s *restoreStorage) NewList() runtime.Object {
 	return &recordv1alpha1.ClusterRestoreList{}
 }
 
-func (*restoreStorage) Destroy()                  {}
-func (s *restoreStorage) NamespaceScoped() bool   { return s.namespaced }
-func (s *restoreStorage) GetSingularName() string { return strings.TrimSuffix(s.resource.Resource, "s") }
-func (*restoreStorage) Categories() []string      { return []string{"optionsrecord"} }
+func (*restoreStorage) Destroy()                {}
+func (s *restoreStorage) NamespaceScoped() bool { return s.namespaced }
+func (s *restoreStorage) GetSingularName() string {
+	return strings.TrimSuffix(s.resource.Resource, "s")
+}
+func (*restoreStorage) Categories() []string { return []string{"optionsrecord"} }
 
 // asRestore is the Restore a request's object stands for (a ClusterRestore
 // is one without a namespace).
