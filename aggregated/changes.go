@@ -113,7 +113,9 @@ func (s *changeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptio
 		case err == nil:
 			rec.Manifest = raw(m.Manifest)
 		case !errors.Is(err, history.ErrUnprocessable):
-			return nil, statusError(s.log, err, s.resource, name)
+			// The change itself was read: it is answered without the
+			// manifest rather than not at all.
+			s.log.Warn("a change's manifest could not be made", "change", name, "err", err)
 		}
 	}
 	return obj, nil

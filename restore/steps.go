@@ -68,7 +68,10 @@ func (s *Service) planSteps(ctx context.Context, cluster string, targets, delete
 	for start := 0; start < len(targets); start += planLoadBatch {
 		batch := targets[start:min(start+planLoadBatch, len(targets))]
 		if err := s.loadObjects(gctx, cluster, batch); err != nil {
-			_ = g.Wait()
+			// A failed step cancels gctx: its error is the one to tell.
+			if werr := g.Wait(); werr != nil {
+				return nil, werr
+			}
 			return nil, err
 		}
 		for i := start; i < start+len(batch); i++ {

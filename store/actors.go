@@ -82,8 +82,9 @@ type eventID struct {
 // i-th and its event key) from their events, and says which were made by a
 // cascade actor (the namespace controller, the garbage collector). A
 // version whose event is gone (its day dropped by retention while the
-// version stays as the state at the cutoff) keeps empty event columns.
-func (s *Store) attachActors(ctx context.Context, cluster string, n int, at func(i int) (*VersionRecord, []byte)) (map[int]bool, error) {
+// version stays as the state at the cutoff) keeps empty event columns, and
+// is in the second map.
+func (s *Store) attachActors(ctx context.Context, cluster string, n int, at func(i int) (*VersionRecord, []byte)) (cascades, missing map[int]bool, err error) {
 	var times []time.Time
 	var keys [][]byte
 	for i := range n {
@@ -93,17 +94,17 @@ func (s *Store) attachActors(ctx context.Context, cluster string, n int, at func
 		}
 	}
 	if len(keys) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	actors, err := queryAll[eventActor](ctx, s.pool, "authors of versions", eventActorSQL, cluster, times, keys)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	byID := make(map[eventID]*eventActor, len(actors))
 	for i := range actors {
 		byID[eventID{actors[i].StageAt.UnixMicro(), string(actors[i].EventKey)}] = &actors[i]
 	}
-	cascades := map[int]bool{}
+	cascades, missing = map[int]bool{}, map[int]bool{}
 	for i := range n {
 		v, key := at(i)
 		if key == nil {
@@ -111,6 +112,7 @@ func (s *Store) attachActors(ctx context.Context, cluster string, n int, at func
 		}
 		a := byID[eventID{v.ChangedAt.UnixMicro(), string(key)}]
 		if a == nil {
+			missing[i] = true
 			continue
 		}
 		v.AuditID, v.Username, v.UserGroups = a.AuditID, a.Username, a.UserGroups
@@ -120,7 +122,7 @@ func (s *Store) attachActors(ctx context.Context, cluster string, n int, at func
 			cascades[i] = true
 		}
 	}
-	return cascades, nil
+	return cascades, missing, nil
 }
 
 // versions reads rows of versionWithEvent with sql and attaches their actors.
@@ -129,7 +131,7 @@ func (s *Store) versions(ctx context.Context, what, cluster, sql string, args ..
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.attachActors(ctx, cluster, len(rows), func(i int) (*VersionRecord, []byte) {
+	if _, _, err := s.attachActors(ctx, cluster, len(rows), func(i int) (*VersionRecord, []byte) {
 		return &rows[i].VersionRecord, rows[i].EventKey
 	}); err != nil {
 		return nil, err

@@ -494,16 +494,40 @@ func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, err
 	if q.Cluster == "" || q.Limit <= 0 {
 		return nil, errors.New("store: deletions: cluster and limit are required")
 	}
+	// The view joins each version to its event: a delete whose event is
+	// gone (its day dropped by retention before the version went) is not
+	// one of its rows. Such rows are left out here too, and the page is
+	// filled from after them.
+	var out []Deletion
+	for len(out) < q.Limit {
+		page, fetched, err := s.deletionsPage(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(fetched) < q.Limit || len(page) == len(fetched) {
+			break
+		}
+		last := fetched[len(fetched)-1]
+		q.After, q.Limit = &Cursor{At: last.ChangedAt, UID: last.UID, Key: last.Key}, q.Limit-len(page)
+	}
+	return out, nil
+}
+
+// deletionsPage reads a page of q and returns the deletions of it with
+// their events (who deleted, and who started a cascade), and every row it
+// read.
+func (s *Store) deletionsPage(ctx context.Context, q DeletionQuery) ([]Deletion, []deletionRow, error) {
 	sql, args := deletionsSQL(q)
 	rows, err := queryAll[deletionRow](ctx, s.pool, "deletions", sql, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	cascades, err := s.attachActors(ctx, q.Cluster, len(rows), func(i int) (*VersionRecord, []byte) {
+	cascades, missing, err := s.attachActors(ctx, q.Cluster, len(rows), func(i int) (*VersionRecord, []byte) {
 		return &rows[i].VersionRecord, rows[i].EventKey
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(cascades) > 0 {
 		var uids []string
@@ -513,7 +537,7 @@ func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, err
 		}
 		started, err := queryAll[cascadeRow](ctx, s.pool, "cascades of deletions", cascadeSQL, q.Cluster, uids, keys)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for i := range cascades {
 			for _, c := range started {
@@ -523,11 +547,13 @@ func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, err
 			}
 		}
 	}
-	out := make([]Deletion, len(rows))
+	out := make([]Deletion, 0, len(rows))
 	for i := range rows {
-		out[i] = rows[i].Deletion
+		if !missing[i] && rows[i].EventKey != nil {
+			out = append(out, rows[i].Deletion)
+		}
 	}
-	return out, nil
+	return out, rows, nil
 }
 
 func deletionsSQL(q DeletionQuery) (string, []any) {

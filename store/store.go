@@ -152,6 +152,10 @@ func (s *Store) Ping(ctx context.Context) error {
 // Migrate applies the embedded migrations with goose. It is safe to run from
 // several replicas at once: goose serialises them with a session lock.
 func Migrate(ctx context.Context, cc *pgx.ConnConfig, log *slog.Logger) error {
+	// A migration may rebuild an index or a key of a large record: the
+	// statement timeout of the reads and writes does not apply to it.
+	cc = cc.Copy()
+	cc.RuntimeParams["statement_timeout"] = "0"
 	db := stdlib.OpenDB(*cc)
 	defer db.Close()
 	return migrate(ctx, db, log)

@@ -120,10 +120,17 @@ func (p *process) keepPreparing(ctx context.Context) {
 	}
 }
 
-// prepareStore is one attempt at preparing st, for 15 s at most.
+// prepareStore is one attempt at preparing st: 15 s at most to reach the
+// database, then as long as the migrations take (building an index of a
+// large record can take minutes; cut short, it would start over on every
+// attempt and never finish). Stopping the process still stops it.
 func prepareStore(ctx context.Context, st *store.Store) error {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	err := st.Ping(pctx)
+	cancel()
+	if err != nil {
+		return err
+	}
 	return st.Prepare(ctx)
 }
 
