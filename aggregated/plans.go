@@ -132,6 +132,9 @@ func (s *planStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions
 // List lists the caller's own plans, newest first.
 func (s *planStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	list := &recordv1alpha1.RestorePlanList{}
+	if err := nameAndNamespaceOnly(opts, planResource); err != nil {
+		return nil, err
+	}
 	if opts != nil && opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set{}) {
 		return list, nil
 	}

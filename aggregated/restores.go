@@ -304,13 +304,8 @@ func (s *restoreStorage) Get(ctx context.Context, name string, _ *metav1.GetOpti
 // history.MaxLimit; no paging).
 func (s *restoreStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	list := s.NewList()
-	if opts != nil && opts.FieldSelector != nil && !opts.FieldSelector.Empty() {
-		for _, r := range opts.FieldSelector.Requirements() {
-			if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
-				return nil, apierrors.NewBadRequest("field label " + r.Field + " not supported for " + s.resource.Resource +
-					" (supported: metadata.name, metadata.namespace)")
-			}
-		}
+	if err := nameAndNamespaceOnly(opts, s.resource); err != nil {
+		return nil, err
 	}
 	if opts != nil && opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set{}) {
 		return list, nil
@@ -342,6 +337,22 @@ func (s *restoreStorage) List(ctx context.Context, opts *metainternalversion.Lis
 		}
 	}
 	return list, nil
+}
+
+// nameAndNamespaceOnly refuses a field selector on other fields than
+// metadata.name and metadata.namespace, the only ones of restores and
+// plans.
+func nameAndNamespaceOnly(opts *metainternalversion.ListOptions, res schema.GroupResource) error {
+	if opts == nil || opts.FieldSelector == nil || opts.FieldSelector.Empty() {
+		return nil
+	}
+	for _, r := range opts.FieldSelector.Requirements() {
+		if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
+			return apierrors.NewBadRequest("field label " + r.Field + " not supported for " + res.Resource +
+				" (supported: metadata.name, metadata.namespace)")
+		}
+	}
+	return nil
 }
 
 // restoreOf reads a recorded restore back as an object.
