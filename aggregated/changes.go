@@ -225,6 +225,7 @@ func (s *changeStorage) object(v *history.Version, withState bool) runtime.Objec
 			Namespace: v.Namespace, Name: v.Name, UID: v.UID},
 		ChangedAt: metav1.NewMicroTime(v.ChangedAt), Verb: v.Verb, Subresource: v.Subresource,
 		ResourceVersion: v.ResourceVersion, Restorable: v.HasState && !v.SecretDigested,
+		InitiatedBy: v.InitiatedBy, InitiatedVia: v.InitiatedVia,
 	}
 	if a := v.Actor; a != nil {
 		rec.Actor = &recordv1alpha1.Actor{Username: a.Username, Groups: a.Groups, ImpersonatedUser: a.ImpersonatedUser,
@@ -251,6 +252,7 @@ var changeColumns = []metav1.TableColumnDefinition{
 	{Name: "User", Type: "string", Description: "Who changed it (the authenticated caller)"},
 	{Name: "As", Type: "string", Description: "The identity the caller impersonated, if any"},
 	{Name: "Changed", Type: "string", Description: "How long ago"},
+	{Name: "Initiated-By", Type: "string", Description: "For a cascade's delete: the user whose namespace or owner deletion started it", Priority: 1},
 	{Name: "Subresource", Type: "string", Priority: 1},
 	{Name: "Restorable", Type: "boolean", Description: "The record holds the full state of this version", Priority: 1},
 	{Name: "Audit-ID", Type: "string", Priority: 1},
@@ -269,7 +271,7 @@ func (*changeStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ ru
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
 			Cells: []any{cell(name), r.Verb, cell(res), cell(r.Object.Name), cell(user), cell(as), duration.HumanDuration(time.Since(r.ChangedAt.Time)),
-				cell(r.Subresource), r.Restorable, cell(audit)},
+				cell(r.InitiatedBy), cell(r.Subresource), r.Restorable, cell(audit)},
 			Object: runtime.RawExtension{Object: o},
 		})
 	}

@@ -380,7 +380,7 @@ func (s *Service) Deletion(ctx context.Context, id VersionID) (*Deletion, error)
 }
 
 func deletionOf(d *store.Deletion) Deletion {
-	out := Deletion{Version: VersionOf(&d.VersionRecord), InitiatedBy: d.InitiatedBy, InitiatedVia: d.InitiatedVia, InitiatedAt: d.InitiatedAt}
+	out := Deletion{Version: VersionOf(&d.VersionRecord), InitiatedAt: d.InitiatedAt}
 	out.Object = nil
 	if d.StateKey != nil {
 		l := LinksFor(d.Cluster, d.UID, d.StateKey)

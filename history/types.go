@@ -66,6 +66,8 @@ type Version struct {
 	SecretDigested  bool      `json:"secretDigested,omitempty" doc:"Secret values are digests (HMAC-SHA256): this version cannot be restored"`
 	Stale           bool      `json:"stale,omitempty" doc:"a subresource write changed the object after this state without recording it"`
 	Actor           *Actor    `json:"actor,omitempty" doc:"absent for a baseline"`
+	InitiatedBy     string    `json:"initiatedBy,omitempty" doc:"for a delete by the namespace controller or the garbage collector: the user whose namespace or owner deletion started it"`
+	InitiatedVia    string    `json:"initiatedVia,omitempty" doc:"namespace-deletion or owner-deletion"`
 	Links           Links     `json:"links"`
 	// Object is the state (for a delete: the last state, when known).
 	Object json.RawMessage `json:"object,omitempty" doc:"the object after the change (for a delete: its last state); only in single-version answers"`
@@ -75,9 +77,7 @@ type Version struct {
 // cascade (namespace deletion, owner deletion) where the record shows it.
 type Deletion struct {
 	Version
-	InitiatedBy  string     `json:"initiatedBy,omitempty" doc:"the user whose action started this deletion (namespace or owner deletion)"`
-	InitiatedVia string     `json:"initiatedVia,omitempty" doc:"namespace-deletion or owner-deletion"`
-	InitiatedAt  *time.Time `json:"initiatedAt,omitempty"`
+	InitiatedAt *time.Time `json:"initiatedAt,omitempty" doc:"when the action that started its cascade happened"`
 	// RestoreFrom is the version holding the last state: restore it to
 	// bring the object back.
 	RestoreFrom *Links `json:"restoreFrom,omitempty" doc:"the version holding the object's last state; POST its restore link to bring it back"`
@@ -160,7 +160,9 @@ func VersionOf(v *store.VersionRecord) Version {
 		Subresource: v.Subresource, Namespace: v.Namespace, Name: v.Name,
 		Created: v.Created, Deleted: v.Deleted, Complete: v.Complete, HasState: v.HasState(),
 		SecretDigested: v.SecretDigested, Stale: v.Stale,
-		Links: LinksFor(v.Cluster, v.UID, v.Key),
+		Links:        LinksFor(v.Cluster, v.UID, v.Key),
+		InitiatedBy:  v.InitiatedBy,
+		InitiatedVia: v.InitiatedVia,
 	}
 	if v.ResourceVersion != nil {
 		out.ResourceVersion = strconv.FormatInt(*v.ResourceVersion, 10)

@@ -131,9 +131,12 @@ func (s *Store) versions(ctx context.Context, what, cluster, sql string, args ..
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := s.attachActors(ctx, cluster, len(rows), func(i int) (*VersionRecord, []byte) {
-		return &rows[i].VersionRecord, rows[i].EventKey
-	}); err != nil {
+	at := func(i int) (*VersionRecord, []byte) { return &rows[i].VersionRecord, rows[i].EventKey }
+	cascades, _, err := s.attachActors(ctx, cluster, len(rows), at)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.attachCascades(ctx, cluster, cascades, at); err != nil {
 		return nil, err
 	}
 	out := make([]VersionRecord, len(rows))
@@ -180,6 +183,37 @@ func (s *Store) Objects(ctx context.Context, cluster string, uids []string, keys
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: objects: %w", err)
+	}
+	return out, nil
+}
+
+// attachCascades fills InitiatedBy and InitiatedVia of the deletes among
+// the versions picked (those of a cascade actor, from attachActors) from the
+// deletions view, which alone holds the rule, and returns when each
+// cascade started.
+func (s *Store) attachCascades(ctx context.Context, cluster string, picked map[int]bool, at func(i int) (*VersionRecord, []byte)) (map[int]*time.Time, error) {
+	var uids []string
+	var keys [][]byte
+	for i := range picked {
+		if v, key := at(i); key != nil && (v.Verb == "delete" || v.Verb == "deletecollection") {
+			uids, keys = append(uids, v.UID), append(keys, key)
+		}
+	}
+	if len(uids) == 0 {
+		return nil, nil
+	}
+	started, err := queryAll[cascadeRow](ctx, s.pool, "cascades of deletions", cascadeSQL, cluster, uids, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]*time.Time{}
+	for i := range picked {
+		v, key := at(i)
+		for _, c := range started {
+			if c.UID == v.UID && string(c.EventKey) == string(key) {
+				v.InitiatedBy, v.InitiatedVia, out[i] = c.InitiatedBy, c.InitiatedVia, c.InitiatedAt
+			}
+		}
 	}
 	return out, nil
 }

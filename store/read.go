@@ -67,6 +67,13 @@ type VersionRecord struct {
 	SourceIPs          []string `db:"source_ips"`
 	UserAgent          string   `db:"user_agent"`
 	ResponseCode       int32    `db:"response_code"`
+
+	// For a delete by a cascade actor (the namespace controller, the
+	// garbage collector): the user whose namespace or owner deletion
+	// started the cascade, and namespace-deletion or owner-deletion, as
+	// the deletions view says. Attached by the lookups, not a column.
+	InitiatedBy  string `db:"-"`
+	InitiatedVia string `db:"-"`
 }
 
 // HasState reports whether the version holds a full state of the object:
@@ -412,10 +419,9 @@ type Deletion struct {
 	VersionRecord
 	// StateKey is the version holding the last state of the object (the
 	// delete itself when its answer held the object); nil when unknown.
-	StateKey     []byte     `db:"state_key"`
-	InitiatedBy  string     `db:"initiated_by"`
-	InitiatedVia string     `db:"initiated_via"`
-	InitiatedAt  *time.Time `db:"initiated_at"`
+	StateKey []byte `db:"state_key"`
+	// InitiatedAt is when the action that started its cascade happened.
+	InitiatedAt *time.Time `db:"initiated_at"`
 }
 
 // DeletionQuery selects deletions; unset fields do not filter.
@@ -453,7 +459,7 @@ SELECT v.cluster, v.uid, v.version_key, v.resource_version, v.origin, v.verb, v.
        0::integer AS response_code, v.event_key,
        CASE WHEN v.object IS NOT NULL THEN v.version_key
             WHEN p.resource_version IS NOT NULL THEN p.version_key END AS state_key,
-       '' AS initiated_by, '' AS initiated_via, NULL::timestamptz AS initiated_at
+       NULL::timestamptz AS initiated_at
 FROM object_versions v%s
 LEFT JOIN LATERAL (
     SELECT pv.version_key, pv.resource_version
@@ -529,23 +535,14 @@ func (s *Store) deletionsPage(ctx context.Context, q DeletionQuery) ([]Deletion,
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(cascades) > 0 {
-		var uids []string
-		var keys [][]byte
-		for i := range cascades {
-			uids, keys = append(uids, rows[i].UID), append(keys, rows[i].EventKey)
-		}
-		started, err := queryAll[cascadeRow](ctx, s.pool, "cascades of deletions", cascadeSQL, q.Cluster, uids, keys)
-		if err != nil {
-			return nil, nil, err
-		}
-		for i := range cascades {
-			for _, c := range started {
-				if c.UID == rows[i].UID && string(c.EventKey) == string(rows[i].EventKey) {
-					rows[i].InitiatedBy, rows[i].InitiatedVia, rows[i].InitiatedAt = c.InitiatedBy, c.InitiatedVia, c.InitiatedAt
-				}
-			}
-		}
+	started, err := s.attachCascades(ctx, q.Cluster, cascades, func(i int) (*VersionRecord, []byte) {
+		return &rows[i].VersionRecord, rows[i].EventKey
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, at := range started {
+		rows[i].InitiatedAt = at
 	}
 	out := make([]Deletion, 0, len(rows))
 	for i := range rows {

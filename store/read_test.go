@@ -802,3 +802,33 @@ func TestNamedRestoresAreUniqueInTheirScope(t *testing.T) {
 		t.Errorf("every named restore: %d %v, want 3", len(rs), err)
 	}
 }
+
+// TestChangesNameWhoStartedACascade: a delete by the namespace controller
+// or the garbage collector, listed as a change, names the user whose
+// namespace or owner deletion started it (as the deletions view does); no
+// other change does.
+func TestChangesNameWhoStartedACascade(t *testing.T) {
+	s := openStore(t)
+	write(t, s, cascade...)
+	ctx := context.Background()
+	got := map[string]string{}
+	for _, ns := range []string{"prod", "dev"} {
+		vs, err := s.Changes(ctx, ChangeQuery{Cluster: "default", Namespace: str(ns), Limit: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs {
+			if v.InitiatedBy != "" || v.InitiatedVia != "" {
+				got[v.UID+" "+v.Verb] = v.InitiatedBy + " " + v.InitiatedVia
+			}
+		}
+	}
+	want := map[string]string{"c1 delete": "alice namespace-deletion", "d1 delete": "bob owner-deletion"}
+	if !cmp.Equal(got, want) {
+		t.Errorf("cascade initiators among changes: %v, want %v", got, want)
+	}
+	v, err := s.Newest(ctx, "default", "", "configmaps", "dev", "dep")
+	if err != nil || v.InitiatedBy != "bob" {
+		t.Errorf("the newest version of dev/dep (the garbage collector's delete): %+v %v", v, err)
+	}
+}

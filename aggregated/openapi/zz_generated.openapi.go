@@ -512,6 +512,20 @@ func schema_options_record_api_record_v1alpha1_Change(ref common.ReferenceCallba
 							Ref:         ref(v1alpha1.Actor{}.OpenAPIModelName()),
 						},
 					},
+					"initiatedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedBy is, for a delete by the namespace controller or the garbage collector, the user whose namespace or owner deletion started the cascade, when the record shows it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"initiatedVia": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedVia is namespace-deletion or owner-deletion.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"restorable": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Restorable: the record holds the full state of this version.",
@@ -661,6 +675,20 @@ func schema_options_record_api_record_v1alpha1_ChangeRecord(ref common.Reference
 						SchemaProps: spec.SchemaProps{
 							Description: "Actor is who made the change; absent for a baseline.",
 							Ref:         ref(v1alpha1.Actor{}.OpenAPIModelName()),
+						},
+					},
+					"initiatedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedBy is, for a delete by the namespace controller or the garbage collector, the user whose namespace or owner deletion started the cascade, when the record shows it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"initiatedVia": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedVia is namespace-deletion or owner-deletion.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"restorable": {
@@ -918,6 +946,20 @@ func schema_options_record_api_record_v1alpha1_ClusterChange(ref common.Referenc
 						SchemaProps: spec.SchemaProps{
 							Description: "Actor is who made the change; absent for a baseline.",
 							Ref:         ref(v1alpha1.Actor{}.OpenAPIModelName()),
+						},
+					},
+					"initiatedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedBy is, for a delete by the namespace controller or the garbage collector, the user whose namespace or owner deletion started the cascade, when the record shows it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"initiatedVia": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedVia is namespace-deletion or owner-deletion.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"restorable": {

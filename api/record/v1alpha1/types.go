@@ -355,6 +355,14 @@ type ChangeRecord struct {
 	// Actor is who made the change; absent for a baseline.
 	// +optional
 	Actor *Actor `json:"actor,omitempty"`
+	// InitiatedBy is, for a delete by the namespace controller or the
+	// garbage collector, the user whose namespace or owner deletion
+	// started the cascade, when the record shows it.
+	// +optional
+	InitiatedBy string `json:"initiatedBy,omitempty"`
+	// InitiatedVia is namespace-deletion or owner-deletion.
+	// +optional
+	InitiatedVia string `json:"initiatedVia,omitempty"`
 	// Restorable: the record holds the full state of this version.
 	Restorable bool `json:"restorable"`
 	// State is the object after the change (for a delete, its last state),
