@@ -13,12 +13,9 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/duration"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
@@ -30,11 +27,7 @@ import (
 // through the history service: each caller sees only the attempts on
 // objects they may get.
 type attemptStorage struct {
-	log        *slog.Logger
-	hist       *history.Service
-	cluster    string
-	namespaced bool
-	resource   schema.GroupResource
+	recordScope
 }
 
 var (
@@ -47,12 +40,7 @@ var (
 )
 
 func newAttemptStorage(log *slog.Logger, hist *history.Service, cluster string, namespaced bool) *attemptStorage {
-	res := "clusterattempts"
-	if namespaced {
-		res = "attempts"
-	}
-	return &attemptStorage{log: log, hist: hist, cluster: cluster, namespaced: namespaced,
-		resource: recordv1alpha1.SchemeGroupVersion.WithResource(res).GroupResource()}
+	return &attemptStorage{newRecordScope(log, hist, cluster, "attempts", namespaced)}
 }
 
 func (s *attemptStorage) New() runtime.Object {
@@ -67,13 +55,6 @@ func (s *attemptStorage) NewList() runtime.Object {
 		return &recordv1alpha1.AttemptList{}
 	}
 	return &recordv1alpha1.ClusterAttemptList{}
-}
-
-func (*attemptStorage) Destroy()                {}
-func (s *attemptStorage) NamespaceScoped() bool { return s.namespaced }
-func (*attemptStorage) Categories() []string    { return []string{"optionsrecord"} }
-func (s *attemptStorage) GetSingularName() string {
-	return strings.TrimSuffix(s.resource.Resource, "s")
 }
 
 // attemptName is the name of an attempt: the primary key of its event in
@@ -112,9 +93,7 @@ func (s *attemptStorage) Get(ctx context.Context, name string, _ *metav1.GetOpti
 	if err != nil {
 		return nil, statusError(s.log, err, s.resource, name)
 	}
-	// An attempt is served under its object's scope and namespace only.
-	ns := genericapirequest.NamespaceValue(ctx)
-	if s.namespaced != (e.Namespace != "") || s.namespaced && e.Namespace != ns {
+	if !s.serves(ctx, e.Namespace) {
 		return nil, apierrors.NewNotFound(s.resource, name)
 	}
 	return s.object(e, true), nil
@@ -195,31 +174,22 @@ func (x attemptSelection) window() (since, until time.Time, ok bool) {
 // List pages through the attempts the caller may read, newest first, with
 // the history service's sealed cursor as the continue token.
 func (s *attemptStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	if opts == nil {
-		opts = &metainternalversion.ListOptions{}
-	}
+	opts, matches := listOptions(opts)
 	sel, err := s.fieldSelector(opts.FieldSelector, time.Now())
 	if err != nil {
 		return nil, err
 	}
 	list := s.NewList()
-	if opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set{}) {
-		return list, nil // records carry no labels
+	if !matches {
+		return list, nil
 	}
 	since, until, ok := sel.window()
 	if !ok {
 		return list, nil // metadata.name outside since/until
 	}
 	f := sel.filter
-	f.Cluster = s.cluster
-	if ns := genericapirequest.NamespaceValue(ctx); !s.namespaced || ns != "" {
-		f.Namespace = &ns
-	}
-	limit := int(opts.Limit)
-	if limit <= 0 || limit > history.MaxLimit {
-		limit = history.MaxLimit
-	}
-	page, err := s.hist.FailedMutations(ctx, f, history.PageOptions{Limit: limit, Continue: opts.Continue, Since: since, Until: until})
+	f.Cluster, f.Namespace = s.cluster, s.listNamespace(ctx)
+	page, err := s.hist.FailedMutations(ctx, f, history.PageOptions{Limit: listLimit(opts), Continue: opts.Continue, Since: since, Until: until})
 	if err != nil {
 		return nil, statusError(s.log, err, s.resource, "")
 	}

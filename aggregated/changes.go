@@ -11,12 +11,9 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/duration"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
@@ -30,12 +27,8 @@ import (
 // the state before the change, the diff and the clean manifest (the
 // restore service's).
 type changeStorage struct {
-	log        *slog.Logger
-	hist       *history.Service
-	restore    *restore.Service
-	cluster    string
-	namespaced bool
-	resource   schema.GroupResource
+	recordScope
+	restore *restore.Service
 }
 
 var (
@@ -48,12 +41,7 @@ var (
 )
 
 func newChangeStorage(log *slog.Logger, hist *history.Service, rst *restore.Service, cluster string, namespaced bool) *changeStorage {
-	res := "clusterchanges"
-	if namespaced {
-		res = "changes"
-	}
-	return &changeStorage{log: log, hist: hist, restore: rst, cluster: cluster, namespaced: namespaced,
-		resource: recordv1alpha1.SchemeGroupVersion.WithResource(res).GroupResource()}
+	return &changeStorage{recordScope: newRecordScope(log, hist, cluster, "changes", namespaced), restore: rst}
 }
 
 func (s *changeStorage) New() runtime.Object {
@@ -70,11 +58,6 @@ func (s *changeStorage) NewList() runtime.Object {
 	return &recordv1alpha1.ClusterChangeList{}
 }
 
-func (*changeStorage) Destroy()                  {}
-func (s *changeStorage) NamespaceScoped() bool   { return s.namespaced }
-func (*changeStorage) Categories() []string      { return []string{"optionsrecord"} }
-func (s *changeStorage) GetSingularName() string { return strings.TrimSuffix(s.resource.Resource, "s") }
-
 func (s *changeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
 	id, err := parseRecordName(s.cluster, name)
 	if err != nil {
@@ -85,8 +68,7 @@ func (s *changeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptio
 		return nil, statusError(s.log, err, s.resource, name)
 	}
 	v := history.VersionOf(d.Version)
-	ns := genericapirequest.NamespaceValue(ctx)
-	if s.namespaced != (v.Namespace != "") || s.namespaced && v.Namespace != ns {
+	if !s.serves(ctx, v.Namespace) {
 		return nil, apierrors.NewNotFound(s.resource, name)
 	}
 	obj := s.object(&v, true)
@@ -176,25 +158,17 @@ func (s *changeStorage) fieldSelector(sel fields.Selector, now time.Time) (histo
 // List pages through the changes the caller may read, newest first, with
 // the history service's sealed cursor as the continue token.
 func (s *changeStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	if opts == nil {
-		opts = &metainternalversion.ListOptions{}
-	}
+	opts, matches := listOptions(opts)
 	f, p, err := s.fieldSelector(opts.FieldSelector, time.Now())
 	if err != nil {
 		return nil, err
 	}
 	list := s.NewList()
-	if opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set{}) {
-		return list, nil // records carry no labels
+	if !matches {
+		return list, nil
 	}
-	f.Cluster = s.cluster
-	if ns := genericapirequest.NamespaceValue(ctx); !s.namespaced || ns != "" {
-		f.Namespace = &ns
-	}
-	p.Limit, p.Continue = int(opts.Limit), opts.Continue
-	if p.Limit <= 0 || p.Limit > history.MaxLimit {
-		p.Limit = history.MaxLimit
-	}
+	f.Cluster, f.Namespace = s.cluster, s.listNamespace(ctx)
+	p.Limit, p.Continue = listLimit(opts), opts.Continue
 	page, err := s.hist.Changes(ctx, f, p)
 	if err != nil {
 		return nil, statusError(s.log, err, s.resource, "")

@@ -12,12 +12,9 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/duration"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
@@ -28,11 +25,7 @@ import (
 // (cluster-scoped objects) from the record, through the history service:
 // each caller sees only the deletions of objects they may get.
 type deletionStorage struct {
-	log        *slog.Logger
-	hist       *history.Service
-	cluster    string
-	namespaced bool
-	resource   schema.GroupResource
+	recordScope
 }
 
 var (
@@ -45,12 +38,7 @@ var (
 )
 
 func newDeletionStorage(log *slog.Logger, hist *history.Service, cluster string, namespaced bool) *deletionStorage {
-	res := "clusterdeletions"
-	if namespaced {
-		res = "deletions"
-	}
-	return &deletionStorage{log: log, hist: hist, cluster: cluster, namespaced: namespaced,
-		resource: recordv1alpha1.SchemeGroupVersion.WithResource(res).GroupResource()}
+	return &deletionStorage{newRecordScope(log, hist, cluster, "deletions", namespaced)}
 }
 
 func (s *deletionStorage) New() runtime.Object {
@@ -65,13 +53,6 @@ func (s *deletionStorage) NewList() runtime.Object {
 		return &recordv1alpha1.DeletionList{}
 	}
 	return &recordv1alpha1.ClusterDeletionList{}
-}
-
-func (*deletionStorage) Destroy()                {}
-func (s *deletionStorage) NamespaceScoped() bool { return s.namespaced }
-func (*deletionStorage) Categories() []string    { return []string{"optionsrecord"} }
-func (s *deletionStorage) GetSingularName() string {
-	return strings.TrimSuffix(s.resource.Resource, "s")
 }
 
 // objectName is the name of a record object: <uid>.<version key>.
@@ -108,9 +89,7 @@ func (s *deletionStorage) Get(ctx context.Context, name string, _ *metav1.GetOpt
 	if err != nil {
 		return nil, s.apiError(err, name)
 	}
-	// A deletion is served under its object's scope and namespace only.
-	ns := genericapirequest.NamespaceValue(ctx)
-	if s.namespaced != (d.Namespace != "") || s.namespaced && d.Namespace != ns {
+	if !s.serves(ctx, d.Namespace) {
 		return nil, apierrors.NewNotFound(s.resource, name)
 	}
 	return s.object(d, true), nil
@@ -174,27 +153,18 @@ func (s *deletionStorage) fieldSelector(sel fields.Selector, now time.Time) (sel
 // of the rows the caller may not read, and a later page continues where the
 // last one stopped (the record only grows at its head).
 func (s *deletionStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	if opts == nil {
-		opts = &metainternalversion.ListOptions{}
-	}
+	opts, matches := listOptions(opts)
 	sel, err := s.fieldSelector(opts.FieldSelector, time.Now())
 	if err != nil {
 		return nil, err
 	}
 	list := s.NewList()
-	if opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set{}) {
-		return list, nil // records carry no labels
+	if !matches {
+		return list, nil
 	}
 	f := sel.filter
-	f.Cluster = s.cluster
-	if ns := genericapirequest.NamespaceValue(ctx); !s.namespaced || ns != "" {
-		f.Namespace = &ns
-	}
-	limit := int(opts.Limit)
-	if limit <= 0 || limit > history.MaxLimit {
-		limit = history.MaxLimit
-	}
-	page, err := s.hist.Deletions(ctx, f, history.PageOptions{Limit: limit, Continue: opts.Continue, Since: sel.since, Until: sel.until})
+	f.Cluster, f.Namespace = s.cluster, s.listNamespace(ctx)
+	page, err := s.hist.Deletions(ctx, f, history.PageOptions{Limit: listLimit(opts), Continue: opts.Continue, Since: sel.since, Until: sel.until})
 	if err != nil {
 		return nil, s.apiError(err, "")
 	}
