@@ -74,12 +74,12 @@ func TestRestoreListsSelectByNameAndNamespaceOnly(t *testing.T) {
 			}
 			opts.FieldSelector = fs
 		}
-		err := nameAndNamespaceOnly(opts, planResource)
+		err := nameAndNamespaceOnly(opts, newPlanStorage(nil, nil, "c", true).resource)
 		if (err == nil) != ok || err != nil && !apierrors.IsBadRequest(err) {
 			t.Errorf("%q: %v, want accepted=%v (or a bad request)", sel, err, ok)
 		}
 	}
-	if err := nameAndNamespaceOnly(nil, planResource); err != nil {
+	if err := nameAndNamespaceOnly(nil, newPlanStorage(nil, nil, "c", true).resource); err != nil {
 		t.Errorf("no options: %v", err)
 	}
 }

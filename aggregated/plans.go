@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -29,9 +31,24 @@ import (
 // created (nothing is written to the cluster), and reads the caller's own
 // back; a Restore naming a plan executes it.
 type planStorage struct {
-	log     *slog.Logger
-	svc     *restore.Service
-	cluster string
+	log        *slog.Logger
+	svc        *restore.Service
+	cluster    string
+	namespaced bool
+	resource   schema.GroupResource
+	kind       schema.GroupKind
+}
+
+// newPlanStorage serves restoreplans, or (not namespaced)
+// clusterrestoreplans: plans of cluster-scoped objects.
+func newPlanStorage(log *slog.Logger, svc *restore.Service, cluster string, namespaced bool) *planStorage {
+	res, kind := "clusterrestoreplans", "ClusterRestorePlan"
+	if namespaced {
+		res, kind = "restoreplans", "RestorePlan"
+	}
+	return &planStorage{log: log, svc: svc, cluster: cluster, namespaced: namespaced,
+		resource: recordv1alpha1.SchemeGroupVersion.WithResource(res).GroupResource(),
+		kind:     recordv1alpha1.SchemeGroupVersion.WithKind(kind).GroupKind()}
 }
 
 var (
@@ -44,35 +61,68 @@ var (
 	_ rest.CategoriesProvider   = (*planStorage)(nil)
 )
 
-var planResource = recordv1alpha1.SchemeGroupVersion.WithResource("restoreplans").GroupResource()
+func (s *planStorage) New() runtime.Object {
+	if s.namespaced {
+		return &recordv1alpha1.RestorePlan{}
+	}
+	return &recordv1alpha1.ClusterRestorePlan{}
+}
 
-func (*planStorage) New() runtime.Object     { return &recordv1alpha1.RestorePlan{} }
-func (*planStorage) NewList() runtime.Object { return &recordv1alpha1.RestorePlanList{} }
-func (*planStorage) Destroy()                {}
-func (*planStorage) NamespaceScoped() bool   { return true }
-func (*planStorage) GetSingularName() string { return "restoreplan" }
-func (*planStorage) Categories() []string    { return []string{"optionsrecord"} }
+func (s *planStorage) NewList() runtime.Object {
+	if s.namespaced {
+		return &recordv1alpha1.RestorePlanList{}
+	}
+	return &recordv1alpha1.ClusterRestorePlanList{}
+}
+
+func (*planStorage) Destroy()                  {}
+func (s *planStorage) NamespaceScoped() bool   { return s.namespaced }
+func (s *planStorage) GetSingularName() string { return strings.TrimSuffix(s.resource.Resource, "s") }
+func (*planStorage) Categories() []string      { return []string{"optionsrecord"} }
+
+// asPlan is the RestorePlan a request's object stands for (a
+// ClusterRestorePlan is one without a namespace).
+func asPlan(obj runtime.Object) (*recordv1alpha1.RestorePlan, bool) {
+	switch o := obj.(type) {
+	case *recordv1alpha1.RestorePlan:
+		return o, true
+	case *recordv1alpha1.ClusterRestorePlan:
+		return &recordv1alpha1.RestorePlan{ObjectMeta: o.ObjectMeta, Spec: o.Spec, Status: o.Status}, true
+	}
+	return nil, false
+}
+
+// out is pl as this storage's kind.
+func (s *planStorage) out(pl *recordv1alpha1.RestorePlan) runtime.Object {
+	if s.namespaced {
+		return pl
+	}
+	meta := pl.ObjectMeta
+	meta.Namespace = ""
+	return &recordv1alpha1.ClusterRestorePlan{TypeMeta: metav1.TypeMeta{Kind: "ClusterRestorePlan", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
+		ObjectMeta: meta, Spec: pl.Spec, Status: pl.Status}
+}
 
 // Create plans, in the plan's namespace, what the caller may read; with
 // --dry-run=server it answers the plan without keeping it.
 func (s *planStorage) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
-	pl, ok := obj.(*recordv1alpha1.RestorePlan)
+	pl, ok := asPlan(obj)
 	if !ok {
 		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
 	}
 	ns := genericapirequest.NamespaceValue(ctx)
-	if pl.Namespace == "" {
+	if pl.Namespace == "" || !s.namespaced {
 		pl.Namespace = ns
 	}
 	if pl.Name == "" && pl.GenerateName != "" {
 		pl.Name = names.SimpleNameGenerator.GenerateName(pl.GenerateName)
 	}
 	if pl.Name == "" {
-		return nil, apierrors.NewInvalid(recordv1alpha1.SchemeGroupVersion.WithKind("RestorePlan").GroupKind(), pl.Name,
+		return nil, apierrors.NewInvalid(s.kind, pl.Name,
 			field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
 	}
 	if validate != nil {
-		if err := validate(ctx, pl); err != nil {
+		if err := validate(ctx, obj); err != nil {
 			return nil, err
 		}
 	}
@@ -85,19 +135,19 @@ func (s *planStorage) Create(ctx context.Context, obj runtime.Object, validate r
 	}
 	p, err := s.svc.CreatePlan(ctx, s.cluster, req)
 	if errors.Is(err, history.ErrExists) {
-		return nil, apierrors.NewAlreadyExists(planResource, pl.Name)
+		return nil, apierrors.NewAlreadyExists(s.resource, pl.Name)
 	}
 	if errors.Is(err, history.ErrInvalid) {
-		return nil, apierrors.NewInvalid(recordv1alpha1.SchemeGroupVersion.WithKind("RestorePlan").GroupKind(), pl.Name,
+		return nil, apierrors.NewInvalid(s.kind, pl.Name,
 			field.ErrorList{field.Invalid(field.NewPath("spec"), pl.Spec, err.Error())})
 	}
 	if err != nil {
-		return nil, statusError(s.log, err, planResource, pl.Name)
+		return nil, statusError(s.log, err, s.resource, pl.Name)
 	}
 	out := planOf(p)
 	out.Spec = pl.Spec
 	out.Namespace, out.Name = pl.Namespace, pl.Name
-	return out, nil
+	return s.out(out), nil
 }
 
 func timeOf(t *metav1.Time) *time.Time {
@@ -110,9 +160,9 @@ func timeOf(t *metav1.Time) *time.Time {
 
 // Update refuses (see restoreStorage.Update: it gives kubectl a PATCH
 // operation to find).
-func (*planStorage) Update(_ context.Context, _ string, _ rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc,
+func (s *planStorage) Update(_ context.Context, _ string, _ rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc,
 	_ rest.ValidateObjectUpdateFunc, _ bool, _ *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return nil, false, apierrors.NewMethodNotSupported(planResource, "update")
+	return nil, false, apierrors.NewMethodNotSupported(s.resource, "update")
 }
 
 func (s *planStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
@@ -121,40 +171,48 @@ func (s *planStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions
 		err = history.ErrNotFound // a restore: see restores
 	}
 	if errors.Is(err, history.ErrNotFound) {
-		return nil, apierrors.NewNotFound(planResource, name)
+		return nil, apierrors.NewNotFound(s.resource, name)
 	}
 	if err != nil {
-		return nil, statusError(s.log, err, planResource, name)
+		return nil, statusError(s.log, err, s.resource, name)
 	}
-	return planOf(p), nil
+	return s.out(planOf(p)), nil
 }
 
 // List lists the caller's own plans, newest first.
 func (s *planStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	list := &recordv1alpha1.RestorePlanList{}
-	if err := nameAndNamespaceOnly(opts, planResource); err != nil {
+	list := s.NewList()
+	if err := nameAndNamespaceOnly(opts, s.resource); err != nil {
 		return nil, err
 	}
 	if opts != nil && opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set{}) {
 		return list, nil
 	}
 	var nsp *string
-	if ns := genericapirequest.NamespaceValue(ctx); ns != "" {
+	if ns := genericapirequest.NamespaceValue(ctx); ns != "" || !s.namespaced {
 		nsp = &ns
 	}
 	ps, err := s.svc.NamedList(ctx, nsp, history.MaxLimit)
 	if err != nil {
-		return nil, statusError(s.log, err, planResource, "")
+		return nil, statusError(s.log, err, s.resource, "")
 	}
 	for _, p := range ps {
 		if p.Kind == restore.KindVersion || p.PlanID != "" {
 			continue
 		}
 		pl := planOf(p)
+		if s.namespaced && pl.Namespace == "" {
+			continue // a cluster plan: see clusterrestoreplans
+		}
 		if opts != nil && opts.FieldSelector != nil && !opts.FieldSelector.Matches(fields.Set{"metadata.name": pl.Name, "metadata.namespace": pl.Namespace}) {
 			continue
 		}
-		list.Items = append(list.Items, *pl)
+		switch l := list.(type) {
+		case *recordv1alpha1.RestorePlanList:
+			l.Items = append(l.Items, *pl)
+		case *recordv1alpha1.ClusterRestorePlanList:
+			l.Items = append(l.Items, *s.out(pl).(*recordv1alpha1.ClusterRestorePlan))
+		}
 	}
 	return list, nil
 }
@@ -213,21 +271,30 @@ var planColumns = []metav1.TableColumnDefinition{
 
 func (*planStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
 	table := &metav1.Table{ColumnDefinitions: planColumns}
-	add := func(p *recordv1alpha1.RestorePlan) {
+	add := func(o runtime.Object, p *recordv1alpha1.RestorePlan) {
 		sm := p.Status.Summary
 		table.Rows = append(table.Rows, metav1.TableRow{
 			Cells: []any{cell(p.Name), cell(p.Spec.Kind), p.Status.State, len(p.Status.Steps), sm[restore.ActionCreate], sm[restore.ActionUpdate],
 				sm[restore.ActionDelete], duration.HumanDuration(time.Since(p.CreationTimestamp.Time))},
-			Object: runtime.RawExtension{Object: p},
+			Object: runtime.RawExtension{Object: o},
 		})
 	}
 	switch o := obj.(type) {
 	case *recordv1alpha1.RestorePlan:
-		add(o)
+		add(o, o)
+	case *recordv1alpha1.ClusterRestorePlan:
+		p, _ := asPlan(o)
+		add(o, p)
 	case *recordv1alpha1.RestorePlanList:
 		table.ListMeta = o.ListMeta
 		for i := range o.Items {
-			add(&o.Items[i])
+			add(&o.Items[i], &o.Items[i])
+		}
+	case *recordv1alpha1.ClusterRestorePlanList:
+		table.ListMeta = o.ListMeta
+		for i := range o.Items {
+			p, _ := asPlan(&o.Items[i])
+			add(&o.Items[i], p)
 		}
 	default:
 		return nil, apierrors.NewInternalError(errUnexpectedType(obj))

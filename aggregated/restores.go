@@ -136,9 +136,6 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 	if given != 1 {
 		errs = append(errs, field.Invalid(spec, r.Spec, "give exactly one of version, deletion and plan"))
 	}
-	if !s.namespaced && r.Spec.Plan != "" {
-		errs = append(errs, field.Invalid(spec.Child("plan"), r.Spec.Plan, "a plan runs through a Restore in the plan's namespace"))
-	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(s.kind, r.Name, errs)
 	}
@@ -199,7 +196,7 @@ func (s *restoreStorage) execute(ctx context.Context, r *recordv1alpha1.Restore,
 	}
 	if errors.Is(err, history.ErrNotFound) {
 		return nil, apierrors.NewInvalid(s.kind, r.Name,
-			field.ErrorList{field.Invalid(field.NewPath("spec", "plan"), r.Spec.Plan, "no RestorePlan of yours by this name in this namespace")})
+			field.ErrorList{field.Invalid(field.NewPath("spec", "plan"), r.Spec.Plan, "no "+planKind(s.namespaced)+" of yours by this name"+where(s.namespaced))})
 	}
 	if err != nil {
 		return nil, statusError(s.log, err, s.resource, r.Name)
@@ -218,6 +215,22 @@ func (s *restoreStorage) execute(ctx context.Context, r *recordv1alpha1.Restore,
 		_, out.Status.Message = statusMessage(s.log, err)
 	}
 	return out, nil
+}
+
+// planKind is the kind of plan a restore (namespaced) or cluster restore
+// executes.
+func planKind(namespaced bool) string {
+	if namespaced {
+		return "RestorePlan"
+	}
+	return "ClusterRestorePlan"
+}
+
+func where(namespaced bool) string {
+	if namespaced {
+		return " in this namespace"
+	}
+	return ""
 }
 
 // source is the version a restore puts back: spec.version, or the state

@@ -167,15 +167,16 @@ func New(opts Options) (*Server, error) {
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(recordv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
 	group.VersionedResourcesStorageMap[recordv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
-		"deletions":        newDeletionStorage(log, opts.History, opts.Cluster, true),
-		"clusterdeletions": newDeletionStorage(log, opts.History, opts.Cluster, false),
-		"changes":          newChangeStorage(log, opts.History, opts.Restore, opts.Cluster, true),
-		"clusterchanges":   newChangeStorage(log, opts.History, opts.Restore, opts.Cluster, false),
-		"attempts":         newAttemptStorage(log, opts.History, opts.Cluster, true),
-		"clusterattempts":  newAttemptStorage(log, opts.History, opts.Cluster, false),
-		"restoreplans":     &planStorage{log: log, svc: opts.Restore, cluster: opts.Cluster},
-		"restores":         newRestoreStorage(log, opts.History, opts.Restore, opts.Cluster, true),
-		"clusterrestores":  newRestoreStorage(log, opts.History, opts.Restore, opts.Cluster, false),
+		"deletions":           newDeletionStorage(log, opts.History, opts.Cluster, true),
+		"clusterdeletions":    newDeletionStorage(log, opts.History, opts.Cluster, false),
+		"changes":             newChangeStorage(log, opts.History, opts.Restore, opts.Cluster, true),
+		"clusterchanges":      newChangeStorage(log, opts.History, opts.Restore, opts.Cluster, false),
+		"attempts":            newAttemptStorage(log, opts.History, opts.Cluster, true),
+		"clusterattempts":     newAttemptStorage(log, opts.History, opts.Cluster, false),
+		"restoreplans":        newPlanStorage(log, opts.Restore, opts.Cluster, true),
+		"clusterrestoreplans": newPlanStorage(log, opts.Restore, opts.Cluster, false),
+		"restores":            newRestoreStorage(log, opts.History, opts.Restore, opts.Cluster, true),
+		"clusterrestores":     newRestoreStorage(log, opts.History, opts.Restore, opts.Cluster, false),
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("aggregated: install API group: %w", err)

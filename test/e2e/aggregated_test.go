@@ -601,6 +601,66 @@ func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
 		if out := kubectlOK(t, w, controlplane.AdminUser, nil, "get", "restores", "-A", "-o", "name"); strings.Contains(out, "bring-back-role") {
 			t.Errorf("a cluster restore is listed as a namespaced one: %q", out)
 		}
+		// An as-of plan of cluster-scoped objects, run by a ClusterRestore.
+		eventually(t, time.Minute, "the restore's create of the ClusterRole", func() error {
+			out, errOut, err := w.cp.Kubectl(t, controlplane.AdminUser, nil, "get", "clusterchanges",
+				"--field-selector", "object.resource=clusterroles,object.name="+role+",verb=create", "-o", "name")
+			if err != nil || strings.TrimSpace(out) == "" {
+				return fmt.Errorf("%v: %q %s", err, out, errOut)
+			}
+			return nil
+		})
+		// spec.at has whole seconds: at falls after the create, and the
+		// change below a second after at.
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1100 * time.Millisecond)))
+		at := time.Now().UTC().Truncate(time.Second)
+		time.Sleep(1100 * time.Millisecond)
+		kubectlOK(t, w, controlplane.AdminUser, nil, "patch", "clusterrole", role, "--type=json",
+			"-p", `[{"op":"replace","path":"/rules/0/verbs","value":["get","list","watch"]}]`)
+		eventually(t, time.Minute, "the patch of the ClusterRole", func() error {
+			out, errOut, err := w.cp.Kubectl(t, controlplane.AdminUser, nil, "get", "clusterchanges",
+				"--field-selector", "object.resource=clusterroles,object.name="+role+",verb=patch", "-o", "name")
+			if err != nil || strings.TrimSpace(out) == "" {
+				return fmt.Errorf("%v: %q %s", err, out, errOut)
+			}
+			return nil
+		})
+		planYAML := []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"ClusterRestorePlan","metadata":{"name":"roles-as-of"},
+			"spec":{"kind":"as-of","at":"` + at.Format(time.RFC3339) + `","resources":[{"group":"rbac.authorization.k8s.io","resource":"clusterroles"}],"names":["` + role + `"]}}`)
+		var plan struct {
+			Status struct {
+				Steps []struct {
+					Action string
+					Object struct{ Name, Namespace string }
+				}
+			}
+		}
+		out := kubectlOK(t, w, controlplane.AdminUser, planYAML, "create", "-f", "-", "-o", "yaml")
+		if err := yaml.Unmarshal([]byte(out), &plan); err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Status.Steps) != 1 || plan.Status.Steps[0].Action != "update" || plan.Status.Steps[0].Object.Name != role {
+			t.Fatalf("the as-of plan of the ClusterRole: %+v\n%s", plan.Status.Steps, out)
+		}
+		if out := kubectlOK(t, w, controlplane.AdminUser, nil, "get", "restoreplans", "-A", "-o", "name"); strings.Contains(out, "roles-as-of") {
+			t.Errorf("a cluster plan is listed as a namespaced one: %q", out)
+		}
+		decode(kubectlOK(t, w, controlplane.AdminUser, []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"ClusterRestore",
+			"metadata":{"name":"run-roles-as-of"},"spec":{"plan":"roles-as-of"}}`), "create", "-f", "-", "-o", "yaml"))
+		if r.Status.Phase != "Succeeded" {
+			t.Errorf("the run of the cluster plan: %+v", r.Status)
+		}
+		if verbs := kubectlOK(t, w, controlplane.AdminUser, nil, "get", "clusterrole", role, "-o", "jsonpath={.rules[0].verbs}"); verbs != `["get"]` {
+			t.Errorf("the ClusterRole's verbs after the as-of plan ran: %s, want [\"get\"]", verbs)
+		}
+		// A namespaced plan, even the admin's own, is not a ClusterRestore's to run.
+		kubectlOK(t, w, controlplane.AdminUser, []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"RestorePlan",
+			"metadata":{"name":"admin-ns-plan","namespace":"`+ns+`"},"spec":{"kind":"as-of","at":"`+at.Format(time.RFC3339)+`","resources":[{"resource":"configmaps"}]}}`),
+			"create", "-f", "-")
+		if _, errOut, err := w.cp.Kubectl(t, controlplane.AdminUser, []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"ClusterRestore",
+			"metadata":{"name":"run-other"},"spec":{"plan":"admin-ns-plan"}}`), "create", "-f", "-"); err == nil || !strings.Contains(errOut, "no ClusterRestorePlan of yours") {
+			t.Errorf("a cluster restore of a namespaced plan: %v %s", err, errOut)
+		}
 		// A namespaced deletion is not a cluster restore's.
 		if _, errOut, err := w.cp.Kubectl(t, controlplane.AdminUser, []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"ClusterRestore",
 			"metadata":{"name":"wrong-scope"},"spec":{"deletion":"`+name+`"}}`), "create", "-f", "-"); err == nil ||

@@ -39,7 +39,8 @@ var AttemptSelectableFields = []string{"object.apiGroup", "object.resource", "ob
 func knownTypes() []runtime.Object {
 	return []runtime.Object{&Deletion{}, &DeletionList{}, &ClusterDeletion{}, &ClusterDeletionList{}, &Restore{}, &RestoreList{},
 		&Change{}, &ChangeList{}, &ClusterChange{}, &ClusterChangeList{}, &RestorePlan{}, &RestorePlanList{},
-		&Attempt{}, &AttemptList{}, &ClusterAttempt{}, &ClusterAttemptList{}, &ClusterRestore{}, &ClusterRestoreList{}}
+		&Attempt{}, &AttemptList{}, &ClusterAttempt{}, &ClusterAttemptList{}, &ClusterRestore{}, &ClusterRestoreList{},
+		&ClusterRestorePlan{}, &ClusterRestorePlanList{}}
 }
 
 // AddServedToScheme registers the types in the served version only. The

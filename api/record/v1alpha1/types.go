@@ -602,3 +602,28 @@ type RestorePlanList struct {
 
 	Items []RestorePlan `json:"items"`
 }
+
+// ClusterRestorePlan is a RestorePlan of cluster-scoped objects (spec.resources
+// is required: ClusterRoles, CustomResourceDefinitions...): put them back as
+// they were at a time, or revert what one user changed of them. A
+// ClusterRestore naming it executes it.
+//
+// +kubebuilder:object:root=true
+type ClusterRestorePlan struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec RestorePlanSpec `json:"spec"`
+	// +optional
+	Status RestorePlanStatus `json:"status,omitempty"`
+}
+
+// ClusterRestorePlanList is the caller's cluster restore plans, newest first.
+//
+// +kubebuilder:object:root=true
+type ClusterRestorePlanList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []ClusterRestorePlan `json:"items"`
+}

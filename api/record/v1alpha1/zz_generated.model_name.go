@@ -90,6 +90,16 @@ func (in ClusterRestoreList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterRestorePlan) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.ClusterRestorePlan"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterRestorePlanList) OpenAPIModelName() string {
+	return "io.optionsrecord.record.v1alpha1.ClusterRestorePlanList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Deletion) OpenAPIModelName() string {
 	return "io.optionsrecord.record.v1alpha1.Deletion"
 }
