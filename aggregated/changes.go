@@ -67,7 +67,7 @@ func (s *changeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptio
 	if err != nil {
 		return nil, statusError(s.log, err, s.resource, name)
 	}
-	v := history.VersionOf(d.Version)
+	v := history.VersionAsRead(d.Version)
 	if !s.serves(ctx, v.Namespace) {
 		return nil, apierrors.NewNotFound(s.resource, name)
 	}
@@ -244,7 +244,7 @@ func (*changeStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ ru
 			user, as, audit = r.Actor.Username, r.Actor.ImpersonatedUser, r.Actor.AuditID
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{cell(name), r.Verb, cell(res), cell(r.Object.Name), cell(user), cell(as), duration.HumanDuration(time.Since(r.ChangedAt.Time)),
+			Cells: []any{cell(name), cell(r.Verb), cell(res), cell(r.Object.Name), cell(user), cell(as), duration.HumanDuration(time.Since(r.ChangedAt.Time)),
 				cell(r.InitiatedBy), cell(r.Subresource), r.Restorable, cell(audit)},
 			Object: runtime.RawExtension{Object: o},
 		})

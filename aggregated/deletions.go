@@ -246,7 +246,7 @@ func (*deletionStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ 
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
 			Cells: []any{cell(name), cell(res), cell(r.Object.Name), cell(r.Actor.Username), cell(r.Actor.ImpersonatedUser), cell(r.InitiatedBy),
-				duration.HumanDuration(time.Since(r.DeletedAt.Time)), r.Verb, r.StateVersion != "", cell(r.Actor.AuditID)},
+				duration.HumanDuration(time.Since(r.DeletedAt.Time)), cell(r.Verb), r.StateVersion != "", cell(r.Actor.AuditID)},
 			Object: runtime.RawExtension{Object: o},
 		})
 	}

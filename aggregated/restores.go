@@ -214,7 +214,7 @@ func (s *restoreStorage) execute(ctx context.Context, r *recordv1alpha1.Restore,
 	if err != nil {
 		_, out.Status.Message = statusMessage(s.log, err)
 	}
-	return out, nil
+	return s.out(out), nil
 }
 
 // planKind is the kind of plan a restore (namespaced) or cluster restore

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/options-record/options-record/store"
 )
 
 // authorize asks whether the caller may verb the resource (group,
@@ -108,4 +110,26 @@ func (f *ReadFilter) AllowedVerbs(group, resource, namespace string, verbs ...st
 		}
 	}
 	return true, nil
+}
+
+// redactInitiator leaves out who started v's cascade (a namespace or owner
+// deletion) unless the caller may read the object whose deletion started
+// it: a user who may read a dependent is not told who deleted an owner
+// they may not see (a ConfigMap can name any uid as its owner).
+func (f *ReadFilter) redactInitiator(v *store.VersionRecord) error {
+	if v.InitiatedBy == "" && v.Initiator == nil {
+		return nil
+	}
+	ok := false
+	if i := v.Initiator; i != nil {
+		var err error
+		ok, err = f.Allowed(i.Group, i.Resource, authzNamespace(i.Group, i.Resource, i.Namespace, i.Name))
+		if err != nil && !errors.Is(err, errTooManyChecks) {
+			return err
+		}
+	}
+	if !ok {
+		v.InitiatedBy, v.InitiatedVia, v.Initiator = "", "", nil
+	}
+	return nil
 }

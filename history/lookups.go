@@ -34,7 +34,7 @@ func authzNamespace(group, resource, namespace, name string) string {
 func versionCursor(v *store.VersionRecord) store.Cursor {
 	return store.Cursor{At: v.ChangedAt, UID: v.UID, Key: v.Key}
 }
-func versionConv(v *store.VersionRecord) Version { return VersionOf(v) }
+func versionConv(v *store.VersionRecord) Version { return VersionAsRead(v) }
 
 // Page sizes.
 const (
@@ -197,6 +197,7 @@ func (s *Service) listChanges(ctx context.Context, q store.ChangeQuery, p PageOp
 			return s.reader.Changes(ctx, q)
 		},
 		gr: AuthzTarget, conv: versionConv, cur: versionCursor,
+		redact: func(v *store.VersionRecord, f *ReadFilter) error { return f.redactInitiator(v) },
 	}.run(after, s.ReadFilter(ctx))
 }
 
@@ -220,6 +221,9 @@ func (s *Service) VersionRecord(ctx context.Context, id VersionID) (*store.Versi
 		}
 		return nil, err
 	}
+	if err := s.ReadFilter(ctx).redactInitiator(v); err != nil {
+		return nil, err
+	}
 	return v, nil
 }
 
@@ -229,7 +233,7 @@ func (s *Service) Version(ctx context.Context, id VersionID) (*Version, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := VersionOf(v)
+	out := VersionAsRead(v)
 	return &out, nil
 }
 
@@ -364,6 +368,9 @@ func (s *Service) Deletion(ctx context.Context, id VersionID) (*Deletion, error)
 		if d.UID != v.UID || !bytes.Equal(d.Key, v.Key) {
 			continue
 		}
+		if err := s.ReadFilter(ctx).redactInitiator(&d.VersionRecord); err != nil {
+			return nil, err
+		}
 		out := deletionOf(d)
 		if d.StateKey != nil {
 			state, err := s.reader.Version(ctx, d.Cluster, d.UID, d.StateKey)
@@ -380,7 +387,10 @@ func (s *Service) Deletion(ctx context.Context, id VersionID) (*Deletion, error)
 }
 
 func deletionOf(d *store.Deletion) Deletion {
-	out := Deletion{Version: VersionOf(&d.VersionRecord), InitiatedAt: d.InitiatedAt}
+	out := Deletion{Version: VersionAsRead(&d.VersionRecord)}
+	if d.InitiatedBy != "" {
+		out.InitiatedAt = d.InitiatedAt
+	}
 	out.Object = nil
 	if d.StateKey != nil {
 		l := LinksFor(d.Cluster, d.UID, d.StateKey)
@@ -418,9 +428,10 @@ func (s *Service) Deletions(ctx context.Context, f ObjectFilter, p PageOptions) 
 			q.After, q.Limit = after, n
 			return s.reader.Deletions(ctx, q)
 		},
-		gr:   func(d *store.Deletion) (string, string, string) { return AuthzTarget(&d.VersionRecord) },
-		conv: deletionOf,
-		cur:  func(d *store.Deletion) store.Cursor { return versionCursor(&d.VersionRecord) },
+		gr:     func(d *store.Deletion) (string, string, string) { return AuthzTarget(&d.VersionRecord) },
+		conv:   deletionOf,
+		redact: func(d *store.Deletion, f *ReadFilter) error { return f.redactInitiator(&d.VersionRecord) },
+		cur:    func(d *store.Deletion) store.Cursor { return versionCursor(&d.VersionRecord) },
 	}.run(after, s.ReadFilter(ctx))
 }
 

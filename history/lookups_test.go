@@ -202,3 +202,33 @@ func TestChangeDetail(t *testing.T) {
 		t.Error("a failed read of the state before: no error")
 	}
 }
+
+// TestWhoStartedACascadeIsForReadersOfItsStart: a delete by the garbage
+// collector names who deleted its owner only to a caller who may read the
+// owner; alice may read the ConfigMap but not the Secret that owned it.
+func TestWhoStartedACascadeIsForReadersOfItsStart(t *testing.T) {
+	t.Parallel()
+	del := func(key string, owner *store.ObjectRef) store.VersionRecord {
+		return store.VersionRecord{Cluster: "c", UID: "u-" + key, Key: []byte(key), Resource: "configmaps", Namespace: "shop", Name: "dep-" + key,
+			Verb: "delete", Deleted: true, Username: "system:serviceaccount:kube-system:generic-garbage-collector",
+			InitiatedBy: "carol", InitiatedVia: "owner-deletion", Initiator: owner}
+	}
+	secretOwned := del("a", &store.ObjectRef{Resource: "secrets", Namespace: "shop", Name: "s"})
+	cmOwned := del("b", &store.ObjectRef{Resource: "configmaps", Namespace: "shop", Name: "o"})
+	nsDeleted := del("c", &store.ObjectRef{Resource: "namespaces", Name: "shop"})
+	r := &fakeReader{versions: []store.VersionRecord{secretOwned, cmOwned, nsDeleted}}
+	s := newTestService(t, r)
+	for _, tt := range []struct {
+		v    store.VersionRecord
+		want string
+	}{{secretOwned, ""}, {cmOwned, "carol"}, {nsDeleted, "carol"}} {
+		r.versions = []store.VersionRecord{secretOwned, cmOwned, nsDeleted} // redaction works on the loaded copy
+		got, err := s.Version(as("alice"), VersionID{Cluster: "c", UID: tt.v.UID, Key: tt.v.Key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.InitiatedBy != tt.want || (tt.want == "") != (got.InitiatedVia == "") {
+			t.Errorf("%s owned by %s: initiated by %q via %q, want %q", tt.v.Name, tt.v.Initiator.Resource, got.InitiatedBy, got.InitiatedVia, tt.want)
+		}
+	}
+}

@@ -17,6 +17,9 @@ type pageScan[R any, T any] struct {
 	gr    func(*R) (string, string, string)
 	conv  func(*R) T
 	cur   func(*R) store.Cursor
+	// redact, when set, leaves out of a row the caller may read what it
+	// may not (who started a cascade), before conv.
+	redact func(*R, *ReadFilter) error
 }
 
 // run fills a page with the rows the caller may read. The paging rule,
@@ -60,6 +63,11 @@ func (p pageScan[R, T]) run(after *store.Cursor, f *ReadFilter) (Page[T], error)
 			if len(page.Items) == p.limit {
 				page.Next = f.s.encodeCursor(last)
 				return page, nil
+			}
+			if p.redact != nil {
+				if err := p.redact(&rows[i], f); err != nil {
+					return page, err
+				}
 			}
 			page.Items = append(page.Items, p.conv(&rows[i]))
 			last = p.cur(&rows[i])

@@ -149,6 +149,10 @@ func LinksFor(cluster, uid string, key []byte) Links {
 }
 
 // versionOf converts a stored version.
+//
+// It leaves out who started a cascade: VersionAsRead adds it, for versions
+// the history service loaded (which tells it only to readers of the object
+// whose deletion started the cascade).
 func VersionOf(v *store.VersionRecord) Version {
 	out := Version{
 		ID:         v.UID + "/" + hex.EncodeToString(v.Key),
@@ -160,9 +164,7 @@ func VersionOf(v *store.VersionRecord) Version {
 		Subresource: v.Subresource, Namespace: v.Namespace, Name: v.Name,
 		Created: v.Created, Deleted: v.Deleted, Complete: v.Complete, HasState: v.HasState(),
 		SecretDigested: v.SecretDigested, Stale: v.Stale,
-		Links:        LinksFor(v.Cluster, v.UID, v.Key),
-		InitiatedBy:  v.InitiatedBy,
-		InitiatedVia: v.InitiatedVia,
+		Links: LinksFor(v.Cluster, v.UID, v.Key),
 	}
 	if v.ResourceVersion != nil {
 		out.ResourceVersion = strconv.FormatInt(*v.ResourceVersion, 10)
@@ -197,5 +199,15 @@ func eventOf(e *store.EventRecord) Event {
 			out.Versions = append(out.Versions, ClusterPath(e.Cluster)+"/objects/"+url.PathEscape(id[:i])+"/versions/"+id[i+1:])
 		}
 	}
+	return out
+}
+
+// VersionAsRead is VersionOf with who started the version's cascade, as
+// the history service loaded it for its caller: a version from the
+// service's lookups has had the cascade's author left out unless the
+// caller may read the object whose deletion started it.
+func VersionAsRead(v *store.VersionRecord) Version {
+	out := VersionOf(v)
+	out.InitiatedBy, out.InitiatedVia = v.InitiatedBy, v.InitiatedVia
 	return out
 }

@@ -333,6 +333,12 @@ func withTypeMeta(raw []byte, m *objectMeta, apiVersion, kind string) []byte {
 }
 
 func baseVersion(e *store.Event, uid string) store.Version {
+	ns := e.Namespace
+	if e.APIGroup == "" && e.Resource == "namespaces" {
+		// The apiserver audits a request for a Namespace in that namespace
+		// itself; the object is cluster-scoped.
+		ns = ""
+	}
 	return store.Version{
 		Cluster:        e.Cluster,
 		UID:            uid,
@@ -344,7 +350,7 @@ func baseVersion(e *store.Event, uid string) store.Version {
 		APIVersion:     e.APIVersion,
 		Resource:       e.Resource,
 		Subresource:    e.Subresource,
-		Namespace:      e.Namespace,
+		Namespace:      ns,
 		Name:           e.Name,
 		SecretDigested: e.SecretDigested,
 		Rules:          e.Rules,

@@ -129,7 +129,7 @@ func (noRestores) ClaimRestore(context.Context, string, string) (*store.RestoreR
 func (noRestores) FinishRestore(context.Context, string, string, string, []byte) error {
 	return ErrStandalone
 }
-func (noRestores) RestoreNamed(_ context.Context, _, _, name string) (*store.RestoreRecord, error) {
+func (noRestores) RestoreNamed(_ context.Context, _, _, _, _, name string) (*store.RestoreRecord, error) {
 	return nil, fmt.Errorf("restore %s: %w", name, store.ErrNotFound)
 }
 func (noRestores) NamedRestores(context.Context, string, string, *string, int) ([]store.RestoreRecord, error) {
@@ -171,7 +171,8 @@ func planOf(rec *store.RestoreRecord) (*Plan, error) {
 // Named is a restore of the caller's created as the object namespace/name
 // (kubectl create). Another user's is answered as one that does not exist.
 func (s *Service) Named(ctx context.Context, namespace, name string) (*Plan, error) {
-	rec, err := s.restoresLog().RestoreNamed(ctx, s.cluster, namespace, name)
+	u := history.Caller(ctx)
+	rec, err := s.restoresLog().RestoreNamed(ctx, s.cluster, u.GetName(), u.GetUID(), namespace, name)
 	missing := fmt.Errorf("%w: no restore %q in %q of yours", history.ErrNotFound, name, namespace)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, missing
@@ -179,7 +180,7 @@ func (s *Service) Named(ctx context.Context, namespace, name string) (*Plan, err
 	if err != nil {
 		return nil, err
 	}
-	if u := history.Caller(ctx); rec.Username != u.GetName() || rec.UserUID != "" && rec.UserUID != u.GetUID() {
+	if rec.Username != u.GetName() || rec.UserUID != u.GetUID() {
 		return nil, missing
 	}
 	return planOf(rec)

@@ -210,8 +210,9 @@ func (s *Store) attachCascades(ctx context.Context, cluster string, picked map[i
 	for i := range picked {
 		v, key := at(i)
 		for _, c := range started {
-			if c.UID == v.UID && string(c.EventKey) == string(key) {
+			if c.UID == v.UID && string(c.EventKey) == string(key) && c.InitiatedBy != "" {
 				v.InitiatedBy, v.InitiatedVia, out[i] = c.InitiatedBy, c.InitiatedVia, c.InitiatedAt
+				v.Initiator = &ObjectRef{Group: c.Group, Resource: c.Resource, Namespace: c.Namespace, Name: c.Name}
 			}
 		}
 	}

@@ -74,6 +74,14 @@ type VersionRecord struct {
 	// the deletions view says. Attached by the lookups, not a column.
 	InitiatedBy  string `db:"-"`
 	InitiatedVia string `db:"-"`
+	// Initiator is the object whose deletion started the cascade: who
+	// started it is for the readers of that object.
+	Initiator *ObjectRef `db:"-"`
+}
+
+// ObjectRef names an object of the record.
+type ObjectRef struct {
+	Group, Resource, Namespace, Name string
 }
 
 // HasState reports whether the version holds a full state of the object:
@@ -159,7 +167,34 @@ func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]VersionRecord, er
 	if q.User == "" {
 		return s.versions(ctx, "changes", q.Cluster, sql, args...)
 	}
-	return queryAll[VersionRecord](ctx, s.pool, "changes", sql, args...)
+	// Joined to the user's events already; when the user is a cascade
+	// actor, its deletes name who started each cascade, as elsewhere.
+	rows, err := queryAll[versionWithEvent](ctx, s.pool, "changes", sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	actor, err := queryAll[struct {
+		Cascade bool `db:"cascade"`
+	}](ctx, s.pool, "changes", `SELECT EXISTS (SELECT 1 FROM cascade_actors WHERE username = $1) AS cascade`, q.User)
+	if err != nil {
+		return nil, err
+	}
+	if len(actor) == 1 && actor[0].Cascade {
+		picked := map[int]bool{}
+		for i := range rows {
+			picked[i] = true
+		}
+		if _, err := s.attachCascades(ctx, q.Cluster, picked, func(i int) (*VersionRecord, []byte) {
+			return &rows[i].VersionRecord, rows[i].EventKey
+		}); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]VersionRecord, len(rows))
+	for i := range rows {
+		out[i] = rows[i].VersionRecord
+	}
+	return out, nil
 }
 
 func changesSQL(q ChangeQuery) (string, []any) {
@@ -222,7 +257,7 @@ func changesSQL(q ChangeQuery) (string, []any) {
 		at = "e.stage_at"
 	}
 	keyset(&b, q.After, q.Ascending, at, "v.uid", "v.version_key")
-	sel, from := versionSelectNoObject, versionFromEvents
+	sel, from := versionSelectNoObject+", v.event_key", versionFromEvents
 	switch {
 	case q.User == "":
 		// Read from object_versions alone; Changes attaches the authors.
@@ -483,7 +518,9 @@ type deletionRow struct {
 // page.
 const cascadeSQL = `
 SELECT d.uid, d.event_key, coalesce(d.initiated_by, '') AS initiated_by,
-       coalesce(d.initiated_via, '') AS initiated_via, d.initiated_at
+       coalesce(d.initiated_via, '') AS initiated_via, d.initiated_at,
+       coalesce(d.initiated_api_group, '') AS initiated_api_group, coalesce(d.initiated_resource, '') AS initiated_resource,
+       coalesce(d.initiated_namespace, '') AS initiated_namespace, coalesce(d.initiated_name, '') AS initiated_name
 FROM deletions d
 WHERE d.cluster = $1 AND d.uid = ANY($2::text[]) AND d.event_key = ANY($3::bytea[])`
 
@@ -493,6 +530,10 @@ type cascadeRow struct {
 	InitiatedBy  string     `db:"initiated_by"`
 	InitiatedVia string     `db:"initiated_via"`
 	InitiatedAt  *time.Time `db:"initiated_at"`
+	Group        string     `db:"initiated_api_group"`
+	Resource     string     `db:"initiated_resource"`
+	Namespace    string     `db:"initiated_namespace"`
+	Name         string     `db:"initiated_name"`
 }
 
 // Deletions returns successful deletes, newest first.
@@ -871,12 +912,14 @@ func (s *Store) InsertRestore(ctx context.Context, r *RestoreRecord) (*RestoreRe
 }
 
 const restoreByNameSQL = `SELECT ` + restoreColumns + ` FROM restores
-WHERE cluster = $1 AND object_namespace = $2 AND object_name = $3 AND NOT dry_run`
+WHERE cluster = $1 AND username = $2 AND coalesce(user_uid, '') = $3 AND object_namespace = $4 AND object_name = $5
+  AND NOT dry_run`
 
-// RestoreNamed returns the restore created as the object namespace/name
-// (not a dry run), or ErrNotFound.
-func (s *Store) RestoreNamed(ctx context.Context, cluster, namespace, name string) (*RestoreRecord, error) {
-	return s.oneRestore(ctx, restoreByNameSQL, cluster, namespace, name)
+// RestoreNamed returns the restore the user (name and uid, "" when the
+// authenticator gives none) created as the object namespace/name (not a
+// dry run), or ErrNotFound. Names are each user's own.
+func (s *Store) RestoreNamed(ctx context.Context, cluster, username, userUID, namespace, name string) (*RestoreRecord, error) {
+	return s.oneRestore(ctx, restoreByNameSQL, cluster, username, userUID, namespace, name)
 }
 
 const namedRestoresSQL = `SELECT ` + restoreColumns + ` FROM restores

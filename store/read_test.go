@@ -776,11 +776,12 @@ func TestObjectsLoadsABatchOfStates(t *testing.T) {
 func TestNamedRestoresAreUniqueInTheirScope(t *testing.T) {
 	s := openStore(t)
 	ctx := context.Background()
-	named := func(ns, name string) error {
-		_, err := s.InsertRestore(ctx, &RestoreRecord{Cluster: "default", Kind: "version", Username: "alice", Request: []byte(`{}`),
+	namedBy := func(user, ns, name string) error {
+		_, err := s.InsertRestore(ctx, &RestoreRecord{Cluster: "default", Kind: "version", Username: user, Request: []byte(`{}`),
 			Plan: []byte(`[]`), State: "succeeded", ObjectNamespace: ns, ObjectName: name})
 		return err
 	}
+	named := func(ns, name string) error { return namedBy("alice", ns, name) }
 	for _, r := range []struct{ ns, name string }{{"", "back"}, {"shop", "back"}, {"other", "back"}} {
 		if err := named(r.ns, r.name); err != nil {
 			t.Fatalf("restore %q/%q: %v", r.ns, r.name, err)
@@ -791,8 +792,21 @@ func TestNamedRestoresAreUniqueInTheirScope(t *testing.T) {
 			t.Errorf("a second restore %q in %q: %v, want ErrExists", "back", ns, err)
 		}
 	}
-	if r, err := s.RestoreNamed(ctx, "default", "", "back"); err != nil || r.ObjectNamespace != "" || r.ObjectName != "back" {
+	if r, err := s.RestoreNamed(ctx, "default", "alice", "", "", "back"); err != nil || r.ObjectNamespace != "" || r.ObjectName != "back" {
 		t.Errorf("the cluster restore by name: %+v %v", r, err)
+	}
+	// Names are each user's own: bob's "back" neither collides with
+	// alice's nor is found as hers.
+	for _, ns := range []string{"", "shop"} {
+		if err := namedBy("bob", ns, "back"); err != nil {
+			t.Errorf("bob's restore %q in %q: %v", "back", ns, err)
+		}
+	}
+	if _, err := s.RestoreNamed(ctx, "default", "carol", "", "shop", "back"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("carol's restore named back: %v, want ErrNotFound", err)
+	}
+	if r, err := s.RestoreNamed(ctx, "default", "bob", "", "shop", "back"); err != nil || r.Username != "bob" {
+		t.Errorf("bob's restore named back: %+v %v", r, err)
 	}
 	cluster := ""
 	if rs, err := s.NamedRestores(ctx, "default", "alice", &cluster, 10); err != nil || len(rs) != 1 {
@@ -830,5 +844,45 @@ func TestChangesNameWhoStartedACascade(t *testing.T) {
 	v, err := s.Newest(ctx, "default", "", "configmaps", "dev", "dep")
 	if err != nil || v.InitiatedBy != "bob" {
 		t.Errorf("the newest version of dev/dep (the garbage collector's delete): %+v %v", v, err)
+	}
+}
+
+// TestChangesOfACascadeActorNameWhoStartedIt: the changes of the garbage
+// collector (a filter by user) name who started each of its deletes.
+func TestChangesOfACascadeActorNameWhoStartedIt(t *testing.T) {
+	s := openStore(t)
+	write(t, s, cascade...)
+	vs, err := s.Changes(context.Background(), ChangeQuery{Cluster: "default", User: "system:serviceaccount:kube-system:generic-garbage-collector", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 1 || vs[0].UID != "d1" || vs[0].InitiatedBy != "bob" || vs[0].InitiatedVia != "owner-deletion" || vs[0].Initiator == nil ||
+		vs[0].Initiator.Name != "owner" || vs[0].Initiator.Namespace != "dev" {
+		t.Fatalf("the garbage collector's changes: %+v", vs)
+	}
+	if vs, err := s.Changes(context.Background(), ChangeQuery{Cluster: "default", User: "bob", Limit: 10}); err != nil || len(vs) == 0 || vs[0].InitiatedBy != "" {
+		t.Errorf("bob's changes: %+v %v", vs, err)
+	}
+}
+
+// TestAnOwnerIsOnlyInItsDependentsNamespace: a dependent whose
+// ownerReference names the uid of an object of another namespace is
+// deleted by the garbage collector; that does not make the other object's
+// deleter the author of its cascade (it would tell a reader of the
+// dependent who deleted an object they may not see).
+func TestAnOwnerIsOnlyInItsDependentsNamespace(t *testing.T) {
+	s := openStore(t)
+	write(t, s,
+		change{verb: "create", user: "vault-admin", resource: "configmaps", ns: "vault", name: "owner", uid: "v1", rv: 10, data: "s", created: true},
+		change{verb: "create", user: "mallory", resource: "configmaps", ns: "mal", name: "bait", uid: "m1", rv: 11, at: time.Second, data: "b", created: true, ownerUID: "v1"},
+		change{verb: "delete", user: "carol", resource: "configmaps", ns: "vault", name: "owner", uid: "v1", rv: 10, at: 2 * time.Second, data: "s", deleted: true},
+		change{verb: "delete", user: "system:serviceaccount:kube-system:generic-garbage-collector", resource: "configmaps", ns: "mal", name: "bait", uid: "m1", at: 3 * time.Second, deleted: true},
+	)
+	ds, err := s.Deletions(context.Background(), DeletionQuery{Cluster: "default", Namespace: str("mal"), Limit: 10})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("deletions in mal: %+v %v", ds, err)
+	}
+	if ds[0].InitiatedBy != "" || ds[0].InitiatedVia != "" {
+		t.Errorf("the garbage collector's delete of mal/bait is credited to %q via %q: its owner reference names an object of vault", ds[0].InitiatedBy, ds[0].InitiatedVia)
 	}
 }
