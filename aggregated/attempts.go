@@ -188,7 +188,11 @@ func (s *attemptStorage) List(ctx context.Context, opts *metainternalversion.Lis
 		return list, nil // metadata.name outside since/until
 	}
 	f := sel.filter
-	f.Cluster, f.Namespace = s.cluster, s.listNamespace(ctx)
+	var some bool
+	if f.Namespace, some = s.listNamespace(ctx, opts.FieldSelector); !some {
+		return list, nil
+	}
+	f.Cluster = s.cluster
 	page, err := s.hist.FailedMutations(ctx, f, history.PageOptions{Limit: listLimit(opts), Continue: opts.Continue, Since: since, Until: until})
 	if err != nil {
 		return nil, statusError(s.log, err, s.resource, "")

@@ -167,7 +167,11 @@ func (s *changeStorage) List(ctx context.Context, opts *metainternalversion.List
 	if !matches {
 		return list, nil
 	}
-	f.Cluster, f.Namespace = s.cluster, s.listNamespace(ctx)
+	var some bool
+	if f.Namespace, some = s.listNamespace(ctx, opts.FieldSelector); !some {
+		return list, nil
+	}
+	f.Cluster = s.cluster
 	p.Limit, p.Continue = listLimit(opts), opts.Continue
 	page, err := s.hist.Changes(ctx, f, p)
 	if err != nil {

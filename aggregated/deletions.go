@@ -163,7 +163,11 @@ func (s *deletionStorage) List(ctx context.Context, opts *metainternalversion.Li
 		return list, nil
 	}
 	f := sel.filter
-	f.Cluster, f.Namespace = s.cluster, s.listNamespace(ctx)
+	var some bool
+	if f.Namespace, some = s.listNamespace(ctx, opts.FieldSelector); !some {
+		return list, nil
+	}
+	f.Cluster = s.cluster
 	page, err := s.hist.Deletions(ctx, f, history.PageOptions{Limit: listLimit(opts), Continue: opts.Continue, Since: sel.since, Until: sel.until})
 	if err != nil {
 		return nil, s.apiError(err, "")

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -53,13 +54,25 @@ func (s recordScope) serves(ctx context.Context, namespace string) bool {
 
 // listNamespace is the namespace a list reads: the request's, "" for the
 // cluster-scoped kind, nil for a namespaced list across all namespaces
-// (kubectl -A), whose cluster-scoped records the list leaves out.
-func (s recordScope) listNamespace(ctx context.Context) *string {
-	ns := genericapirequest.NamespaceValue(ctx)
-	if s.namespaced && ns == "" {
-		return nil
+// (kubectl -A), whose cluster-scoped records the list leaves out. A
+// metadata.namespace field selector narrows a list across all namespaces
+// to that one; one that contradicts the request's scope selects nothing
+// (none is false).
+func (s recordScope) listNamespace(ctx context.Context, sel fields.Selector) (ns *string, some bool) {
+	req := genericapirequest.NamespaceValue(ctx)
+	want, given := "", false
+	if sel != nil {
+		want, given = sel.RequiresExactMatch("metadata.namespace")
 	}
-	return &ns
+	switch {
+	case s.namespaced && req == "" && given:
+		return &want, true
+	case s.namespaced && req == "":
+		return nil, true
+	case given && want != req:
+		return nil, false
+	}
+	return &req, true
 }
 
 // listOptions defaults a list's options and says whether its label

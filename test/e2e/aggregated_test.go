@@ -533,6 +533,31 @@ func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
 		}
 	})
 
+	t.Run("kubectl get deletions -A narrows by a metadata.namespace field selector", func(t *testing.T) {
+		// A deletion in another namespace, which the selector leaves out.
+		kubectlOK(t, w, controlplane.AdminUser, nil, "create", "namespace", "e2e-agg-other")
+		kubectlOK(t, w, controlplane.AdminUser, nil, "create", "configmap", "elsewhere", "-n", "e2e-agg-other")
+		kubectlOK(t, w, controlplane.AdminUser, nil, "delete", "configmap", "elsewhere", "-n", "e2e-agg-other")
+		eventually(t, time.Minute, "the deletion in e2e-agg-other", func() error {
+			out, errOut, err := w.cp.Kubectl(t, controlplane.AdminUser, nil, "get", "deletions", "-A", "-o", "jsonpath={.items[*].object.name}")
+			if err != nil || !strings.Contains(out, "elsewhere") {
+				return fmt.Errorf("%v: %q %s", err, out, errOut)
+			}
+			return nil
+		})
+		out := kubectlOK(t, w, controlplane.AdminUser, nil, "get", "deletions", "-A", "--field-selector", "metadata.namespace="+ns,
+			"-o", "jsonpath={range .items[*]}{.metadata.namespace} {.object.name}{\"\\n\"}{end}")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) == 0 || !strings.Contains(out, ns+" app-config") {
+			t.Fatalf("deletions -A in %s: %q", ns, out)
+		}
+		for _, l := range lines {
+			if !strings.HasPrefix(l, ns+" ") {
+				t.Errorf("deletions -A --field-selector metadata.namespace=%s lists %q", ns, l)
+			}
+		}
+	})
+
 	t.Run("a deleted ClusterRole is put back by a ClusterRestore created with kubectl", func(t *testing.T) {
 		const role = "e2e-agg-role"
 		kubectlOK(t, w, controlplane.AdminUser, []byte(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole",
