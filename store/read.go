@@ -173,13 +173,21 @@ func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]VersionRecord, er
 	if err != nil {
 		return nil, err
 	}
-	actor, err := queryAll[struct {
-		Cascade bool `db:"cascade"`
-	}](ctx, s.pool, "changes", `SELECT EXISTS (SELECT 1 FROM cascade_actors WHERE username = $1) AS cascade`, q.User)
-	if err != nil {
-		return nil, err
+	deletes := false
+	for i := range rows {
+		deletes = deletes || rows[i].Verb == "delete" || rows[i].Verb == "deletecollection"
 	}
-	if len(actor) == 1 && actor[0].Cascade {
+	cascade := false
+	if deletes {
+		actor, err := queryAll[struct {
+			Cascade bool `db:"cascade"`
+		}](ctx, s.pool, "changes", `SELECT EXISTS (SELECT 1 FROM cascade_actors WHERE username = $1) AS cascade`, q.User)
+		if err != nil {
+			return nil, err
+		}
+		cascade = len(actor) == 1 && actor[0].Cascade
+	}
+	if cascade {
 		picked := map[int]bool{}
 		for i := range rows {
 			picked[i] = true
@@ -544,9 +552,11 @@ func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, err
 	// The view joins each version to its event: a delete whose event is
 	// gone (its day dropped by retention before the version went) is not
 	// one of its rows. Such rows are left out here too, and the page is
-	// filled from after them.
+	// filled from after them, reading at most maxDeletionRefills pages: a
+	// longer run of such rows ends the page (a short page ends the list,
+	// as a scan's bound does in history).
 	var out []Deletion
-	for len(out) < q.Limit {
+	for reads := 0; len(out) < q.Limit && reads < maxDeletionRefills; reads++ {
 		page, fetched, err := s.deletionsPage(ctx, q)
 		if err != nil {
 			return nil, err
@@ -560,6 +570,9 @@ func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, err
 	}
 	return out, nil
 }
+
+// maxDeletionRefills bounds the pages Deletions reads to fill one.
+const maxDeletionRefills = 10
 
 // deletionsPage reads a page of q and returns the deletions of it with
 // their events (who deleted, and who started a cascade), and every row it
