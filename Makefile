@@ -10,14 +10,14 @@ export GOFLAGS
 GO_PKGS  := ./...
 TEST_TIMEOUT ?= 40m
 
-# Targets whose recipes need the real control-plane binaries (mk/controlplane.mk).
+# Targets whose recipes need the real control-plane binaries (hack/make/controlplane.mk).
 CONTROLPLANE_TEST_TARGETS := test test-e2e e2e test-controlplane-smoke
-include mk/controlplane.mk
-include mk/generate.mk
-include mk/bench.mk
-include mk/ship.mk
-include mk/fault.mk
-include mk/aggregated.mk
+include hack/make/controlplane.mk
+include hack/make/generate.mk
+include hack/make/bench.mk
+include hack/make/ship.mk
+include hack/make/fault.mk
+include hack/make/aggregated.mk
 
 .PHONY: help
 help: ## List the targets
@@ -37,9 +37,9 @@ demo: deps build ## Record a sample audit log on the embedded PostgreSQL and sho
 	@bash hack/demo.sh
 
 .PHONY: lint
-lint: ## go vet, gofmt and the import layering (hack/lint-imports.sh)
+lint: ## go vet, gofmt and the import layering (test/layering, also part of go test ./...)
 	go vet $(GO_PKGS)
-	@bash hack/lint-imports.sh
+	go test -count=1 ./test/layering/
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 .PHONY: test

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/options-record/options-record/auditsink"
-	"github.com/options-record/options-record/internal/certs"
+	"github.com/options-record/options-record/cmd/options-record/app/certs"
 )
 
 // TestAuthenticator maps callers to clusters: by the verified client

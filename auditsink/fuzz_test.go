@@ -19,7 +19,7 @@ import (
 
 	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/filter"
-	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
 	. "github.com/options-record/options-record/test/gen"
 )
 
@@ -218,26 +218,26 @@ func validUTF8(b []byte) []byte {
 // checkingWriter checks the invariants of the batches the pipeline writes.
 type checkingWriter struct{}
 
-func (checkingWriter) WriteBatch(_ context.Context, b *store.Batch) (store.WriteResult, error) {
+func (checkingWriter) WriteBatch(_ context.Context, b *model.Batch) (model.WriteResult, error) {
 	for i := range b.Events {
 		e := &b.Events[i]
 		if e.Cluster != "default" || len(e.Key) != 32 || e.StageAt.IsZero() {
-			return store.WriteResult{}, errors.New("event row without cluster, key or time")
+			return model.WriteResult{}, errors.New("event row without cluster, key or time")
 		}
 		if e.RequestObject != nil && !json.Valid(e.RequestObject) {
-			return store.WriteResult{}, errors.New("request object is not JSON")
+			return model.WriteResult{}, errors.New("request object is not JSON")
 		}
 	}
 	for i := range b.Versions {
 		v := &b.Versions[i]
 		if v.UID == "" || v.Cluster == "" || len(v.Key) == 0 {
-			return store.WriteResult{}, errors.New("version row without uid or key")
+			return model.WriteResult{}, errors.New("version row without uid or key")
 		}
 		if v.Object != nil && !json.Valid(v.Object) {
-			return store.WriteResult{}, errors.New("object is not JSON")
+			return model.WriteResult{}, errors.New("object is not JSON")
 		}
 	}
-	return store.WriteResult{Events: len(b.Events)}, nil
+	return model.WriteResult{Events: len(b.Events)}, nil
 }
 
 func TestFuzzSeedsAreRealEventLists(t *testing.T) {

@@ -20,9 +20,9 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/cmd/options-record/app/certs"
 	"github.com/options-record/options-record/filter"
-	"github.com/options-record/options-record/internal/certs"
-	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
 	. "github.com/options-record/options-record/test/gen"
 )
 
@@ -37,7 +37,7 @@ type hostile struct {
 type hostileOptions struct {
 	maxBody     int64
 	maxInFlight int
-	writer      func(store.Writer) store.Writer // wraps the store
+	writer      func(model.Writer) model.Writer // wraps the store
 	clientCA    *certs.Pair                     // require client certificates from this CA (no token)
 	horizon     time.Duration                   // how far back the record keeps events (0: unknown)
 }
@@ -52,7 +52,7 @@ func newHostile(t *testing.T, o hostileOptions) *hostile {
 	rules, _ := filter.Compile(objs, filter.Options{SinkNamespace: "options-record"})
 	reg := prometheus.NewRegistry()
 	m := auditsink.NewMetrics(reg)
-	var w store.Writer = e.st
+	var w model.Writer = e.st
 	if o.writer != nil {
 		w = o.writer(w)
 	}
@@ -503,12 +503,12 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 
 // blocking holds every write until released.
 type blocking struct {
-	store.Writer
+	model.Writer
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (b *blocking) WriteBatch(ctx context.Context, batch *store.Batch) (store.WriteResult, error) {
+func (b *blocking) WriteBatch(ctx context.Context, batch *model.Batch) (model.WriteResult, error) {
 	select {
 	case b.entered <- struct{}{}:
 	default:
@@ -519,7 +519,7 @@ func (b *blocking) WriteBatch(ctx context.Context, batch *store.Batch) (store.Wr
 
 func TestFloodOfTinyRequestsIsThrottled(t *testing.T) {
 	var blk *blocking
-	h := newHostile(t, hostileOptions{maxInFlight: 2, writer: func(w store.Writer) store.Writer {
+	h := newHostile(t, hostileOptions{maxInFlight: 2, writer: func(w model.Writer) model.Writer {
 		blk = &blocking{Writer: w, entered: make(chan struct{}, 100), release: make(chan struct{})}
 		return blk
 	}})

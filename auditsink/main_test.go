@@ -11,9 +11,9 @@ import (
 
 	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/filter"
-	"github.com/options-record/options-record/internal/pgtest"
-	"github.com/options-record/options-record/record"
 	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
+	"github.com/options-record/options-record/store/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -45,7 +45,7 @@ func newEnv(t *testing.T) *env {
 			t.Fatalf("rule %s/%s not ready: %s", s.Namespace, s.Name, s.Message)
 		}
 	}
-	dg, err := record.NewSecretDigester([]byte(testDigestKey))
+	dg, err := model.NewSecretDigester([]byte(testDigestKey))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/options-record/options-record/filter"
-	"github.com/options-record/options-record/record"
-	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
 )
 
 // RuleSource gives the rule set in force for a cluster's events.
@@ -35,18 +34,18 @@ type Observer interface {
 // writes them as one batch.
 type Pipeline struct {
 	rules    RuleSource
-	writer   store.Writer
+	writer   model.Writer
 	metrics  *Metrics
 	log      *slog.Logger
 	observer Observer
 	self     func(cluster string, ev *auditv1.Event) bool
-	onStored func(cluster string, events []store.Event)
-	digester *record.SecretDigester
+	onStored func(cluster string, events []model.Event)
+	digester *model.SecretDigester
 }
 
 // WithSecretDigester sets how Secret values are digested (default: plain
 // SHA-256, see SecretDigester).
-func (p *Pipeline) WithSecretDigester(d *record.SecretDigester) *Pipeline { p.digester = d; return p }
+func (p *Pipeline) WithSecretDigester(d *model.SecretDigester) *Pipeline { p.digester = d; return p }
 
 // WithObserver sets the observer of decoded batches.
 func (p *Pipeline) WithObserver(o Observer) *Pipeline { p.observer = o; return p }
@@ -61,7 +60,7 @@ func (p *Pipeline) WithSelf(fn func(cluster string, ev *auditv1.Event) bool) *Pi
 
 // WithOnStored sets a function called with the events of each stored batch
 // (for per-rule statistics).
-func (p *Pipeline) WithOnStored(fn func(cluster string, events []store.Event)) *Pipeline {
+func (p *Pipeline) WithOnStored(fn func(cluster string, events []model.Event)) *Pipeline {
 	p.onStored = fn
 	return p
 }
@@ -70,7 +69,7 @@ func (p *Pipeline) WithOnStored(fn func(cluster string, events []store.Event)) *
 const reasonSelf = "self"
 
 // NewPipeline builds a pipeline. metrics and log may be nil.
-func NewPipeline(rules RuleSource, w store.Writer, m *Metrics, log *slog.Logger) *Pipeline {
+func NewPipeline(rules RuleSource, w model.Writer, m *Metrics, log *slog.Logger) *Pipeline {
 	if m == nil {
 		m = NewMetrics(nil)
 	}
@@ -89,7 +88,7 @@ type Outcome struct {
 	// Sanitized counts kept events in which values PostgreSQL cannot store
 	// (NUL, invalid UTF-8) were replaced with U+FFFD.
 	Sanitized int
-	Written   store.WriteResult
+	Written   model.WriteResult
 }
 
 func (o *Outcome) drop(reason string, n int) {
@@ -135,7 +134,7 @@ func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1
 		p.observer.ObserveEvents(cluster, events)
 	}
 	rules := p.rules.RulesFor(cluster)
-	batch := &store.Batch{}
+	batch := &model.Batch{}
 	for i := range events {
 		ev := &events[i]
 		if p.self != nil && p.self(cluster, ev) {
@@ -147,7 +146,7 @@ func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1
 			out.drop(string(d.Reason), 1)
 			continue
 		}
-		c, err := record.Convert(cluster, ev, record.Selection{Rules: d.Rules, RecordSecretData: d.RecordSecretData}, p.digester)
+		c, err := model.Convert(cluster, ev, model.Selection{Rules: d.Rules, RecordSecretData: d.RecordSecretData}, p.digester)
 		if err != nil {
 			p.log.Warn("skipping event", "audit_id", ev.AuditID, "err", err)
 			out.drop(reasonConvert, 1)

@@ -15,8 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
-	"github.com/options-record/options-record/record"
 	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
 	. "github.com/options-record/options-record/test/gen"
 )
 
@@ -349,7 +349,7 @@ func TestSecretsAreDigestedUnlessARuleAsks(t *testing.T) {
 			t.Errorf("secret value %q stored in clear", clear)
 		}
 	}
-	if !strings.Contains(dump, record.KeyedDigestPrefix) {
+	if !strings.Contains(dump, model.KeyedDigestPrefix) {
 		t.Errorf("no keyed digests stored: %s", dump)
 	}
 	// Keyed: a value's plain SHA-256 (what a dictionary of guesses holds)
@@ -371,7 +371,7 @@ func TestSecretsAreDigestedUnlessARuleAsks(t *testing.T) {
 		mac.Write([]byte(f))
 	}
 	mac.Write([]byte("hunter2"))
-	if !strings.Contains(dump, record.KeyedDigestPrefix+hex.EncodeToString(mac.Sum(nil))) {
+	if !strings.Contains(dump, model.KeyedDigestPrefix+hex.EncodeToString(mac.Sum(nil))) {
 		t.Errorf("the place-bound HMAC-SHA256 of hunter2 is not stored: %s", dump)
 	}
 	unbound := hmac.New(sha256.New, []byte(testDigestKey))

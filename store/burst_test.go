@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/options-record/options-record/store/model"
 )
 
 // A user's changes in a namespace, asked right after a burst of them, before
@@ -25,17 +27,17 @@ func TestUserChangesAfterABurstFindEventsByKey(t *testing.T) {
 	if err := s.EnsurePartitionsAround(ctx, start); err != nil {
 		t.Fatal(err)
 	}
-	var b Batch
+	var b model.Batch
 	for j := 0; j < n; j++ {
 		at := start.Add(time.Duration(j) * 100 * time.Millisecond)
 		name, uid := fmt.Sprintf("cm-%05d", j), fmt.Sprintf("burst-%05d", j)
 		ek := sha256.Sum256([]byte("event-" + uid))
 		vk := sha256.Sum256([]byte("version-" + uid))
 		rv := int64(1_000_000 + j)
-		b.Events = append(b.Events, Event{Cluster: "default", Key: ek[:], StageAt: at, AuditID: uid, Stage: "ResponseComplete",
+		b.Events = append(b.Events, model.Event{Cluster: "default", Key: ek[:], StageAt: at, AuditID: uid, Stage: "ResponseComplete",
 			Verb: "create", RequestURI: "/api/v1/namespaces/burst/configmaps", Username: "mallory", APIVersion: "v1",
 			Resource: "configmaps", Namespace: "burst", Name: name, ObjectUID: uid, ResponseCode: 201})
-		b.Versions = append(b.Versions, Version{Cluster: "default", UID: uid, Key: vk[:], ResourceVersion: &rv, Origin: OriginChange,
+		b.Versions = append(b.Versions, model.Version{Cluster: "default", UID: uid, Key: vk[:], ResourceVersion: &rv, Origin: model.OriginChange,
 			Verb: "create", ChangedAt: at, EventKey: ek[:], APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps",
 			Namespace: "burst", Name: name, Created: true, Complete: true,
 			Object: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `"}}`)})

@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/options-record/options-record/internal/pgtest"
 	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
+	"github.com/options-record/options-record/store/pgtest"
 )
 
 // TestBatchWithAnEventTwice: a batch holding the same event twice (the
@@ -21,7 +22,7 @@ func TestBatchWithAnEventTwice(t *testing.T) {
 	}
 	defer st.Close()
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	b := &store.Batch{}
+	b := &model.Batch{}
 	for range 2 {
 		for _, c := range []struct {
 			id      string

@@ -5,7 +5,7 @@
 // restore.
 //
 // It must never decide what to record (package filter does) nor interpret
-// audit events (package record turns them into rows); it stores rows
+// audit events (package store/model turns them into rows); it stores rows
 // idempotently: a redelivered batch changes nothing.
 //
 // Connecting is separate from migrating: Connect makes a Store without any

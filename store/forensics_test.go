@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/options-record/options-record/internal/pgtest"
 	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/pgtest"
 )
 
 // TestForensicQueriesUseIndexes runs EXPLAIN on every query the README

@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
-	"github.com/options-record/options-record/internal/pgtest"
 	"github.com/options-record/options-record/migrations"
+	"github.com/options-record/options-record/store/pgtest"
 )
 
 // migrateTo applies the migrations up to version on the database at dsn.

@@ -8,8 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/options-record/options-record/internal/pgtest"
 	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
+	"github.com/options-record/options-record/store/pgtest"
 )
 
 // TestNothingBeforePrepare: a store made by Connect answers a retryable
@@ -24,7 +25,7 @@ func TestNothingBeforePrepare(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	b := &store.Batch{}
+	b := &model.Batch{}
 	b.Events, b.Versions = change("before", "obj", time.Now(), 7, false)
 
 	_, err = st.WriteBatch(ctx, b)

@@ -21,7 +21,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/store/model"
+	"github.com/options-record/options-record/store/pgtest"
 )
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
@@ -62,7 +63,7 @@ func digest(parts ...string) []byte {
 // write stores the changes, each as its own event, in one batch.
 func write(t *testing.T, s *Store, changes ...change) {
 	t.Helper()
-	var b Batch
+	var b model.Batch
 	for i, c := range changes {
 		at := t0.Add(c.at)
 		ek := digest("event", c.verb, c.user, c.name, c.uid, at.String(), strconv.Itoa(i))
@@ -75,12 +76,12 @@ func write(t *testing.T, s *Store, changes ...change) {
 			rv = &c.rv
 		}
 		if c.baseline {
-			b.Versions = append(b.Versions, Version{Cluster: "default", UID: c.uid, Key: digest("baseline", c.uid, at.String()),
-				ResourceVersion: rv, Origin: OriginBaseline, Verb: "baseline", ChangedAt: at, APIVersion: "v1", Kind: "ConfigMap",
+			b.Versions = append(b.Versions, model.Version{Cluster: "default", UID: c.uid, Key: digest("baseline", c.uid, at.String()),
+				ResourceVersion: rv, Origin: model.OriginBaseline, Verb: "baseline", ChangedAt: at, APIVersion: "v1", Kind: "ConfigMap",
 				Resource: c.resource, Namespace: c.ns, Name: c.name, Complete: true, Object: c.object()})
 			continue
 		}
-		b.Events = append(b.Events, Event{Cluster: "default", Key: ek, StageAt: at, AuditID: fmt.Sprintf("audit-%d", i),
+		b.Events = append(b.Events, model.Event{Cluster: "default", Key: ek, StageAt: at, AuditID: fmt.Sprintf("audit-%d", i),
 			Stage: "ResponseComplete", Verb: c.verb, RequestURI: "/api/v1/" + c.resource, Username: c.user,
 			UserGroups: []string{"system:authenticated"}, ImpersonatedUser: c.impersonated, APIGroup: c.group, APIVersion: "v1",
 			Resource: c.resource, Namespace: c.ns, Name: c.name, ObjectUID: c.uid, ResponseCode: code,
@@ -93,8 +94,8 @@ func write(t *testing.T, s *Store, changes ...change) {
 		if code >= 300 {
 			continue
 		}
-		b.Versions = append(b.Versions, Version{Cluster: "default", UID: c.uid, Key: digest(string(ek), c.uid), ResourceVersion: rv,
-			Origin: OriginChange, Verb: c.verb, ChangedAt: at, EventKey: ek, APIGroup: c.group, APIVersion: "v1", Kind: "ConfigMap",
+		b.Versions = append(b.Versions, model.Version{Cluster: "default", UID: c.uid, Key: digest(string(ek), c.uid), ResourceVersion: rv,
+			Origin: model.OriginChange, Verb: c.verb, ChangedAt: at, EventKey: ek, APIGroup: c.group, APIVersion: "v1", Kind: "ConfigMap",
 			Resource: c.resource, Namespace: c.ns, Name: c.name, Created: c.created, Deleted: c.deleted, Complete: !c.incomplete,
 			Object: c.object()})
 	}

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/options-record/options-record/internal/pgtest"
 	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
+	"github.com/options-record/options-record/store/pgtest"
 )
 
 func key(s string) []byte { k := sha256.Sum256([]byte(s)); return k[:] }
@@ -16,17 +17,17 @@ func key(s string) []byte { k := sha256.Sum256([]byte(s)); return k[:] }
 func rv(n int64) *int64 { return &n }
 
 // change builds an event and the version it produced.
-func change(id, uid string, at time.Time, r int64, deleted bool) ([]store.Event, []store.Version) {
-	e := store.Event{Cluster: "c", Key: key(id), StageAt: at, AuditID: id, Stage: "ResponseComplete", Verb: "update",
+func change(id, uid string, at time.Time, r int64, deleted bool) ([]model.Event, []model.Version) {
+	e := model.Event{Cluster: "c", Key: key(id), StageAt: at, AuditID: id, Stage: "ResponseComplete", Verb: "update",
 		RequestURI: "/api/v1/namespaces/ns/configmaps/" + uid, Username: "u", Resource: "configmaps", Namespace: "ns",
 		Name: uid, ResponseCode: 200}
-	v := store.Version{Cluster: "c", UID: uid, Key: key(id + uid), ResourceVersion: rv(r), Origin: store.OriginChange,
+	v := model.Version{Cluster: "c", UID: uid, Key: key(id + uid), ResourceVersion: rv(r), Origin: model.OriginChange,
 		Verb: "update", ChangedAt: at, EventKey: e.Key, Resource: "configmaps", Namespace: "ns", Name: uid,
 		Complete: !deleted, Deleted: deleted, Object: []byte(`{"kind":"ConfigMap"}`)}
 	if deleted {
 		v.Verb, v.Object, v.ResourceVersion = "delete", nil, nil
 	}
-	return []store.Event{e}, []store.Version{v}
+	return []model.Event{e}, []model.Version{v}
 }
 
 func TestRetentionDropsPartitionsAndKeepsLivePriors(t *testing.T) {
@@ -38,8 +39,8 @@ func TestRetentionDropsPartitionsAndKeepsLivePriors(t *testing.T) {
 	defer st.Close()
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	old := now.AddDate(0, 0, -40)
-	b := &store.Batch{}
-	add := func(e []store.Event, v []store.Version) {
+	b := &model.Batch{}
+	add := func(e []model.Event, v []model.Version) {
 		b.Events = append(b.Events, e...)
 		b.Versions = append(b.Versions, v...)
 	}
@@ -107,7 +108,7 @@ func TestRetentionDoesNotBlockIngest(t *testing.T) {
 	now := time.Now().UTC()
 	old := now.AddDate(0, 0, -40)
 	e, v := change("old", "o", old, 1, false)
-	if _, err := st.WriteBatch(ctx, &store.Batch{Events: e, Versions: v}); err != nil {
+	if _, err := st.WriteBatch(ctx, &model.Batch{Events: e, Versions: v}); err != nil {
 		t.Fatal(err)
 	}
 	orphan := "events_p" + now.AddDate(0, 0, -50).Format("20060102")
@@ -136,7 +137,7 @@ func TestRetentionDoesNotBlockIngest(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	e, v = change("new", "n", now, 2, false)
-	if _, err := st.WriteBatch(wctx, &store.Batch{Events: e, Versions: v}); err != nil {
+	if _, err := st.WriteBatch(wctx, &model.Batch{Events: e, Versions: v}); err != nil {
 		t.Fatalf("a batch written while retention runs: %v", err)
 	}
 	if err := reader.Commit(ctx); err != nil {
@@ -167,7 +168,7 @@ func TestRetentionRunsOnOneReplicaAtATime(t *testing.T) {
 	defer st.Close()
 	now := time.Now().UTC()
 	e, v := change("old", "o", now.AddDate(0, 0, -40), 1, false)
-	if _, err := st.WriteBatch(ctx, &store.Batch{Events: e, Versions: v}); err != nil {
+	if _, err := st.WriteBatch(ctx, &model.Batch{Events: e, Versions: v}); err != nil {
 		t.Fatal(err)
 	}
 	other, err := st.Pool().Acquire(ctx)

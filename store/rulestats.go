@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/options-record/options-record/store/model"
 )
 
 // RuleStat counts the events one rule selected.
@@ -69,7 +70,7 @@ SELECT EXISTS (SELECT 1 FROM object_versions WHERE cluster = $1 AND uid = $2 AND
 // WriteBaseline stores baseline observations (objects as a LIST returned
 // them), skipping objects whose state at that resourceVersion is already
 // stored. It returns how many were new.
-func (s *Store) WriteBaseline(ctx context.Context, vs []Version) (int, error) {
+func (s *Store) WriteBaseline(ctx context.Context, vs []model.Version) (int, error) {
 	if len(vs) == 0 {
 		return 0, nil
 	}
@@ -81,7 +82,7 @@ func (s *Store) WriteBaseline(ctx context.Context, vs []Version) (int, error) {
 			b.Queue(versionExistsSQL, v.Cluster, v.UID, v.ResourceVersion)
 		}
 		res := tx.SendBatch(ctx, b)
-		fresh := make([]*Version, 0, len(vs))
+		fresh := make([]*model.Version, 0, len(vs))
 		for i := range vs {
 			var exists bool
 			if err := res.QueryRow().Scan(&exists); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/options-record/options-record/store/model"
 )
 
 var eventColumns = []string{
@@ -56,36 +57,36 @@ type stateKey struct {
 // committed. Events already stored (a redelivery) and changes that produced a
 // version already stored (a no-op update, which keeps the resourceVersion)
 // are skipped, so writing the same batch twice changes nothing.
-func (s *Store) WriteBatch(ctx context.Context, b *Batch) (WriteResult, error) {
+func (s *Store) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteResult, error) {
 	if len(b.Events) == 0 && len(b.Versions) == 0 {
-		return WriteResult{}, nil
+		return model.WriteResult{}, nil
 	}
 	days := make([]time.Time, 0, 2)
 	for i := range b.Events {
 		days = append(days, b.Events[i].StageAt)
 	}
 	if err := s.EnsurePartitionsFor(ctx, days); err != nil {
-		return WriteResult{}, err
+		return model.WriteResult{}, err
 	}
-	var res WriteResult
+	var res model.WriteResult
 	err := s.Transact(ctx, func(tx pgx.Tx) error {
 		var err error
 		res, err = writeBatch(ctx, tx, b)
 		return err
 	})
 	if err != nil {
-		return WriteResult{}, fmt.Errorf("store: write batch of %d events: %w", len(b.Events), err)
+		return model.WriteResult{}, fmt.Errorf("store: write batch of %d events: %w", len(b.Events), err)
 	}
 	return res, nil
 }
 
-func writeBatch(ctx context.Context, tx pgx.Tx, b *Batch) (WriteResult, error) {
-	var res WriteResult
+func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch) (model.WriteResult, error) {
+	var res model.WriteResult
 	existing, err := existingEvents(ctx, tx, b.Events)
 	if err != nil {
 		return res, err
 	}
-	events := make([]*Event, 0, len(b.Events))
+	events := make([]*model.Event, 0, len(b.Events))
 	seenEvent := make(map[string]bool, len(b.Events))
 	for i := range b.Events {
 		e := &b.Events[i]
@@ -98,7 +99,7 @@ func writeBatch(ctx context.Context, tx pgx.Tx, b *Batch) (WriteResult, error) {
 		events = append(events, e)
 	}
 
-	candidates := make([]*Version, 0, len(b.Versions))
+	candidates := make([]*model.Version, 0, len(b.Versions))
 	seenVersion := make(map[string]bool, len(b.Versions))
 	for i := range b.Versions {
 		v := &b.Versions[i]
@@ -123,9 +124,9 @@ func writeBatch(ctx context.Context, tx pgx.Tx, b *Batch) (WriteResult, error) {
 	// again. Batches of different apiservers arrive in any order, so only a
 	// later report of a state is a no-op; an earlier one is stored, and the
 	// views and queries show the earliest change of each state.
-	versions := make([]*Version, 0, len(candidates))
+	versions := make([]*model.Version, 0, len(candidates))
 	for _, v := range candidates {
-		if v.Origin == OriginChange && !v.Deleted && v.ResourceVersion != nil {
+		if v.Origin == model.OriginChange && !v.Deleted && v.ResourceVersion != nil {
 			k := stateKey{v.Cluster, v.UID, *v.ResourceVersion}
 			if at, ok := states[k]; ok && !v.ChangedAt.Before(at) {
 				res.NoopVersions++
@@ -155,7 +156,7 @@ func writeBatch(ctx context.Context, tx pgx.Tx, b *Batch) (WriteResult, error) {
 	return res, nil
 }
 
-func existingEvents(ctx context.Context, tx pgx.Tx, events []Event) (map[string]bool, error) {
+func existingEvents(ctx context.Context, tx pgx.Tx, events []model.Event) (map[string]bool, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
@@ -176,7 +177,7 @@ func existingEvents(ctx context.Context, tx pgx.Tx, events []Event) (map[string]
 	return found, nil
 }
 
-func existingEventsArgs(events []Event) []any {
+func existingEventsArgs(events []model.Event) []any {
 	clusters := make([]string, len(events))
 	keys := make([][]byte, len(events))
 	stages := make([]time.Time, len(events))
@@ -193,11 +194,11 @@ func existingEventsArgs(events []Event) []any {
 	return []any{clusters, keys, stages, first, last}
 }
 
-func existingStates(ctx context.Context, tx pgx.Tx, versions []*Version) (map[stateKey]time.Time, error) {
+func existingStates(ctx context.Context, tx pgx.Tx, versions []*model.Version) (map[stateKey]time.Time, error) {
 	var clusters, uids []string
 	var rvs []int64
 	for _, v := range versions {
-		if v.Origin == OriginChange && !v.Deleted && v.ResourceVersion != nil {
+		if v.Origin == model.OriginChange && !v.Deleted && v.ResourceVersion != nil {
 			clusters, uids, rvs = append(clusters, v.Cluster), append(uids, v.UID), append(rvs, *v.ResourceVersion)
 		}
 	}
@@ -221,7 +222,7 @@ func existingStates(ctx context.Context, tx pgx.Tx, versions []*Version) (map[st
 	return found, nil
 }
 
-func eventRow(e *Event) []any {
+func eventRow(e *model.Event) []any {
 	return []any{
 		e.Cluster, e.Key, e.StageAt, nullTime(e.ReceivedAt), e.AuditID, e.Stage, e.Verb, e.RequestURI,
 		e.Username, nullString(e.UserUID), nonNil(e.UserGroups), nullJSON(e.UserExtra),
@@ -233,7 +234,7 @@ func eventRow(e *Event) []any {
 	}
 }
 
-func versionRow(v *Version) []any {
+func versionRow(v *model.Version) []any {
 	return []any{
 		v.Cluster, v.UID, v.Key, v.ResourceVersion, string(v.Origin), v.Verb, v.ChangedAt, v.EventKey,
 		v.APIGroup, v.APIVersion, v.Kind, v.Resource, v.Subresource, v.Namespace, v.Name, v.Created,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/options-record/options-record/store/model"
 )
 
 // TestDuplicateLookupPrunesPartitions: every batch looks up its events
@@ -25,10 +26,10 @@ func TestDuplicateLookupPrunesPartitions(t *testing.T) {
 	if err := s.EnsurePartitionsFor(ctx, days); err != nil {
 		t.Fatal(err)
 	}
-	var events []Event
+	var events []model.Event
 	for i := range 50 {
 		k := sha256.Sum256(fmt.Append(nil, i))
-		events = append(events, Event{Cluster: "default", Key: k[:], StageAt: now.Add(-time.Duration(i) * time.Millisecond)})
+		events = append(events, model.Event{Cluster: "default", Key: k[:], StageAt: now.Add(-time.Duration(i) * time.Millisecond)})
 	}
 	// The lookup's own statement and arguments, explained.
 	var plan []string
@@ -52,14 +53,14 @@ func TestDuplicateLookupPrunesPartitions(t *testing.T) {
 		t.Errorf("the lookup of a batch of one day touches %d partitions, want 1 or 2:\n%s", len(scanned), strings.Join(plan, "\n"))
 	}
 	// And it still finds what is stored.
-	b := &Batch{Events: events[:3]}
+	b := &model.Batch{Events: events[:3]}
 	for i := range b.Events {
 		b.Events[i].Verb, b.Events[i].Stage, b.Events[i].AuditID = "create", "ResponseComplete", fmt.Sprint(i)
 	}
 	if _, err := s.WriteBatch(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.WriteBatch(ctx, &Batch{Events: events[:5]})
+	res, err := s.WriteBatch(ctx, &model.Batch{Events: events[:5]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestDuplicateLookupPrunesPartitions(t *testing.T) {
 }
 
 // explainExistingEvents is the plan of existingEvents' statement for events.
-func explainExistingEvents(ctx context.Context, tx pgx.Tx, events []Event) ([]string, error) {
+func explainExistingEvents(ctx context.Context, tx pgx.Tx, events []model.Event) ([]string, error) {
 	rows, err := tx.Query(ctx, "EXPLAIN "+existingEventsSQL, existingEventsArgs(events)...)
 	if err != nil {
 		return nil, err

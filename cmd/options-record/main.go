@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/options-record/options-record/internal/app"
+	"github.com/options-record/options-record/cmd/options-record/app"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

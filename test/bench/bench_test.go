@@ -9,16 +9,15 @@ import (
 
 	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/filter"
-	"github.com/options-record/options-record/record"
-	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
 )
 
 // nopWriter stands in for PostgreSQL: the benchmarks measure the sink's own
 // work on a batch (decode, filter, convert), not the database's.
 type nopWriter struct{}
 
-func (nopWriter) WriteBatch(_ context.Context, b *store.Batch) (store.WriteResult, error) {
-	return store.WriteResult{Events: len(b.Events), Versions: len(b.Versions)}, nil
+func (nopWriter) WriteBatch(_ context.Context, b *model.Batch) (model.WriteResult, error) {
+	return model.WriteResult{Events: len(b.Events), Versions: len(b.Versions)}, nil
 }
 
 func benchRules(tb testing.TB) *filter.Rules {
@@ -64,7 +63,7 @@ func TestWorkload(t *testing.T) {
 							t.Fatalf("decode: %v, skipped %v", err, bad)
 						}
 						for i := range evs {
-							k := string(record.EventKey("default", &evs[i]))
+							k := string(model.EventKey("default", &evs[i]))
 							if keys[k] {
 								t.Fatalf("event %s repeats an identity", evs[i].AuditID)
 							}

@@ -179,7 +179,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintf(out, "load: %d connections (apiservers) over HTTPS, one batch in flight each; %d events per EventList; warm-up %s, measured %s per mix\n",
 		o.workers, o.batchSize, o.warmup, o.duration)
 	fmt.Fprintf(out, "      non-2xx answers are retried like the apiserver does (Retry-After, else 1 s; %d attempts, then the batch is dropped)\n", maxAttempts)
-	fmt.Fprintln(out, "database: a throwaway PostgreSQL per mix (internal/pgembed) with fsync ON: an ack waits for the WAL flush, durability is part of what is measured")
+	fmt.Fprintln(out, "database: a throwaway PostgreSQL per mix (store/pgembed) with fsync ON: an ack waits for the WAL flush, durability is part of what is measured")
 
 	var results []result
 	for i, mx := range o.mixes {

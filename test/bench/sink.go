@@ -20,8 +20,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/options-record/options-record/internal/pgembed"
 	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/pgembed"
 )
 
 // env is one mix's throwaway PostgreSQL and sink process.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
 )
 
 // TestRestoreAPIUnderLoad is a load test, run on demand only
@@ -66,7 +67,7 @@ func TestRestoreAPIUnderLoad(t *testing.T) {
 	start := time.Now().Add(-time.Hour).UTC()
 	data := string(make([]byte, 4096))
 	for i := 0; i < objects; i += 500 {
-		var b store.Batch
+		var b model.Batch
 		for j := i; j < i+500; j++ {
 			at := start.Add(time.Duration(j) * 100 * time.Millisecond)
 			name, uid := fmt.Sprintf("cm-%05d", j), fmt.Sprintf("load-uid-%05d", j)
@@ -76,10 +77,10 @@ func TestRestoreAPIUnderLoad(t *testing.T) {
 			obj, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 				"metadata": map[string]any{"name": name, "namespace": ns, "uid": uid, "resourceVersion": strconv.FormatInt(rv, 10)},
 				"data":     map[string]any{"blob": fmt.Sprintf("%x", data)}})
-			b.Events = append(b.Events, store.Event{Cluster: "e2e", Key: ek[:], StageAt: at, AuditID: "load-" + uid, Stage: "ResponseComplete",
+			b.Events = append(b.Events, model.Event{Cluster: "e2e", Key: ek[:], StageAt: at, AuditID: "load-" + uid, Stage: "ResponseComplete",
 				Verb: "create", RequestURI: "/api/v1/namespaces/" + ns + "/configmaps", Username: "mallory", APIVersion: "v1",
 				Resource: "configmaps", Namespace: ns, Name: name, ObjectUID: uid, ResponseCode: 201})
-			b.Versions = append(b.Versions, store.Version{Cluster: "e2e", UID: uid, Key: vk[:], ResourceVersion: &rv, Origin: store.OriginChange,
+			b.Versions = append(b.Versions, model.Version{Cluster: "e2e", UID: uid, Key: vk[:], ResourceVersion: &rv, Origin: model.OriginChange,
 				Verb: "create", ChangedAt: at, EventKey: ek[:], APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps",
 				Namespace: ns, Name: name, Created: true, Complete: true, Object: obj})
 		}

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/options-record/options-record/restoreapi"
+	"github.com/options-record/options-record/api/restoreapi"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 

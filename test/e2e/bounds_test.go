@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/options-record/options-record/history"
-	"github.com/options-record/options-record/restore"
+	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/restore"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 

@@ -20,7 +20,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/options-record/options-record/internal/certs"
+	"github.com/options-record/options-record/cmd/options-record/app/certs"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 

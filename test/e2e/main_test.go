@@ -3,7 +3,7 @@ package e2e
 import (
 	"testing"
 
-	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/store/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/options-record/options-record/internal/app"
+	"github.com/options-record/options-record/cmd/options-record/app"
 )
 
 // TestGeneratedPolicyOnARealAPIServer runs the apiserver with the policy

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
 )
 
 // TestReadBenchmark (make bench-read; skipped unless
@@ -77,7 +78,7 @@ func TestReadBenchmark(t *testing.T) {
 		}
 		return h.Sum(nil)
 	}
-	var batch store.Batch
+	var batch model.Batch
 	written, rv := 0, int64(1000)
 	flush := func() {
 		if len(batch.Versions) == 0 {
@@ -87,7 +88,7 @@ func TestReadBenchmark(t *testing.T) {
 			t.Fatalf("write: %v", err)
 		}
 		written += len(batch.Versions)
-		batch = store.Batch{}
+		batch = model.Batch{}
 	}
 	add := func(ns, name string, obj, seq int, verb, user string, at time.Time, created, deleted bool) {
 		uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", obj, obj)
@@ -96,12 +97,12 @@ func TestReadBenchmark(t *testing.T) {
 		ek := key("bench", obj, seq)
 		state := []byte(fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":%q,"uid":%q,"resourceVersion":"%d"},"data":{"seq":"%d","pad":%q}}`,
 			name, ns, uid, r, seq, payload))
-		batch.Events = append(batch.Events, store.Event{Cluster: "e2e", Key: ek, StageAt: at, ReceivedAt: at, AuditID: fmt.Sprintf("bench-%d-%d", obj, seq),
+		batch.Events = append(batch.Events, model.Event{Cluster: "e2e", Key: ek, StageAt: at, ReceivedAt: at, AuditID: fmt.Sprintf("bench-%d-%d", obj, seq),
 			Stage: "ResponseComplete", Verb: verb, RequestURI: "/api/v1/namespaces/" + ns + "/configmaps/" + name, Username: user,
 			UserGroups: []string{"system:authenticated"}, SourceIPs: []string{"10.0.0.1"}, UserAgent: "kubectl/v1.36.3",
 			APIVersion: "v1", Resource: "configmaps", Namespace: ns, Name: name, ObjectUID: uid, ResponseCode: 200, Rules: []string{"bench"}})
-		batch.Versions = append(batch.Versions, store.Version{Cluster: "e2e", UID: uid, Key: key(string(ek), uid), ResourceVersion: &r,
-			Origin: store.OriginChange, Verb: verb, ChangedAt: at, EventKey: ek, APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps",
+		batch.Versions = append(batch.Versions, model.Version{Cluster: "e2e", UID: uid, Key: key(string(ek), uid), ResourceVersion: &r,
+			Origin: model.OriginChange, Verb: verb, ChangedAt: at, EventKey: ek, APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps",
 			Namespace: ns, Name: name, Created: created, Deleted: deleted, Complete: true, Object: state, Rules: []string{"bench"}})
 		if len(batch.Versions) >= 2000 {
 			flush()

@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/options-record/options-record/api/v1alpha1"
-	"github.com/options-record/options-record/record"
+	"github.com/options-record/options-record/store/model"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 
@@ -118,7 +118,7 @@ func TestRecordOnARealControlPlane(t *testing.T) {
 			FROM object_history WHERE resource = 'secrets'`).Scan(&dump); err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(dump, "hunter2-e2e") || strings.Contains(dump, "aHVudGVyMi1lMmU=") || !strings.Contains(dump, record.KeyedDigestPrefix) {
+		if strings.Contains(dump, "hunter2-e2e") || strings.Contains(dump, "aHVudGVyMi1lMmU=") || !strings.Contains(dump, model.KeyedDigestPrefix) {
 			t.Errorf("secret not digested: %s", dump)
 		}
 	})

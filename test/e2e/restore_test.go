@@ -28,12 +28,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/restore"
+	"github.com/options-record/options-record/api/restoreapi"
 	"github.com/options-record/options-record/api/v1alpha1"
-	"github.com/options-record/options-record/history"
-	"github.com/options-record/options-record/internal/app"
-	"github.com/options-record/options-record/internal/pgtest"
-	"github.com/options-record/options-record/restore"
-	"github.com/options-record/options-record/restoreapi"
+	"github.com/options-record/options-record/cmd/options-record/app"
+	"github.com/options-record/options-record/store/pgtest"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 

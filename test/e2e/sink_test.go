@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/options-record/options-record/internal/app"
-	"github.com/options-record/options-record/internal/certs"
-	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/cmd/options-record/app"
+	"github.com/options-record/options-record/cmd/options-record/app/certs"
+	"github.com/options-record/options-record/store/pgtest"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 

@@ -23,7 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
-	"github.com/options-record/options-record/internal/pgembed"
+	"github.com/options-record/options-record/store/pgembed"
 	"github.com/options-record/options-record/test/gen"
 )
 
@@ -268,7 +268,7 @@ func (s *sink) start(dsn string) {
 	if s.journal != "" {
 		if _, body := s.get("/metrics"); !strings.Contains(body, "\noptions_record_journal_batches ") {
 			s.t.Fatalf("sink %s runs with --journal-dir but exposes no journal metrics: "+
-				"serve does not put the journal in front of the store (internal/app.wrapJournal)", s.name)
+				"serve does not put the journal in front of the store (cmd/options-record/app.wrapJournal)", s.name)
 		}
 	}
 }

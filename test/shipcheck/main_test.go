@@ -3,7 +3,7 @@ package shipcheck
 import (
 	"testing"
 
-	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/store/pgtest"
 )
 
 // TestMain stops the PostgreSQL that TestServeAsDeployed starts.

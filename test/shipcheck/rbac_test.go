@@ -25,8 +25,9 @@ import (
 
 	"github.com/options-record/options-record/api/v1alpha1"
 	"github.com/options-record/options-record/filter"
-	"github.com/options-record/options-record/rulesync"
+	"github.com/options-record/options-record/filter/rulesync"
 	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
 )
 
 // statusLease is the Lease the sink's replicas elect their status writer with
@@ -393,7 +394,7 @@ func runSink(t *testing.T, sa *rest.Config, c *cluster) {
 // fakeStore is the part of the record rulesync writes to.
 type fakeStore struct {
 	mu       sync.Mutex
-	versions []store.Version
+	versions []model.Version
 }
 
 func (f *fakeStore) AddRuleStats(context.Context, string, map[string]store.RuleStat) error {
@@ -404,7 +405,7 @@ func (f *fakeStore) RuleStats(context.Context, string) (map[string]store.RuleSta
 	return nil, nil
 }
 
-func (f *fakeStore) WriteBaseline(_ context.Context, vs []store.Version) (int, error) {
+func (f *fakeStore) WriteBaseline(_ context.Context, vs []model.Version) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.versions = append(f.versions, vs...)
@@ -414,7 +415,7 @@ func (f *fakeStore) WriteBaseline(_ context.Context, vs []store.Version) (int, e
 func (f *fakeStore) has(resource, namespace, name string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return slices.ContainsFunc(f.versions, func(v store.Version) bool {
+	return slices.ContainsFunc(f.versions, func(v model.Version) bool {
 		return v.Resource == resource && v.Namespace == namespace && v.Name == name
 	})
 }

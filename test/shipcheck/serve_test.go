@@ -25,8 +25,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/options-record/options-record/internal/certs"
-	"github.com/options-record/options-record/internal/pgtest"
+	"github.com/options-record/options-record/cmd/options-record/app/certs"
+	"github.com/options-record/options-record/store/pgtest"
 	"github.com/options-record/options-record/test/gen"
 )
 

@@ -1,6 +1,6 @@
 // Package aggregated measures, on the real control plane, how the
 // kube-apiserver's namespace controller fares while the aggregated API
-// (record.optionsrecord.io, package aggregated at the module root) is down:
+// (record.optionsrecord.io, package api/aggregated) is down:
 // the server is stopped, namespaces are deleted, the server comes back, and
 // the test reports how long each namespace stayed Terminating and checks
 // that it goes by itself. It is a measurement of several minutes, run by

@@ -17,12 +17,12 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/client-go/kubernetes"
 
-	agg "github.com/options-record/options-record/aggregated"
-	"github.com/options-record/options-record/history"
-	"github.com/options-record/options-record/internal/certs"
-	"github.com/options-record/options-record/internal/pgtest"
-	"github.com/options-record/options-record/restore"
+	agg "github.com/options-record/options-record/api/aggregated"
+	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/restore"
+	"github.com/options-record/options-record/cmd/options-record/app/certs"
 	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/pgtest"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 

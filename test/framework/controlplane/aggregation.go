@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/options-record/options-record/internal/certs"
+	"github.com/options-record/options-record/cmd/options-record/app/certs"
 )
 
 // API aggregation on the e2e control plane (Options.Aggregation).
@@ -117,7 +117,7 @@ func (cp *ControlPlane) ClientCertAuth(t testing.TB, user string, groups []strin
 }
 
 // issueClientCert signs a client certificate with organisations (groups),
-// which internal/certs does not set.
+// which cmd/options-record/app/certs does not set.
 func issueClientCert(ca *certs.Pair, user string, groups []string) (certPEM, keyPEM []byte, err error) {
 	block, _ := pem.Decode(ca.KeyPEM)
 	if block == nil {

@@ -10,7 +10,7 @@ import (
 )
 
 // newSigningKeyPEM returns a fresh ECDSA P-256 key in PEM form, used as the
-// service-account token signing key. (Certificates come from internal/certs.)
+// service-account token signing key. (Certificates come from cmd/options-record/app/certs.)
 func newSigningKeyPEM() ([]byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

@@ -25,12 +25,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/options-record/options-record/internal/certs"
+	"github.com/options-record/options-record/cmd/options-record/app/certs"
 )
 
 // EnvDir names the environment variable holding the directory with the etcd,
 // kube-apiserver, kube-controller-manager and kubectl binaries (set by `make
-// controlplane` / mk/controlplane.mk).
+// controlplane` / hack/make/controlplane.mk).
 const EnvDir = "OPTIONS_RECORD_CONTROLPLANE_DIR"
 
 // EnvLogs names the environment variable of a directory where the processes'

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/options-record/options-record/internal/certs"
+	"github.com/options-record/options-record/cmd/options-record/app/certs"
 )
 
 func TestRenderWebhookKubeconfig(t *testing.T) {

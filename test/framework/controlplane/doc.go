@@ -26,5 +26,5 @@
 //	alice := kubernetes.NewForConfigOrDie(cp.UserConfig("alice"))
 //
 // The binaries are found through the OPTIONS_RECORD_CONTROLPLANE_DIR
-// environment variable, which mk/controlplane.mk sets for the test targets.
+// environment variable, which hack/make/controlplane.mk sets for the test targets.
 package controlplane

@@ -17,7 +17,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/options-record/options-record/internal/certs"
+	"github.com/options-record/options-record/cmd/options-record/app/certs"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 

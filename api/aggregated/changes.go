@@ -1,0 +1,275 @@
+package aggregated
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/options-record/options-record/api/history"
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/api/restore"
+)
+
+// changeStorage serves changes (namespaced objects) or cluster changes
+// (cluster-scoped objects) from the record, through the history service:
+// each caller sees only the changes of objects they may get. A get adds
+// the state before the change, the diff and the clean manifest (the
+// restore service's).
+type changeStorage struct {
+	recordScope
+	restore *restore.Service
+}
+
+var (
+	_ rest.Storage              = (*changeStorage)(nil)
+	_ rest.Scoper               = (*changeStorage)(nil)
+	_ rest.Getter               = (*changeStorage)(nil)
+	_ rest.Lister               = (*changeStorage)(nil)
+	_ rest.SingularNameProvider = (*changeStorage)(nil)
+	_ rest.CategoriesProvider   = (*changeStorage)(nil)
+)
+
+func newChangeStorage(log *slog.Logger, hist *history.Service, rst *restore.Service, cluster string, namespaced bool) *changeStorage {
+	return &changeStorage{recordScope: newRecordScope(log, hist, cluster, "changes", namespaced), restore: rst}
+}
+
+func (s *changeStorage) New() runtime.Object {
+	if s.namespaced {
+		return &recordv1alpha1.Change{}
+	}
+	return &recordv1alpha1.ClusterChange{}
+}
+
+func (s *changeStorage) NewList() runtime.Object {
+	if s.namespaced {
+		return &recordv1alpha1.ChangeList{}
+	}
+	return &recordv1alpha1.ClusterChangeList{}
+}
+
+func (s *changeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	id, err := parseRecordName(s.cluster, name)
+	if err != nil {
+		return nil, apierrors.NewNotFound(s.resource, name)
+	}
+	d, err := s.hist.ChangeDetail(ctx, id)
+	if err != nil {
+		return nil, statusError(s.log, err, s.resource, name)
+	}
+	v := history.VersionAsRead(d.Version)
+	if !s.serves(ctx, v.Namespace) {
+		return nil, apierrors.NewNotFound(s.resource, name)
+	}
+	obj := s.object(&v, true)
+	var rec *recordv1alpha1.ChangeRecord
+	switch o := obj.(type) {
+	case *recordv1alpha1.Change:
+		rec = &o.ChangeRecord
+	case *recordv1alpha1.ClusterChange:
+		rec = &o.ChangeRecord
+	}
+	if d.Prior != nil && len(d.Prior.Object) > 0 {
+		rec.PriorState = &runtime.RawExtension{Raw: d.Prior.Object}
+	}
+	if d.Diff != nil {
+		for _, c := range d.Diff.Changes {
+			rec.Diff = append(rec.Diff, recordv1alpha1.FieldChange{Op: c.Op, Path: c.Path, From: raw(c.From), To: raw(c.To)})
+		}
+	}
+	// The clean manifest, when the version can be restored (the restore
+	// service says why not: no full state, Secret values as digests).
+	if d.Version.HasState() {
+		m, err := s.restore.Manifest(ctx, id)
+		switch {
+		case err == nil:
+			rec.Manifest = raw(m.Manifest)
+		case !errors.Is(err, history.ErrUnprocessable):
+			// The change itself was read: it is answered without the
+			// manifest rather than not at all.
+			s.log.Warn("a change's manifest could not be made", "change", name, "err", err)
+		}
+	}
+	return obj, nil
+}
+
+func (s *changeStorage) fieldSelector(sel fields.Selector, now time.Time) (history.ChangeFilter, history.PageOptions, error) {
+	var f history.ChangeFilter
+	var p history.PageOptions
+	if sel == nil || sel.Empty() {
+		return f, p, nil
+	}
+	for _, r := range sel.Requirements() {
+		if r.Operator != selection.Equals && r.Operator != selection.DoubleEquals {
+			return f, p, apierrors.NewBadRequest("field selector " + r.Field + string(r.Operator) + r.Value + ": only = is supported")
+		}
+		v := r.Value
+		switch r.Field {
+		case "metadata.namespace":
+		case "metadata.name", "object.uid":
+			uid := v
+			if r.Field == "metadata.name" {
+				id, err := parseRecordName(s.cluster, v)
+				if err != nil {
+					return f, p, apierrors.NewBadRequest("metadata.name: not the name of a change (<uid>.<version key>)")
+				}
+				uid = id.UID
+			}
+			f.UID = uid
+		case "object.apiGroup":
+			g := v
+			f.Group = &g
+		case "object.resource":
+			f.Resource = v
+		case "object.name":
+			f.Name = v
+		case "actor.username":
+			f.User = v
+		case "verb":
+			f.Verb = v
+		case "since", "until":
+			t, err := history.ParseTime(r.Field, v, now)
+			if err != nil {
+				return f, p, apierrors.NewBadRequest(err.Error())
+			}
+			if r.Field == "since" {
+				p.Since = t
+			} else {
+				p.Until = t
+			}
+		default:
+			return f, p, apierrors.NewBadRequest("field label " + r.Field + " not supported for " + s.resource.Resource +
+				" (supported: metadata.name, metadata.namespace, " + strings.Join(recordv1alpha1.ChangeSelectableFields, ", ") + ")")
+		}
+	}
+	return f, p, nil
+}
+
+// List pages through the changes the caller may read, newest first, with
+// the history service's sealed cursor as the continue token.
+func (s *changeStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	opts, matches := listOptions(opts)
+	f, p, err := s.fieldSelector(opts.FieldSelector, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	list := s.NewList()
+	if !matches {
+		return list, nil
+	}
+	var some bool
+	if f.Namespace, some = s.listNamespace(ctx, opts.FieldSelector); !some {
+		return list, nil
+	}
+	f.Cluster = s.cluster
+	p.Limit, p.Continue = listLimit(opts), opts.Continue
+	page, err := s.hist.Changes(ctx, f, p)
+	if err != nil {
+		return nil, statusError(s.log, err, s.resource, "")
+	}
+	switch l := list.(type) {
+	case *recordv1alpha1.ChangeList:
+		l.Continue = page.Next
+		for i := range page.Items {
+			if page.Items[i].Namespace == "" {
+				continue // a cluster-scoped object's: see clusterchanges
+			}
+			l.Items = append(l.Items, *s.object(&page.Items[i], false).(*recordv1alpha1.Change))
+		}
+	case *recordv1alpha1.ClusterChangeList:
+		l.Continue = page.Next
+		for i := range page.Items {
+			l.Items = append(l.Items, *s.object(&page.Items[i], false).(*recordv1alpha1.ClusterChange))
+		}
+	}
+	return list, nil
+}
+
+// object converts a version of the record; withState carries its state (a
+// get), a list leaves it out.
+func (s *changeStorage) object(v *history.Version, withState bool) runtime.Object {
+	rec := recordv1alpha1.ChangeRecord{
+		Object: recordv1alpha1.ObjectReference{APIGroup: v.Group, APIVersion: v.APIVersion, Resource: v.Resource, Kind: v.Kind,
+			Namespace: v.Namespace, Name: v.Name, UID: v.UID},
+		ChangedAt: metav1.NewMicroTime(v.ChangedAt), Verb: v.Verb, Subresource: v.Subresource,
+		ResourceVersion: v.ResourceVersion, Restorable: v.HasState && !v.SecretDigested,
+		InitiatedBy: v.InitiatedBy, InitiatedVia: v.InitiatedVia,
+	}
+	if a := v.Actor; a != nil {
+		rec.Actor = &recordv1alpha1.Actor{Username: a.Username, Groups: a.Groups, ImpersonatedUser: a.ImpersonatedUser,
+			ImpersonatedGroups: a.ImpersonatedGroups, SourceIPs: a.SourceIPs, UserAgent: a.UserAgent, AuditID: a.AuditID}
+	}
+	if withState && len(v.Object) > 0 {
+		rec.State = &runtime.RawExtension{Raw: v.Object}
+	}
+	meta := metav1.ObjectMeta{Name: objectName(v.UID, v.VersionKey), Namespace: v.Namespace, CreationTimestamp: metav1.NewTime(v.ChangedAt)}
+	if s.namespaced {
+		return &recordv1alpha1.Change{TypeMeta: metav1.TypeMeta{Kind: "Change", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
+			ObjectMeta: meta, ChangeRecord: rec}
+	}
+	meta.Namespace = ""
+	return &recordv1alpha1.ClusterChange{TypeMeta: metav1.TypeMeta{Kind: "ClusterChange", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
+		ObjectMeta: meta, ChangeRecord: rec}
+}
+
+var changeColumns = []metav1.TableColumnDefinition{
+	{Name: "Name", Type: "string", Format: "name", Description: "<object uid>.<version key>"},
+	{Name: "Verb", Type: "string", Description: "create, update, patch, delete, deletecollection or baseline"},
+	{Name: "Resource", Type: "string", Description: "Resource of the object"},
+	{Name: "Object", Type: "string", Description: "Name of the object"},
+	{Name: "User", Type: "string", Description: "Who changed it (the authenticated caller)"},
+	{Name: "As", Type: "string", Description: "The identity the caller impersonated, if any"},
+	{Name: "Changed", Type: "string", Description: "How long ago"},
+	{Name: "Initiated-By", Type: "string", Description: "For a cascade's delete: the user whose namespace or owner deletion started it", Priority: 1},
+	{Name: "Subresource", Type: "string", Priority: 1},
+	{Name: "Restorable", Type: "boolean", Description: "The record holds the full state of this version", Priority: 1},
+	{Name: "Audit-ID", Type: "string", Priority: 1},
+}
+
+func (*changeStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
+	table := &metav1.Table{ColumnDefinitions: changeColumns}
+	add := func(o runtime.Object, r *recordv1alpha1.ChangeRecord, name string) {
+		res := r.Object.Resource
+		if r.Object.APIGroup != "" {
+			res += "." + r.Object.APIGroup
+		}
+		var user, as, audit string
+		if r.Actor != nil {
+			user, as, audit = r.Actor.Username, r.Actor.ImpersonatedUser, r.Actor.AuditID
+		}
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells: []any{cell(name), cell(r.Verb), cell(res), cell(r.Object.Name), cell(user), cell(as), duration.HumanDuration(time.Since(r.ChangedAt.Time)),
+				cell(r.InitiatedBy), cell(r.Subresource), r.Restorable, cell(audit)},
+			Object: runtime.RawExtension{Object: o},
+		})
+	}
+	switch o := obj.(type) {
+	case *recordv1alpha1.Change:
+		add(o, &o.ChangeRecord, o.Name)
+	case *recordv1alpha1.ClusterChange:
+		add(o, &o.ChangeRecord, o.Name)
+	case *recordv1alpha1.ChangeList:
+		table.ListMeta = o.ListMeta
+		for i := range o.Items {
+			add(&o.Items[i], &o.Items[i].ChangeRecord, o.Items[i].Name)
+		}
+	case *recordv1alpha1.ClusterChangeList:
+		table.ListMeta = o.ListMeta
+		for i := range o.Items {
+			add(&o.Items[i], &o.Items[i].ChangeRecord, o.Items[i].Name)
+		}
+	default:
+		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
+	}
+	return table, nil
+}

@@ -1,0 +1,276 @@
+package aggregated
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/options-record/options-record/api/history"
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+)
+
+// deletionStorage serves deletions (namespaced) or cluster deletions
+// (cluster-scoped objects) from the record, through the history service:
+// each caller sees only the deletions of objects they may get.
+type deletionStorage struct {
+	recordScope
+}
+
+var (
+	_ rest.Storage              = (*deletionStorage)(nil)
+	_ rest.Scoper               = (*deletionStorage)(nil)
+	_ rest.Getter               = (*deletionStorage)(nil)
+	_ rest.Lister               = (*deletionStorage)(nil)
+	_ rest.SingularNameProvider = (*deletionStorage)(nil)
+	_ rest.CategoriesProvider   = (*deletionStorage)(nil)
+)
+
+func newDeletionStorage(log *slog.Logger, hist *history.Service, cluster string, namespaced bool) *deletionStorage {
+	return &deletionStorage{newRecordScope(log, hist, cluster, "deletions", namespaced)}
+}
+
+func (s *deletionStorage) New() runtime.Object {
+	if s.namespaced {
+		return &recordv1alpha1.Deletion{}
+	}
+	return &recordv1alpha1.ClusterDeletion{}
+}
+
+func (s *deletionStorage) NewList() runtime.Object {
+	if s.namespaced {
+		return &recordv1alpha1.DeletionList{}
+	}
+	return &recordv1alpha1.ClusterDeletionList{}
+}
+
+// objectName is the name of a record object: <uid>.<version key>.
+func objectName(uid, key string) string { return uid + "." + key }
+
+// parseRecordName reverses objectName.
+func parseRecordName(cluster, name string) (history.VersionID, error) {
+	i := strings.LastIndexByte(name, '.')
+	if i <= 0 {
+		return history.VersionID{}, errors.New("not <uid>.<version key>")
+	}
+	key, err := hex.DecodeString(name[i+1:])
+	if err != nil || len(key) != 32 {
+		return history.VersionID{}, errors.New("not <uid>.<version key>")
+	}
+	return history.VersionID{Cluster: cluster, UID: name[:i], Key: key}, nil
+}
+
+// parseObjectName reverses objectName; a name that is not one is not found.
+func (s *deletionStorage) parseObjectName(name string) (history.VersionID, error) {
+	id, err := parseRecordName(s.cluster, name)
+	if err != nil {
+		return id, apierrors.NewNotFound(s.resource, name)
+	}
+	return id, nil
+}
+
+func (s *deletionStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	id, err := s.parseObjectName(name)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.hist.Deletion(ctx, id)
+	if err != nil {
+		return nil, s.apiError(err, name)
+	}
+	if !s.serves(ctx, d.Namespace) {
+		return nil, apierrors.NewNotFound(s.resource, name)
+	}
+	return s.object(d, true), nil
+}
+
+// selected is what a list's field selector asks for.
+type selected struct {
+	filter history.ObjectFilter
+	since  time.Time
+	until  time.Time
+}
+
+func (s *deletionStorage) fieldSelector(sel fields.Selector, now time.Time) (selected, error) {
+	var out selected
+	if sel == nil || sel.Empty() {
+		return out, nil
+	}
+	for _, r := range sel.Requirements() {
+		if r.Operator != selection.Equals && r.Operator != selection.DoubleEquals {
+			return out, apierrors.NewBadRequest("field selector " + r.Field + string(r.Operator) + r.Value + ": only = is supported")
+		}
+		v := r.Value
+		switch r.Field {
+		case "metadata.namespace":
+			// The request's namespace already selects.
+		case "metadata.name":
+			id, err := s.parseObjectName(v)
+			if err != nil {
+				return out, apierrors.NewBadRequest("metadata.name: not the name of a deletion (<uid>.<version key>)")
+			}
+			out.filter.UID = id.UID
+		case "object.apiGroup":
+			g := v
+			out.filter.Group = &g
+		case "object.resource":
+			out.filter.Resource = v
+		case "object.name":
+			out.filter.Name = v
+		case "actor.username":
+			out.filter.User = v
+		case "since", "until":
+			t, err := history.ParseTime(r.Field, v, now)
+			if err != nil {
+				return out, apierrors.NewBadRequest(err.Error())
+			}
+			if r.Field == "since" {
+				out.since = t
+			} else {
+				out.until = t
+			}
+		default:
+			return out, apierrors.NewBadRequest("field label " + r.Field + " not supported for " + s.resource.Resource +
+				" (supported: metadata.name, metadata.namespace, " + strings.Join(recordv1alpha1.DeletionSelectableFields, ", ") + ")")
+		}
+	}
+	return out, nil
+}
+
+// List pages through the deletions the caller may read, newest first. The
+// continue token is the history service's sealed cursor: it tells nothing
+// of the rows the caller may not read, and a later page continues where the
+// last one stopped (the record only grows at its head).
+func (s *deletionStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	opts, matches := listOptions(opts)
+	sel, err := s.fieldSelector(opts.FieldSelector, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	list := s.NewList()
+	if !matches {
+		return list, nil
+	}
+	f := sel.filter
+	var some bool
+	if f.Namespace, some = s.listNamespace(ctx, opts.FieldSelector); !some {
+		return list, nil
+	}
+	f.Cluster = s.cluster
+	page, err := s.hist.Deletions(ctx, f, history.PageOptions{Limit: listLimit(opts), Continue: opts.Continue, Since: sel.since, Until: sel.until})
+	if err != nil {
+		return nil, s.apiError(err, "")
+	}
+	switch l := list.(type) {
+	case *recordv1alpha1.DeletionList:
+		l.Continue = page.Next
+		for i := range page.Items {
+			if page.Items[i].Namespace == "" {
+				continue // a cluster-scoped object's: see clusterdeletions
+			}
+			l.Items = append(l.Items, *s.object(&page.Items[i], false).(*recordv1alpha1.Deletion))
+		}
+	case *recordv1alpha1.ClusterDeletionList:
+		l.Continue = page.Next
+		for i := range page.Items {
+			l.Items = append(l.Items, *s.object(&page.Items[i], false).(*recordv1alpha1.ClusterDeletion))
+		}
+	}
+	return list, nil
+}
+
+// object converts a deletion of the record; withState carries the last
+// state (a get), a list leaves it out.
+func (s *deletionStorage) object(d *history.Deletion, withState bool) runtime.Object {
+	rec := recordv1alpha1.DeletionRecord{
+		Object: recordv1alpha1.ObjectReference{APIGroup: d.Group, APIVersion: d.APIVersion, Resource: d.Resource, Kind: d.Kind,
+			Namespace: d.Namespace, Name: d.Name, UID: d.UID},
+		DeletedAt:    metav1.NewMicroTime(d.ChangedAt),
+		Verb:         d.Verb,
+		InitiatedBy:  d.InitiatedBy,
+		InitiatedVia: d.InitiatedVia,
+	}
+	if d.Actor != nil {
+		rec.Actor = recordv1alpha1.Actor{Username: d.Actor.Username, Groups: d.Actor.Groups, ImpersonatedUser: d.Actor.ImpersonatedUser,
+			ImpersonatedGroups: d.Actor.ImpersonatedGroups, SourceIPs: d.Actor.SourceIPs, UserAgent: d.Actor.UserAgent, AuditID: d.Actor.AuditID}
+	}
+	if d.StateKey != "" {
+		rec.StateVersion = objectName(d.UID, d.StateKey)
+	}
+	if withState && len(d.Object) > 0 {
+		rec.LastState = &runtime.RawExtension{Raw: d.Object}
+	}
+	meta := metav1.ObjectMeta{Name: objectName(d.UID, d.VersionKey), Namespace: d.Namespace,
+		CreationTimestamp: metav1.NewTime(d.ChangedAt)}
+	if s.namespaced {
+		return &recordv1alpha1.Deletion{TypeMeta: metav1.TypeMeta{Kind: "Deletion", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
+			ObjectMeta: meta, DeletionRecord: rec}
+	}
+	meta.Namespace = ""
+	return &recordv1alpha1.ClusterDeletion{TypeMeta: metav1.TypeMeta{Kind: "ClusterDeletion", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
+		ObjectMeta: meta, DeletionRecord: rec}
+}
+
+// apiError turns an error of the history service into the Kubernetes
+// status a client expects; internal errors say nothing of the database.
+func (s *deletionStorage) apiError(err error, name string) error {
+	return statusError(s.log, err, s.resource, name)
+}
+
+var deletionColumns = []metav1.TableColumnDefinition{
+	{Name: "Name", Type: "string", Format: "name", Description: "<object uid>.<version key> of the delete"},
+	{Name: "Resource", Type: "string", Description: "Resource of the deleted object"},
+	{Name: "Object", Type: "string", Description: "Name of the deleted object"},
+	{Name: "User", Type: "string", Description: "Who deleted it (the authenticated caller)"},
+	{Name: "As", Type: "string", Description: "The identity the caller impersonated, if any"},
+	{Name: "Initiated-By", Type: "string", Description: "The user whose namespace or owner deletion started this cascade"},
+	{Name: "Deleted", Type: "string", Description: "How long ago"},
+	{Name: "Verb", Type: "string", Description: "delete or deletecollection", Priority: 1},
+	{Name: "Restorable", Type: "boolean", Description: "The record holds the object's last state", Priority: 1},
+	{Name: "Audit-ID", Type: "string", Description: "Audit ID of the delete", Priority: 1},
+}
+
+func (*deletionStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
+	table := &metav1.Table{ColumnDefinitions: deletionColumns}
+	add := func(o runtime.Object, r *recordv1alpha1.DeletionRecord, name string) {
+		res := r.Object.Resource
+		if r.Object.APIGroup != "" {
+			res += "." + r.Object.APIGroup
+		}
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells: []any{cell(name), cell(res), cell(r.Object.Name), cell(r.Actor.Username), cell(r.Actor.ImpersonatedUser), cell(r.InitiatedBy),
+				duration.HumanDuration(time.Since(r.DeletedAt.Time)), cell(r.Verb), r.StateVersion != "", cell(r.Actor.AuditID)},
+			Object: runtime.RawExtension{Object: o},
+		})
+	}
+	switch o := obj.(type) {
+	case *recordv1alpha1.Deletion:
+		add(o, &o.DeletionRecord, o.Name)
+	case *recordv1alpha1.ClusterDeletion:
+		add(o, &o.DeletionRecord, o.Name)
+	case *recordv1alpha1.DeletionList:
+		table.ListMeta = o.ListMeta
+		for i := range o.Items {
+			add(&o.Items[i], &o.Items[i].DeletionRecord, o.Items[i].Name)
+		}
+	case *recordv1alpha1.ClusterDeletionList:
+		table.ListMeta = o.ListMeta
+		for i := range o.Items {
+			add(&o.Items[i], &o.Items[i].DeletionRecord, o.Items[i].Name)
+		}
+	default:
+		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
+	}
+	return table, nil
+}

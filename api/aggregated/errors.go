@@ -1,0 +1,77 @@
+package aggregated
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"unicode"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/options-record/options-record/api/history"
+)
+
+// statusError turns an error of the history or restore service into the
+// Kubernetes status a client expects, with the status code the services
+// give it (history.Status). Internal errors say nothing of the database:
+// their text may name its details.
+func statusError(log *slog.Logger, err error, res schema.GroupResource, name string) error {
+	code, reason, fromCluster := history.Status(err)
+	if fromCluster {
+		return err // the cluster's own answer to a call made as the caller
+	}
+	switch code {
+	case http.StatusBadRequest:
+		return apierrors.NewBadRequest(err.Error())
+	case http.StatusForbidden:
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: int32(code),
+			Reason: metav1.StatusReasonForbidden, Message: err.Error(),
+			Details: &metav1.StatusDetails{Group: res.Group, Kind: res.Resource, Name: name}}}
+	case http.StatusNotFound:
+		return apierrors.NewNotFound(res, name)
+	case http.StatusConflict:
+		return apierrors.NewConflict(res, name, err)
+	case http.StatusUnprocessableEntity:
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: int32(code),
+			Reason: metav1.StatusReasonInvalid, Message: err.Error(),
+			Details: &metav1.StatusDetails{Group: res.Group, Kind: res.Resource, Name: name}}}
+	case http.StatusTooManyRequests:
+		return apierrors.NewTooManyRequests(err.Error(), 1)
+	case http.StatusGatewayTimeout:
+		return apierrors.NewTimeoutError("the request ran out of time (its deadline, or the database's statement timeout): narrow it with field selectors", 1)
+	}
+	log.Error("aggregated API request failed", "resource", res.String(), "name", name, "reason", reason, "err", err)
+	return apierrors.NewInternalError(fmt.Errorf("internal error (logged by the server)"))
+}
+
+func errUnexpectedType(obj runtime.Object) error {
+	return fmt.Errorf("unexpected object type %T", obj)
+}
+
+// statusMessage is the message of err for a restore's status: internal
+// errors are logged and said generically, as statusError does.
+func statusMessage(log *slog.Logger, err error) (int32, string) {
+	code, _, fromCluster := history.Status(err)
+	if code == http.StatusInternalServerError && !fromCluster {
+		log.Error("aggregated API restore failed", "err", err)
+		return int32(code), "internal error (logged by the server)"
+	}
+	return int32(code), err.Error()
+}
+
+// cell is a recorded string as a Table cell: kubectl prints cells to a
+// terminal as they are, and every recorded value was written by some
+// cluster user (a username from an OIDC claim, a user agent), so one with
+// a control or non-printable character is shown quoted and escaped.
+func cell(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.QuoteToASCII(s)
+		}
+	}
+	return s
+}

@@ -1,0 +1,501 @@
+package aggregated
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage/names"
+
+	"github.com/options-record/options-record/api/history"
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/api/restore"
+)
+
+// restoreStorage runs restores (or, not namespaced, cluster restores: of
+// cluster-scoped objects) through the restore service when they are
+// created, and reads the caller's own back from the restores table.
+type restoreStorage struct {
+	log        *slog.Logger
+	hist       *history.Service
+	svc        *restore.Service
+	cluster    string
+	namespaced bool
+	resource   schema.GroupResource
+	kind       schema.GroupKind
+}
+
+func newRestoreStorage(log *slog.Logger, hist *history.Service, svc *restore.Service, cluster string, namespaced bool) *restoreStorage {
+	res, kind := "clusterrestores", "ClusterRestore"
+	if namespaced {
+		res, kind = "restores", "Restore"
+	}
+	return &restoreStorage{log: log, hist: hist, svc: svc, cluster: cluster, namespaced: namespaced,
+		resource: recordv1alpha1.SchemeGroupVersion.WithResource(res).GroupResource(),
+		kind:     recordv1alpha1.SchemeGroupVersion.WithKind(kind).GroupKind()}
+}
+
+var (
+	_ rest.Creater              = (*restoreStorage)(nil)
+	_ rest.Updater              = (*restoreStorage)(nil)
+	_ rest.Getter               = (*restoreStorage)(nil)
+	_ rest.Lister               = (*restoreStorage)(nil)
+	_ rest.Scoper               = (*restoreStorage)(nil)
+	_ rest.SingularNameProvider = (*restoreStorage)(nil)
+	_ rest.CategoriesProvider   = (*restoreStorage)(nil)
+)
+
+func (s *restoreStorage) New() runtime.Object {
+	if s.namespaced {
+		return &recordv1alpha1.Restore{}
+	}
+	return &recordv1alpha1.ClusterRestore{}
+}
+
+func (s *restoreStorage) NewList() runtime.Object {
+	if s.namespaced {
+		return &recordv1alpha1.RestoreList{}
+	}
+	return &recordv1alpha1.ClusterRestoreList{}
+}
+
+func (*restoreStorage) Destroy()                {}
+func (s *restoreStorage) NamespaceScoped() bool { return s.namespaced }
+func (s *restoreStorage) GetSingularName() string {
+	return strings.TrimSuffix(s.resource.Resource, "s")
+}
+func (*restoreStorage) Categories() []string { return []string{"optionsrecord"} }
+
+// asRestore is the Restore a request's object stands for (a ClusterRestore
+// is one without a namespace).
+func asRestore(obj runtime.Object) (*recordv1alpha1.Restore, bool) {
+	switch o := obj.(type) {
+	case *recordv1alpha1.Restore:
+		return o, true
+	case *recordv1alpha1.ClusterRestore:
+		return &recordv1alpha1.Restore{ObjectMeta: o.ObjectMeta, Spec: o.Spec, Status: o.Status}, true
+	}
+	return nil, false
+}
+
+// out is r as this storage's kind.
+func (s *restoreStorage) out(r *recordv1alpha1.Restore) runtime.Object {
+	if s.namespaced {
+		return r
+	}
+	meta := r.ObjectMeta
+	meta.Namespace = ""
+	return &recordv1alpha1.ClusterRestore{TypeMeta: metav1.TypeMeta{Kind: "ClusterRestore", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
+		ObjectMeta: meta, Spec: r.Spec, Status: r.Status}
+}
+
+// Create validates the restore, runs it as the caller and answers it with
+// its outcome. A refused or failed restore is still created (its status
+// says why): the restores table records it. Errors are answered only for
+// what stops it before anything is recorded (an invalid spec, a version
+// the caller may not read, a name taken).
+func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
+	r, ok := asRestore(obj)
+	if !ok {
+		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
+	}
+	ns := genericapirequest.NamespaceValue(ctx)
+	if r.Namespace == "" || !s.namespaced {
+		r.Namespace = ns
+	}
+	if r.Name == "" && r.GenerateName != "" {
+		r.Name = names.SimpleNameGenerator.GenerateName(r.GenerateName)
+	}
+	var errs field.ErrorList
+	if r.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("metadata", "name"), "name or generateName is required"))
+	}
+	spec := field.NewPath("spec")
+	given := 0
+	for _, v := range []string{r.Spec.Version, r.Spec.Deletion, r.Spec.Plan} {
+		if v != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		errs = append(errs, field.Invalid(spec, r.Spec, "give exactly one of version, deletion and plan"))
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(s.kind, r.Name, errs)
+	}
+	if validate != nil {
+		if err := validate(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
+	dryRun := slices.Contains(opts.DryRun, metav1.DryRunAll)
+	if r.Spec.Plan != "" {
+		return s.execute(ctx, r, ns, dryRun)
+	}
+	id, err := s.source(ctx, r, ns)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.svc.RestoreVersion(ctx, id, restore.RestoreRequest{ExpectedResourceVersion: r.Spec.ExpectedResourceVersion,
+		Force: r.Spec.Force, DryRun: dryRun, Record: &restore.RecordName{Namespace: r.Namespace, Name: r.Name}})
+	if res == nil || res.RestoreID == "" {
+		if errors.Is(err, history.ErrExists) {
+			return nil, apierrors.NewAlreadyExists(s.resource, r.Name)
+		}
+		return nil, statusError(s.log, err, s.resource, r.Name)
+	}
+	out := r.DeepCopy()
+	out.UID = types.UID(res.RestoreID)
+	out.CreationTimestamp = metav1.NewTime(time.Now())
+	out.ResourceVersion = "1"
+	out.Spec.Version = objectName(res.Source.UID, res.Source.VersionKey)
+	u := history.Caller(ctx)
+	out.Status = recordv1alpha1.RestoreStatus{Phase: "Succeeded", DryRun: dryRun, Action: res.Action, RestoreID: res.RestoreID,
+		CreatedBy: u.GetName(), Object: sourceRef(&res.Source)}
+	if err != nil {
+		out.Status.Phase = "Failed"
+		out.Status.Code, out.Status.Message = statusMessage(s.log, err)
+		if errors.Is(err, history.ErrConflict) || errors.Is(err, history.ErrUnprocessable) {
+			out.Status.Phase = "Refused"
+		}
+	}
+	var live metav1.PartialObjectMetadata
+	if len(res.Object) > 0 && json.Unmarshal(res.Object, &live) == nil {
+		out.Status.Object.UID, out.Status.ResourceVersion = string(live.UID), live.ResourceVersion
+	}
+	for _, c := range res.Changes {
+		out.Status.Changes = append(out.Status.Changes, recordv1alpha1.FieldChange{Op: c.Op, Path: c.Path, From: raw(c.From), To: raw(c.To)})
+	}
+	for _, d := range res.DroppedOwners {
+		out.Status.DroppedOwnerReferences = append(out.Status.DroppedOwnerReferences, recordv1alpha1.DroppedOwner(d))
+	}
+	return s.out(out), nil
+}
+
+// execute runs a plan of the creator's for a Restore naming it.
+func (s *restoreStorage) execute(ctx context.Context, r *recordv1alpha1.Restore, ns string, dryRun bool) (runtime.Object, error) {
+	plan, err := s.svc.Named(ctx, ns, r.Spec.Plan)
+	if err == nil && (plan.Kind == restore.KindVersion || plan.PlanID != "") {
+		err = history.ErrNotFound // a restore, not a plan
+	}
+	if errors.Is(err, history.ErrNotFound) {
+		return nil, apierrors.NewInvalid(s.kind, r.Name,
+			field.ErrorList{field.Invalid(field.NewPath("spec", "plan"), r.Spec.Plan, "no "+planKind(s.namespaced)+" of yours by this name"+where(s.namespaced))})
+	}
+	if err != nil {
+		return nil, statusError(s.log, err, s.resource, r.Name)
+	}
+	p, err := s.svc.ExecutePlan(ctx, s.cluster, plan.ID, restore.ExecuteRequest{Force: r.Spec.Force, DryRun: dryRun,
+		Record: &restore.RecordName{Namespace: r.Namespace, Name: r.Name}})
+	if p == nil {
+		if errors.Is(err, history.ErrExists) {
+			return nil, apierrors.NewAlreadyExists(s.resource, r.Name)
+		}
+		return nil, statusError(s.log, err, s.resource, r.Name)
+	}
+	out := restoreOf(p)
+	out.Spec = r.Spec
+	if err != nil {
+		_, out.Status.Message = statusMessage(s.log, err)
+	}
+	return s.out(out), nil
+}
+
+// planKind is the kind of plan a restore (namespaced) or cluster restore
+// executes.
+func planKind(namespaced bool) string {
+	if namespaced {
+		return "RestorePlan"
+	}
+	return "ClusterRestorePlan"
+}
+
+func where(namespaced bool) string {
+	if namespaced {
+		return " in this namespace"
+	}
+	return ""
+}
+
+// source is the version a restore puts back: spec.version, or the state
+// before spec.deletion. Either must be an object of the restore's namespace
+// (of a cluster restore: a cluster-scoped object).
+func (s *restoreStorage) source(ctx context.Context, r *recordv1alpha1.Restore, ns string) (history.VersionID, error) {
+	where := "in this namespace"
+	if !s.namespaced {
+		where = "of a cluster-scoped object"
+	}
+	invalid := func(path, value, why string) error {
+		return apierrors.NewInvalid(s.kind, r.Name,
+			field.ErrorList{field.Invalid(field.NewPath("spec", path), value, why)})
+	}
+	if r.Spec.Deletion != "" {
+		did, err := parseRecordName(s.cluster, r.Spec.Deletion)
+		if err != nil {
+			return did, invalid("deletion", r.Spec.Deletion, "not the name of a deletion (<uid>.<version key>)")
+		}
+		d, err := s.hist.Deletion(ctx, did)
+		if err == nil && d.Namespace != ns {
+			err = history.ErrNotFound
+		}
+		if errors.Is(err, history.ErrNotFound) {
+			return did, invalid("deletion", r.Spec.Deletion, "no such deletion "+where+" that you may read")
+		}
+		if err != nil {
+			return did, statusError(s.log, err, s.resource, r.Name)
+		}
+		if d.StateKey == "" {
+			return did, invalid("deletion", r.Spec.Deletion, "the record holds no state from before this deletion")
+		}
+		return parseRecordName(s.cluster, objectName(d.UID, d.StateKey))
+	}
+	id, err := parseRecordName(s.cluster, r.Spec.Version)
+	if err != nil {
+		return id, invalid("version", r.Spec.Version, "not the name of a version (<uid>.<version key>)")
+	}
+	v, err := s.hist.Version(ctx, id)
+	if err == nil && v.Namespace != ns {
+		err = history.ErrNotFound
+	}
+	if errors.Is(err, history.ErrNotFound) {
+		return id, invalid("version", r.Spec.Version, "no such version "+where+" that you may read")
+	}
+	if err != nil {
+		return id, statusError(s.log, err, s.resource, r.Name)
+	}
+	return id, nil
+}
+
+// Update refuses: a restore is immutable once created. It exists so that
+// the OpenAPI document has a PATCH operation for the kind: kubectl decides
+// whether the server supports server-side field validation by looking for
+// that parameter on the kind's PATCH operation, and without one it asks
+// whether the kind is a CRD, which needs "list customresourcedefinitions"
+// at cluster scope: kubectl create -f would fail for every ordinary user.
+func (s *restoreStorage) Update(_ context.Context, _ string, _ rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc,
+	_ rest.ValidateObjectUpdateFunc, _ bool, _ *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return nil, false, apierrors.NewMethodNotSupported(s.resource, "update")
+}
+
+func (s *restoreStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	p, err := s.svc.Named(ctx, genericapirequest.NamespaceValue(ctx), name)
+	if err == nil && p.Kind != restore.KindVersion && p.PlanID == "" {
+		err = history.ErrNotFound // a plan: see restoreplans
+	}
+	if errors.Is(err, history.ErrNotFound) {
+		return nil, apierrors.NewNotFound(s.resource, name)
+	}
+	if err != nil {
+		return nil, statusError(s.log, err, s.resource, name)
+	}
+	r := restoreOf(p)
+	if p.PlanID != "" {
+		if plan, err := s.svc.Plan(ctx, s.cluster, p.PlanID); err == nil && plan.Record != nil {
+			r.Spec.Plan = plan.Record.Name
+		}
+	}
+	return s.out(r), nil
+}
+
+// List lists the caller's own restores, newest first (at most
+// history.MaxLimit; no paging).
+func (s *restoreStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	list := s.NewList()
+	if err := nameAndNamespaceOnly(opts, s.resource); err != nil {
+		return nil, err
+	}
+	if opts != nil && opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set{}) {
+		return list, nil
+	}
+	var nsp *string
+	if ns := genericapirequest.NamespaceValue(ctx); ns != "" || !s.namespaced {
+		nsp = &ns
+	}
+	ps, err := s.svc.NamedList(ctx, nsp, history.MaxLimit)
+	if err != nil {
+		return nil, statusError(s.log, err, s.resource, "")
+	}
+	for _, p := range ps {
+		if p.Kind != restore.KindVersion && p.PlanID == "" {
+			continue // a plan: see restoreplans
+		}
+		r := restoreOf(p)
+		if s.namespaced && r.Namespace == "" {
+			continue // a cluster restore: see clusterrestores
+		}
+		if opts != nil && opts.FieldSelector != nil && !opts.FieldSelector.Matches(fields.Set{"metadata.name": r.Name, "metadata.namespace": r.Namespace}) {
+			continue
+		}
+		switch l := list.(type) {
+		case *recordv1alpha1.RestoreList:
+			l.Items = append(l.Items, *r)
+		case *recordv1alpha1.ClusterRestoreList:
+			l.Items = append(l.Items, *s.out(r).(*recordv1alpha1.ClusterRestore))
+		}
+	}
+	return list, nil
+}
+
+// nameAndNamespaceOnly refuses a field selector on other fields than
+// metadata.name and metadata.namespace, the only ones of restores and
+// plans.
+func nameAndNamespaceOnly(opts *metainternalversion.ListOptions, res schema.GroupResource) error {
+	if opts == nil || opts.FieldSelector == nil || opts.FieldSelector.Empty() {
+		return nil
+	}
+	for _, r := range opts.FieldSelector.Requirements() {
+		if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
+			return apierrors.NewBadRequest("field label " + r.Field + " not supported for " + res.Resource +
+				" (supported: metadata.name, metadata.namespace)")
+		}
+	}
+	return nil
+}
+
+// restoreOf reads a recorded restore back as an object.
+func restoreOf(p *restore.Plan) *recordv1alpha1.Restore {
+	r := &recordv1alpha1.Restore{
+		TypeMeta:   metav1.TypeMeta{Kind: "Restore", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
+		ObjectMeta: metav1.ObjectMeta{UID: types.UID(p.ID), CreationTimestamp: metav1.NewTime(p.CreatedAt), ResourceVersion: "1"},
+		Status:     recordv1alpha1.RestoreStatus{DryRun: p.DryRun, RestoreID: p.ID, CreatedBy: p.CreatedBy},
+	}
+	if p.Record != nil {
+		r.Namespace, r.Name = p.Record.Namespace, p.Record.Name
+	}
+	r.Status.Phase = phaseOf(p.State)
+	if p.Kind != restore.KindVersion {
+		// The run of a plan: one result per step.
+		for _, o := range p.Outcome {
+			sr := recordv1alpha1.StepResult{Index: int32(o.Index), Action: o.Action, Result: o.Result, Code: int32(o.Code), Message: o.Message}
+			if o.Index >= 0 && o.Index < len(p.Steps) {
+				sr.Object = objectRef(p.Steps[o.Index].Object)
+			}
+			r.Status.Steps = append(r.Status.Steps, sr)
+		}
+		return r
+	}
+	if len(p.Steps) > 0 && p.Steps[0].Source != nil {
+		src := p.Steps[0].Source
+		r.Spec.Version = objectName(src.UID, src.VersionKey)
+		r.Status.Object = sourceRef(src)
+	}
+	if len(p.Outcome) > 0 {
+		o := p.Outcome[0]
+		r.Status.Action, r.Status.Code, r.Status.Message = o.Action, int32(o.Code), o.Message
+		if r.Status.Object != nil && o.UID != "" {
+			r.Status.Object.UID = o.UID
+		}
+		r.Status.ResourceVersion = o.ResourceVersion
+		for _, d := range o.DroppedOwners {
+			r.Status.DroppedOwnerReferences = append(r.Status.DroppedOwnerReferences, recordv1alpha1.DroppedOwner(d))
+		}
+	}
+	return r
+}
+
+// phaseOf names a restore's state as a phase.
+func phaseOf(state string) string {
+	switch state {
+	case restore.StatePlanned:
+		return "Planned"
+	case restore.StateRunning:
+		return "Running"
+	case restore.StateSucceeded:
+		return "Succeeded"
+	case restore.StatePartial:
+		return "Partial"
+	case restore.StateRefused:
+		return "Refused"
+	}
+	return "Failed"
+}
+
+func objectRef(o restore.ObjectRef) recordv1alpha1.ObjectReference {
+	return recordv1alpha1.ObjectReference{APIGroup: o.Group, APIVersion: o.APIVersion, Resource: o.Resource, Kind: o.Kind,
+		Namespace: o.Namespace, Name: o.Name}
+}
+
+func sourceRef(v *history.Version) *recordv1alpha1.ObjectReference {
+	return &recordv1alpha1.ObjectReference{APIGroup: v.Group, APIVersion: v.APIVersion, Resource: v.Resource, Kind: v.Kind,
+		Namespace: v.Namespace, Name: v.Name, UID: v.UID}
+}
+
+func raw(v any) *runtime.RawExtension {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return &runtime.RawExtension{Raw: b}
+}
+
+var restoreColumns = []metav1.TableColumnDefinition{
+	{Name: "Name", Type: "string", Format: "name"},
+	{Name: "Resource", Type: "string", Description: "Resource of the restored object"},
+	{Name: "Object", Type: "string", Description: "Name of the restored object"},
+	{Name: "Phase", Type: "string", Description: "Succeeded, Refused or Failed"},
+	{Name: "Action", Type: "string", Description: "create, update or none"},
+	{Name: "Age", Type: "string"},
+	{Name: "Message", Type: "string", Priority: 1},
+}
+
+func (*restoreStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
+	table := &metav1.Table{ColumnDefinitions: restoreColumns}
+	add := func(o runtime.Object, r *recordv1alpha1.Restore) {
+		var res, name string
+		if o := r.Status.Object; o != nil {
+			res, name = o.Resource, o.Name
+			if o.APIGroup != "" {
+				res += "." + o.APIGroup
+			}
+		}
+		phase := r.Status.Phase
+		if r.Status.DryRun {
+			phase += " (dry run)"
+		}
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells: []any{cell(r.Name), cell(res), cell(name), phase, r.Status.Action,
+				duration.HumanDuration(time.Since(r.CreationTimestamp.Time)), cell(strings.TrimSpace(r.Status.Message))},
+			Object: runtime.RawExtension{Object: o},
+		})
+	}
+	switch o := obj.(type) {
+	case *recordv1alpha1.Restore:
+		add(o, o)
+	case *recordv1alpha1.ClusterRestore:
+		r, _ := asRestore(o)
+		add(o, r)
+	case *recordv1alpha1.RestoreList:
+		table.ListMeta = o.ListMeta
+		for i := range o.Items {
+			add(&o.Items[i], &o.Items[i])
+		}
+	case *recordv1alpha1.ClusterRestoreList:
+		table.ListMeta = o.ListMeta
+		for i := range o.Items {
+			r, _ := asRestore(&o.Items[i])
+			add(&o.Items[i], r)
+		}
+	default:
+		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
+	}
+	return table, nil
+}

@@ -1,0 +1,95 @@
+package aggregated
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/options-record/options-record/api/history"
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+)
+
+// recordScope is what the read resources of the record (deletions,
+// changes, attempts, each in a namespaced and a cluster-scoped kind) share:
+// which scope a resource serves, and how a request's namespace, labels and
+// limit narrow a list.
+type recordScope struct {
+	log        *slog.Logger
+	hist       *history.Service
+	cluster    string
+	namespaced bool
+	resource   schema.GroupResource
+}
+
+// newRecordScope is the scope of the namespaced resource named, or of its
+// cluster-scoped kind ("cluster" + name).
+func newRecordScope(log *slog.Logger, hist *history.Service, cluster, resource string, namespaced bool) recordScope {
+	if !namespaced {
+		resource = "cluster" + resource
+	}
+	return recordScope{log: log, hist: hist, cluster: cluster, namespaced: namespaced,
+		resource: recordv1alpha1.SchemeGroupVersion.WithResource(resource).GroupResource()}
+}
+
+func (recordScope) Destroy()                  {}
+func (s recordScope) NamespaceScoped() bool   { return s.namespaced }
+func (recordScope) Categories() []string      { return []string{"optionsrecord"} }
+func (s recordScope) GetSingularName() string { return strings.TrimSuffix(s.resource.Resource, "s") }
+
+// serves says whether a record of an object in namespace (""
+// cluster-scoped) is served by this resource in the request's namespace: a
+// record is served under its object's scope and namespace only.
+func (s recordScope) serves(ctx context.Context, namespace string) bool {
+	if s.namespaced != (namespace != "") {
+		return false
+	}
+	return !s.namespaced || namespace == genericapirequest.NamespaceValue(ctx)
+}
+
+// listNamespace is the namespace a list reads: the request's, "" for the
+// cluster-scoped kind, nil for a namespaced list across all namespaces
+// (kubectl -A), whose cluster-scoped records the list leaves out. A
+// metadata.namespace field selector narrows a list across all namespaces
+// to that one; one that contradicts the request's scope selects nothing
+// (none is false).
+func (s recordScope) listNamespace(ctx context.Context, sel fields.Selector) (ns *string, some bool) {
+	req := genericapirequest.NamespaceValue(ctx)
+	want, given := "", false
+	if sel != nil {
+		want, given = sel.RequiresExactMatch("metadata.namespace")
+	}
+	switch {
+	case s.namespaced && req == "" && given:
+		return &want, true
+	case s.namespaced && req == "":
+		return nil, true
+	case given && want != req:
+		return nil, false
+	}
+	return &req, true
+}
+
+// listOptions defaults a list's options and says whether its label
+// selector can match a record at all (records carry no labels).
+func listOptions(opts *metainternalversion.ListOptions) (*metainternalversion.ListOptions, bool) {
+	if opts == nil {
+		opts = &metainternalversion.ListOptions{}
+	}
+	return opts, opts.LabelSelector == nil || opts.LabelSelector.Matches(labels.Set{})
+}
+
+// listLimit is a list's page size: the request's limit, at most (and by
+// default) history.MaxLimit.
+func listLimit(opts *metainternalversion.ListOptions) int {
+	limit := int(opts.Limit)
+	if limit <= 0 || limit > history.MaxLimit {
+		limit = history.MaxLimit
+	}
+	return limit
+}

@@ -1,0 +1,342 @@
+package restore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/restore/impersonate"
+	"github.com/options-record/options-record/api/restore/manifest"
+	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
+)
+
+// FieldManager names the restore API's writes in managedFields.
+const FieldManager = "options-record-restore"
+
+// Plan and step actions.
+const (
+	ActionCreate = "create"
+	ActionUpdate = "update"
+	ActionDelete = "delete"
+	ActionNone   = "none"
+	ActionSkip   = "skip"
+	ActionRefuse = "refuse"
+)
+
+// States of a restore or plan (Plan.State).
+const (
+	StatePlanned   = store.RestorePlanned
+	StateRunning   = store.RestoreRunning
+	StateSucceeded = store.RestoreSucceeded
+	StatePartial   = store.RestorePartial
+	StateFailed    = store.RestoreFailed
+	StateRefused   = store.RestoreRefused
+)
+
+// Step results.
+const (
+	ResultDone    = "done"
+	ResultFailed  = "failed"
+	ResultSkipped = "skipped"
+)
+
+// ErrStandalone refuses a restore in the standalone mode (no cluster).
+var ErrStandalone = fmt.Errorf("%w: standalone mode is read-only: restores need the sink to run with its cluster (--kubeconfig or --in-cluster)", history.ErrForbidden)
+
+// restorable says whether a version's state can be written back.
+func restorable(v *store.VersionRecord) error {
+	id := v.UID + "/" + fmt.Sprintf("%x", v.Key)
+	if v.SecretDigested || (v.APIGroup == "" && v.Resource == "secrets" && secretHasDigests(v.Object)) {
+		return fmt.Errorf("%w: version %s of Secret %s holds digests (HMAC-SHA256) of the Secret's values, not the values "+
+			"(no rule recording it set recordSecretData: true), so it cannot be restored", history.ErrUnprocessable, id, impersonate.ObjName(v.Namespace, v.Name))
+	}
+	if !v.HasState() {
+		why := "the change did not give the object's full state"
+		switch {
+		case v.Deleted:
+			why = "the delete was answered with a Status, not the object"
+		case !v.Complete:
+			why = "it is a subresource write (" + v.Subresource + ") that gave no full state"
+		}
+		return fmt.Errorf("%w: version %s holds no state to restore: %s", history.ErrUnprocessable, id, why)
+	}
+	return nil
+}
+
+// withPriorHint adds to a "no state" refusal the version to use instead.
+func (s *Service) withPriorHint(ctx context.Context, v *store.VersionRecord, err error) error {
+	if v.HasState() || !errors.Is(err, history.ErrUnprocessable) {
+		return err
+	}
+	prior, perr := s.reader.StateBefore(ctx, v)
+	if perr != nil || prior == nil {
+		return err
+	}
+	return fmt.Errorf("%w; the state before it is version %s/%x: %s", err, prior.UID, prior.Key, history.LinksFor(prior.Cluster, prior.UID, prior.Key).Restore)
+}
+
+func secretHasDigests(raw []byte) bool {
+	var s struct {
+		Data       map[string]string `json:"data"`
+		StringData map[string]string `json:"stringData"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return false
+	}
+	for _, m := range []map[string]string{s.Data, s.StringData} {
+		for _, v := range m {
+			if strings.HasPrefix(v, model.KeyedDigestPrefix) || strings.HasPrefix(v, model.LegacyKeyedDigestPrefix) ||
+				strings.HasPrefix(v, model.PlainDigestPrefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func refOf(v *store.VersionRecord) ObjectRef {
+	return ObjectRef{Group: v.APIGroup, APIVersion: v.APIVersion, Resource: v.Resource, Kind: v.Kind, Namespace: v.Namespace, Name: v.Name}
+}
+
+// RestoreVersion writes a version's state back into the cluster, as the
+// caller: created when the object is gone, updated when it holds another
+// state. It is recorded in the restores table before anything is written.
+func (s *Service) RestoreVersion(ctx context.Context, id history.VersionID, req RestoreRequest) (*RestoreResult, error) {
+	if s.kube == nil {
+		return nil, ErrStandalone
+	}
+	v, err := s.history.VersionRecord(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	u := history.Caller(ctx)
+	src := history.VersionOf(v)
+	src.Object = nil
+	step := Step{Index: 0, Action: "restore", Object: refOf(v), Source: &src}
+	rec, err := s.begin(ctx, "version", map[string]any{"version": src.ID, "options": req}, []Step{step}, req.DryRun, nil, req.Record)
+	if err != nil {
+		return nil, err
+	}
+	// The write runs to its end and is recorded even if the caller goes.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	res, err := s.restoreOne(ctx, v, req, u)
+	out := StepOutcome{Index: 0, Action: res.Action, Result: ResultDone}
+	state := store.RestoreSucceeded
+	if err != nil {
+		out.Result = ResultFailed
+		out.Code, _, _ = history.Status(err)
+		out.Message = err.Error()
+		state = store.RestoreFailed
+		if errors.Is(err, history.ErrConflict) || errors.Is(err, history.ErrUnprocessable) {
+			state = store.RestoreRefused
+		}
+	} else {
+		if res.Action == ActionNone {
+			out.Result = ResultSkipped
+			out.Message = "the live object already holds this state"
+		}
+		out.DroppedOwners = res.DroppedOwners
+		var live metav1.PartialObjectMetadata
+		if json.Unmarshal(res.Object, &live) == nil {
+			out.UID, out.ResourceVersion = string(live.UID), live.ResourceVersion
+		}
+	}
+	res.RestoreID = rec.ID
+	if ferr := s.finish(ctx, rec.ID, state, []StepOutcome{out}); ferr != nil {
+		return nil, errors.Join(err, ferr)
+	}
+	s.log.Info("restore of a version", "user", u.GetName(), "resource", v.Resource, "namespace", v.Namespace, "name", v.Name,
+		"version", src.ID, "action", res.Action, "dry_run", req.DryRun, "restore_id", rec.ID, "state", state, "code", out.Code)
+	if err != nil {
+		// The refusal or failure is recorded (res.RestoreID names it).
+		return &res, s.withPriorHint(ctx, v, err)
+	}
+	return &res, nil
+}
+
+// restoreOne writes a version's state back as u.
+func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req RestoreRequest, u user.Info) (RestoreResult, error) {
+	res := RestoreResult{Source: history.VersionOf(v), DryRun: req.DryRun}
+	res.Source.Object = nil
+	if err := restorable(v); err != nil {
+		return res, err
+	}
+	obj, err := history.DecodeObject(v.Object)
+	if err != nil {
+		return res, err
+	}
+	c, err := s.kube.As(u)
+	if err != nil {
+		return res, err
+	}
+	ref := refOf(v)
+	live, err := impersonate.GetLive(ctx, c, ref)
+	if err != nil {
+		return res, err
+	}
+	if live != nil {
+		res.Live = &LiveRef{UID: string(live.GetUID()), ResourceVersion: live.GetResourceVersion()}
+	}
+	if !req.Force {
+		if err := s.guard(ctx, v, live, req.ExpectedResourceVersion); err != nil {
+			return res, err
+		}
+	}
+	m, err := cleanManifest(obj, s.kube.OwnerCheck(ctx, c, v.Namespace, nil))
+	if err != nil {
+		return res, err
+	}
+	res.DroppedOwners = m.DroppedOwners
+	var dryRun []string
+	if req.DryRun {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	var out *unstructured.Unstructured
+	if live == nil {
+		res.Action = ActionCreate
+		out, err = impersonate.Resource(c, ref).Create(ctx, &unstructured.Unstructured{Object: m.Object}, metav1.CreateOptions{DryRun: dryRun, FieldManager: FieldManager})
+	} else {
+		res.Changes = compareLive(live.Object, m)
+		if len(res.Changes) == 0 {
+			res.Action = ActionNone
+			res.Object, _ = json.Marshal(live.Object)
+			return res, nil
+		}
+		res.Action = ActionUpdate
+		target := &unstructured.Unstructured{Object: m.Object}
+		target.SetResourceVersion(live.GetResourceVersion())
+		out, err = impersonate.Resource(c, ref).Update(ctx, target, metav1.UpdateOptions{DryRun: dryRun, FieldManager: FieldManager})
+	}
+	if err != nil {
+		return res, fmt.Errorf("%s %s %s as %q: %w", res.Action, v.Resource, impersonate.ObjName(v.Namespace, v.Name), u.GetName(), err)
+	}
+	res.Object, _ = json.Marshal(out.Object)
+	return res, nil
+}
+
+// compareLive is what writing the manifest changes in the live object:
+// the fields the manifest leaves to the server are not compared.
+func compareLive(live map[string]any, m *manifest.Manifest) []history.DiffChange {
+	l := manifest.DeepCopy(live).(map[string]any)
+	for _, f := range m.Removed {
+		removePath(l, strings.Split(f, "."))
+	}
+	return history.Diff(l, m.Object, history.DiffOptions{})
+}
+
+func removePath(obj map[string]any, path []string) {
+	for len(path) > 1 {
+		next, ok := obj[path[0]].(map[string]any)
+		if !ok {
+			return
+		}
+		obj, path = next, path[1:]
+	}
+	delete(obj, path[0])
+}
+
+// guard refuses a restore when the live object changed after the version
+// the request is based on: the resourceVersion the caller expects, or else
+// the newest recorded version of the object.
+func (s *Service) guard(ctx context.Context, v *store.VersionRecord, live *unstructured.Unstructured, expected string) error {
+	what := v.Resource + " " + impersonate.ObjName(v.Namespace, v.Name)
+	const hint = "review the live object, then restore with force=true (or expectedResourceVersion set to its resourceVersion)"
+	if expected != "" {
+		switch {
+		case live == nil:
+			return fmt.Errorf("%w: %s no longer exists, but the request expected resourceVersion %s: %s", history.ErrConflict, what, expected, hint)
+		case live.GetResourceVersion() != expected:
+			return fmt.Errorf("%w: the live %s has resourceVersion %s, the request expected %s: it changed since; %s", history.ErrConflict, what, live.GetResourceVersion(), expected, hint)
+		}
+		return nil
+	}
+	if live == nil {
+		return nil // gone: putting it back is the point
+	}
+	newest, err := s.reader.Newest(ctx, v.Cluster, v.APIGroup, v.Resource, v.Namespace, v.Name)
+	if err != nil {
+		return err
+	}
+	liveRV := live.GetResourceVersion()
+	switch {
+	case string(live.GetUID()) != newest.UID:
+		return fmt.Errorf("%w: the live %s (uid %s) is not the incarnation the record knows last (uid %s): it was re-created after the newest recorded version; %s",
+			history.ErrConflict, what, live.GetUID(), newest.UID, hint)
+	case newest.ResourceVersion != nil && strconv.FormatInt(*newest.ResourceVersion, 10) == liveRV:
+		return nil
+	case newest.HasState() && !newest.Deleted:
+		if obj, err := history.DecodeObject(newest.Object); err == nil && len(history.Diff(obj, live.Object, history.DiffOptions{})) == 0 {
+			return nil // only server-set fields or status changed since
+		}
+	}
+	recorded := "unknown"
+	if newest.ResourceVersion != nil {
+		recorded = strconv.FormatInt(*newest.ResourceVersion, 10)
+	}
+	return fmt.Errorf("%w: the live %s changed after the newest recorded version (live resourceVersion %s, recorded %s at %s by %s; the change may not be recorded yet, or not recorded at all); %s",
+		history.ErrConflict, what, liveRV, recorded, newest.ChangedAt.UTC().Format(time.RFC3339), orNone(newest.Username), hint)
+}
+
+// begin records a restore before anything is written.
+func (s *Service) begin(ctx context.Context, kind string, request any, steps []Step, dryRun bool, planID *string, named *RecordName) (*store.RestoreRecord, error) {
+	u := history.Caller(ctx)
+	reqJSON, err := json.Marshal(request)
+	if err != nil {
+		return nil, fmt.Errorf("encode restore request: %w", err)
+	}
+	planJSON, err := json.Marshal(steps)
+	if err != nil {
+		return nil, fmt.Errorf("encode plan: %w", err)
+	}
+	var extra []byte
+	if e := u.GetExtra(); len(e) > 0 {
+		extra, _ = json.Marshal(e)
+	}
+	now := time.Now()
+	rec := &store.RestoreRecord{
+		Cluster: s.cluster, Kind: kind, Username: u.GetName(), UserUID: u.GetUID(), UserGroups: u.GetGroups(),
+		UserExtra: extra, Request: reqJSON, Plan: planJSON, DryRun: dryRun, State: store.RestoreRunning,
+		ExecutedAt: &now, PlanID: planID,
+	}
+	if named != nil {
+		rec.ObjectNamespace, rec.ObjectName = named.Namespace, named.Name
+	}
+	out, err := s.restores.InsertRestore(ctx, rec)
+	if errors.Is(err, store.ErrExists) {
+		return nil, fmt.Errorf("%w: a restore named %q exists in %q", history.ErrExists, rec.ObjectName, rec.ObjectNamespace)
+	}
+	return out, err
+}
+
+func (s *Service) finish(ctx context.Context, id, state string, outcome []StepOutcome) error {
+	b, err := json.Marshal(outcome)
+	if err != nil {
+		return fmt.Errorf("encode outcome: %w", err)
+	}
+	return s.restores.FinishRestore(ctx, s.cluster, id, state, b)
+}
+
+// stepError turns a failed write into a step outcome.
+func stepError(o *StepOutcome, err error) {
+	o.Result = ResultFailed
+	o.Code, _, _ = history.Status(err)
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		o.Message = st.Status().Message
+	}
+	if o.Message == "" {
+		o.Message = err.Error()
+	}
+}

@@ -1,0 +1,140 @@
+package restore
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/restore/impersonate"
+	"github.com/options-record/options-record/api/restore/manifest"
+)
+
+// DroppedOwner is an ownerReference left out of a manifest.
+type DroppedOwner = manifest.DroppedOwner
+
+// ManifestResult is the clean manifest of a version, for kubectl apply.
+type ManifestResult struct {
+	Version       history.Version `json:"version"`
+	Manifest      map[string]any  `json:"manifest"`
+	Removed       []string        `json:"removedFields" doc:"server-set fields removed from the state"`
+	DroppedOwners []DroppedOwner  `json:"droppedOwnerReferences,omitempty" doc:"ownerReferences removed because the owner no longer exists (or could not be checked)"`
+	OwnersChecked string          `json:"ownersCheckedAgainst" doc:"cluster (as the caller) or record (standalone mode)"`
+}
+
+// RestoreRequest is the body of a restore of one version (optional).
+type RestoreRequest struct {
+	ExpectedResourceVersion string `json:"expectedResourceVersion,omitempty" doc:"the live object's resourceVersion the caller based the request on; the restore is refused (409) if the live object differs. Without it, the live object must match the newest recorded version"`
+	Force                   bool   `json:"force,omitempty" doc:"restore even if the live object changed"`
+	DryRun                  bool   `json:"dryRun,omitempty" doc:"ask the apiserver for a server-side dry run: nothing is changed (also ?dryRun=true)"`
+	// Record names the restore when it is created as an object of the
+	// aggregated API (kubectl create): its author reads it back by name.
+	Record *RecordName `json:"-"`
+}
+
+// RecordName names a restore created as an object of the aggregated API.
+type RecordName struct {
+	Namespace, Name string
+}
+
+// LiveRef is the live object a restore saw.
+type LiveRef struct {
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"resourceVersion"`
+}
+
+// RestoreResult says what a restore of one version did.
+type RestoreResult struct {
+	RestoreID     string               `json:"restoreId" doc:"the row of the restores table recording it"`
+	Action        string               `json:"action" doc:"create (the object was gone), update (it exists) or none (it already holds this state)"`
+	DryRun        bool                 `json:"dryRun"`
+	Source        history.Version      `json:"source"`
+	Live          *LiveRef             `json:"live,omitempty" doc:"the live object before the restore; absent when it was gone"`
+	Object        json.RawMessage      `json:"object,omitempty" doc:"the apiserver's answer: the object as restored (or as it would be, in a dry run)"`
+	DroppedOwners []DroppedOwner       `json:"droppedOwnerReferences,omitempty"`
+	Changes       []history.DiffChange `json:"changes,omitempty" doc:"what the restore changes in the live object (update)"`
+}
+
+// GroupResource selects a resource.
+type GroupResource struct {
+	Group    string `json:"group"`
+	Resource string `json:"resource"`
+}
+
+// PlanRequest asks for a restore plan.
+type PlanRequest struct {
+	Kind string `json:"kind" doc:"as-of: put objects back as they were at a time; undo: revert a user's changes in a time range"`
+	// as-of
+	Namespaces []string   `json:"namespaces,omitempty" doc:"as-of: the namespaces to restore (\"\" selects cluster-scoped objects and needs resources); undo: only changes in these; at most 100"`
+	At         *time.Time `json:"at,omitempty" doc:"as-of: the time to go back to"`
+	// undo
+	User  string     `json:"user,omitempty" doc:"undo: the user whose changes to revert (the authenticated caller of the changes)"`
+	Since *time.Time `json:"since,omitempty" doc:"undo: start of the range"`
+	Until *time.Time `json:"until,omitempty" doc:"undo: end of the range (default: now)"`
+	// selection, both kinds
+	Resources []GroupResource `json:"resources,omitempty" doc:"only these resources, at most 50; the caller must be allowed to list and get them in each namespace given (default: the recorded resources the caller may list and get; others are left out)"`
+	Names     []string        `json:"names,omitempty" doc:"only objects with these names (at most the plan step cap)"`
+	// Record names the plan when it is created as an object of the
+	// aggregated API; Preview plans without recording anything (a
+	// server-side dry run of the create).
+	Record  *RecordName `json:"-"`
+	Preview bool        `json:"-"`
+}
+
+// ObjectRef names an object of the cluster.
+type ObjectRef = impersonate.ObjectRef
+
+// Step is one action of a plan.
+type Step struct {
+	Index    int                  `json:"index"`
+	Action   string               `json:"action" doc:"create, update, delete; none (already as planned), skip (left to a controller or the cluster), refuse (cannot be restored: see reason)"`
+	Object   ObjectRef            `json:"object"`
+	Source   *history.Version     `json:"source,omitempty" doc:"the version whose state is restored (create, update)"`
+	Live     *LiveRef             `json:"live,omitempty" doc:"the live object when planned; execution refuses the step if it changed since, unless force"`
+	Reason   string               `json:"reason,omitempty"`
+	Warnings []string             `json:"warnings,omitempty"`
+	Changes  []history.DiffChange `json:"changes,omitempty" doc:"what an update changes in the live object (at most 50 shown)"`
+	// Owners are the uids of the step's owners (ordering, owner rewrites).
+	Owners []string `json:"owners,omitempty" doc:"uids of the object's owners, as recorded"`
+}
+
+// StepOutcome is what executing a step did.
+type StepOutcome struct {
+	Index           int            `json:"index"`
+	Action          string         `json:"action"`
+	Result          string         `json:"result" doc:"done, failed, skipped"`
+	Code            int            `json:"code,omitempty" doc:"HTTP status of the apiserver's answer, or of this API's refusal"`
+	Message         string         `json:"message,omitempty"`
+	UID             string         `json:"uid,omitempty" doc:"uid of the object after the step"`
+	ResourceVersion string         `json:"resourceVersion,omitempty"`
+	DroppedOwners   []DroppedOwner `json:"droppedOwnerReferences,omitempty"`
+}
+
+// Plan is a restore plan: reviewed by the caller, then executed.
+type Plan struct {
+	ID        string         `json:"id"`
+	Cluster   string         `json:"cluster"`
+	Kind      string         `json:"kind"`
+	CreatedBy string         `json:"createdBy"`
+	CreatedAt time.Time      `json:"createdAt"`
+	State     string         `json:"state" doc:"planned, running, succeeded, partial, failed"`
+	DryRun    bool           `json:"dryRun,omitempty" doc:"this is the record of a dry run of plan planId"`
+	PlanID    string         `json:"planId,omitempty"`
+	Request   PlanRequest    `json:"request"`
+	Summary   map[string]int `json:"summary" doc:"number of steps per action"`
+	Steps     []Step         `json:"steps"`
+	Outcome   []StepOutcome  `json:"outcome,omitempty" doc:"one entry per step once executed"`
+	Execute   string         `json:"execute" doc:"POST here to execute the plan"`
+	// Record is the object name of a restore created through the
+	// aggregated API.
+	Record *RecordName `json:"-"`
+}
+
+// ExecuteRequest is the body of a plan execution (optional).
+type ExecuteRequest struct {
+	Force  bool `json:"force,omitempty" doc:"carry out steps whose live object changed since the plan"`
+	DryRun bool `json:"dryRun,omitempty" doc:"server-side dry run of every step; the plan stays planned (also ?dryRun=true)"`
+	// Record names the execution when it is created as a Restore of the
+	// aggregated API: it is recorded as a run of its own (plan_id names
+	// the plan), whose outcome the plan's row gets too.
+	Record *RecordName `json:"-"`
+}

@@ -1,0 +1,182 @@
+package restoreapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+
+	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/restore"
+)
+
+// apiPrefix is the path prefix of every route.
+const apiPrefix = history.APIPrefix
+
+// Options configure the API.
+type Options struct {
+	// History answers the reads and Restore the manifests, restores and
+	// plans, each authorized per object for the caller.
+	History *history.Service
+	Restore *restore.Service
+	// Authenticator: DelegatingAuth, or StaticToken for the standalone
+	// mode.
+	Authenticator authenticator.Request
+	// MaxBodyBytes caps request bodies (default 1 MiB).
+	MaxBodyBytes int64
+	// RequestTimeout bounds each request (default 1 minute); executing a
+	// plan has its own, longer deadline.
+	RequestTimeout time.Duration
+	// MaxInFlight caps the requests served at once (default 16) and
+	// MaxInFlightPerUser those of one caller (default 4); past them the API
+	// answers 429 with Retry-After.
+	MaxInFlight        int
+	MaxInFlightPerUser int
+	Logger             *slog.Logger
+}
+
+// Server is the restore API's HTTP front door.
+type Server struct {
+	hist    *history.Service
+	svc     *restore.Service
+	log     *slog.Logger
+	authn   authenticator.Request
+	maxBody int64
+	router  chi.Router
+	openapi []byte
+	timeout time.Duration
+	limits  *inFlight
+}
+
+// New builds the API. Serve it over TLS: bearer tokens travel in it.
+func New(o Options) (*Server, error) {
+	if o.History == nil || o.Restore == nil || o.Authenticator == nil {
+		return nil, errors.New("restoreapi: History, Restore and Authenticator are required")
+	}
+	s := &Server{hist: o.History, svc: o.Restore, authn: o.Authenticator, maxBody: o.MaxBodyBytes, log: o.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = 1 << 20
+	}
+	if s.timeout = o.RequestTimeout; s.timeout <= 0 {
+		s.timeout = time.Minute
+	}
+	s.limits = newInFlight(o.MaxInFlight, o.MaxInFlightPerUser)
+	doc, err := json.MarshalIndent(OpenAPI(), "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("restoreapi: OpenAPI document: %w", err)
+	}
+	s.openapi = append(doc, '\n')
+	s.router = s.routes()
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// handlerFunc is a handler that returns its error; handle answers it.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) routes() chi.Router {
+	handlers := map[string]handlerFunc{
+		"getOpenAPI":      s.getOpenAPI,
+		"searchChanges":   s.searchChanges,
+		"historyByName":   s.historyByName,
+		"historyByUID":    s.historyByUID,
+		"getVersion":      s.getVersion,
+		"diffVersion":     s.diffVersion,
+		"getManifest":     s.getManifest,
+		"restoreVersion":  s.restoreVersion,
+		"listDeletions":   s.listDeletions,
+		"failedMutations": s.failedMutations,
+		"userActivity":    s.userActivity,
+		"createPlan":      s.createPlan,
+		"getPlan":         s.getPlan,
+		"executePlan":     s.executePlan,
+	}
+	r := chi.NewRouter()
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, s.log, fmt.Errorf("%w: no route %s %s (see %s/openapi.json)", history.ErrNotFound, r.Method, r.URL.Path, apiPrefix))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, s.log, fmt.Errorf("%w: method %s is not allowed on %s", history.ErrInvalid, r.Method, r.URL.Path))
+	})
+	r.Route(apiPrefix, func(r chi.Router) {
+		for _, op := range operations {
+			h, ok := handlers[op.ID]
+			if !ok {
+				continue // the routes test reports the operation without a route
+			}
+			var hh http.Handler = s.handle(op, h)
+			if !op.Public {
+				// The global cap comes before authentication (a TokenReview
+				// each), the caller's after.
+				hh = s.limits.global(s.authenticate(s.limits.perCaller(hh, s.log)), s.log)
+			}
+			r.Method(op.Method, op.Path, hh)
+		}
+	})
+	return r
+}
+
+// handle checks the query parameters of an operation and the cluster in
+// the path, runs h and answers its error.
+func (s *Server) handle(op operation, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := checkParams(op, r)
+		if err == nil {
+			if strings.Contains(op.Path, "{cluster}") {
+				err = s.hist.CheckCluster(chi.URLParam(r, "cluster"))
+			}
+		}
+		if err == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), s.timeout)
+			defer cancel()
+			r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+			err = h(w, r.WithContext(ctx))
+		}
+		if err != nil {
+			writeError(w, r, s.log, err)
+		}
+	})
+}
+
+// checkParams refuses query parameters the operation does not take: a
+// misspelt filter must not silently widen a search.
+func checkParams(op operation, r *http.Request) error {
+	q := r.URL.Query()
+	for name, vals := range q {
+		p, ok := op.param(name)
+		if !ok {
+			return fmt.Errorf("%w: unknown query parameter %q (this operation takes: %s)", history.ErrInvalid, name, op.paramNames())
+		}
+		if len(vals) > 1 {
+			return fmt.Errorf("%w: query parameter %q given %d times", history.ErrInvalid, name, len(vals))
+		}
+		if len(p.Enum) > 0 && !slices.Contains(p.Enum, vals[0]) {
+			return fmt.Errorf("%w: %s=%q: must be one of %s", history.ErrInvalid, name, vals[0], strings.Join(p.Enum, ", "))
+		}
+	}
+	for _, p := range op.Params {
+		if p.Required && !q.Has(p.Name) {
+			return fmt.Errorf("%w: query parameter %q is required", history.ErrInvalid, p.Name)
+		}
+	}
+	return nil
+}
+
+func (s *Server) getOpenAPI(w http.ResponseWriter, _ *http.Request) error {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(s.openapi)
+	return nil
+}

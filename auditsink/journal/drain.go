@@ -1,0 +1,272 @@
+package journal
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
+)
+
+const (
+	cursorFile = "cursor"
+	// drainRecords caps the records merged into one drain transaction.
+	drainRecords = 64
+	// quarantineAfter is how many times a record PostgreSQL rejects as
+	// invalid data is retried alone before it is set aside.
+	quarantineAfter = 3
+)
+
+// Run stores the journaled batches in the store, oldest first, merging
+// consecutive ones into one transaction, until ctx is cancelled. While the
+// store fails it retries with backoff; it never drops a batch. A batch the
+// store rejects as invalid data (store.IsPermanent) quarantineAfter times on
+// its own is moved to the quarantine directory and counted.
+func (j *Journal) Run(ctx context.Context) error {
+	select {
+	case j.running <- struct{}{}:
+	default:
+		return errors.New("journal: Run is already running")
+	}
+	defer func() { <-j.running }()
+	backoff := j.opts.RetryMin
+	single := 0   // records to drain one at a time (after a permanent error in a merged write)
+	rejected := 0 // permanent failures of the head record alone
+	var failingSince time.Time
+	for {
+		head := j.head(single > 0)
+		if len(head) == 0 {
+			select {
+			case j.retirec <- struct{}{}: // let the appender delete the drained segment
+			default:
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-j.wake:
+			}
+			continue
+		}
+		n, err := j.drain(ctx, head)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil {
+			j.storeDown.Store(false)
+			if !failingSince.IsZero() {
+				j.log.Info("store answers again; draining the journal", "failing_for", time.Since(failingSince).Round(time.Millisecond).String())
+				failingSince = time.Time{}
+			}
+			backoff, rejected = j.opts.RetryMin, 0
+			single = max(0, single-n)
+			if j.Backlog() == 0 {
+				j.log.Info("journal drained")
+			}
+			continue
+		}
+		j.m.errors.WithLabelValues("drain").Inc()
+		if !store.IsPermanent(err) {
+			j.storeDown.Store(true)
+		}
+		if store.IsPermanent(err) {
+			if len(head) > 1 {
+				single = len(head) // find the culprit
+				continue
+			}
+			if rejected++; rejected >= quarantineAfter {
+				if qerr := j.quarantine(head[0], err); qerr == nil {
+					rejected = 0
+					single = max(0, single-1)
+					continue
+				} else {
+					err = qerr
+				}
+			}
+		}
+		if failingSince.IsZero() {
+			failingSince = time.Now()
+			j.log.Warn("cannot store journaled batches; retrying", "backlog", j.Backlog(), "err", err)
+		} else {
+			j.log.Debug("cannot store journaled batches; retrying", "backlog", j.Backlog(), "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, j.opts.RetryMax)
+	}
+}
+
+// head returns the oldest journaled batches to store together.
+func (j *Journal) head(one bool) []entry {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.queue) == 0 {
+		return nil
+	}
+	limit := drainRecords
+	if one {
+		limit = 1
+	}
+	var size int64
+	n := 0
+	for n < len(j.queue) && n < limit {
+		if n > 0 && size+j.queue[n].size > j.opts.DrainBytes {
+			break
+		}
+		size += j.queue[n].size
+		n++
+	}
+	return append([]entry(nil), j.queue[:n]...)
+}
+
+// drain stores the batches of head in one transaction and, once committed,
+// removes them from the journal. It returns how many entries it removed.
+// Records that no longer read back intact are skipped and counted; records
+// that read back but do not decode are quarantined.
+func (j *Journal) drain(ctx context.Context, head []entry) (int, error) {
+	merged := &model.Batch{}
+	for i, e := range head {
+		rec, err := readRecord(e)
+		if err != nil {
+			return 0, fmt.Errorf("journal: read %s at %d: %w", e.seg.path, e.off, err)
+		}
+		var b *model.Batch
+		if _, _, err = parseRecord(rec); err == nil {
+			b, err = decodePayload(rec)
+		}
+		if err != nil {
+			if i > 0 {
+				head = head[:i] // store the good ones before it first
+				break
+			}
+			if errors.Is(err, errDecode) {
+				// Intact but unreadable to this version: keep it for an operator.
+				return 0, j.quarantine(e, err)
+			}
+			j.m.corrupt.Inc()
+			j.log.Error("journaled batch damaged on disk; skipping it", "segment", e.seg.path, "offset", e.off, "err", err)
+			j.skip(head[:1], "damaged")
+			return 0, nil
+		}
+		merged.Events = append(merged.Events, b.Events...)
+		merged.Versions = append(merged.Versions, b.Versions...)
+	}
+	wctx, cancel := context.WithTimeout(ctx, j.opts.DrainTimeout)
+	defer cancel()
+	start := time.Now()
+	res, err := j.inner.WriteBatch(wctx, merged)
+	if err != nil {
+		return 0, err
+	}
+	j.m.drainSeconds.Observe(time.Since(start).Seconds())
+	j.log.Debug("stored journaled batches", "batches", len(head), "events", res.Events,
+		"duplicates", res.DuplicateEvents, "elapsed", time.Since(start))
+	j.skip(head, "")
+	return len(head), nil
+}
+
+// skip removes the oldest len(done) entries, which are done, from the
+// journal: it moves the cursor past them and deletes drained segments.
+func (j *Journal) skip(done []entry, reason string) {
+	j.mu.Lock()
+	segs := make([]*segment, 0, 2)
+	for i := range done {
+		e := &j.queue[i]
+		e.seg.pending--
+		j.pending -= e.size
+		if len(segs) == 0 || segs[len(segs)-1] != e.seg {
+			segs = append(segs, e.seg)
+		}
+		j.queue[i] = entry{}
+	}
+	j.queue = j.queue[len(done):]
+	j.full = false // room again, or soon: the segments go below
+	if len(j.queue) == 0 {
+		j.queue = nil // let the array go
+	}
+	j.mu.Unlock()
+	if reason == "" {
+		j.m.drained.Add(float64(len(done)))
+	}
+	last := done[len(done)-1]
+	if err := writeCursor(j.dir, cursor{seq: last.seg.seq, off: uint64(last.off + last.size)}); err != nil {
+		// Only a hint: without it the next Open stores these batches again.
+		j.log.Warn("journal: cannot save the drain cursor", "err", err)
+	}
+	for _, s := range segs {
+		j.removeIfDrained(s)
+	}
+}
+
+// quarantine moves a record the store cannot take aside, durably, and
+// removes it from the journal.
+func (j *Journal) quarantine(e entry, cause error) error {
+	rec, err := readRecord(e)
+	if err != nil {
+		return fmt.Errorf("journal: quarantine: %w", err)
+	}
+	path := filepath.Join(j.dir, quarantineDir, fmt.Sprintf("%020d-%012d.rec", e.seg.seq, e.off))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("journal: quarantine: %w", err)
+	}
+	_, werr := f.Write(rec)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		_ = os.Remove(path)
+		return fmt.Errorf("journal: quarantine: %w", err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("journal: quarantine: %w", err)
+	}
+	j.m.quarantined.Inc()
+	j.log.Error("journaled batch set aside: the store rejects it as invalid data; it is kept for inspection",
+		"path", path, "err", cause)
+	j.skip([]entry{e}, "quarantined")
+	return nil
+}
+
+func readRecord(e entry) ([]byte, error) {
+	f, err := os.Open(e.seg.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rec := make([]byte, e.size)
+	if _, err := f.ReadAt(rec, e.off); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// cursor is how far the drain got: everything before off in segment seq,
+// and every segment before seq, is stored.
+type cursor struct{ seq, off uint64 }
+
+func writeCursor(dir string, c cursor) error {
+	b := binary.LittleEndian.AppendUint64(nil, c.seq)
+	b = binary.LittleEndian.AppendUint64(b, c.off)
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return os.WriteFile(filepath.Join(dir, cursorFile), b, 0o600)
+}
+
+// readCursor returns the saved cursor, or the zero cursor (drain everything).
+func readCursor(dir string) (cursor, error) {
+	b, err := os.ReadFile(filepath.Join(dir, cursorFile))
+	if err != nil {
+		return cursor{}, err
+	}
+	if len(b) != 20 || crc32.Checksum(b[:16], castagnoli) != binary.LittleEndian.Uint32(b[16:]) {
+		return cursor{}, errors.New("journal: damaged cursor")
+	}
+	return cursor{seq: binary.LittleEndian.Uint64(b), off: binary.LittleEndian.Uint64(b[8:])}, nil
+}

@@ -1,0 +1,318 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/options-record/options-record/api/aggregated"
+	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/restore"
+	"github.com/options-record/options-record/api/restoreapi"
+	"github.com/options-record/options-record/cmd/options-record/app/certs"
+	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
+)
+
+// APIOptions configure the restore API listener of `serve`.
+type APIOptions struct {
+	// Addr is the HTTPS address of the restore API; empty disables it.
+	Addr string
+	// TLSCertFile and TLSKeyFile serve the API; empty reuses the webhook's.
+	TLSCertFile, TLSKeyFile string
+	// TokenFile enables the standalone mode: a read-only API on loopback
+	// whose callers present this static token (no cluster needed).
+	TokenFile string
+	// Audiences, when set, are the only token audiences the API accepts
+	// (TokenReview spec.audiences).
+	Audiences []string
+	// MaxConns caps the API's own connection pool (default 4): the API
+	// never uses the ingest's connections.
+	MaxConns int32
+	// StatementTimeout is the statement_timeout of every API query
+	// (default 30 s).
+	StatementTimeout time.Duration
+	// RequestTimeout bounds each request (default 1 minute).
+	RequestTimeout time.Duration
+	// MaxInFlight and MaxInFlightPerUser cap the requests served at once,
+	// in all (default 16) and per caller (default 4).
+	MaxInFlight, MaxInFlightPerUser int
+	// MaxPlanObjects caps the objects of one restore plan (default 2000).
+	MaxPlanObjects int
+	// Aggregated, when set, also serves the record as the API group
+	// record.optionsrecord.io through the kube-apiserver (API aggregation),
+	// over the same query layer. It needs a cluster.
+	Aggregated *AggregatedOptions
+}
+
+// AggregatedOptions configure the aggregated API's listener.
+type AggregatedOptions struct {
+	// Addr is its HTTPS address (the APIService's Service points at it).
+	Addr string
+	// RequestHeaderCAFile is the front-proxy CA, the kube-apiserver's
+	// --requestheader-client-ca-file (re-read when it changes); it verifies
+	// the client certificate of the kube-apiserver's proxy. Empty: the CA
+	// the kube-apiserver publishes in kube-system/extension-apiserver-
+	// authentication, read with a plain GET at start-up and every 10
+	// minutes into the data directory.
+	RequestHeaderCAFile string
+	// RequestHeaderAllowedNames are the common names the proxy's client
+	// certificate may have (--requestheader-allowed-names); empty: those
+	// the kube-apiserver publishes with the CA when it is read from the
+	// cluster, else any the CA signed.
+	RequestHeaderAllowedNames []string
+	// Kubeconfig reaches the kube-apiserver for TokenReview and
+	// SubjectAccessReview; empty: the sink's --kubeconfig, or the in-cluster
+	// config.
+	Kubeconfig string
+}
+
+// apiIdleInTransaction ends an API session left idle in a transaction.
+const apiIdleInTransaction = 10 * time.Second
+
+// openAPIStore opens the API's own pool on the database the ingest's store
+// migrated: few connections, every statement bounded, so that reads can
+// neither starve the ingest of connections nor run without end.
+func openAPIStore(ctx context.Context, url string, o *APIOptions, log *slog.Logger) (*store.Store, error) {
+	so := store.Options{URL: url, MaxConns: o.MaxConns, StatementTimeout: o.StatementTimeout,
+		IdleInTransactionTimeout: apiIdleInTransaction, Secondary: true, Logger: log}
+	if so.MaxConns <= 0 {
+		so.MaxConns = 4
+	}
+	if so.StatementTimeout <= 0 {
+		so.StatementTimeout = 30 * time.Second
+	}
+	st, err := store.Open(ctx, so)
+	if err != nil {
+		return nil, fmt.Errorf("restore API: database pool: %w", err)
+	}
+	return st, nil
+}
+
+// runAPI starts the restore API and returns a function that stops it.
+//
+// With a cluster (so.Kube) callers are authenticated by TokenReview and
+// authorized by SubjectAccessReview, and restores impersonate them. Without
+// one (standalone) the API is read-only, listens on loopback only and
+// accepts the static token of TokenFile (generated in the data directory
+// when not given).
+func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, dg *model.SecretDigester, log *slog.Logger) (stop func(context.Context) error, err error) {
+	log = log.With("component", "restore-api")
+	st, err := openAPIStore(ctx, dbURL, o, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
+	// Page cursors are sealed with a key the replicas share (they share the
+	// digest key), so a page from one replica continues on another.
+	hopts := history.Options{Reader: st, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors")}
+	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log, MaxPlanSteps: o.MaxPlanObjects}
+	apiOpts := restoreapi.Options{Logger: log,
+		RequestTimeout: o.RequestTimeout, MaxInFlight: o.MaxInFlight, MaxInFlightPerUser: o.MaxInFlightPerUser}
+	if so.Kube != nil {
+		if o.TokenFile != "" {
+			return nil, errors.New("--api-token-file is for the standalone mode (no cluster): with a cluster, callers present Kubernetes tokens")
+		}
+		if opts.Kube, err = so.Kube.RestConfig(); err != nil {
+			return nil, err
+		}
+		hopts.Cluster = so.Cluster // its RBAC authorizes the reads
+		if apiOpts.Authenticator, hopts.Authorizer, err = delegatingAuth(opts.Kube, o.Audiences); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := loopbackOnly(o.Addr); err != nil {
+			return nil, err
+		}
+		if apiOpts.Authenticator, hopts.Authorizer, err = standaloneAuth(o, so, log); err != nil {
+			return nil, err
+		}
+	}
+	if apiOpts.History, err = history.New(hopts); err != nil {
+		return nil, err
+	}
+	opts.History = apiOpts.History
+	if apiOpts.Restore, err = restore.New(opts); err != nil {
+		return nil, err
+	}
+	api, err := restoreapi.New(apiOpts)
+	if err != nil {
+		return nil, err
+	}
+	var stopAggregated func(context.Context) error
+	if o.Aggregated != nil {
+		if so.Kube == nil {
+			return nil, errors.New("--aggregated-bind-address needs a cluster (--kubeconfig or --in-cluster)")
+		}
+		if stopAggregated, err = runAggregated(ctx, o, so, apiOpts.History, apiOpts.Restore, log); err != nil {
+			return nil, err
+		}
+	}
+
+	certFile, keyFile := o.TLSCertFile, o.TLSKeyFile
+	if certFile == "" {
+		certFile, keyFile = so.TLSCertFile, so.TLSKeyFile
+	}
+	reloader, err := certs.NewReloader(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("restore API: %w", err)
+	}
+	tlsCfg, err := certs.ServerConfig(reloader, "")
+	if err != nil {
+		return nil, fmt.Errorf("restore API: %w", err)
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("restore API listener: %w", err)
+	}
+	srv := newHTTPServer("restore API", api, tlsCfg, limits{readHeader: 10 * time.Second, read: 60 * time.Second,
+		idle: 120 * time.Second}, log)
+	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
+	srv.serve(ln, nil)
+	mode := "cluster"
+	if so.Kube == nil {
+		mode = "standalone (read-only)"
+	}
+	log.Info("serving the restore API", "addr", ln.Addr().String(), "mode", mode, "openapi", "/api/v1/openapi.json")
+	return func(ctx context.Context) error {
+		err := srv.stop(ctx)
+		if stopAggregated != nil {
+			err = errors.Join(err, stopAggregated(ctx))
+		}
+		st.Close()
+		return err
+	}, nil
+}
+
+// runAggregated serves the record through the kube-apiserver: the generic
+// apiserver of package aggregated, on its own listener, with the restore
+// API's serving certificate and history service.
+func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *history.Service, svc *restore.Service, log *slog.Logger) (func(context.Context) error, error) {
+	a := o.Aggregated
+	certFile, keyFile := o.TLSCertFile, o.TLSKeyFile
+	if certFile == "" {
+		certFile, keyFile = so.TLSCertFile, so.TLSKeyFile
+	}
+	kubeconfig := a.Kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = so.Kube.Kubeconfig
+	}
+	caFile, names := a.RequestHeaderCAFile, a.RequestHeaderAllowedNames
+	var fromCluster *aggregated.FrontProxyCA
+	if caFile == "" {
+		if so.Database.DataDir == "" {
+			return nil, errors.New("the aggregated API reads the front-proxy CA from the cluster into --data-dir: set it, or --aggregated-requestheader-ca-file")
+		}
+		cfg, err := so.Kube.RestConfig()
+		if err != nil {
+			return nil, err
+		}
+		kc, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("aggregated API: kube client: %w", err)
+		}
+		caFile = filepath.Join(so.Database.DataDir, "front-proxy-ca.crt")
+		fromCluster = &aggregated.FrontProxyCA{Client: kc, File: caFile, Logger: log}
+		published, err := fromCluster.Start(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(names) == 0 {
+			names = published
+		}
+	}
+	ln, err := net.Listen("tcp", a.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("aggregated API listener: %w", err)
+	}
+	srv, err := aggregated.New(aggregated.Options{Listener: ln, CertFile: certFile, KeyFile: keyFile,
+		RequestHeaderCAFile: caFile, RequestHeaderAllowedNames: names,
+		Kubeconfig: kubeconfig, History: hist, Restore: svc, Cluster: so.Cluster,
+		MaxInFlight: o.MaxInFlight, MaxInFlightPerUser: o.MaxInFlightPerUser, RequestTimeout: o.RequestTimeout, Logger: log.With("component", "aggregated-api")})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(runCtx) }()
+	if fromCluster != nil {
+		go fromCluster.Run(runCtx)
+	}
+	log.Info("serving the aggregated API", "addr", ln.Addr().String(), "group", "record.optionsrecord.io")
+	return func(stopCtx context.Context) error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-stopCtx.Done():
+			return fmt.Errorf("aggregated API: stop: %w", stopCtx.Err())
+		}
+	}, nil
+}
+
+// delegatingAuth asks the cluster: TokenReview, SubjectAccessReview.
+func delegatingAuth(cfg *rest.Config, audiences []string) (authenticator.Request, authorizer.Authorizer, error) {
+	// Every caller's TokenReview and SubjectAccessReviews go through this
+	// one client: client-go's default 5 requests/s would let a burst of
+	// requests with bad tokens starve everyone's authentication (the
+	// delegated authentication of k8s.io/apiserver uses 200/400 too).
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 200, 400
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore API: kube client: %w", err)
+	}
+	return restoreapi.DelegatingAuth(kube, restoreapi.AuthCacheTTL, audiences...)
+}
+
+// standaloneAuth reads (or generates) the static token.
+func standaloneAuth(o *APIOptions, so *ServeOptions, log *slog.Logger) (authenticator.Request, authorizer.Authorizer, error) {
+	file, generated := o.TokenFile, false
+	if file == "" {
+		generated = true
+		if so.Database.DataDir == "" {
+			return nil, nil, errors.New("restore API without a cluster: set --api-token-file (or --data-dir to generate one)")
+		}
+		var err error
+		if file, err = ensureToken(filepath.Join(so.Database.DataDir, "api-token")); err != nil {
+			return nil, nil, err
+		}
+		log.Info("using a generated restore API token (standalone mode)", "token_file", file)
+	}
+	tok, err := readSecretFile(file, generated)
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore API token: %w", err)
+	}
+	return restoreapi.StaticToken(string(tok))
+}
+
+// loopbackOnly refuses a standalone API reachable from other hosts: its
+// static token is a weaker credential than the cluster's.
+func loopbackOnly(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--api-bind-address %q: %w", addr, err)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--api-bind-address %q: without a cluster the restore API is read-only and listens on loopback only (127.0.0.1:PORT or [::1]:PORT)", addr)
+}

@@ -1,0 +1,77 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/options-record/options-record/filter/rulesync"
+	"github.com/options-record/options-record/store/model"
+)
+
+// KubeOptions say how the sink reaches the cluster it runs in.
+type KubeOptions struct {
+	// Kubeconfig is a kubeconfig file; empty uses the in-cluster config.
+	Kubeconfig string
+	// Config, when set, is used as is (tests).
+	Config *rest.Config
+	// Resync is the period of the safety-net LIST of OptionsRecordControllers.
+	Resync time.Duration
+	// StatusInterval bounds how often statuses are written.
+	StatusInterval time.Duration
+	// Baseline enables baseline LISTs of the resources the rules cover.
+	Baseline bool
+	// BaselineMaxObjects bounds the objects one baseline pass lists; the
+	// next pass goes on after BaselineRetry (defaults: 100,000 and 10 s).
+	BaselineMaxObjects int
+	BaselineRetry      time.Duration
+	// BaselineMinInterval is the shortest time between two LISTs of one
+	// resource from the start (default 1 min).
+	BaselineMinInterval time.Duration
+	// Identity names this replica in the status Lease.
+	Identity string
+}
+
+// RestConfig resolves the client configuration.
+func (k *KubeOptions) RestConfig() (*rest.Config, error) {
+	if k.Config != nil {
+		return rest.CopyConfig(k.Config), nil
+	}
+	if k.Kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", k.Kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("in-cluster config (give --kubeconfig outside a cluster): %w", err)
+	}
+	return cfg, nil
+}
+
+func startSyncer(ctx context.Context, o ServeOptions, reg *rulesync.Registry, st rulesync.Store, dg *model.SecretDigester, log *slog.Logger) (*rulesync.Syncer, error) {
+	cfg, err := o.Kube.RestConfig()
+	if err != nil {
+		return nil, err
+	}
+	s, err := rulesync.New(rulesync.Options{
+		Config: cfg, Cluster: o.Cluster, Namespace: o.Rules.Namespace, Identity: o.Kube.Identity,
+		Resync: o.Kube.Resync, StatusInterval: o.Kube.StatusInterval, Baseline: o.Kube.Baseline,
+		BaselineMaxObjects: o.Kube.BaselineMaxObjects, BaselineRetry: o.Kube.BaselineRetry,
+		BaselineMinInterval: o.Kube.BaselineMinInterval,
+		Registry:            reg, Store: st, Digester: dg, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Start(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,481 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/cmd/options-record/app/certs"
+	"github.com/options-record/options-record/filter/rulesync"
+	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
+)
+
+// Role is a part of `serve` that a process runs (--roles).
+type Role string
+
+const (
+	// RoleIngest is the audit webhook, rule sync, baselines, statuses and
+	// retention: it parses what the apiservers post and writes the record.
+	RoleIngest Role = "ingest"
+	// RoleAPI is the restore API: it reads the record, and restores by
+	// impersonating its callers. It never parses a webhook body.
+	RoleAPI Role = "api"
+)
+
+// ServeOptions configure `options-record serve`.
+type ServeOptions struct {
+	// Roles are the parts this process runs; empty: both (one process for
+	// trying it out). The default install runs each in its own workload
+	// under its own service account: only the API may impersonate.
+	Roles        []Role
+	Database     DatabaseOptions
+	Rules        RulesOptions
+	Cluster      string // cluster of callers authenticated by --webhook-token-file or any verified client certificate
+	WebhookAddr  string
+	TLSCertFile  string
+	TLSKeyFile   string
+	ClientCAFile string
+	// ClientCNs, when set, are the only client-certificate common names
+	// accepted (for Cluster) besides the clients file's. With ClientCAFile
+	// and no clients file, they are required unless AllowAnyClientCert.
+	ClientCNs []string
+	// AllowAnyClientCert takes any certificate ClientCAFile verifies for
+	// the apiserver of Cluster: only for a CA that issues nothing else.
+	AllowAnyClientCert bool
+	TokenFile          string
+	ClientsFile        string
+	// CredentialsInterval is how often the token and clients files are
+	// read again at most (default 15 s; the client CA and the serving
+	// certificate are checked every 10 s).
+	CredentialsInterval time.Duration
+	MaxBodyBytes        int64
+	MaxInFlight         int
+	// MaxInFlightBytes caps the request bodies held at once.
+	MaxInFlightBytes int64
+	// MinBodyRate and BodyTimeout cut off webhook bodies sent slowly (see
+	// auditsink.HandlerOptions).
+	MinBodyRate int64
+	BodyTimeout time.Duration
+	// MaxEventAge, when set, replaces the rules' longest retention as the
+	// age beyond which webhook events are skipped (a replay of an old log).
+	MaxEventAge time.Duration
+	// WebhookHTTP2 offers HTTP/2 on the webhook besides HTTP/1.1.
+	WebhookHTTP2 bool
+	MetricsAddr  string
+	// Kube is the cluster the sink runs in: rules from its
+	// OptionsRecordController objects, statuses, baselines. Nil: standalone
+	// (rules from files only).
+	Kube *KubeOptions
+	// API configures the restore API; nil disables it.
+	API *APIOptions
+	// JournalDir, when set, makes the sink acknowledge batches it could not
+	// store by journaling them durably there, and store them later.
+	JournalDir string
+	// SecretDigestKeyFile holds the key Secret values are digested with;
+	// empty: a key generated under the data directory.
+	SecretDigestKeyFile string
+	Logger              *slog.Logger
+	// OnListening, if set, is called with the bound addresses once the
+	// listeners are up (tests listen on port 0); webhook is nil without
+	// RoleIngest.
+	OnListening func(webhook, metrics net.Addr)
+}
+
+// roles says which roles o runs, and refuses options of a role it does not.
+func (o *ServeOptions) roles() (ingest, api bool, err error) {
+	if len(o.Roles) == 0 {
+		return true, o.API != nil && o.API.Addr != "", nil
+	}
+	for _, r := range o.Roles {
+		switch r {
+		case RoleIngest:
+			ingest = true
+		case RoleAPI:
+			api = true
+		default:
+			return false, false, fmt.Errorf("--roles: unknown role %q (ingest, api)", r)
+		}
+	}
+	switch {
+	case api && (o.API == nil || o.API.Addr == ""):
+		return false, false, errors.New("--roles=api needs --api-bind-address")
+	case !api && o.API != nil && o.API.Addr != "":
+		return false, false, errors.New("--api-bind-address without the role api (--roles)")
+	case !ingest && o.JournalDir != "":
+		return false, false, errors.New("--journal-dir without the role ingest (--roles): only ingest takes batches")
+	}
+	return ingest, api, nil
+}
+
+// Serve runs the audit webhook until ctx is cancelled, then drains the
+// in-flight batches and stops.
+func Serve(ctx context.Context, o ServeOptions) error {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if o.Cluster == "" {
+		o.Cluster = "default"
+	}
+	ingest, withAPI, err := o.roles()
+	if err != nil {
+		return err
+	}
+	if !ingest {
+		return serveAPI(ctx, o, log)
+	}
+	if !withAPI {
+		o.API = nil // never impersonates
+	}
+	p, err := newIngest(o, log)
+	if err != nil {
+		return err
+	}
+	// Started in this order, stopped in the reverse: the webhook stops
+	// taking batches first, and its in-flight ones end stored or journaled
+	// before the journal, the store and the database stop.
+	cs := []component{
+		{"database", p.openDatabase},
+		p.openStore(store.Options{Logger: log}, o.JournalDir != ""),
+		background("store preparation", p.keepPreparing),
+		{"journal", p.openJournal},
+	}
+	if o.Kube != nil {
+		cs = append(cs, component{"rule sync", p.startSyncer}, background("rule sync", func(ctx context.Context) { p.syncer.Run(ctx) }))
+	}
+	// What needs the prepared store starts with it: at once, or, with a
+	// journal and the database down at start-up, when it first answers.
+	// The rules the other replicas saw (and those of the fleet's other
+	// clusters) are loaded before the webhook filters its first batch.
+	late := []component{
+		{"shared rules", p.loadSharedRules},
+		background("shared rules", func(ctx context.Context) { p.sharer.Run(ctx, p.st) }),
+		background("maintenance", func(ctx context.Context) {
+			maintain(ctx, p.st, p.registry.MaxRetention, p.sharer.Loaded(), log)
+		}),
+	}
+	if o.API != nil {
+		late = append(late, component{"restore API", p.startAPI})
+	}
+	// The metrics server starts before the webhook and stops after it; it
+	// answers /readyz with 200 once every component has started.
+	cs = append(cs, once("what needs the record", p.prepared, log, late...),
+		p.metricsSrv.component(o.MetricsAddr, p.lc),
+		component{"webhook", p.serveWebhook},
+		component{"announce", func(context.Context) (func(context.Context) error, error) {
+			log.Info("serving the audit webhook", "webhook", p.webhook.addr.String(), "metrics", p.metricsSrv.addr.String(),
+				"rules", p.registry.RulesFor(o.Cluster).Len())
+			if o.OnListening != nil {
+				o.OnListening(p.webhook.addr, p.metricsSrv.addr)
+			}
+			return nil, nil
+		}})
+	if err := p.lc.run(ctx, cs...); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// ingestProcess is a process with the ingest role.
+type ingestProcess struct {
+	*process
+	registry *rulesync.Registry
+	sharer   *rulesync.Sharer
+	tlsCfg   *tls.Config
+	auth     *auditsink.Authenticator
+	metrics  *auditsink.Metrics
+	writer   model.Writer
+	syncer   *rulesync.Syncer
+	webhook  *httpServer
+}
+
+// newIngest prepares what needs no I/O: the rules, the webhook's TLS and
+// credentials, the secret digest key.
+func newIngest(o ServeOptions, log *slog.Logger) (*ingestProcess, error) {
+	static, err := loadRuleObjects(o.Rules, log)
+	if err != nil {
+		return nil, err
+	}
+	regOpts, err := o.Rules.registryOptions(o.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	registry := rulesync.NewRegistry(static, regOpts)
+	tlsCfg, auth, err := webhookSecurity(&o, log)
+	if err != nil {
+		return nil, err
+	}
+	digester, err := loadSecretDigester(o.SecretDigestKeyFile, o.Database.DataDir, log)
+	if err != nil {
+		return nil, err
+	}
+	p := &ingestProcess{process: newProcess(o, digester, log), registry: registry,
+		sharer: rulesync.NewSharer(registry, log), tlsCfg: tlsCfg, auth: auth}
+	p.metrics = auditsink.NewMetrics(p.reg)
+	return p, nil
+}
+
+func (p *ingestProcess) openJournal(ctx context.Context) (func(context.Context) error, error) {
+	var stop func(context.Context) error
+	var err error
+	p.writer, stop, p.journalReady, err = wrapJournal(ctx, JournalOptions{Dir: p.o.JournalDir}, p.st, p.reg, p.log)
+	return stop, err
+}
+
+func (p *ingestProcess) startSyncer(ctx context.Context) (func(context.Context) error, error) {
+	var err error
+	p.syncer, err = startSyncer(ctx, p.o, p.registry, p.st, p.digester, p.log)
+	return nil, err
+}
+
+// loadSharedRules loads the rules the replicas shared; a failure leaves
+// retention waiting for them (sharer.Loaded).
+func (p *ingestProcess) loadSharedRules(ctx context.Context) (func(context.Context) error, error) {
+	if err := p.sharer.Load(ctx, p.st); err != nil {
+		p.log.Warn("loading the rules other replicas shared; retention waits for them", "err", err)
+	}
+	return nil, nil
+}
+
+// serveWebhook builds the pipeline and the handler, and serves them.
+func (p *ingestProcess) serveWebhook(ctx context.Context) (func(context.Context) error, error) {
+	pipe := auditsink.NewPipeline(p.registry, p.writer, p.metrics, p.log).WithObserver(p.registry).WithSecretDigester(p.digester)
+	if p.syncer != nil {
+		pipe.WithSelf(p.syncer.IsSelf).WithOnStored(p.syncer.OnStored)
+	}
+	o := p.o
+	h, err := auditsink.NewHandler(auditsink.HandlerOptions{
+		Pipeline: pipe, Authenticator: p.auth, MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight,
+		MaxInFlightBytes: o.MaxInFlightBytes, MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout,
+		// Events older than the record keeps make no partition; before
+		// the rules the replicas shared are loaded, the longest retention
+		// is not known (the handler's default bound applies).
+		Horizon: func() time.Duration {
+			if o.MaxEventAge > 0 {
+				return o.MaxEventAge
+			}
+			select {
+			case <-p.sharer.Loaded():
+				return p.registry.MaxRetention()
+			default:
+				return 0
+			}
+		},
+		Metrics: p.metrics, Logger: p.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// No connection can hold the others up: headers within 10 s, bodies as
+	// the handler's minimum rate and body timeout say (it reads them before
+	// taking a processing slot), the whole request within a minute, and
+	// the answer written within the handler's write deadline (90 s at most).
+	p.webhook = newHTTPServer("webhook", h, p.tlsCfg, limits{readHeader: 10 * time.Second, read: 60 * time.Second,
+		write: 90 * time.Second, idle: 120 * time.Second, maxHeaderBytes: 64 << 10}, p.log)
+	p.webhook.Protocols = webhookProtocols(o.WebhookHTTP2)
+	return p.webhook.component(o.WebhookAddr, p.lc).start(ctx)
+}
+
+// metricsServer serves /metrics, /healthz and /readyz (ready says whether
+// this process can do its work). It is plain HTTP on the pod network, so no
+// connection may hold it up: scrapes and probes are small and quick.
+func metricsServer(reg *prometheus.Registry, ready func(context.Context) error, log *slog.Logger) *httpServer {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := ready(ctx); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	// WriteTimeout: a scrape of every series.
+	return newHTTPServer("metrics", mux, nil, limits{readHeader: 5 * time.Second, read: 10 * time.Second,
+		write: 30 * time.Second, idle: 60 * time.Second, maxHeaderBytes: 16 << 10}, log)
+}
+
+// webhookSecurity builds the webhook's TLS configuration and authenticator.
+// Without a certificate or any client credential configured it generates a
+// self-signed certificate and a random token under the data directory:
+// the webhook is never served in clear nor unauthenticated.
+func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink.Authenticator, error) {
+	if o.AllowAnyClientCert && o.ClientCAFile == "" {
+		return nil, nil, errors.New("--webhook-allow-any-client-cert needs --webhook-client-ca")
+	}
+	if err := ensureServingCert(o, log); err != nil {
+		return nil, nil, err
+	}
+	reloader, err := certs.NewReloader(o.TLSCertFile, o.TLSKeyFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The serving certificate and the client CA are re-read when they change.
+	cfg, err := certs.ServerConfig(reloader.WithLogger(log), o.ClientCAFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.TokenFile == "" && o.ClientsFile == "" && o.ClientCAFile == "" {
+		if o.Database.DataDir == "" {
+			return nil, nil, errors.New("no webhook client credentials: set --webhook-token-file, --webhook-client-ca or --webhook-clients-file")
+		}
+		tf, err := ensureToken(filepath.Join(o.Database.DataDir, "webhook-token"))
+		if err != nil {
+			return nil, nil, err
+		}
+		o.TokenFile = tf
+		log.Info("using a generated webhook bearer token", "token_file", tf)
+	}
+	anyCert := ""
+	var cns []string
+	switch {
+	case o.AllowAnyClientCert && (len(o.ClientCNs) > 0 || o.ClientsFile != ""):
+		return nil, nil, errors.New("--webhook-allow-any-client-cert contradicts the names of --webhook-client-cn or --webhook-clients-file: use one or the other")
+	case o.AllowAnyClientCert:
+		anyCert = o.Cluster
+		log.Warn("any client certificate --webhook-client-ca verifies is taken for the apiserver (--webhook-allow-any-client-cert): the CA must issue only apiserver client certificates, never the cluster CA, which also signs kubelets'")
+	case o.ClientCAFile != "" && o.ClientsFile == "":
+		// Fail closed: the cluster CA verifies every kubelet's certificate
+		// too, and any of them could write history.
+		if len(o.ClientCNs) == 0 {
+			return nil, nil, errors.New("--webhook-client-ca without a name allow-list would take any certificate the CA verifies (with the cluster CA, every kubelet's) for the apiserver: " +
+				"list the apiservers' certificate names with --webhook-client-cn (or --webhook-clients-file), or set --webhook-allow-any-client-cert if the CA issues only apiserver client certificates")
+		}
+		cns = o.ClientCNs
+	}
+	// The token files and the clients file are read again when a request
+	// comes at least CredentialsInterval after the last reading, so that
+	// rotated credentials take effect without a restart.
+	load := func() ([]auditsink.ClientConfig, string, error) {
+		var clients []auditsink.ClientConfig
+		if o.ClientsFile != "" {
+			var err error
+			if clients, err = auditsink.LoadClients(o.ClientsFile); err != nil {
+				return nil, "", err
+			}
+		}
+		if o.TokenFile != "" {
+			clients = append(clients, auditsink.ClientConfig{Cluster: o.Cluster, TokenFile: o.TokenFile})
+		}
+		for _, cn := range cns {
+			clients = append(clients, auditsink.ClientConfig{Cluster: o.Cluster, CommonName: cn})
+		}
+		return clients, anyCert, nil
+	}
+	auth, err := auditsink.NewReloadingAuthenticator(auditsink.AuthenticatorOptions{Load: load, Interval: o.CredentialsInterval, Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, auth, nil
+}
+
+// ensureServingCert generates a self-signed serving certificate under the
+// data directory when none is given.
+func ensureServingCert(o *ServeOptions, log *slog.Logger) error {
+	if o.TLSCertFile != "" {
+		return nil
+	}
+	if o.Database.DataDir == "" {
+		return errors.New("no --tls-cert-file and no --data-dir to generate one in")
+	}
+	dir := filepath.Join(o.Database.DataDir, "tls")
+	ca, cert, key, err := certs.EnsureSelfSigned(dir, []string{"localhost", "127.0.0.1", "::1"})
+	if err != nil {
+		return err
+	}
+	o.TLSCertFile, o.TLSKeyFile = cert, key
+	log.Info("using a generated self-signed serving certificate", "ca", ca, "cert", cert)
+	return nil
+}
+
+// ensureToken creates a random token file (0600) if it does not exist. An
+// existing one is used only if it is this process's own and private
+// (readSecretFile checks it when it is read).
+func ensureToken(path string) (string, error) {
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(hex.EncodeToString(b)+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	return path, nil
+}
+
+// maintain keeps partitions ahead of time and applies retention, hourly.
+// retention is asked each time, so rules added or changed since start-up
+// count.
+// rulesKnown is closed once the rules of every cluster are known (the
+// shared ones loaded): before, the longest retention could be too short.
+func maintain(ctx context.Context, st *store.Store, retention func() time.Duration, rulesKnown <-chan struct{}, log *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		r := retention()
+		select {
+		case <-rulesKnown:
+		default:
+			r = 0 // not yet: partitions only
+		}
+		maintainOnce(ctx, st, time.Now(), r, log)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// maintainOnce creates the coming partitions and applies the retention of
+// the rules in force. With no rule in force (none created yet, all deleted
+// or invalid, the first LIST failed) nothing is deleted: the record is not
+// given up because its rules are gone.
+func maintainOnce(ctx context.Context, st *store.Store, now time.Time, retention time.Duration, log *slog.Logger) {
+	if err := st.EnsurePartitionsAround(ctx, now); err != nil {
+		log.Error("partition maintenance", "err", err)
+	}
+	if retention <= 0 {
+		log.Warn("retention not applied: no OptionsRecordController in force says how long to keep the record (or the rules the replicas shared are not loaded yet)")
+		return
+	}
+	if res, err := st.ApplyRetention(ctx, now, retention); err != nil {
+		log.Error("retention", "err", err)
+	} else if len(res.DroppedPartitions) > 0 || res.DeletedVersions > 0 {
+		log.Info("retention applied", "retention", retention, "dropped_partitions", res.DroppedPartitions, "deleted_versions", res.DeletedVersions)
+	}
+}
+
+// webhookProtocols is HTTP/1.1, and HTTP/2 only when asked for. The
+// apiserver posts EventLists of megabytes; over HTTP/2 each is cut into
+// frames that are parsed, copied into a stream buffer and acknowledged with
+// WINDOW_UPDATEs, which cost the sink 10-15% more CPU per event in make bench
+// (and the client as much). Concurrent batches simply use more connections.
+func webhookProtocols(http2 bool) *http.Protocols {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetHTTP2(http2)
+	return &p
+}

@@ -1,0 +1,31 @@
+# Code generation: deepcopy functions and the CRD YAML, both produced by
+# controller-gen from the Go types in api/ (the CRD from api/v1alpha1 only:
+# api/record holds the aggregated API's types, served, not stored), and the
+# aggregated API's OpenAPI definitions (hack/make/aggregated.mk). controller-gen is pinned in the
+# separate module hack/tools (a go.mod `tool` directive), so its dependencies
+# stay out of the product's go.mod. Included by the main Makefile.
+
+CONTROLLER_GEN ?= go tool -modfile=hack/tools/go.mod controller-gen
+
+# The files `generate` writes, as git pathspecs. Only these are checked by
+# `verify`, so work in progress elsewhere under api/ does not fail it.
+GENERATED_PATHSPECS := ':(glob)api/**/zz_generated.*.go' deploy/crd api/aggregated/openapi
+
+.PHONY: generate
+generate: ## Regenerate deepcopy functions (api/), the CRD YAML (deploy/crd/) and the aggregated API's OpenAPI (api/aggregated/openapi/)
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/v1alpha1/... paths=./api/record/...
+	$(CONTROLLER_GEN) crd paths=./api/v1alpha1/... output:crd:artifacts:config=deploy/crd
+	$(MAKE) --no-print-directory generate-openapi
+
+.PHONY: verify
+verify: verify-generate ## Check that everything generated is up to date
+
+.PHONY: verify-generate
+verify-generate: generate ## Regenerate, then fail if the generated files differ from git
+	@stale=$$(git status --porcelain --untracked-files=all -- $(GENERATED_PATHSPECS)); \
+	if [ -n "$$stale" ]; then \
+		echo "generated files are out of date; run 'make generate' and commit the result:" >&2; \
+		echo "$$stale" >&2; \
+		git --no-pager diff -- $(GENERATED_PATHSPECS) >&2; \
+		exit 1; \
+	fi

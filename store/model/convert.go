@@ -1,0 +1,511 @@
+package model
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bytedance/sonic"
+	fastjson "github.com/goccy/go-json"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+)
+
+// Reasons for which a kept event yields no version, or is skipped. They are
+// Prometheus label values.
+const (
+	skipNoUID          = "no_uid"
+	skipBadObject      = "bad_response_object"
+	skipBadRV          = "bad_resource_version"
+	skipNoListInResult = "deletecollection_without_list"
+)
+
+// objectMeta is the part of a response object the record needs.
+type objectMeta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name                       string          `json:"name"`
+		Namespace                  string          `json:"namespace"`
+		UID                        string          `json:"uid"`
+		ResourceVersion            string          `json:"resourceVersion"`
+		DeletionTimestamp          *string         `json:"deletionTimestamp"`
+		DeletionGracePeriodSeconds *int64          `json:"deletionGracePeriodSeconds"`
+		Finalizers                 []string        `json:"finalizers"`
+		OwnerReferences            json.RawMessage `json:"ownerReferences"`
+	} `json:"metadata"`
+	Spec struct {
+		Finalizers []string `json:"finalizers"` // Namespace
+	} `json:"spec"`
+	// Status is an object's status, or a Status's "Success"/"Failure".
+	Status  json.RawMessage `json:"status"`
+	Details *struct {       // Status
+		Name string `json:"name"`
+		Kind string `json:"kind"`
+		UID  string `json:"uid"`
+	} `json:"details"`
+	Items []json.RawMessage `json:"items"` // a List (deletecollection)
+}
+
+// notTheObject are the kinds a write answers with that are not the written
+// object itself: the object changed, but its new full state is unknown.
+var notTheObject = map[string]bool{
+	"Status": true, "Scale": true, "PartialObjectMetadata": true, "PartialObjectMetadataList": true,
+	"Table": true, "Eviction": true, "Binding": true, "TokenRequest": true,
+}
+
+// Converted is what one kept audit event becomes.
+type Converted struct {
+	Event    Event
+	Versions []Version
+	// Skips are the reasons (Prometheus label values) for versions that
+	// could not be derived.
+	Skips []string
+	// Sanitized: values PostgreSQL cannot store or read as jsonb (NUL,
+	// invalid UTF-8, unpaired surrogate escapes) were replaced with U+FFFD.
+	Sanitized bool
+}
+
+// Selection is what the rules decided for a kept event.
+type Selection struct {
+	// Rules name the rules that kept it.
+	Rules []string
+	// RecordSecretData keeps Secret values in clear (a rule asks for it).
+	RecordSecretData bool
+}
+
+// Convert turns a kept audit event into rows. It digests Secret values with
+// dg unless the selection allows recording them.
+func Convert(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigester) (Converted, error) {
+	c, err := convertRaw(cluster, ev, d, dg)
+	if err == nil {
+		c.Sanitized = c.pgSafe() || c.Sanitized
+	}
+	return c, err
+}
+
+func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigester) (Converted, error) {
+	var c Converted
+	if ev.ObjectRef == nil {
+		return c, errors.New("event has no objectRef")
+	}
+	ref := ev.ObjectRef
+	digest := ref.APIGroup == "" && ref.Resource == "secrets" && !d.RecordSecretData
+
+	e := Event{
+		Cluster:        cluster,
+		Key:            EventKey(cluster, ev),
+		StageAt:        ev.StageTimestamp.Time,
+		ReceivedAt:     ev.RequestReceivedTimestamp.Time,
+		AuditID:        string(ev.AuditID),
+		Stage:          string(ev.Stage),
+		Verb:           ev.Verb,
+		RequestURI:     ev.RequestURI,
+		Username:       ev.User.Username,
+		UserUID:        ev.User.UID,
+		UserGroups:     ev.User.Groups,
+		SourceIPs:      ev.SourceIPs,
+		UserAgent:      ev.UserAgent,
+		APIGroup:       ref.APIGroup,
+		APIVersion:     ref.APIVersion,
+		Resource:       ref.Resource,
+		Subresource:    ref.Subresource,
+		Namespace:      ref.Namespace,
+		Name:           ref.Name,
+		ObjectUID:      string(ref.UID),
+		Rules:          d.Rules,
+		SecretDigested: digest,
+		ResponseCode:   responseCode(ev),
+	}
+	if len(ev.User.Extra) > 0 {
+		e.UserExtra, _ = json.Marshal(ev.User.Extra)
+	}
+	if ev.ImpersonatedUser != nil {
+		e.ImpersonatedUser = ev.ImpersonatedUser.Username
+		e.ImpersonatedGroups = ev.ImpersonatedUser.Groups
+		if e.ImpersonatedGroups == nil {
+			e.ImpersonatedGroups = []string{}
+		}
+	}
+	// What a refusal of a write to a Secret may echo: the values sent (an
+	// admission webhook's or a validating policy's message can quote them).
+	var echoed []string
+	if digest && ev.RequestObject != nil && (e.ResponseCode >= 300 || len(ev.Annotations) > 0) {
+		echoed = secretValues(ev.RequestObject.Raw)
+	}
+	if ev.ResponseStatus != nil {
+		e.ResponseReason = string(ev.ResponseStatus.Reason)
+		e.ResponseMessage = scrubSecretValues(ev.ResponseStatus.Message, echoed)
+	}
+	if len(ev.Annotations) > 0 {
+		ann := ev.Annotations
+		if digest {
+			ann = dg.at(SecretPlace{cluster, ref.Namespace, ref.Name}).annotations(ann)
+			if len(echoed) > 0 {
+				scrubbed := make(map[string]string, len(ann))
+				for k, v := range ann {
+					scrubbed[k] = scrubSecretValues(v, echoed)
+				}
+				ann = scrubbed
+			}
+		}
+		e.Annotations, _ = json.Marshal(ann)
+	}
+	if keepRequestObject(ev, e.ResponseCode) {
+		raw := withoutCredentials(ref, ev.RequestObject.Raw)
+		// The decoder skipped the objects without validating them (wire.go);
+		// what PostgreSQL's json column would refuse is not stored.
+		if !sonic.Valid(raw) {
+			raw = nil
+			c.Sanitized = true
+		} else if digest {
+			raw = dg.at(SecretPlace{cluster, ref.Namespace, ref.Name}).request(raw)
+		}
+		e.RequestObject = raw
+	}
+	c.Event = e
+	if e.ResponseCode >= 300 || ev.ResponseObject == nil || len(ev.ResponseObject.Raw) == 0 {
+		if e.ResponseCode < 300 && ev.ResponseObject == nil && ev.Verb == "delete" && ref.UID != "" {
+			// A delete whose response the policy did not record: the uid is
+			// still known from the request's preconditions.
+			c.Versions = append(c.Versions, deletedVersion(&e, string(ref.UID), ev))
+		}
+		return c, nil
+	}
+
+	var meta objectMeta
+	if err := fastjson.Unmarshal(ev.ResponseObject.Raw, &meta); err != nil {
+		c.Skips = append(c.Skips, skipBadObject)
+		return c, nil
+	}
+	switch {
+	case ev.Verb == "deletecollection":
+		if meta.Items == nil {
+			c.Skips = append(c.Skips, skipNoListInResult)
+			return c, nil
+		}
+		// The items of a List carry no apiVersion and kind of their own
+		// (the namespace controller's deletecollection answers a
+		// ConfigMapList, ...): they are the List's, without "List".
+		itemAPIVersion, itemKind := listItemType(&meta, ref)
+		for _, item := range meta.Items {
+			var im objectMeta
+			if err := fastjson.Unmarshal(item, &im); err != nil {
+				c.Skips = append(c.Skips, skipBadObject)
+				continue
+			}
+			item = withTypeMeta(item, &im, itemAPIVersion, itemKind)
+			c.addObjectVersion(&e, ev, &im, item, !d.RecordSecretData, dg)
+		}
+	case ev.Verb == "delete" && meta.Kind == "Status":
+		uid := string(ref.UID)
+		if meta.Details != nil && meta.Details.UID != "" {
+			uid = meta.Details.UID
+		}
+		if uid == "" {
+			c.Skips = append(c.Skips, skipNoUID)
+			return c, nil
+		}
+		c.Versions = append(c.Versions, deletedVersion(&e, uid, ev))
+	case notTheObject[meta.Kind] || meta.Metadata.UID == "" || meta.Metadata.Name != ref.Name && ref.Name != "":
+		// The object changed but the answer is not its full state (e.g. a
+		// /scale write answers a Scale): record that the last full version is
+		// stale from here on.
+		uid := meta.Metadata.UID
+		if meta.Kind == "Status" || meta.Metadata.Name != ref.Name {
+			uid = string(ref.UID)
+		}
+		if uid == "" {
+			c.Skips = append(c.Skips, skipNoUID)
+			return c, nil
+		}
+		v := baseVersion(&e, uid)
+		v.Complete = false
+		// The garbage collector removes finalizers through the metadata
+		// API: the last one removed, the object is gone.
+		v.Deleted = meta.Kind == "PartialObjectMetadata" && removedLastFinalizer(&meta) && gone(&meta)
+		if meta.Kind == "Scale" || meta.Kind == "PartialObjectMetadata" {
+			rv, err := parseRV(meta.Metadata.ResourceVersion)
+			if err != nil {
+				c.Skips = append(c.Skips, skipBadRV)
+				return c, nil
+			}
+			v.ResourceVersion = rv
+		}
+		if v.ResourceVersion == nil {
+			return c, nil // nothing orders it: say nothing rather than guess
+		}
+		v.Key = versionKey(e.Key, uid)
+		c.Versions = append(c.Versions, v)
+	default:
+		c.addObjectVersion(&e, ev, &meta, ev.ResponseObject.Raw, !d.RecordSecretData, dg)
+	}
+	return c, nil
+}
+
+// addObjectVersion records raw (the object in a response) as the state after
+// the change. Secrets are digested unless recordSecrets.
+func (c *Converted) addObjectVersion(e *Event, ev *auditv1.Event, meta *objectMeta, raw []byte, redactSecrets bool, dg *SecretDigester) {
+	if meta.Metadata.UID == "" {
+		c.Skips = append(c.Skips, skipNoUID)
+		return
+	}
+	rv, err := parseRV(meta.Metadata.ResourceVersion)
+	if err != nil {
+		c.Skips = append(c.Skips, skipBadRV)
+		return
+	}
+	v := baseVersion(e, meta.Metadata.UID)
+	v.Key = versionKey(e.Key, meta.Metadata.UID)
+	v.ResourceVersion = rv
+	v.APIVersion, v.Kind = splitAPIVersion(meta.APIVersion, v.APIVersion), meta.Kind
+	v.Namespace, v.Name = meta.Metadata.Namespace, meta.Metadata.Name
+	v.Created = ev.ObjectRef.Subresource == "" && (ev.Verb == "create" || e.ResponseCode == 201)
+	if ev.Verb == "delete" || ev.Verb == "deletecollection" || removedLastFinalizer(meta) {
+		v.Deleted = gone(meta)
+	}
+	// A full state is only one that can be given back: a Kubernetes object.
+	// A response without its type or name is kept as data, not as a state
+	// to restore.
+	v.Complete = meta.APIVersion != "" && meta.Kind != "" && meta.Metadata.Name != ""
+	v.SecretDigested = false
+	if redactSecrets && (e.SecretDigested || meta.Kind == "Secret" && meta.APIVersion == "v1") {
+		raw = dg.at(SecretPlace{e.Cluster, meta.Metadata.Namespace, meta.Metadata.Name}).object(raw)
+		v.SecretDigested = true
+	}
+	v.Object = raw // the text the apiserver sent (json keeps it as is)
+	c.Versions = append(c.Versions, v)
+}
+
+// listItemType is the apiVersion and kind of the items of a List answered
+// by a deletecollection: the List's apiVersion (else the objectRef's group
+// and version) and its kind without the "List" suffix ("" when the List does
+// not say).
+func listItemType(list *objectMeta, ref *auditv1.ObjectReference) (apiVersion, kind string) {
+	apiVersion = list.APIVersion
+	if apiVersion == "" && ref.APIVersion != "" {
+		apiVersion = ref.APIVersion
+		if ref.APIGroup != "" {
+			apiVersion = ref.APIGroup + "/" + ref.APIVersion
+		}
+	}
+	if k, ok := strings.CutSuffix(list.Kind, "List"); ok {
+		kind = k
+	}
+	return apiVersion, kind
+}
+
+// withTypeMeta returns the object raw with apiVersion and kind set where it
+// lacks them, and updates m to match. The object's own text follows
+// unchanged, so its other fields keep the form the apiserver sent.
+func withTypeMeta(raw []byte, m *objectMeta, apiVersion, kind string) []byte {
+	var head []byte
+	if m.APIVersion == "" && apiVersion != "" {
+		b, _ := json.Marshal(apiVersion)
+		head = append(append(head, `"apiVersion":`...), b...)
+		m.APIVersion = apiVersion
+	}
+	if m.Kind == "" && kind != "" {
+		b, _ := json.Marshal(kind)
+		if len(head) > 0 {
+			head = append(head, ',')
+		}
+		head = append(append(head, `"kind":`...), b...)
+		m.Kind = kind
+	}
+	body := bytes.TrimLeft(raw, " \t\r\n")
+	if len(head) == 0 || len(body) == 0 || body[0] != '{' {
+		return raw
+	}
+	rest := bytes.TrimLeft(body[1:], " \t\r\n")
+	out := make([]byte, 0, len(raw)+len(head)+1)
+	out = append(append(out, '{'), head...)
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
+}
+
+func baseVersion(e *Event, uid string) Version {
+	ns := e.Namespace
+	if e.APIGroup == "" && e.Resource == "namespaces" {
+		// The apiserver audits a request for a Namespace in that namespace
+		// itself; the object is cluster-scoped.
+		ns = ""
+	}
+	return Version{
+		Cluster:        e.Cluster,
+		UID:            uid,
+		Origin:         OriginChange,
+		Verb:           e.Verb,
+		ChangedAt:      e.StageAt,
+		EventKey:       e.Key,
+		APIGroup:       e.APIGroup,
+		APIVersion:     e.APIVersion,
+		Resource:       e.Resource,
+		Subresource:    e.Subresource,
+		Namespace:      ns,
+		Name:           e.Name,
+		SecretDigested: e.SecretDigested,
+		Rules:          e.Rules,
+	}
+}
+
+func deletedVersion(e *Event, uid string, ev *auditv1.Event) Version {
+	v := baseVersion(e, uid)
+	v.Key = versionKey(e.Key, uid)
+	v.Deleted = true
+	v.Complete = false
+	return v
+}
+
+// gone reports whether a deleted object left the store with this request,
+// rather than waiting for finalizers or a grace period.
+// removedLastFinalizer says whether an update or patch answered an object
+// being deleted (deletionTimestamp set) that has no finalizer left: the
+// write removed the last one, and the apiserver deleted the object with it.
+// No delete event follows.
+func removedLastFinalizer(m *objectMeta) bool {
+	return m.Metadata.DeletionTimestamp != nil && len(m.Metadata.Finalizers) == 0
+}
+
+func gone(m *objectMeta) bool {
+	if len(m.Metadata.Finalizers) > 0 || len(m.Spec.Finalizers) > 0 {
+		return false
+	}
+	if m.Metadata.DeletionGracePeriodSeconds != nil && *m.Metadata.DeletionGracePeriodSeconds > 0 {
+		return false
+	}
+	var st struct {
+		Phase string `json:"phase"` // Namespace: Terminating
+	}
+	_ = json.Unmarshal(m.Status, &st)
+	return st.Phase != "Terminating"
+}
+
+// withoutCredentials returns a request body without the credentials some
+// requests carry: a TokenReview's spec.token is a bearer token of the
+// cluster. A rule may name tokenreviews (to see who asks), never to keep
+// the tokens. A body that does not parse is dropped.
+func withoutCredentials(ref *auditv1.ObjectReference, raw []byte) []byte {
+	if ref.APIGroup != "authentication.k8s.io" || ref.Resource != "tokenreviews" {
+		return raw
+	}
+	var body map[string]any
+	if json.Unmarshal(raw, &body) != nil {
+		return nil
+	}
+	if spec, ok := body["spec"].(map[string]any); ok {
+		if _, has := spec["token"]; has {
+			spec["token"] = "(removed: a bearer token)"
+		}
+	}
+	out, err := json.Marshal(body)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// keepRequestObject says whether the request body adds to the record: patches
+// (the response does not show what was asked), DeleteOptions, and failed
+// requests (what was attempted). A create or update body that succeeded is
+// the response object again and is not stored twice.
+func keepRequestObject(ev *auditv1.Event, code int32) bool {
+	if ev.RequestObject == nil || len(ev.RequestObject.Raw) == 0 {
+		return false
+	}
+	switch {
+	case code >= 300:
+		return true
+	case ev.Verb == "patch", ev.Verb == "delete", ev.Verb == "deletecollection":
+		return true
+	case ev.ObjectRef != nil && ev.ObjectRef.Subresource != "":
+		return true // e.g. the Scale asked for: the answer may not be the object
+	}
+	return false
+}
+
+func responseCode(ev *auditv1.Event) int32 {
+	if ev.ResponseStatus != nil && ev.ResponseStatus.Code != 0 {
+		return ev.ResponseStatus.Code
+	}
+	if ev.Stage == auditv1.StagePanic {
+		return 500
+	}
+	return 200
+}
+
+// parseRV reads a resourceVersion as an integer (etcd revisions are). A
+// missing one is nil; one that is not a non-negative integer is an error.
+func parseRV(s string) (*int64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return nil, errors.New("resourceVersion is not a non-negative integer")
+	}
+	return &n, nil
+}
+
+func splitAPIVersion(apiVersion, fallback string) string {
+	if apiVersion == "" {
+		return fallback
+	}
+	if i := bytes.IndexByte([]byte(apiVersion), '/'); i >= 0 {
+		return apiVersion[i+1:]
+	}
+	return apiVersion
+}
+
+func compactJSON(raw []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
+// EventKey is the idempotency key of an event: a digest of its identity.
+// The auditID alone is not enough: clients can set the Audit-ID header, and a
+// crafted request reusing an earlier auditID must not hide itself or the
+// earlier one.
+func EventKey(cluster string, ev *auditv1.Event) []byte {
+	h := sha256.New()
+	var n [8]byte
+	field := func(s string) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field(cluster)
+	field(string(ev.AuditID))
+	field(string(ev.Stage))
+	field(ev.StageTimestamp.UTC().Format(time.RFC3339Nano))
+	field(ev.Verb)
+	field(ev.RequestURI)
+	field(ev.User.Username)
+	field(ev.User.UID)
+	if r := ev.ObjectRef; r != nil {
+		field(r.APIGroup)
+		field(r.APIVersion)
+		field(r.Resource)
+		field(r.Subresource)
+		field(r.Namespace)
+		field(r.Name)
+		field(string(r.UID))
+	}
+	return h.Sum(nil)
+}
+
+func versionKey(eventKey []byte, uid string) []byte {
+	h := sha256.New()
+	h.Write(eventKey)
+	h.Write([]byte(uid))
+	return h.Sum(nil)
+}

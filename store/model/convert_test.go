@@ -1,0 +1,30 @@
+package model
+
+import (
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+)
+
+// TestANamespaceIsClusterScoped: the apiserver audits a request for a
+// Namespace in that namespace itself; the version it records is of a
+// cluster-scoped object, whether the answer held the object or not.
+func TestANamespaceIsClusterScoped(t *testing.T) {
+	at := metav1.NewMicroTime(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
+	ev := &auditv1.Event{
+		AuditID: "a1", Stage: auditv1.StageResponseComplete, Verb: "delete", RequestURI: "/api/v1/namespaces/gone",
+		User:           authnv1.UserInfo{Username: "alice"},
+		ObjectRef:      &auditv1.ObjectReference{APIVersion: "v1", Resource: "namespaces", Namespace: "gone", Name: "gone", UID: "u1"},
+		ResponseStatus: &metav1.Status{Code: 200}, StageTimestamp: at, RequestReceivedTimestamp: at,
+	}
+	c, err := Convert("c", ev, Selection{Rules: []string{"r"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Versions) != 1 || c.Versions[0].Namespace != "" || c.Versions[0].Name != "gone" || !c.Versions[0].Deleted {
+		t.Fatalf("the versions of a Namespace's delete answered without it: %+v", c.Versions)
+	}
+}

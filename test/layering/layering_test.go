@@ -1,0 +1,170 @@
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/options-record/options-record"
+
+// allowed says which packages of the module each product package may
+// import directly (non-test imports). A package missing from it fails the
+// check, so a new package states its place. docs/architecture.md draws the
+// same table.
+var allowed = map[string][]string{
+	// model: the API types, the schema, the row types and their conversion
+	"api/v1alpha1":         nil,
+	"api/record/v1alpha1":  nil,
+	"migrations":           nil,
+	"store/model":          nil,
+	"store":                {"migrations", "store/model"},
+	"store/pgembed":        nil,
+	"store/pgtest":         {"store/pgembed"},
+	"filter":               {"api/v1alpha1"},
+	"api/restore/manifest": nil,
+	// services
+	"auditsink":               {"filter", "store/model"},
+	"auditsink/journal":       {"store", "store/model"},
+	"filter/rulesync":         {"api/v1alpha1", "filter", "store", "store/model"},
+	"api/history":             {"store"},
+	"api/restore/impersonate": {"api/history", "api/restore/manifest"},
+	"api/restore":             {"api/history", "api/restore/impersonate", "api/restore/manifest", "store", "store/model"},
+	// front doors
+	"api/restoreapi":               {"api/history", "api/restore"},
+	"api/aggregated/openapi":       {"api/record/v1alpha1"},
+	"api/aggregated":               {"api/aggregated/openapi", "api/history", "api/record/v1alpha1", "api/restore"},
+	"cmd/options-record/app/certs": nil,
+	// wiring and mains
+	"cmd/options-record/app": {"api/aggregated", "api/history", "api/restore", "api/restoreapi", "api/v1alpha1",
+		"auditsink", "auditsink/journal", "cmd/options-record/app/certs", "filter", "filter/rulesync",
+		"store", "store/model", "store/pgembed"},
+	"cmd/options-record": {"cmd/options-record/app"},
+	"cmd/audit-replay":   nil,
+}
+
+// pure are the packages that must not reach, even through other packages,
+// the database driver, the store, the Kubernetes clients or an HTTP router:
+// the rule engine, the record model and the manifest cleaner.
+var pure = map[string][]string{
+	"filter":               {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations"},
+	"store/model":          {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations"},
+	"api/restore/manifest": {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations", module + "/api/history"},
+}
+
+// direct are imports a package must not use itself (it may reach them
+// through the Kubernetes libraries it builds on).
+var direct = map[string][]string{
+	"filter":               {"net/http"},
+	"store/model":          {"net/http"},
+	"store":                {"k8s.io/client-go/", "net/http"},
+	"api/history":          {"net/http", "github.com/go-chi/", "k8s.io/client-go/"},
+	"api/restore/manifest": {"net/http"},
+	"api/restore":          {"net/http", "github.com/go-chi/"},
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps=false", "-json=ImportPath,Imports,Deps", module+"/...")
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("go list found no packages")
+	}
+	return pkgs
+}
+
+func rel(path string) (string, bool) {
+	if path == module {
+		return "", true
+	}
+	r, ok := strings.CutPrefix(path, module+"/")
+	return r, ok
+}
+
+// TestLayering checks each product package's direct imports of the module
+// against allowed, and the transitive imports of the pure packages.
+func TestLayering(t *testing.T) {
+	var bad []string
+	seen := map[string]bool{}
+	for _, p := range listPackages(t) {
+		from, _ := rel(p.ImportPath)
+		if strings.HasPrefix(from, "test/") || strings.HasPrefix(from, "hack/") {
+			continue // test tooling may reach anything
+		}
+		seen[from] = true
+		ok, known := allowed[from]
+		if !known {
+			bad = append(bad, from+": not in test/layering's allowed table: give the new package its place in the layers")
+			continue
+		}
+		for _, imp := range p.Imports {
+			if to, in := rel(imp); in {
+				if !contains(ok, to) {
+					bad = append(bad, from+" -> "+to+": not allowed (allowed: "+strings.Join(ok, " ")+")")
+				}
+				continue
+			}
+			for _, f := range direct[from] {
+				if imp == f || strings.HasPrefix(imp, f) && strings.HasSuffix(f, "/") {
+					bad = append(bad, from+" imports "+imp+": "+from+" must not use "+f)
+				}
+			}
+		}
+		for _, dep := range p.Deps {
+			for _, f := range pure[from] {
+				if dep == f || strings.HasPrefix(dep, f) && (strings.HasSuffix(f, "/") || strings.HasPrefix(dep, f+"/")) {
+					if strings.HasPrefix(dep, module+"/") && strings.HasPrefix(dep, p.ImportPath+"/") {
+						continue
+					}
+					bad = append(bad, from+" reaches "+dep+" (transitively): "+from+" is pure")
+				}
+			}
+		}
+	}
+	for name := range allowed {
+		if !seen[name] {
+			bad = append(bad, name+": in the allowed table but not in the module (moved or removed?)")
+		}
+	}
+	sort.Strings(bad)
+	for _, b := range bad {
+		t.Error(b)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
