@@ -18,7 +18,15 @@ generate: ## Regenerate deepcopy functions (api/), the CRD YAML (deploy/crd/) an
 	$(MAKE) --no-print-directory generate-openapi
 
 .PHONY: verify
-verify: verify-generate ## Check that everything generated is up to date
+verify: verify-generate verify-tidy verify-flags ## Check that everything generated is up to date, go.mod is tidy and docs/command-line-flags.txt matches --help
+
+.PHONY: verify-flags
+verify-flags: ## Fail when docs/command-line-flags.txt differs from the commands' --help
+	go test -count=1 -run '^TestFlagReference$$' ./cmd/options-record/app/options/
+
+.PHONY: verify-tidy
+verify-tidy: ## Fail when go mod tidy would change go.mod or go.sum
+	@go mod tidy -diff >/dev/null 2>&1 || { echo "go.mod/go.sum are not tidy; run 'go mod tidy' and commit the result:" >&2; go mod tidy -diff >&2; exit 1; }
 
 .PHONY: verify-generate
 verify-generate: generate ## Regenerate, then fail if the generated files differ from git

@@ -142,3 +142,10 @@ func isExecutable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
+
+// Installed reports whether the PostgreSQL server binaries Start needs are
+// installed (and, if not, why not).
+func Installed() error {
+	_, err := findBinDir("")
+	return err
+}

@@ -12,8 +12,10 @@
 //  3. A throwaway cluster from the local server binaries (package pgembed) in a temporary
 //     directory, without fsync, removed afterwards (the kernel stops it if the binary is killed).
 //
-// If no source works the test fails, listing why each one did not; integration tests never
-// skip for want of a database, except under `go test -short`, where NewDatabase skips them.
+// If no source works, the test fails under `make` (which sets OPTIONS_RECORD_REQUIRE_DEPS=1
+// after installing the server binaries), listing why each source did not work; a plain `go
+// test ./...` on a machine without PostgreSQL skips it with one line naming `make test`.
+// Under `go test -short` NewDatabase skips every integration test.
 //
 // Every package that calls NewDatabase must stop the shared server after its tests:
 //

@@ -53,7 +53,8 @@ func Main(m *testing.M) {
 }
 
 // NewDatabase returns the DSN of a new, empty database that is dropped when the test ends. It
-// skips the test under -short and fails it if no PostgreSQL can be had.
+// skips the test under -short; if no PostgreSQL can be had it fails the test under `make`
+// (EnvRequire) and skips it otherwise (see Unavailable).
 func NewDatabase(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
@@ -64,7 +65,7 @@ func NewDatabase(t testing.TB) string {
 	}
 	srv, err := sharedServer()
 	if err != nil {
-		t.Fatalf("pgtest: no PostgreSQL to test against:\n%v", err)
+		Unavailable(t, "PostgreSQL", "make test", err)
 	}
 	name := databaseName(t.Name())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

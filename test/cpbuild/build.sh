@@ -41,6 +41,12 @@ if complete; then
 	echo "${dir}"
 	exit 0
 fi
+# CPBUILD_FIND_ONLY=1: only say where complete binaries are (the tests use
+# this when run outside make); exit 3 when there are none, building nothing.
+if [[ -n "${CPBUILD_FIND_ONLY:-}" ]]; then
+	log "no complete build in ${dir}"
+	exit 3
+fi
 
 mkdir -p "${parent}"
 if command -v flock >/dev/null 2>&1; then

@@ -50,7 +50,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 
 	t.Run("the served OpenAPI document is the golden one", func(t *testing.T) {
 		code, body := w.call(t, "", http.MethodGet, "/api/v1/openapi.json", nil)
-		golden, err := os.ReadFile(filepath.Join("..", "..", "restoreapi", "testdata", "openapi.json"))
+		golden, err := os.ReadFile(filepath.Join("..", "..", "api", "restoreapi", "testdata", "openapi.json"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/options-record/options-record/store/pgembed"
+	"github.com/options-record/options-record/store/pgtest"
 	"github.com/options-record/options-record/test/gen"
 )
 
@@ -96,6 +97,9 @@ func newCluster(t *testing.T) *cluster {
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if err := pgembed.Installed(); err != nil {
+		pgtest.Unavailable(t, "the PostgreSQL server binaries", "make test-fault", err)
 	}
 	c := &cluster{t: t, dir: dir, opts: pgembed.Options{DataDir: filepath.Join(dir, "pg"), Fsync: true}}
 	t.Cleanup(func() {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -26,11 +27,14 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/options-record/options-record/cmd/options-record/app/certs"
+	"github.com/options-record/options-record/store/pgtest"
 )
 
 // EnvDir names the environment variable holding the directory with the etcd,
 // kube-apiserver, kube-controller-manager and kubectl binaries (set by `make
-// controlplane` / hack/make/controlplane.mk).
+// controlplane` / hack/make/controlplane.mk). When it is unset, the binaries
+// test/cpbuild/build.sh cached are used; when there are none, the test fails
+// under make (pgtest.EnvRequire) and skips otherwise.
 const EnvDir = "OPTIONS_RECORD_CONTROLPLANE_DIR"
 
 // EnvLogs names the environment variable of a directory where the processes'
@@ -183,10 +187,9 @@ type binaries struct{ etcd, apiserver, kcm, kubectl string }
 
 func findBinaries(t testing.TB) binaries {
 	t.Helper()
-	dir := os.Getenv(EnvDir)
-	if dir == "" {
-		t.Fatalf("controlplane: %s is not set: run the tests through make (`make test-e2e` builds "+
-			"the binaries and sets it), or run `export %s=$(make -s controlplane)` first", EnvDir, EnvDir)
+	dir, err := binariesDir()
+	if err != nil {
+		pgtest.Unavailable(t, "the control-plane binaries (etcd, kube-apiserver, kube-controller-manager, kubectl)", "make test-e2e", err)
 	}
 	b := binaries{
 		etcd:      filepath.Join(dir, "etcd"),
@@ -202,6 +205,28 @@ func findBinaries(t testing.TB) binaries {
 		}
 	}
 	return b
+}
+
+// binariesDir is EnvDir, or else the directory test/cpbuild/build.sh
+// caches the binaries of the pinned versions in, when a build left them
+// there (a plain go test never starts a build of several minutes).
+func binariesDir() (string, error) {
+	if dir := os.Getenv(EnvDir); dir != "" {
+		return dir, nil
+	}
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("%s is not set", EnvDir)
+	}
+	script := filepath.Join(filepath.Dir(file), "..", "..", "cpbuild", "build.sh")
+	cmd := exec.Command("bash", script)
+	cmd.Env = append(os.Environ(), "CPBUILD_FIND_ONLY=1")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s is not set and %s has not built them yet", EnvDir, script)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], nil
 }
 
 func (cp *ControlPlane) start(ctx context.Context, bins binaries, opts Options, logDir string) error {

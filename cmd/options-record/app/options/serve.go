@@ -1,0 +1,150 @@
+package options
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"time"
+
+	"github.com/options-record/options-record/cmd/options-record/app"
+)
+
+// Serve are the flags of `options-record serve`.
+type Serve struct {
+	Common
+	Rules
+
+	Roles              commaList
+	WebhookAddr        string
+	TLSCertFile        string
+	TLSKeyFile         string
+	ClientCAFile       string
+	ClientCNs          []string
+	AllowAnyClientCert bool
+	TokenFile          string
+	ClientsFile        string
+	MaxBodyBytes       int64
+	MaxInFlight        int
+	MaxInFlightBytes   int64
+	MinBodyRate        int64
+	BodyTimeout        time.Duration
+	MaxEventAge        time.Duration
+	WebhookHTTP2       bool
+	MetricsAddr        string
+	JournalDir         string
+
+	API        app.APIOptions
+	Audiences  commaList
+	Aggregated app.AggregatedOptions
+	AllowedCNs commaList
+
+	InCluster          bool
+	Kube               app.KubeOptions
+	TrustedNamespaces  []string
+	TenantSecretData   bool
+	MaxRetention       time.Duration
+	TenantMaxRetention time.Duration
+}
+
+// NewServe returns the options of serve with their defaults.
+func NewServe() *Serve { return &Serve{} }
+
+// AddFlags defines serve's flags, with their defaults, on fs.
+func (o *Serve) AddFlags(fs *flag.FlagSet) {
+	o.Common.addFlags(fs)
+	o.Rules.addFlags(fs)
+	fs.Var(&o.Roles, "roles", "comma-separated parts this process runs: ingest (webhook, rule sync, baselines, retention) and api (the restore API, which impersonates callers); default ingest,api (the API only with --api-bind-address). The default install runs each in its own workload and service account")
+	fs.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8443", "address of the HTTPS audit webhook")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serving certificate (reloaded when it changes); empty: self-signed under --data-dir")
+	fs.StringVar(&o.TLSKeyFile, "tls-key-file", "", "serving key")
+	fs.StringVar(&o.ClientCAFile, "webhook-client-ca", "", "CA that verifies the apiservers' client certificates")
+	fs.Var((*stringList)(&o.ClientCNs), "webhook-client-cn", "common name of an apiserver's client certificate (repeatable); required with --webhook-client-ca unless --webhook-clients-file or --webhook-allow-any-client-cert")
+	fs.BoolVar(&o.AllowAnyClientCert, "webhook-allow-any-client-cert", false, "take any certificate --webhook-client-ca verifies for the apiserver (only for a CA that issues nothing but apiserver client certificates, never the cluster CA)")
+	fs.StringVar(&o.TokenFile, "webhook-token-file", "", "bearer token the apiserver presents (its events are recorded under --cluster)")
+	fs.StringVar(&o.ClientsFile, "webhook-clients-file", "", "YAML list of apiservers (token file or certificate CN) and their cluster names")
+	fs.Int64Var(&o.MaxBodyBytes, "webhook-max-body-bytes", 64<<20, "largest EventList body accepted")
+	fs.IntVar(&o.MaxInFlight, "webhook-max-in-flight", 8, "batches processed at once; more get 429 and are retried")
+	fs.Int64Var(&o.MaxInFlightBytes, "webhook-max-in-flight-bytes", 96<<20, "request bytes held at once; more get 429 and are retried (bounds memory)")
+	fs.Int64Var(&o.MinBodyRate, "webhook-min-body-rate", 32<<10, "slowest a request body may arrive, in bytes per second after its first 2 s; slower ones get 408 (bodies are read before they take an in-flight slot)")
+	fs.DurationVar(&o.BodyTimeout, "webhook-body-timeout", 15*time.Second, "longest a request body may take to arrive; longer ones get 408")
+	fs.DurationVar(&o.MaxEventAge, "webhook-max-event-age", 0, "events older than this are skipped (they would each make a daily partition); 0: the longest retention of the rules in force, at least a day (400 days until the rules are known)")
+	fs.BoolVar(&o.WebhookHTTP2, "webhook-http2", false, "offer HTTP/2 on the webhook as well as HTTP/1.1 (HTTP/1.1 costs less CPU per event for large audit batches)")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:9090", "address of /metrics, /healthz and /readyz (plain HTTP)")
+	fs.StringVar(&o.API.Addr, "api-bind-address", "", "HTTPS address of the restore API; empty disables it")
+	fs.StringVar(&o.API.TLSCertFile, "api-tls-cert-file", "", "restore API serving certificate; empty reuses the webhook's")
+	fs.StringVar(&o.API.TLSKeyFile, "api-tls-key-file", "", "restore API serving key")
+	fs.StringVar(&o.API.TokenFile, "api-token-file", "", "standalone mode: read-only API on loopback for callers presenting this token (no cluster)")
+	fs.Var(&o.Audiences, "api-audiences", "comma-separated token audiences the restore API accepts (e.g. options-record: callers get a token with: kubectl create token SA --audience options-record); empty: the apiserver's own")
+	fs.DurationVar(&o.API.RequestTimeout, "api-request-timeout", time.Minute, "deadline of each restore API request")
+	fs.DurationVar(&o.API.StatementTimeout, "api-statement-timeout", 30*time.Second, "statement_timeout of the restore API's queries")
+	fs.IntVar(&o.API.MaxInFlight, "api-max-in-flight", 16, "restore API requests served at once; more get 429")
+	fs.IntVar(&o.API.MaxPlanObjects, "api-max-plan-objects", 2000, "objects one restore plan may cover; a larger plan is refused (narrow it)")
+	fs.IntVar(&o.API.MaxInFlightPerUser, "api-max-in-flight-per-user", 4, "restore API requests of one caller served at once; more get 429")
+	fs.StringVar(&o.Aggregated.Addr, "aggregated-bind-address", "", "HTTPS address of the aggregated API (record.optionsrecord.io, reached through the kube-apiserver; needs --api-bind-address and a cluster); empty disables it")
+	fs.StringVar(&o.Aggregated.RequestHeaderCAFile, "aggregated-requestheader-ca-file", "", "front-proxy CA: the kube-apiserver's --requestheader-client-ca-file (re-read when it changes); empty: the one the kube-apiserver publishes in kube-system/extension-apiserver-authentication, read with a GET every 10 minutes into --data-dir")
+	fs.Var(&o.AllowedCNs, "aggregated-requestheader-allowed-names", "comma-separated common names of the kube-apiserver's proxy client certificate (its --requestheader-allowed-names); empty: those published with the CA, or any the front-proxy CA signed")
+	fs.StringVar(&o.JournalDir, "journal-dir", "", "durable local journal: batches the database cannot take are acknowledged from here and stored later")
+	fs.BoolVar(&o.InCluster, "in-cluster", false, "follow the OptionsRecordController objects of the cluster the sink runs in (in-cluster config)")
+	fs.StringVar(&o.Kube.Kubeconfig, "kubeconfig", "", "follow the OptionsRecordController objects of this kubeconfig's cluster")
+	fs.DurationVar(&o.Kube.Resync, "resync", 10*time.Minute, "period of the safety-net LIST of OptionsRecordControllers")
+	fs.DurationVar(&o.Kube.StatusInterval, "status-interval", 15*time.Second, "how often OptionsRecordController statuses are written at most")
+	fs.BoolVar(&o.Kube.Baseline, "baseline", true, "LIST the objects a rule begins to cover and store them as baseline versions")
+	fs.IntVar(&o.Kube.BaselineMaxObjects, "baseline-max-objects", 100000, "objects one baseline pass lists at most; the next pass, 10 s later, goes on")
+	fs.StringVar(&o.Kube.Identity, "identity", os.Getenv("POD_NAME"), "this replica's name in the status Lease (default: hostname)")
+	fs.Var((*stringList)(&o.TrustedNamespaces), "trusted-rule-namespaces", "CLUSTER=NS[,NS...]: on CLUSTER only OptionsRecordControllers in these namespaces may select any namespace (repeatable); default: --namespace on --cluster, none on other clusters")
+	fs.BoolVar(&o.TenantSecretData, "tenant-secret-data", false, "let rules outside the trusted namespaces record Secret values (otherwise digests)")
+	fs.DurationVar(&o.MaxRetention, "max-retention", 2160*time.Hour, "longest retention any rule gets (and so the record)")
+	fs.DurationVar(&o.TenantMaxRetention, "tenant-max-retention", 720*time.Hour, "longest retention a rule outside the trusted namespaces gets (at most --max-retention)")
+}
+
+// Validate checks what the flags alone can tell; app.Serve checks the rest
+// (files, roles against addresses) when it starts.
+func (o *Serve) Validate() error {
+	if err := o.Common.validate(); err != nil {
+		return err
+	}
+	if o.Aggregated.Addr != "" && o.API.Addr == "" {
+		return errors.New("--aggregated-bind-address needs --api-bind-address: the aggregated API runs in the API role")
+	}
+	for _, r := range o.Roles {
+		if r != string(app.RoleIngest) && r != string(app.RoleAPI) {
+			return errors.New("--roles: want ingest, api or both, comma-separated")
+		}
+	}
+	return nil
+}
+
+// Config is the app's configuration of these options, logging to logs.
+func (o *Serve) Config(logs io.Writer) app.ServeOptions {
+	c := app.ServeOptions{
+		Database: o.database(), Rules: o.rules(), Cluster: o.Cluster, Logger: o.Logger(logs),
+		WebhookAddr: o.WebhookAddr, TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile,
+		ClientCAFile: o.ClientCAFile, ClientCNs: o.ClientCNs, AllowAnyClientCert: o.AllowAnyClientCert,
+		TokenFile: o.TokenFile, ClientsFile: o.ClientsFile,
+		MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight, MaxInFlightBytes: o.MaxInFlightBytes,
+		MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout, MaxEventAge: o.MaxEventAge,
+		WebhookHTTP2: o.WebhookHTTP2, MetricsAddr: o.MetricsAddr, JournalDir: o.JournalDir,
+		SecretDigestKeyFile: o.SecretDigestKeyFile,
+	}
+	for _, r := range o.Roles {
+		c.Roles = append(c.Roles, app.Role(r))
+	}
+	c.Rules.TrustedNamespaces, c.Rules.TenantSecretData = o.TrustedNamespaces, o.TenantSecretData
+	c.Rules.MaxRetention, c.Rules.TenantMaxRetention = o.MaxRetention, o.TenantMaxRetention
+	if o.InCluster || o.Kube.Kubeconfig != "" {
+		k := o.Kube
+		c.Kube = &k
+	}
+	if o.API.Addr != "" {
+		api := o.API
+		api.Audiences = o.Audiences
+		if o.Aggregated.Addr != "" {
+			agg := o.Aggregated
+			agg.RequestHeaderAllowedNames = o.AllowedCNs
+			api.Aggregated = &agg
+		}
+		c.API = &api
+	}
+	return c
+}
