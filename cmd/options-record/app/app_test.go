@@ -22,7 +22,7 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-const rulesFile = "../../../../deploy/samples/record-prod.yaml"
+const rulesFile = "../../../deploy/samples/record-prod.yaml"
 
 func count(t *testing.T, dsn, q string) int {
 	t.Helper()
