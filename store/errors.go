@@ -6,6 +6,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// ErrNotFound is returned by reads that find no row.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrExists is returned for a restore whose object name is already taken.
+var ErrExists = errors.New("store: already exists")
+
 // ErrNotPrepared is what a primary Store answers, without reaching the
 // database, until Prepare has applied the migrations: nothing is read or
 // written in a schema that may be behind the code. It is retryable.

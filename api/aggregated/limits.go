@@ -3,8 +3,8 @@ package aggregated
 import (
 	"fmt"
 	"net/http"
-	"sync"
 
+	"github.com/options-record/options-record/api/history"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
@@ -17,9 +17,7 @@ import (
 // of the API's pool. The generic server's max-in-flight filter caps them
 // all. Discovery, OpenAPI and health requests are not counted: the
 // aggregator's availability checks must never be refused.
-func perCaller(next http.Handler, limit int) http.Handler {
-	var mu sync.Mutex
-	users := map[string]int{}
+func perCaller(next http.Handler, callers *history.CallerLimiter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		info, ok := genericapirequest.RequestInfoFrom(ctx)
@@ -28,23 +26,13 @@ func perCaller(next http.Handler, limit int) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		k := u.GetName() + "\x00" + u.GetUID()
-		mu.Lock()
-		if users[k] >= limit {
-			mu.Unlock()
-			err := apierrors.NewTooManyRequests(fmt.Sprintf("%d of your requests are being served; wait for them", limit), 1)
+		release, ok := callers.Acquire(u)
+		if !ok {
+			err := apierrors.NewTooManyRequests(fmt.Sprintf("%d of your requests are being served; wait for them", callers.Limit()), 1)
 			responsewriters.ErrorNegotiated(err, Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, r)
 			return
 		}
-		users[k]++
-		mu.Unlock()
-		defer func() {
-			mu.Lock()
-			if users[k]--; users[k] == 0 {
-				delete(users, k)
-			}
-			mu.Unlock()
-		}()
+		defer release()
 		next.ServeHTTP(w, r)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/options-record/options-record/api/history"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
@@ -20,7 +21,7 @@ func TestPerCallerCap(t *testing.T) {
 		started <- struct{}{}
 		<-release
 		w.WriteHeader(http.StatusOK)
-	}), 2)
+	}), history.NewCallerLimiter(2))
 	req := func(name string, resource bool) *http.Request {
 		r := httptest.NewRequest(http.MethodGet, "/apis/record.optionsrecord.io/v1alpha1/namespaces/prod/deletions", nil)
 		ctx := genericapirequest.WithUser(r.Context(), &user.DefaultInfo{Name: name, UID: name + "-uid"})

@@ -53,7 +53,10 @@ type Options struct {
 	// them writes), MaxInFlightPerUser the resource requests of one caller
 	// (default 4); RequestTimeout bounds each request (default 1 minute).
 	MaxInFlight, MaxInFlightPerUser int
-	RequestTimeout                  time.Duration
+	// Callers, when set, is the per-caller cap shared with the direct API
+	// (MaxInFlightPerUser is then unused).
+	Callers        *history.CallerLimiter
+	RequestTimeout time.Duration
 	// DisabledPostStartHooks names generic post-start hooks not to run.
 	DisabledPostStartHooks []string
 }
@@ -113,12 +116,15 @@ func New(opts Options) (*Server, error) {
 	cfg.StorageObjectCountTracker = nil
 	// Bounded work, as the direct API: few requests at once in all and per
 	// caller, each with a deadline.
-	cfg.MaxRequestsInFlight = cmp.Or(opts.MaxInFlight, 16)
+	cfg.MaxRequestsInFlight = cmp.Or(opts.MaxInFlight, history.DefaultMaxInFlight)
 	cfg.MaxMutatingRequestsInFlight = max(cfg.MaxRequestsInFlight/2, 1)
 	cfg.RequestTimeout = cmp.Or(opts.RequestTimeout, time.Minute)
-	perUser := cmp.Or(opts.MaxInFlightPerUser, 4)
+	callers := opts.Callers
+	if callers == nil {
+		callers = history.NewCallerLimiter(opts.MaxInFlightPerUser)
+	}
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		return genericapiserver.DefaultBuildHandlerChain(perCaller(h, perUser), c)
+		return genericapiserver.DefaultBuildHandlerChain(perCaller(h, callers), c)
 	}
 	for _, h := range opts.DisabledPostStartHooks {
 		cfg.DisabledPostStartHooks.Insert(h)

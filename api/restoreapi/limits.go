@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 
 	"github.com/options-record/options-record/api/history"
 )
@@ -15,19 +14,14 @@ import (
 // never queued.
 type inFlight struct {
 	all     chan struct{}
-	perUser int
-	mu      sync.Mutex
-	users   map[string]int
+	callers *history.CallerLimiter
 }
 
-func newInFlight(all, perUser int) *inFlight {
+func newInFlight(all int, callers *history.CallerLimiter) *inFlight {
 	if all <= 0 {
-		all = 16
+		all = history.DefaultMaxInFlight
 	}
-	if perUser <= 0 {
-		perUser = 4
-	}
-	return &inFlight{all: make(chan struct{}, all), perUser: perUser, users: map[string]int{}}
+	return &inFlight{all: make(chan struct{}, all), callers: callers}
 }
 
 func (l *inFlight) global(next http.Handler, log *slog.Logger) http.Handler {
@@ -44,23 +38,12 @@ func (l *inFlight) global(next http.Handler, log *slog.Logger) http.Handler {
 
 func (l *inFlight) perCaller(next http.Handler, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u := history.Caller(r.Context())
-		k := u.GetName() + "\x00" + u.GetUID()
-		l.mu.Lock()
-		if l.users[k] >= l.perUser {
-			l.mu.Unlock()
-			writeError(w, r, log, fmt.Errorf("%w: %d of your requests are being served; wait for them", history.ErrTooManyRequests, l.perUser))
+		release, ok := l.callers.Acquire(history.Caller(r.Context()))
+		if !ok {
+			writeError(w, r, log, fmt.Errorf("%w: %d of your requests are being served; wait for them", history.ErrTooManyRequests, l.callers.Limit()))
 			return
 		}
-		l.users[k]++
-		l.mu.Unlock()
-		defer func() {
-			l.mu.Lock()
-			if l.users[k]--; l.users[k] == 0 {
-				delete(l.users, k)
-			}
-			l.mu.Unlock()
-		}()
+		defer release()
 		next.ServeHTTP(w, r)
 	})
 }

@@ -40,7 +40,10 @@ type Options struct {
 	// answers 429 with Retry-After.
 	MaxInFlight        int
 	MaxInFlightPerUser int
-	Logger             *slog.Logger
+	// Callers, when set, is the per-caller cap shared with the other front
+	// door (MaxInFlightPerUser is then unused).
+	Callers *history.CallerLimiter
+	Logger  *slog.Logger
 }
 
 // Server is the restore API's HTTP front door.
@@ -71,7 +74,11 @@ func New(o Options) (*Server, error) {
 	if s.timeout = o.RequestTimeout; s.timeout <= 0 {
 		s.timeout = time.Minute
 	}
-	s.limits = newInFlight(o.MaxInFlight, o.MaxInFlightPerUser)
+	callers := o.Callers
+	if callers == nil {
+		callers = history.NewCallerLimiter(o.MaxInFlightPerUser)
+	}
+	s.limits = newInFlight(o.MaxInFlight, callers)
 	doc, err := json.MarshalIndent(OpenAPI(), "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("restoreapi: OpenAPI document: %w", err)

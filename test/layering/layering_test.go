@@ -44,7 +44,7 @@ var allowed = map[string][]string{
 	"cmd/options-record/app": {"api/aggregated", "api/history", "api/restore", "api/restoreapi", "api/v1alpha1",
 		"auditsink", "auditsink/journal", "cmd/options-record/app/certs", "filter", "filter/rulesync",
 		"store", "store/model", "store/pgembed"},
-	"cmd/options-record/app/options": {"cmd/options-record/app"},
+	"cmd/options-record/app/options": {"api/history", "cmd/options-record/app"},
 	"cmd/options-record":             {"cmd/options-record/app", "cmd/options-record/app/options"},
 	"cmd/audit-replay":               nil,
 }

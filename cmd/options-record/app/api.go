@@ -121,8 +121,10 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 	// digest key), so a page from one replica continues on another.
 	hopts := history.Options{Reader: st, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors")}
 	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log, MaxPlanSteps: o.MaxPlanObjects}
-	apiOpts := restoreapi.Options{Logger: log,
-		RequestTimeout: o.RequestTimeout, MaxInFlight: o.MaxInFlight, MaxInFlightPerUser: o.MaxInFlightPerUser}
+	// One per-caller cap for both front doors: a caller gets no more
+	// requests at once by using the direct API and kubectl together.
+	apiOpts := restoreapi.Options{Logger: log, RequestTimeout: o.RequestTimeout, MaxInFlight: o.MaxInFlight,
+		Callers: history.NewCallerLimiter(o.MaxInFlightPerUser)}
 	if so.Kube != nil {
 		if o.TokenFile != "" {
 			return nil, errors.New("--api-token-file is for the standalone mode (no cluster): with a cluster, callers present Kubernetes tokens")
@@ -158,7 +160,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 		if so.Kube == nil {
 			return nil, errors.New("--aggregated-bind-address needs a cluster (--kubeconfig or --in-cluster)")
 		}
-		if stopAggregated, err = runAggregated(ctx, o, so, apiOpts.History, apiOpts.Restore, log); err != nil {
+		if stopAggregated, err = runAggregated(ctx, o, so, apiOpts.History, apiOpts.Restore, apiOpts.Callers, log); err != nil {
 			return nil, err
 		}
 	}
@@ -201,7 +203,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 // runAggregated serves the record through the kube-apiserver: the generic
 // apiserver of package aggregated, on its own listener, with the restore
 // API's serving certificate and history service.
-func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *history.Service, svc *restore.Service, log *slog.Logger) (func(context.Context) error, error) {
+func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *history.Service, svc *restore.Service, callers *history.CallerLimiter, log *slog.Logger) (func(context.Context) error, error) {
 	a := o.Aggregated
 	certFile, keyFile := o.TLSCertFile, o.TLSKeyFile
 	if certFile == "" {
@@ -242,7 +244,7 @@ func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *h
 	srv, err := aggregated.New(aggregated.Options{Listener: ln, CertFile: certFile, KeyFile: keyFile,
 		RequestHeaderCAFile: caFile, RequestHeaderAllowedNames: names,
 		Kubeconfig: kubeconfig, History: hist, Restore: svc, Cluster: so.Cluster,
-		MaxInFlight: o.MaxInFlight, MaxInFlightPerUser: o.MaxInFlightPerUser, RequestTimeout: o.RequestTimeout, Logger: log.With("component", "aggregated-api")})
+		MaxInFlight: o.MaxInFlight, Callers: callers, RequestTimeout: o.RequestTimeout, Logger: log.With("component", "aggregated-api")})
 	if err != nil {
 		ln.Close()
 		return nil, err

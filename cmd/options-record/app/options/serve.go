@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/cmd/options-record/app"
 )
 
@@ -78,9 +79,9 @@ func (o *Serve) AddFlags(fs *flag.FlagSet) {
 	fs.Var(&o.Audiences, "api-audiences", "comma-separated token audiences the restore API accepts (e.g. options-record: callers get a token with: kubectl create token SA --audience options-record); empty: the apiserver's own")
 	fs.DurationVar(&o.API.RequestTimeout, "api-request-timeout", time.Minute, "deadline of each restore API request")
 	fs.DurationVar(&o.API.StatementTimeout, "api-statement-timeout", 30*time.Second, "statement_timeout of the restore API's queries")
-	fs.IntVar(&o.API.MaxInFlight, "api-max-in-flight", 16, "restore API requests served at once; more get 429")
+	fs.IntVar(&o.API.MaxInFlight, "api-max-in-flight", history.DefaultMaxInFlight, "requests each API (the direct API, the aggregated API) serves at once; more get 429")
 	fs.IntVar(&o.API.MaxPlanObjects, "api-max-plan-objects", 2000, "objects one restore plan may cover; a larger plan is refused (narrow it)")
-	fs.IntVar(&o.API.MaxInFlightPerUser, "api-max-in-flight-per-user", 4, "restore API requests of one caller served at once; more get 429")
+	fs.IntVar(&o.API.MaxInFlightPerUser, "api-max-in-flight-per-user", history.DefaultMaxInFlightPerUser, "requests of one caller served at once, counted across both APIs; more get 429")
 	fs.StringVar(&o.Aggregated.Addr, "aggregated-bind-address", "", "HTTPS address of the aggregated API (record.optionsrecord.io, reached through the kube-apiserver; needs --api-bind-address and a cluster); empty disables it")
 	fs.StringVar(&o.Aggregated.RequestHeaderCAFile, "aggregated-requestheader-ca-file", "", "front-proxy CA: the kube-apiserver's --requestheader-client-ca-file (re-read when it changes); empty: the one the kube-apiserver publishes in kube-system/extension-apiserver-authentication, read with a GET every 10 minutes into --data-dir")
 	fs.Var(&o.AllowedCNs, "aggregated-requestheader-allowed-names", "comma-separated common names of the kube-apiserver's proxy client certificate (its --requestheader-allowed-names); empty: those published with the CA, or any the front-proxy CA signed")

@@ -1,0 +1,149 @@
+package store
+
+// Reads of kept audit events: failed and denied writes, a user's activity.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EventRecord is a kept audit event: a failed mutation, or one action of a
+// user. Versions lists the versions the event made, as "uid/hex key".
+type EventRecord struct {
+	Cluster            string    `db:"cluster"`
+	Key                []byte    `db:"event_key"`
+	At                 time.Time `db:"stage_at"`
+	AuditID            string    `db:"audit_id"`
+	Verb               string    `db:"verb"`
+	RequestURI         string    `db:"request_uri"`
+	Username           string    `db:"username"`
+	UserGroups         []string  `db:"user_groups"`
+	ImpersonatedUser   string    `db:"impersonated_user"`
+	ImpersonatedGroups []string  `db:"impersonated_groups"`
+	SourceIPs          []string  `db:"source_ips"`
+	UserAgent          string    `db:"user_agent"`
+	APIGroup           string    `db:"api_group"`
+	APIVersion         string    `db:"api_version"`
+	Resource           string    `db:"resource"`
+	Subresource        string    `db:"subresource"`
+	Namespace          string    `db:"namespace"`
+	Name               string    `db:"name"`
+	ObjectUID          string    `db:"object_uid"`
+	ResponseCode       int32     `db:"response_code"`
+	ResponseReason     string    `db:"response_reason"`
+	ResponseMessage    string    `db:"response_message"`
+	RequestObject      []byte    `db:"request_object"`
+	Versions           []string  `db:"versions"`
+}
+
+// EventQuery selects events; unset fields do not filter.
+type EventQuery struct {
+	Cluster   string
+	User      string
+	Group     *string
+	Resource  string
+	Namespace *string
+	Name      string
+	Since     time.Time
+	Until     time.Time
+	After     *Cursor
+	Limit     int
+}
+
+// namespaceObject says an event is a request for a Namespace object. The
+// apiserver authorizes and audits such a request (delete, update, patch,
+// the finalize and status subresources) in the namespace itself, so the
+// event's namespace is the object's name; but a Namespace is cluster-scoped,
+// as its versions say (their namespace comes from the object). The reads of
+// events answer it so too.
+const namespaceObject = `(e.api_group = '' AND e.resource = 'namespaces')`
+
+const eventSelect = `
+SELECT e.cluster, e.event_key, e.stage_at, e.audit_id, e.verb, e.request_uri, e.username, e.user_groups,
+       coalesce(e.impersonated_user, '') AS impersonated_user, e.impersonated_groups, e.source_ips,
+       coalesce(e.user_agent, '') AS user_agent, e.api_group, e.api_version, e.resource, e.subresource,
+       CASE WHEN ` + namespaceObject + ` THEN '' ELSE e.namespace END AS namespace,
+       e.name, coalesce(e.object_uid, '') AS object_uid, e.response_code,
+       coalesce(e.response_reason, '') AS response_reason, coalesce(e.response_message, '') AS response_message,
+       %s AS request_object,
+       ARRAY(SELECT v.uid || '/' || encode(v.version_key, 'hex') FROM object_versions v
+             WHERE v.cluster = e.cluster AND v.changed_at = e.stage_at AND v.event_key = e.event_key
+             ORDER BY v.uid) AS versions
+FROM events e`
+
+// FailedMutations returns mutations answered with a code >= 300 (the
+// failed_mutations view), newest first, with their request bodies.
+func (s *Store) FailedMutations(ctx context.Context, q EventQuery) ([]EventRecord, error) {
+	return s.events(ctx, "failed mutations", q, true)
+}
+
+// failedMutationSQL finds one failed mutation by the events' primary key.
+var failedMutationSQL = fmt.Sprintf(eventSelect, "e.request_object") + `
+WHERE e.cluster = $1 AND e.stage_at = $2 AND e.event_key = $3 AND e.response_code >= 300`
+
+// FailedMutation returns one mutation answered with a code >= 300, named
+// by its event (stage time and key), with its request body; ErrNotFound
+// when there is none (a successful event is none).
+func (s *Store) FailedMutation(ctx context.Context, cluster string, at time.Time, key []byte) (*EventRecord, error) {
+	rows, err := s.pool.Query(ctx, failedMutationSQL, cluster, at, key)
+	if err != nil {
+		return nil, fmt.Errorf("store: failed mutation: %w", err)
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[EventRecord])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("failed mutation: %w", ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: failed mutation: %w", err)
+	}
+	return e, nil
+}
+
+// Activity returns the kept events of one user (q.User is required),
+// newest first: what they changed, and what they tried to.
+func (s *Store) Activity(ctx context.Context, q EventQuery) ([]EventRecord, error) {
+	if q.User == "" {
+		return nil, errors.New("store: activity: user is required")
+	}
+	return s.events(ctx, "activity", q, false)
+}
+
+func (s *Store) events(ctx context.Context, what string, q EventQuery, failed bool) ([]EventRecord, error) {
+	if q.Cluster == "" || q.Limit <= 0 {
+		return nil, fmt.Errorf("store: %s: cluster and limit are required", what)
+	}
+	sql, args := eventsSQL(q, failed)
+	return queryAll[EventRecord](ctx, s.pool, what, sql, args...)
+}
+
+func eventsSQL(q EventQuery, failed bool) (string, []any) {
+	var b sqlBuilder
+	b.where("e.cluster = " + b.arg(q.Cluster))
+	if failed {
+		b.where("e.response_code >= 300")
+	}
+	if q.User != "" {
+		b.where("e.username = " + b.arg(q.User))
+	}
+	b.object("e", q.Group, q.Resource, nil, q.Name)
+	switch {
+	case q.Namespace == nil:
+	case *q.Namespace == "": // the cluster scope, Namespace objects included
+		b.where("(e.namespace = '' OR " + namespaceObject + ")")
+	default:
+		b.where("e.namespace = " + b.arg(*q.Namespace) + " AND NOT " + namespaceObject)
+	}
+	timeBounds(&b, "e.stage_at", q.Since, q.Until)
+	keyset(&b, q.After, false, "e.stage_at", "", "e.event_key")
+	reqObj := "NULL::json"
+	if failed {
+		reqObj = "e.request_object"
+	}
+	return fmt.Sprintf(eventSelect, reqObj) + b.whereSQL() + orderBy(false, "e.stage_at", "", "e.event_key") +
+		" LIMIT " + strconv.Itoa(q.Limit), b.args
+}
