@@ -498,9 +498,6 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 	}
 }
 
-// Known bugs, with the fix (see the report of issue 6); remove the skip
-// with the fix.
-
 // blocking holds every write until released.
 type blocking struct {
 	model.Writer

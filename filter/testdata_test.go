@@ -15,7 +15,7 @@ import (
 )
 
 // TestTestdataEvents runs real-shaped audit events (testdata/events, written
-// after the apiserver facts in DESIGN.md §3) through the rules of
+// after what a real kube-apiserver sends: docs/semantics.md) through the rules of
 // testdata/rules.yaml.
 func TestTestdataEvents(t *testing.T) {
 	t.Parallel()

@@ -1,15 +1,11 @@
-// Package aggregated is the prototype (issue 15) of the aggregated API
+// Package aggregated serves the aggregated API
 // record.optionsrecord.io/v1alpha1, served with k8s.io/apiserver's generic
 // API server and reached through the kube-apiserver's API aggregation.
 //
 // It owns the server's configuration and the REST storage of its
 // resources, each served from the history and restore services as the
-// caller: deletions and changes (get/list, namespaced and cluster-scoped;
-// a get of a change adds the state before it, the diff and the clean
-// manifest), attempts (the failed and denied writes, get/list, namespaced
-// and cluster-scoped), and restores and restore plans (create, honouring
-// dryRun, get/list). Lists have server-side Tables, field selectors and
-// limit/continue.
+// caller (docs/aggregated-api.md lists them): one file per kind of record,
+// each with its namespaced and cluster-scoped resource.
 //
 // It must never start an informer or a watch: no core shared informers, no
 // admission, no priority-and-fairness, no extension-apiserver-authentication

@@ -14,7 +14,8 @@ import (
 	"github.com/options-record/options-record/api/v1alpha1"
 )
 
-// designExample is the example of DESIGN.md section 2, verbatim.
+// designExample is the example OptionsRecordController docs/rules.md opens
+// with (the same fields; the comments differ).
 const designExample = `
 apiVersion: optionsrecord.io/v1alpha1
 kind: OptionsRecordController
@@ -45,7 +46,7 @@ func TestDesignExample(t *testing.T) {
 	t.Parallel()
 	var got v1alpha1.OptionsRecordController
 	if err := yaml.UnmarshalStrict([]byte(designExample), &got); err != nil {
-		t.Fatalf("the design example does not decode strictly: %v", err)
+		t.Fatalf("the documented example does not decode strictly: %v", err)
 	}
 	yes := true
 	want := v1alpha1.OptionsRecordControllerSpec{
@@ -99,7 +100,7 @@ func TestScheme(t *testing.T) {
 	}
 }
 
-// TestGeneratedCRD checks the facts of DESIGN.md section 2 in the CRD that
+// TestGeneratedCRD checks the documented facts of the rule type (docs/rules.md) in the CRD that
 // controller-gen generates from the markers (make generate).
 func TestGeneratedCRD(t *testing.T) {
 	t.Parallel()

@@ -15,8 +15,8 @@ import (
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 
-// TestNamespaceDeletionWhileAggregatedAPIDown measures the coupling issue 15
-// must document: while the APIService is unavailable the namespace
+// TestNamespaceDeletionWhileAggregatedAPIDown measures the coupling
+// docs/aggregated-api.md documents: while the APIService is unavailable the namespace
 // controller cannot finish deleting a namespace. It records how long the
 // namespace stays Terminating and how long it takes to go once the server
 // is back. It is a measurement of several minutes, not part of make test:
