@@ -255,7 +255,7 @@ func (e *execution) apply(ctx context.Context, st *Step, o *StepOutcome) {
 		action = ActionUpdate
 	}
 	o.Action = action
-	m, err := cleanManifest(obj, e.s.kube.OwnerCheck(ctx, e.c, st.Object.Namespace, e.renamed))
+	m, err := cleanManifest(src, obj, e.s.kube.OwnerCheck(ctx, e.c, st.Object.Namespace, e.renamed))
 	if err != nil {
 		stepError(o, err)
 		return

@@ -37,7 +37,7 @@ func (s *Service) Manifest(ctx context.Context, id history.VersionID) (*Manifest
 	} else {
 		check, res.OwnersChecked = s.recordOwnerCheck(ctx, v.Cluster), "record"
 	}
-	m, err := cleanManifest(obj, check)
+	m, err := cleanManifest(v, obj, check)
 	if err != nil {
 		return nil, err
 	}
@@ -72,11 +72,20 @@ func (s *Service) recordOwnerCheck(ctx context.Context, cluster string) manifest
 	}
 }
 
-// cleanManifest is manifest.CleanManifest with its "not an object" error
-// answered as history.ErrUnprocessable (the manifest cleaner is pure and
-// knows nothing of the service's errors), its message unchanged.
-func cleanManifest(obj map[string]any, check manifest.OwnerCheck) (*manifest.Manifest, error) {
+// cleanManifest is manifest.CleanManifest of the state of v, checked to
+// read back in kubectl as exactly the object v is (manifest.
+// CheckSingleObject), with a namespaced object's namespace filled in when
+// its state lacks it. Its "not an object" errors are answered as
+// history.ErrUnprocessable (the manifest cleaner is pure and knows nothing
+// of the service's errors), their messages unchanged.
+func cleanManifest(v *store.VersionRecord, obj map[string]any, check manifest.OwnerCheck) (*manifest.Manifest, error) {
 	m, err := manifest.CleanManifest(obj, check)
+	if err == nil {
+		if md, ok := m.Object["metadata"].(map[string]any); ok && v.Namespace != "" && md["namespace"] == nil {
+			md["namespace"] = v.Namespace
+		}
+		err = manifest.CheckSingleObject(m.Object, manifest.Identity{Group: v.APIGroup, Kind: v.Kind, Namespace: v.Namespace, Name: v.Name})
+	}
 	if errors.Is(err, manifest.ErrNotObject) {
 		return nil, unprocessable{err}
 	}

@@ -194,7 +194,7 @@ func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req Re
 			return res, err
 		}
 	}
-	m, err := cleanManifest(obj, s.kube.OwnerCheck(ctx, c, v.Namespace, nil))
+	m, err := cleanManifest(v, obj, s.kube.OwnerCheck(ctx, c, v.Namespace, nil))
 	if err != nil {
 		return res, err
 	}

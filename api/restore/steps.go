@@ -258,7 +258,7 @@ func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, lv liveOb
 	if string(live.GetUID()) != t.UID {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("the live object is another incarnation (uid %s): it gets this state", live.GetUID()))
 	}
-	m, err := cleanManifest(obj, func(manifest.OwnerReference) (string, bool, string) { return "", true, "" })
+	m, err := cleanManifest(t, obj, func(manifest.OwnerReference) (string, bool, string) { return "", true, "" })
 	if err != nil {
 		return st, err
 	}

@@ -354,3 +354,34 @@ func (f *fakeReader) Objects(_ context.Context, cluster string, uids []string, k
 	}
 	return out, nil
 }
+
+// TestManifestIsExactlyOneObject: a recorded state that kubectl would not
+// read as exactly the recorded object (a custom resource with a top-level
+// items array, which kubectl applies item by item; a kind or name that is
+// not the record's) gets no manifest, with the reason.
+func TestManifestIsExactlyOneObject(t *testing.T) {
+	t.Parallel()
+	vs := testVersions()
+	widget := vs[0]
+	widget.UID, widget.APIGroup, widget.APIVersion, widget.Kind, widget.Resource, widget.Name = "u-w", "example.com", "v1", "Widget", "widgets", "w"
+	widget.Object = []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"prod"},` +
+		`"items":[{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"pwned"}}]}`)
+	spoofed := vs[0]
+	spoofed.UID = "u-spoof"
+	spoofed.Object = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other","namespace":"kube-system"}}`)
+	s := newTestServer(t, &fakeReader{versions: append(vs, widget, spoofed)})
+	for _, tc := range []struct{ uid, reason string }{
+		{"u-w", "top-level items field"},
+		{"u-spoof", `names "other" in namespace "kube-system"`},
+	} {
+		for _, format := range []string{"", "?format=yaml"} {
+			code, e, body := do(t, s, http.MethodGet, "/api/v1/clusters/default/objects/"+tc.uid+"/versions/"+key1+"/manifest"+format, "")
+			if code != http.StatusUnprocessableEntity || !strings.Contains(e.Message, tc.reason) {
+				t.Errorf("%s manifest%s: %d %+v %s; want 422 saying %q", tc.uid, format, code, e, body, tc.reason)
+			}
+		}
+	}
+	if code, _, body := do(t, s, http.MethodGet, "/api/v1/clusters/default/objects/u-cm/versions/"+key1+"/manifest", ""); code != 200 {
+		t.Errorf("a plain ConfigMap's manifest: %d %s", code, body)
+	}
+}
