@@ -46,29 +46,38 @@ var (
 // request takes a processing slot: a caller that sends slowly occupies a
 // connection, never a slot.
 type bodyReader struct {
-	max     int64         // MaxBodyBytes
+	max     int64         // MaxBodyBytes; 0: no limit
+	chunk   int64         // ChunkBytes: the most read into memory at once
 	minRate int64         // bytes per second, after bodyGrace
-	timeout time.Duration // the whole body
+	timeout time.Duration // the whole body, or each chunk of a streamed one
 	mem     *semaphore.Weighted
 	now     func() time.Time
 }
 
+// deadline is the deadline of the next read of a body (or chunk) begun at
+// start of which received bytes have come: when it would fall below the
+// minimum rate if nothing more came; never later than the timeout.
+func (b *bodyReader) deadline(start time.Time, received int64) time.Time {
+	d := max(bodyGrace, time.Duration(float64(received)/float64(b.minRate)*float64(time.Second)))
+	return start.Add(min(d, b.timeout))
+}
+
 // read reads r's body. It returns the body and the in-flight bytes it holds
-// for it (to release when the body is no longer used), also on error.
-func (b *bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, int64, error) {
+// for it (to release when the body is no longer used), also on error. A
+// body longer than ChunkBytes is not read whole: read returns its first
+// bytes and, in rest, the reader of the others, held to the same minimum
+// rate (see restReader).
+func (b *bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, int64, *restReader, error) {
 	rc := http.NewResponseController(w)
 	start := b.now()
-	// The deadline of the next read: when the body, if nothing more came,
-	// would fall below the minimum rate; never later than the timeout.
-	deadline := func(received int) time.Time {
-		d := max(bodyGrace, time.Duration(float64(received)/float64(b.minRate)*float64(time.Second)))
-		return start.Add(min(d, b.timeout))
+	var body io.Reader = r.Body
+	if b.max > 0 {
+		body = http.MaxBytesReader(w, r.Body, b.max)
 	}
-	body := http.MaxBytesReader(w, r.Body, b.max)
-	// Room for one byte more than the body may hold, so that a body longer
-	// than announced or allowed is seen.
-	want := b.max + 1
-	if n := r.ContentLength; n >= 0 && n <= b.max {
+	// Room for one byte more than the chunk may hold, so that a body longer
+	// than announced, or than one chunk, is seen.
+	want := b.chunk + 1
+	if n := r.ContentLength; n >= 0 && n <= b.chunk {
 		want = n + 1
 	}
 	var (
@@ -84,18 +93,32 @@ func (b *bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, int64
 		}
 	}
 	defer release()
+	// gather copies the chunks into one buffer of the exact size: the
+	// decoder keeps slices of it.
+	gather := func() []byte {
+		out := make([]byte, 0, total)
+		for i, c := range parts {
+			if i == len(parts)-1 {
+				out = append(out, (*c)[:fill]...)
+			} else {
+				out = append(out, *c...)
+			}
+		}
+		return out
+	}
 	for {
 		if total >= want {
 			// Only a body longer than it may be fills the extra byte.
-			if r.ContentLength >= 0 {
-				return nil, held, errLongerThanAnnounced
+			if r.ContentLength >= 0 && r.ContentLength <= b.chunk {
+				return nil, held, nil, errLongerThanAnnounced
 			}
-			return nil, held, &http.MaxBytesError{Limit: b.max}
+			// Longer than a chunk: the rest is read as it is decoded.
+			return gather(), held, &restReader{b: b, rc: rc, r: body, start: start, received: total, set: set}, nil
 		}
 		if len(parts) == 0 || fill == chunkSize {
 			grow := min(int64(chunkSize), want-total)
 			if !b.mem.TryAcquire(grow) {
-				return nil, held, errBytesBusy
+				return nil, held, nil, errBytesBusy
 			}
 			held += grow
 			parts = append(parts, chunks.Get().(*[]byte))
@@ -103,7 +126,7 @@ func (b *bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, int64
 		}
 		last := (*parts[len(parts)-1])[:min(int64(chunkSize), int64(fill)+want-total)]
 		// A writer without deadlines (a test's recorder) reads without.
-		if d := deadline(int(total)); d.Sub(set) >= deadlineStep || set.IsZero() {
+		if d := b.deadline(start, total); d.Sub(set) >= deadlineStep || set.IsZero() {
 			_ = rc.SetReadDeadline(d)
 			set = d
 		}
@@ -116,28 +139,55 @@ func (b *bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, int64
 			// answer, bounded by the write deadline.
 			_ = rc.SetReadDeadline(time.Time{})
 			if total >= want {
-				if r.ContentLength >= 0 {
-					return nil, held, errLongerThanAnnounced
+				if r.ContentLength >= 0 && r.ContentLength <= b.chunk {
+					return nil, held, nil, errLongerThanAnnounced
 				}
-				return nil, held, &http.MaxBytesError{Limit: b.max}
+				return gather(), held, nil, nil // exactly one chunk and one byte
 			}
 			// Memory is the chunks' until they go back to the pool; the
 			// body's own buffer is counted by what held released.
-			out := make([]byte, 0, total)
-			for i, c := range parts {
-				if i == len(parts)-1 {
-					out = append(out, (*c)[:fill]...)
-				} else {
-					out = append(out, *c...)
-				}
-			}
-			return out, held, nil
+			return gather(), held, nil, nil
 		case errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err):
-			return nil, held, errSlowBody
+			return nil, held, nil, errSlowBody
 		case err != nil:
-			return nil, held, err
+			return nil, held, nil, err
 		}
 	}
+}
+
+// restReader reads the rest of a body longer than a chunk, held to the
+// minimum rate and the timeout per chunk: pause lifts the deadline while a
+// chunk is stored (the sender waits for us then), resume starts the next
+// chunk's clock.
+type restReader struct {
+	b        *bodyReader
+	rc       *http.ResponseController
+	r        io.Reader
+	start    time.Time
+	received int64
+	set      time.Time
+}
+
+func (d *restReader) Read(p []byte) (int, error) {
+	if dl := d.b.deadline(d.start, d.received); dl.Sub(d.set) >= deadlineStep || d.set.IsZero() {
+		_ = d.rc.SetReadDeadline(dl)
+		d.set = dl
+	}
+	n, err := d.r.Read(p)
+	d.received += int64(n)
+	if err != nil && (errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err)) {
+		return n, errSlowBody
+	}
+	return n, err
+}
+
+func (d *restReader) pause() {
+	_ = d.rc.SetReadDeadline(time.Time{})
+	d.set = time.Time{}
+}
+
+func (d *restReader) resume() {
+	d.start, d.received = d.b.now(), 0
 }
 
 func isTimeout(err error) bool {

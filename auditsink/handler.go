@@ -22,14 +22,30 @@ type HandlerOptions struct {
 	Pipeline *Pipeline
 	// Authenticator maps callers to clusters; required.
 	Authenticator *Authenticator
-	// MaxBodyBytes caps a request body (default 64 MiB).
+	// MaxBodyBytes caps a request body; 0 (the default): no cap. The
+	// kube-apiserver never retries a 413, so a cap loses every event of a
+	// batch larger than it.
 	MaxBodyBytes int64
+	// ChunkBytes is the most of a body held in memory at once (default
+	// 16 MiB). A body up to it is decoded and stored at once, in one
+	// transaction; a longer one is decoded as a stream and stored in chunks
+	// of about ChunkBytes, each in its own transaction, as it arrives. The
+	// batch is acknowledged once its last chunk is stored: a chunk that
+	// fails makes it 503, and the apiserver's retry stores the rest (the
+	// stored chunks' events are found already stored).
+	ChunkBytes int64
+	// MaxEventBytes caps one event of a streamed body (default 32 MiB,
+	// above the largest event a kube-apiserver writes for an object it
+	// accepts): a longer event is skipped and counted (reason "too_large"),
+	// the others are stored.
+	MaxEventBytes int64
 	// MaxInFlight caps the batches processed at once (default 8). Beyond it
 	// the handler answers 429 with Retry-After, and the apiserver retries.
 	MaxInFlight int
 	// MaxInFlightBytes caps the bodies held at once (default 96 MiB), so
 	// memory stays bounded whatever the load: a request beyond it gets 429.
-	// A body of unknown length counts as MaxBodyBytes.
+	// A body is counted as it arrives; a streamed one holds ChunkBytes +
+	// MaxEventBytes while it is decoded.
 	MaxInFlightBytes int64
 	// WriteTimeout bounds the store write of one batch (default 20 s, below
 	// the apiserver's 30 s request timeout).
@@ -82,14 +98,20 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	if opts.Pipeline == nil || opts.Authenticator == nil {
 		return nil, errors.New("auditsink: handler needs a pipeline and an authenticator")
 	}
-	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = 64 << 20
+	if opts.MaxBodyBytes < 0 {
+		opts.MaxBodyBytes = 0
+	}
+	if opts.ChunkBytes <= 0 {
+		opts.ChunkBytes = 16 << 20
+	}
+	if opts.MaxEventBytes <= 0 {
+		opts.MaxEventBytes = 32 << 20
 	}
 	if opts.MaxInFlightBytes <= 0 {
 		opts.MaxInFlightBytes = 96 << 20
 	}
-	if opts.MaxInFlightBytes < opts.MaxBodyBytes {
-		opts.MaxInFlightBytes = opts.MaxBodyBytes
+	if opts.MaxInFlightBytes < opts.ChunkBytes+opts.MaxEventBytes {
+		opts.MaxInFlightBytes = opts.ChunkBytes + opts.MaxEventBytes
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 8
@@ -121,7 +143,7 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	return &Handler{
 		opts: opts,
 		sem:  make(chan struct{}, opts.MaxInFlight),
-		body: &bodyReader{max: opts.MaxBodyBytes, minRate: opts.MinBodyRate, timeout: opts.BodyTimeout,
+		body: &bodyReader{max: opts.MaxBodyBytes, chunk: opts.ChunkBytes, minRate: opts.MinBodyRate, timeout: opts.BodyTimeout,
 			mem: semaphore.NewWeighted(opts.MaxInFlightBytes), now: time.Now},
 		fails: newFailLimiter(opts.AuthFailureRate, opts.AuthFailureBurst),
 		now:   time.Now,
@@ -177,14 +199,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.opts.BodyTimeout + h.opts.WriteTimeout + 10*time.Second))
 	// The body is read before a slot is taken: a slow sender holds its
 	// connection, not a slot, and only the bytes it has sent.
-	body, held, err := h.body.read(w, r)
-	defer h.body.mem.Release(held)
+	body, held, rest, err := h.body.read(w, r)
+	defer func() { h.body.mem.Release(held) }()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
 			outcome = "rejected"
-			http.Error(w, fmt.Sprintf("body exceeds %d bytes: lower --audit-webhook-batch-max-size on the apiserver or raise --webhook-max-body-bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+			http.Error(w, fmt.Sprintf("body exceeds %d bytes: raise or unset --webhook-max-body-bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
 		case errors.Is(err, errBytesBusy):
 			outcome = "throttled"
 			w.Header().Set("Retry-After", "1")
@@ -214,26 +236,67 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.inFlight.Inc()
 	defer m.inFlight.Dec()
 
-	now := h.now()
-	events, undecodable, err := DecodeEventList(body, now)
-	if err != nil {
-		outcome = "rejected"
-		h.opts.Logger.Warn("rejected webhook body", "cluster", cluster, "err", err)
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+	var out Outcome
+	if rest != nil {
+		// More than a chunk: decoded as a stream. It holds a chunk and the
+		// largest event at most, the bytes read so far included.
+		need := h.opts.ChunkBytes + h.opts.MaxEventBytes - held
+		if need > 0 {
+			if !h.body.mem.TryAcquire(need) {
+				outcome = "throttled"
+				w.Header().Set("Retry-After", "1")
+				w.Header().Set("Connection", "close") // the rest of the body is not read
+				http.Error(w, "too many bytes in flight; retry", http.StatusTooManyRequests)
+				return
+			}
+			held += need
+		}
+		var status int
+		out, status, err = h.stream(r.Context(), cluster, body, rest)
+		if err != nil {
+			outcome = streamOutcome(status)
+			switch status {
+			case http.StatusServiceUnavailable:
+				h.opts.Logger.Error("batch not stored; the apiserver will retry", "cluster", cluster, "events", out.Received, "err", err)
+				w.Header().Set("Retry-After", "5")
+				http.Error(w, "the record is unavailable; retry", status)
+			case http.StatusRequestTimeout:
+				h.opts.Logger.Warn("request body too slow: cut off", "cluster", cluster, "remote", r.RemoteAddr, "min_rate", h.opts.MinBodyRate)
+				w.Header().Set("Connection", "close")
+				http.Error(w, fmt.Sprintf("request body slower than %d bytes/s or a chunk longer than %v to send", h.opts.MinBodyRate, h.opts.BodyTimeout), status)
+			default:
+				h.opts.Logger.Warn("rejected webhook body", "cluster", cluster, "err", err)
+				w.Header().Set("Connection", "close")
+				http.Error(w, err.Error(), status)
+			}
+			return
+		}
+	} else {
+		now := h.now()
+		events, undecodable, err := DecodeEventList(body, now)
+		if err != nil {
+			outcome = "rejected"
+			h.opts.Logger.Warn("rejected webhook body", "cluster", cluster, "err", err)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		events, undecodable = h.inWindow(events, undecodable, now)
+		// The write is not cut short by the apiserver hanging up: what has started
+		// to be stored is finished (the apiserver will redeliver; we dedupe).
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.opts.WriteTimeout)
+		defer cancel()
+		out, err = h.opts.Pipeline.Process(ctx, cluster, events, undecodable)
+		if err != nil {
+			outcome = "unavailable"
+			h.opts.Logger.Error("batch not stored; the apiserver will retry", "cluster", cluster, "events", len(events), "err", err)
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "the record is unavailable; retry", http.StatusServiceUnavailable)
+			return
+		}
 	}
-	events, undecodable = h.inWindow(events, undecodable, now)
-	// The write is not cut short by the apiserver hanging up: what has started
-	// to be stored is finished (the apiserver will redeliver; we dedupe).
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.opts.WriteTimeout)
-	defer cancel()
-	out, err := h.opts.Pipeline.Process(ctx, cluster, events, undecodable)
-	if err != nil {
-		outcome = "unavailable"
-		h.opts.Logger.Error("batch not stored; the apiserver will retry", "cluster", cluster, "events", len(events), "err", err)
-		w.Header().Set("Retry-After", "5")
-		http.Error(w, "the record is unavailable; retry", http.StatusServiceUnavailable)
-		return
+	if rest != nil {
+		// A long stream outlived the write deadline set for one chunk.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(10 * time.Second))
 	}
 	h.opts.Logger.Debug("batch stored", "cluster", cluster, "received", out.Received, "kept", out.Kept,
 		"events_written", out.Written.Events, "duplicates", out.Written.DuplicateEvents)

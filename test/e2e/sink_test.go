@@ -86,6 +86,9 @@ type worldOptions struct {
 	// on a free port, with the control plane configured for aggregation
 	// (world.aggAddr); it implies api.
 	aggregated bool
+	// batchMaxWait is the apiserver's --audit-webhook-batch-max-wait
+	// (default 1s).
+	batchMaxWait time.Duration
 	// dsn, when set, is the record's database instead of a throwaway one
 	// (make bench-read BENCH_READ_DSN=..., to time a record filled before).
 	dsn string
@@ -127,11 +130,12 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 	})
 	w := &world{auditLog: filepath.Join(dir, "audit.log"), caPEM: ca.CertPEM, dsn: dsn}
 	w.cp = controlplane.Start(t, controlplane.Options{
-		Users:                  append(slices.Clone(e2eUsers), wo.users...),
-		AuditPolicyFile:        wo.policy(t, dir),
-		AuditWebhookConfigFile: webhook,
-		ExtraAPIServerArgs:     []string{"--audit-log-path=" + w.auditLog, "--audit-log-format=json"},
-		Aggregation:            wo.aggregated,
+		Users:                    append(slices.Clone(e2eUsers), wo.users...),
+		AuditPolicyFile:          wo.policy(t, dir),
+		AuditWebhookConfigFile:   webhook,
+		AuditWebhookBatchMaxWait: wo.batchMaxWait,
+		ExtraAPIServerArgs:       []string{"--audit-log-path=" + w.auditLog, "--audit-log-format=json"},
+		Aggregation:              wo.aggregated,
 	})
 	admin := w.cp.AdminConfig()
 	w.admin = kubernetes.NewForConfigOrDie(admin)

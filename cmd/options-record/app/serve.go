@@ -63,7 +63,11 @@ type ServeOptions struct {
 	// certificate are checked every 10 s).
 	CredentialsInterval time.Duration
 	MaxBodyBytes        int64
-	MaxInFlight         int
+	// ChunkBytes and MaxEventBytes bound the memory of a batch decoded as
+	// a stream (see auditsink.HandlerOptions).
+	ChunkBytes    int64
+	MaxEventBytes int64
+	MaxInFlight   int
 	// MaxInFlightBytes caps the request bodies held at once.
 	MaxInFlightBytes int64
 	// MinBodyRate and BodyTimeout cut off webhook bodies sent slowly (see
@@ -260,7 +264,7 @@ func (p *ingestProcess) serveWebhook(ctx context.Context) (func(context.Context)
 	}
 	o := p.o
 	h, err := auditsink.NewHandler(auditsink.HandlerOptions{
-		Pipeline: pipe, Authenticator: p.auth, MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight,
+		Pipeline: pipe, Authenticator: p.auth, MaxBodyBytes: o.MaxBodyBytes, ChunkBytes: o.ChunkBytes, MaxEventBytes: o.MaxEventBytes, MaxInFlight: o.MaxInFlight,
 		MaxInFlightBytes: o.MaxInFlightBytes, MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout,
 		// Events older than the record keeps make no partition; before
 		// the rules the replicas shared are loaded, the longest retention

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -79,9 +80,13 @@ type Options struct {
 	// policy is used.
 	AuditPolicyFile string
 	// AuditWebhookConfigFile is passed as --audit-webhook-config-file (see
-	// WriteWebhookKubeconfig), with a 1s batch max wait and a 1s initial
-	// backoff so tests see events quickly.
+	// WriteWebhookKubeconfig), with a 1s batch max wait (AuditWebhookBatchMaxWait)
+	// and a 1s initial backoff so tests see events quickly. Events are never
+	// truncated, as in the shipped settings.
 	AuditWebhookConfigFile string
+	// AuditWebhookBatchMaxWait is --audit-webhook-batch-max-wait (default
+	// 1s; the shipped kind config uses 5s, which makes larger batches).
+	AuditWebhookBatchMaxWait time.Duration
 
 	// Controllers run by kube-controller-manager (--controllers); nil means
 	// DefaultControllers. To run none, set DisableControllerManager.
@@ -338,7 +343,7 @@ func (cp *ControlPlane) start(ctx context.Context, bins binaries, opts Options, 
 	if opts.AuditWebhookConfigFile != "" {
 		apiArgs = append(apiArgs,
 			"--audit-webhook-config-file="+opts.AuditWebhookConfigFile,
-			"--audit-webhook-batch-max-wait=1s",
+			"--audit-webhook-batch-max-wait="+cmp.Or(opts.AuditWebhookBatchMaxWait, time.Second).String(),
 			"--audit-webhook-initial-backoff=1s",
 		)
 	}

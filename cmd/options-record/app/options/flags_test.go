@@ -91,8 +91,8 @@ func TestServeConfig(t *testing.T) {
 	if got := fmt.Sprint(c.API.Audiences, c.API.Aggregated.RequestHeaderAllowedNames, c.Roles, c.ClientCNs, c.Rules.TenantSecretData); got != "[a b] [front-proxy-client] [api] [x y] true" {
 		t.Errorf("config = %s", got)
 	}
-	if c.API.MaxInFlight != 16 || c.MaxBodyBytes != 64<<20 || c.Rules.MaxRetention.Hours() != 2160 {
-		t.Errorf("defaults lost: %d %d %v", c.API.MaxInFlight, c.MaxBodyBytes, c.Rules.MaxRetention)
+	if c.API.MaxInFlight != 16 || c.MaxBodyBytes != 0 || c.ChunkBytes != 16<<20 || c.Rules.MaxRetention.Hours() != 2160 {
+		t.Errorf("defaults lost: %d %d %d %v", c.API.MaxInFlight, c.MaxBodyBytes, c.ChunkBytes, c.Rules.MaxRetention)
 	}
 	bare := NewServe()
 	if err := FlagSet("serve", bare, &bytes.Buffer{}).Parse(nil); err != nil {

@@ -26,6 +26,8 @@ type Serve struct {
 	TokenFile          string
 	ClientsFile        string
 	MaxBodyBytes       int64
+	ChunkBytes         int64
+	MaxEventBytes      int64
 	MaxInFlight        int
 	MaxInFlightBytes   int64
 	MinBodyRate        int64
@@ -64,11 +66,13 @@ func (o *Serve) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.AllowAnyClientCert, "webhook-allow-any-client-cert", false, "take any certificate --webhook-client-ca verifies for the apiserver (only for a CA that issues nothing but apiserver client certificates, never the cluster CA)")
 	fs.StringVar(&o.TokenFile, "webhook-token-file", "", "bearer token the apiserver presents (its events are recorded under --cluster)")
 	fs.StringVar(&o.ClientsFile, "webhook-clients-file", "", "YAML list of apiservers (token file or certificate CN) and their cluster names")
-	fs.Int64Var(&o.MaxBodyBytes, "webhook-max-body-bytes", 64<<20, "largest EventList body accepted")
+	fs.Int64Var(&o.MaxBodyBytes, "webhook-max-body-bytes", 0, "largest EventList body accepted; 0: any (the kube-apiserver never retries a 413: every event of a larger batch would be lost)")
+	fs.Int64Var(&o.ChunkBytes, "webhook-chunk-bytes", 16<<20, "most of a body held in memory: a longer EventList is decoded as a stream and stored in chunks of about this size, each in its own transaction, and acknowledged once all are stored")
+	fs.Int64Var(&o.MaxEventBytes, "webhook-max-event-bytes", 32<<20, "largest single event taken from a streamed EventList (above any event a kube-apiserver writes for an object it accepts); a longer one is skipped and counted (reason too_large)")
 	fs.IntVar(&o.MaxInFlight, "webhook-max-in-flight", 8, "batches processed at once; more get 429 and are retried")
-	fs.Int64Var(&o.MaxInFlightBytes, "webhook-max-in-flight-bytes", 96<<20, "request bytes held at once; more get 429 and are retried (bounds memory)")
+	fs.Int64Var(&o.MaxInFlightBytes, "webhook-max-in-flight-bytes", 96<<20, "request bytes held at once, a streamed body counting --webhook-chunk-bytes plus --webhook-max-event-bytes; more get 429 and are retried (bounds memory)")
 	fs.Int64Var(&o.MinBodyRate, "webhook-min-body-rate", 32<<10, "slowest a request body may arrive, in bytes per second after its first 2 s; slower ones get 408 (bodies are read before they take an in-flight slot)")
-	fs.DurationVar(&o.BodyTimeout, "webhook-body-timeout", 15*time.Second, "longest a request body may take to arrive; longer ones get 408")
+	fs.DurationVar(&o.BodyTimeout, "webhook-body-timeout", 15*time.Second, "longest a request body (or one chunk of a streamed body) may take to arrive; longer ones get 408")
 	fs.DurationVar(&o.MaxEventAge, "webhook-max-event-age", 0, "events older than this are skipped (they would each make a daily partition); 0: the longest retention of the rules in force, at least a day (400 days until the rules are known)")
 	fs.BoolVar(&o.WebhookHTTP2, "webhook-http2", false, "offer HTTP/2 on the webhook as well as HTTP/1.1 (HTTP/1.1 costs less CPU per event for large audit batches)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:9090", "address of /metrics, /healthz and /readyz (plain HTTP)")
@@ -123,7 +127,7 @@ func (o *Serve) Config(logs io.Writer) app.ServeOptions {
 		WebhookAddr: o.WebhookAddr, TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile,
 		ClientCAFile: o.ClientCAFile, ClientCNs: o.ClientCNs, AllowAnyClientCert: o.AllowAnyClientCert,
 		TokenFile: o.TokenFile, ClientsFile: o.ClientsFile,
-		MaxBodyBytes: o.MaxBodyBytes, MaxInFlight: o.MaxInFlight, MaxInFlightBytes: o.MaxInFlightBytes,
+		MaxBodyBytes: o.MaxBodyBytes, ChunkBytes: o.ChunkBytes, MaxEventBytes: o.MaxEventBytes, MaxInFlight: o.MaxInFlight, MaxInFlightBytes: o.MaxInFlightBytes,
 		MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout, MaxEventAge: o.MaxEventAge,
 		WebhookHTTP2: o.WebhookHTTP2, MetricsAddr: o.MetricsAddr, JournalDir: o.JournalDir,
 		SecretDigestKeyFile: o.SecretDigestKeyFile,

@@ -1,0 +1,345 @@
+package auditsink
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// itemStream reads an EventList from a reader one item at a time, holding
+// at most one item: a batch larger than memory is decoded as it arrives.
+// Like splitEventList it finds the items' extent without a nesting limit,
+// leaving their decoding (and validation) to DecodeEventList.
+//
+// It needs kind and apiVersion before the items (the kube-apiserver writes
+// them first): the events of a batch are stored chunk by chunk as they
+// arrive, so what the batch is must be known before its first chunk is.
+type itemStream struct {
+	r          *bufio.Reader
+	maxItem    int64
+	off        int64 // bytes consumed, for messages
+	kind       string
+	apiVersion string
+	state      int // where in the envelope the stream is
+	first      bool
+}
+
+const (
+	inEnvelope = iota // before a member of the EventList object
+	inItems           // inside the items array
+	atEnd             // the EventList object is closed
+)
+
+// errItemTooLarge is an item longer than maxItem: it was skipped.
+var errItemTooLarge = errors.New("event too large")
+
+func newItemStream(r io.Reader, maxItem int64) *itemStream {
+	return &itemStream{r: bufio.NewReaderSize(r, 64<<10), maxItem: maxItem}
+}
+
+func (s *itemStream) errorf(format string, args ...any) error {
+	return fmt.Errorf("offset %d: "+format, append([]any{s.off}, args...)...)
+}
+
+func (s *itemStream) readByte() (byte, error) {
+	c, err := s.r.ReadByte()
+	if err == nil {
+		s.off++
+	} else if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return c, err
+}
+
+// space skips white space and returns the next byte, consumed.
+func (s *itemStream) space() (byte, error) {
+	for {
+		c, err := s.readByte()
+		if err != nil || (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+			return c, err
+		}
+	}
+}
+
+// start reads the envelope up to the first item (or the end of an empty
+// list): kind and apiVersion, which it requires before the items.
+func (s *itemStream) start() error {
+	c, err := s.space()
+	if err != nil {
+		return err
+	}
+	if c != '{' {
+		return s.errorf("not a JSON object")
+	}
+	s.first = true
+	return s.members()
+}
+
+// members reads the envelope's members until the items array opens or the
+// object closes.
+func (s *itemStream) members() error {
+	for {
+		c, err := s.space()
+		if err != nil {
+			return err
+		}
+		if c == '}' {
+			s.state = atEnd
+			return s.trailer()
+		}
+		if !s.first {
+			if c != ',' {
+				return s.errorf("want , or }")
+			}
+			if c, err = s.space(); err != nil {
+				return err
+			}
+		}
+		s.first = false
+		if c != '"' {
+			return s.errorf("want a member name")
+		}
+		var name bytes.Buffer
+		name.WriteByte('"')
+		if err := s.copyString(&name, 1<<10); err != nil {
+			return fmt.Errorf("member name: %w", err)
+		}
+		var key string
+		if err := json.Unmarshal(name.Bytes(), &key); err != nil {
+			return fmt.Errorf("member name: %w", err)
+		}
+		if c, err = s.space(); err != nil {
+			return err
+		}
+		if c != ':' {
+			return s.errorf("want :")
+		}
+		if c, err = s.space(); err != nil {
+			return err
+		}
+		switch {
+		case strings.EqualFold(key, "items"):
+			if s.kind == "" || s.apiVersion == "" {
+				return s.errorf("a large EventList must give kind and apiVersion before its items, as the kube-apiserver does")
+			}
+			if c == 'n' {
+				if err := s.literal("ull"); err != nil {
+					return err
+				}
+				continue
+			}
+			if c != '[' {
+				return s.errorf("items: want an array")
+			}
+			s.state, s.first = inItems, true
+			return nil
+		case strings.EqualFold(key, "kind"), strings.EqualFold(key, "apiVersion"):
+			var v bytes.Buffer
+			if c != '"' {
+				return s.errorf("member %q: want a string", key)
+			}
+			v.WriteByte('"')
+			if err := s.copyString(&v, 1<<10); err != nil {
+				return fmt.Errorf("member %q: %w", key, err)
+			}
+			var str string
+			if err := json.Unmarshal(v.Bytes(), &str); err != nil {
+				return fmt.Errorf("member %q: %w", key, err)
+			}
+			if strings.EqualFold(key, "kind") {
+				s.kind = str
+			} else {
+				s.apiVersion = str
+			}
+		default:
+			if err := s.value(c, io.Discard, -1); err != nil {
+				return fmt.Errorf("member %q: %w", key, err)
+			}
+		}
+	}
+}
+
+// trailer checks that nothing but white space follows the EventList.
+func (s *itemStream) trailer() error {
+	for {
+		c, err := s.r.ReadByte()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		s.off++
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return s.errorf("data after the EventList")
+		}
+	}
+}
+
+func (s *itemStream) literal(rest string) error {
+	for i := 0; i < len(rest); i++ {
+		c, err := s.readByte()
+		if err != nil {
+			return err
+		}
+		if c != rest[i] {
+			return s.errorf("want a value")
+		}
+	}
+	return nil
+}
+
+// next appends the next item to dst. It returns io.EOF after the last item
+// (with the envelope read to its end), errItemTooLarge for an item longer
+// than maxItem (skipped: dst is as it was, and the stream goes on), and any
+// other error for a body that is not an EventList.
+func (s *itemStream) next(dst *bytes.Buffer) error {
+	for s.state == inItems {
+		c, err := s.space()
+		if err != nil {
+			return err
+		}
+		if c == ']' {
+			s.state = inEnvelope
+			if err := s.members(); err != nil {
+				return err
+			}
+			continue
+		}
+		if !s.first {
+			if c != ',' {
+				return s.errorf("items: want , or ]")
+			}
+			if c, err = s.space(); err != nil {
+				return err
+			}
+		}
+		s.first = false
+		mark := dst.Len()
+		err = s.value(c, dst, s.maxItem)
+		if errors.Is(err, errItemTooLarge) {
+			dst.Truncate(mark)
+		}
+		return err
+	}
+	if s.state == atEnd {
+		return io.EOF
+	}
+	return s.errorf("not in the items")
+}
+
+// value copies one JSON value that starts with c to w (io.Discard to skip
+// it): a string, an object or array however deep, or a literal or number.
+// Past max bytes (max >= 0) it stops copying, skips the rest of the value
+// and returns errItemTooLarge.
+func (s *itemStream) value(c byte, w io.Writer, max int64) error {
+	lw := &limitWriter{w: w, max: max}
+	lw.WriteByte(c)
+	switch c {
+	case '"':
+		if err := s.copyString(lw, -1); err != nil {
+			return err
+		}
+	case '{', '[':
+		depth := 1
+		for depth > 0 {
+			c, err := s.readByte()
+			if err != nil {
+				return err
+			}
+			lw.WriteByte(c)
+			switch c {
+			case '"':
+				if err := s.copyString(lw, -1); err != nil {
+					return err
+				}
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+		}
+	default:
+		for {
+			b, err := s.r.Peek(1)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if strings.IndexByte(",}] \t\r\n", b[0]) >= 0 {
+				break
+			}
+			c, _ := s.readByte()
+			lw.WriteByte(c)
+		}
+	}
+	if lw.over {
+		return errItemTooLarge
+	}
+	return lw.err
+}
+
+// copyString copies the rest of a string whose opening quote was read,
+// closing quote included; past max bytes (max >= 0) it fails.
+func (s *itemStream) copyString(w io.ByteWriter, max int) error {
+	n := 0
+	for {
+		c, err := s.readByte()
+		if err != nil {
+			return err
+		}
+		if n++; max >= 0 && n > max {
+			return s.errorf("string longer than %d bytes", max)
+		}
+		if err := w.WriteByte(c); err != nil {
+			return err
+		}
+		switch c {
+		case '\\':
+			c, err := s.readByte()
+			if err != nil {
+				return err
+			}
+			if err := w.WriteByte(c); err != nil {
+				return err
+			}
+		case '"':
+			return nil
+		}
+	}
+}
+
+// limitWriter writes to w until max bytes were written (max < 0: no
+// limit), then drops the rest and says so.
+type limitWriter struct {
+	w    io.Writer
+	max  int64
+	n    int64
+	over bool
+	err  error
+	one  [1]byte
+}
+
+func (l *limitWriter) WriteByte(c byte) error {
+	if l.over || l.err != nil {
+		return nil
+	}
+	if l.max >= 0 && l.n >= l.max {
+		l.over = true
+		return nil
+	}
+	l.n++
+	if bw, ok := l.w.(io.ByteWriter); ok {
+		l.err = bw.WriteByte(c)
+		return nil
+	}
+	l.one[0] = c
+	_, l.err = l.w.Write(l.one[:])
+	return nil
+}
