@@ -36,9 +36,16 @@ type Options struct {
 	// --requestheader-client-ca-file), re-read when it changes.
 	RequestHeaderCAFile string
 	// RequestHeaderAllowedNames are the common names of the front proxy's
-	// client certificate (--requestheader-allowed-names); empty allows any
-	// certificate the CA signed.
+	// client certificate (--requestheader-allowed-names). Required: empty
+	// would take any certificate the front-proxy CA signed as the proxy.
 	RequestHeaderAllowedNames []string
+	// TrustUIDHeader takes the caller's uid from X-Remote-Uid. Only a
+	// kube-apiserver of 1.32 or later removes a client-sent X-Remote-Uid
+	// before it proxies (TrustRemoteUID tells by its version); an older one
+	// forwards it unchanged, so a caller could choose the uid restores
+	// impersonate and plans and caps are keyed by. Without it the uid is
+	// not read: callers are their username.
+	TrustUIDHeader bool
 	// Kubeconfig reaches the kube-apiserver for TokenReview and
 	// SubjectAccessReview; empty: the in-cluster config.
 	Kubeconfig string
@@ -95,6 +102,10 @@ type Server struct {
 // authorization (SubjectAccessReview), OpenAPI v2 and v3, and the group's
 // storage. Nothing that watches is configured.
 func New(opts Options) (*Server, error) {
+	if len(opts.RequestHeaderAllowedNames) == 0 {
+		return nil, errors.New("aggregated: no front-proxy allowed names: any certificate of the front-proxy CA would be taken as the kube-apiserver's proxy; " +
+			"set --aggregated-requestheader-allowed-names to the common name of its --proxy-client-cert-file (front-proxy-client on kubeadm)")
+	}
 	if opts.Listener == nil || opts.CertFile == "" || opts.RequestHeaderCAFile == "" || opts.History == nil || opts.Restore == nil || opts.Cluster == "" {
 		return nil, errors.New("aggregated: Listener, CertFile, RequestHeaderCAFile, History, Restore and Cluster are required")
 	}
@@ -147,9 +158,12 @@ func New(opts Options) (*Server, error) {
 	authn.SkipInClusterLookup = true
 	authn.RequestHeader.ClientCAFile = opts.RequestHeaderCAFile
 	authn.RequestHeader.AllowedNames = opts.RequestHeaderAllowedNames
-	// The aggregator always sends X-Remote-Uid; the generic default does not
-	// read it (k8s.io/apiserver leaves UIDHeaders empty for old proxies).
-	authn.RequestHeader.UIDHeaders = []string{"X-Remote-Uid"}
+	// The generic default does not read X-Remote-Uid (k8s.io/apiserver
+	// leaves UIDHeaders empty for old proxies); read it only from a
+	// kube-apiserver that sets it itself.
+	if opts.TrustUIDHeader {
+		authn.RequestHeader.UIDHeaders = []string{"X-Remote-Uid"}
+	}
 	openAPIV2 := genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(namingScheme))
 	openAPIV2.Info.Title = "Options Record"
 	if err := authn.ApplyTo(&cfg.Authentication, cfg.SecureServing, openAPIV2); err != nil {

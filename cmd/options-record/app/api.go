@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -237,12 +238,16 @@ func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *h
 			names = published
 		}
 	}
+	trustUID, err := kubeTrustsUID(so.Kube, log)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", a.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("aggregated API listener: %w", err)
 	}
 	srv, err := aggregated.New(aggregated.Options{Listener: ln, CertFile: certFile, KeyFile: keyFile,
-		RequestHeaderCAFile: caFile, RequestHeaderAllowedNames: names,
+		RequestHeaderCAFile: caFile, RequestHeaderAllowedNames: names, TrustUIDHeader: trustUID,
 		Kubeconfig: kubeconfig, History: hist, Restore: svc, Cluster: so.Cluster,
 		MaxInFlight: o.MaxInFlight, Callers: callers, RequestTimeout: o.RequestTimeout, Logger: log.With("component", "aggregated-api")})
 	if err != nil {
@@ -317,4 +322,29 @@ func loopbackOnly(addr string) error {
 		return nil
 	}
 	return fmt.Errorf("--api-bind-address %q: without a cluster the restore API is read-only and listens on loopback only (127.0.0.1:PORT or [::1]:PORT)", addr)
+}
+
+// kubeTrustsUID asks the kube-apiserver its version: only from 1.32 does
+// its aggregator drop a client-sent X-Remote-Uid (aggregated.TrustRemoteUID).
+// Before, callers are keyed by username alone, and restores impersonate no
+// uid.
+func kubeTrustsUID(k *KubeOptions, log *slog.Logger) (bool, error) {
+	cfg, err := k.RestConfig()
+	if err != nil {
+		return false, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, fmt.Errorf("aggregated API: discovery client: %w", err)
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return false, fmt.Errorf("aggregated API: the kube-apiserver's version: %w", err)
+	}
+	trust := aggregated.TrustRemoteUID(v.GitVersion)
+	if !trust {
+		log.Warn("this kube-apiserver forwards a client-sent X-Remote-Uid (before 1.32): callers of the aggregated API are keyed by username, and their uid is not used",
+			"version", v.GitVersion)
+	}
+	return trust, nil
 }
