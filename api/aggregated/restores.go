@@ -179,8 +179,13 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 	if len(res.Object) > 0 && json.Unmarshal(res.Object, &live) == nil {
 		out.Status.Object.UID, out.Status.ResourceVersion = string(live.UID), live.ResourceVersion
 	}
+	secret := res.Source.Group == "" && res.Source.Resource == "secrets"
 	for _, c := range res.Changes {
-		out.Status.Changes = append(out.Status.Changes, recordv1alpha1.FieldChange{Op: c.Op, Path: c.Path, From: raw(c.From), To: raw(c.To)})
+		fc := recordv1alpha1.FieldChange{Op: c.Op, Path: c.Path, From: raw(c.From), To: raw(c.To)}
+		if secret {
+			fc = secretChange(fc, c.From, c.To)
+		}
+		out.Status.Changes = append(out.Status.Changes, fc)
 	}
 	for _, d := range res.DroppedOwners {
 		out.Status.DroppedOwnerReferences = append(out.Status.DroppedOwnerReferences, recordv1alpha1.DroppedOwner(d))
@@ -498,4 +503,44 @@ func (*restoreStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ r
 		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
 	}
 	return table, nil
+}
+
+// secretChange is a change of a Secret as a Restore's status tells it: the
+// path and operation, never a value. A Restore's create is answered with
+// its status, and the kube-apiserver's audit log (RequestResponse for
+// writes) keeps that answer, where Secret values must not be; the keys of a
+// data or stringData map that changed as a whole are named, each with an
+// empty value.
+func secretChange(fc recordv1alpha1.FieldChange, from, to any) recordv1alpha1.FieldChange {
+	keysOnly := func(v any) *runtime.RawExtension {
+		m, ok := v.(map[string]any)
+		if !ok || (fc.Path != "/data" && fc.Path != "/stringData" && fc.Path != "") {
+			return nil
+		}
+		if fc.Path == "" { // the whole object: keep its metadata, name its data keys
+			out := map[string]any{}
+			for k, val := range m {
+				switch k {
+				case "data", "stringData":
+					if d, ok := val.(map[string]any); ok {
+						keys := map[string]any{}
+						for dk := range d {
+							keys[dk] = ""
+						}
+						out[k] = keys
+					}
+				default:
+					out[k] = val
+				}
+			}
+			return raw(out)
+		}
+		keys := map[string]any{}
+		for k := range m {
+			keys[k] = ""
+		}
+		return raw(keys)
+	}
+	fc.From, fc.To = keysOnly(from), keysOnly(to)
+	return fc
 }
