@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"api/restore/impersonate": {"api/history", "api/restore/manifest"},
 	"api/restore":             {"api/history", "api/restore/impersonate", "api/restore/manifest", "store", "store/model"},
 	// front doors
-	"api/restoreapi":               {"api/history", "api/restore"},
+	"api/restoreapi":               {"api/history", "api/restore", "api/restore/manifest"},
 	"api/aggregated/openapi":       {"api/record/v1alpha1"},
 	"api/aggregated":               {"api/aggregated/openapi", "api/history", "api/record/v1alpha1", "api/restore"},
 	"cmd/options-record/app/certs": nil,

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 )
 
 // Identity is the object a manifest must be: the group, kind, namespace
@@ -37,7 +36,7 @@ func CheckSingleObject(obj map[string]any, want Identity) error {
 	if err := checkDecoded(data, want); err != nil {
 		return err
 	}
-	y, err := yaml.JSONToYAML(data)
+	y, err := JSONToYAML(data)
 	if err != nil {
 		return fmt.Errorf("%w: the manifest cannot be encoded as YAML: %v", ErrNotObject, err)
 	}

@@ -39,6 +39,8 @@ func TestCheckSingleObject(t *testing.T) {
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app","namespace":"prod"},"data":{"x":"a\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: evil}\n"}}`, ""},
 		{"a document end marker in a key", cm,
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app","namespace":"prod"},"data":{"---\n...":"x"}}`, ""},
+		{"control characters, NEL and DEL in values", cm,
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app","namespace":"prod"},"data":{"x":"a\u0001b\u0085---\u007f\u2028c\ufffe"}}`, ""},
 		{"a kind unknown to the record", Identity{Group: "", Namespace: "prod", Name: "app"},
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app","namespace":"prod"}}`, ""},
 	}
