@@ -47,10 +47,19 @@ USING (
 ) x
 WHERE v.cluster = x.cluster AND v.uid = x.uid AND v.version_key = x.version_key`
 
+// expireRestoresSQL deletes the restores and plans made before the cutoff
+// ($1), those still running excepted: they are the record of what was put
+// back, and are kept as long as the record itself. Bounded per call ($2).
+const expireRestoresSQL = `
+DELETE FROM restores r
+USING (SELECT cluster, id FROM restores WHERE created_at < $1 AND state <> 'running' LIMIT $2) x
+WHERE r.cluster = x.cluster AND r.id = x.id`
+
 // RetentionResult says what ApplyRetention removed.
 type RetentionResult struct {
 	DroppedPartitions []string
 	DeletedVersions   int64
+	DeletedRestores   int64
 }
 
 // retentionLock is the advisory lock key of ApplyRetention.
@@ -62,8 +71,9 @@ const MinRetention = time.Hour
 
 // ApplyRetention drops the event partitions that end before now-maxAge and
 // deletes the object versions superseded before then, keeping the state
-// each object had at that time unless it was deleted before it. maxAge is
-// the longest retention of any rule, at least MinRetention.
+// each object had at that time unless it was deleted before it, and the
+// restores and plans made before then. maxAge is the longest retention of
+// any rule, at least MinRetention.
 func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.Duration) (RetentionResult, error) {
 	var res RetentionResult
 	if maxAge < MinRetention {
@@ -133,6 +143,16 @@ func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.D
 			return res, errors.Join(append(errs, fmt.Errorf("store: expire versions: %w", err))...)
 		}
 		res.DeletedVersions += tag.RowsAffected()
+		if tag.RowsAffected() < 5000 {
+			break
+		}
+	}
+	for {
+		tag, err := s.pool.Exec(ctx, expireRestoresSQL, cutoff, 5000)
+		if err != nil {
+			return res, errors.Join(append(errs, fmt.Errorf("store: expire restores: %w", err))...)
+		}
+		res.DeletedRestores += tag.RowsAffected()
 		if tag.RowsAffected() < 5000 {
 			return res, errors.Join(errs...)
 		}

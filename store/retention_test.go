@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
 	"github.com/options-record/options-record/store/pgtest"
@@ -188,5 +189,47 @@ func TestRetentionRunsOnOneReplicaAtATime(t *testing.T) {
 	}
 	if res, err = st.ApplyRetention(ctx, now, 30*24*time.Hour); err != nil || len(res.DroppedPartitions) != 1 {
 		t.Errorf("once free: %+v, %v; want the old partition dropped", res, err)
+	}
+}
+
+// TestRetentionExpiresRestores: restores and plans are kept as long as the
+// record, not forever; one still running is never deleted under its
+// executor.
+func TestRetentionExpiresRestores(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	for _, r := range []struct {
+		name, state string
+		age         time.Duration
+	}{{"old", store.RestoreSucceeded, 40 * 24 * time.Hour}, {"old-running", store.RestoreRunning, 40 * 24 * time.Hour}, {"recent", store.RestorePlanned, time.Hour}} {
+		rec, err := st.InsertRestore(ctx, &store.RestoreRecord{Cluster: "c", Kind: "version", Username: "alice",
+			Request: []byte(`{}`), Plan: []byte(`[]`), State: r.state, ObjectNamespace: "prod", ObjectName: r.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Pool().Exec(ctx, `UPDATE restores SET created_at = $1 WHERE id = $2`, now.Add(-r.age), rec.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := st.ApplyRetention(ctx, now, 30*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	rows, err := st.Pool().Query(ctx, `SELECT object_name FROM restores ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DeletedRestores != 1 || !slices.Equal(left, []string{"old-running", "recent"}) {
+		t.Errorf("deleted %d, left %v; want the old finished restore gone", res.DeletedRestores, left)
 	}
 }
