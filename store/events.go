@@ -78,8 +78,60 @@ FROM events e`
 
 // FailedMutations returns mutations answered with a code >= 300 (the
 // failed_mutations view), newest first, with their request bodies.
+//
+// The request bodies are not read here: a page of them could be hundreds
+// of megabytes. RequestObjects reads those of a page, within a budget.
 func (s *Store) FailedMutations(ctx context.Context, q EventQuery) ([]EventRecord, error) {
 	return s.events(ctx, "failed mutations", q, true)
+}
+
+// EventKey names an event: its partition key and key.
+type EventKey struct {
+	At  time.Time
+	Key []byte
+}
+
+const requestObjectsSQL = `
+SELECT e.request_object
+FROM unnest($2::timestamptz[], $3::bytea[]) WITH ORDINALITY AS k(at, key, ord)
+JOIN events e ON e.cluster = $1 AND e.stage_at = k.at AND e.event_key = k.key
+ORDER BY k.ord`
+
+// RequestObjects returns the request bodies of the events keys names, in
+// that order, as long as their bytes stay within budget: the first always,
+// then each while the sum of those read does not exceed it. A body is read
+// only once the ones before it fit, so the memory held is the budget (and
+// one body) whatever the page. An event without a body counts nothing.
+func (s *Store) RequestObjects(ctx context.Context, cluster string, keys []EventKey, budget int) ([][]byte, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	ats, ks := make([]time.Time, len(keys)), make([][]byte, len(keys))
+	for i, k := range keys {
+		ats[i], ks[i] = k.At, k.Key
+	}
+	rows, err := s.pool.Query(ctx, requestObjectsSQL, cluster, ats, ks)
+	if err != nil {
+		return nil, fmt.Errorf("store: request bodies: %w", err)
+	}
+	defer rows.Close()
+	var out [][]byte
+	total := 0
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, fmt.Errorf("store: request bodies: %w", err)
+		}
+		if len(out) > 0 && total+len(b) > budget {
+			break
+		}
+		total += len(b)
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: request bodies: %w", err)
+	}
+	return out, nil
 }
 
 // failedMutationSQL finds one failed mutation by the events' primary key.
@@ -140,10 +192,6 @@ func eventsSQL(q EventQuery, failed bool) (string, []any) {
 	}
 	timeBounds(&b, "e.stage_at", q.Since, q.Until)
 	keyset(&b, q.After, false, "e.stage_at", "", "e.event_key")
-	reqObj := "NULL::json"
-	if failed {
-		reqObj = "e.request_object"
-	}
-	return fmt.Sprintf(eventSelect, reqObj) + b.whereSQL() + orderBy(false, "e.stage_at", "", "e.event_key") +
+	return fmt.Sprintf(eventSelect, "NULL::json") + b.whereSQL() + orderBy(false, "e.stage_at", "", "e.event_key") +
 		" LIMIT " + strconv.Itoa(q.Limit), b.args
 }

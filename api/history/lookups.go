@@ -435,14 +435,50 @@ func (s *Service) Deletions(ctx context.Context, f ObjectFilter, p PageOptions) 
 	}.run(after, s.ReadFilter(ctx))
 }
 
+// MaxPageBodyBytes bounds the request bodies one page of failed mutations
+// carries: a page ends early, with a next cursor, where the next body would
+// take it over (its first item is always given whole).
+const MaxPageBodyBytes = 8 << 20
+
 // FailedMutations lists refused or failed writes, newest first, that the
-// caller may read.
+// caller may read, without their request bodies (FailedMutation gives one
+// with its body).
 func (s *Service) FailedMutations(ctx context.Context, f ObjectFilter, p PageOptions) (Page[Event], error) {
 	if err := s.refuseUnreadable(ctx, f.Group, f.Resource, f.Namespace, f.Name); err != nil {
 		return Page[Event]{}, err
 	}
 	return s.listEvents(ctx, s.reader.FailedMutations, store.EventQuery{Cluster: f.Cluster, Group: f.Group, Namespace: f.Namespace,
 		Resource: f.Resource, Name: f.Name, User: f.User}, p)
+}
+
+// FailedMutationsWithBodies is FailedMutations with each item's request
+// body, the page cut short (with a next cursor) where the bodies would pass
+// MaxPageBodyBytes: a page of bodies is bounded in bytes, not only in items.
+func (s *Service) FailedMutationsWithBodies(ctx context.Context, f ObjectFilter, p PageOptions) (Page[Event], error) {
+	page, err := s.FailedMutations(ctx, f, p)
+	if err != nil || len(page.Items) == 0 {
+		return page, err
+	}
+	keys := make([]store.EventKey, len(page.Items))
+	for i, e := range page.Items {
+		keys[i] = store.EventKey{At: e.At, Key: e.Key}
+	}
+	bodies, err := s.reader.RequestObjects(ctx, f.Cluster, keys, MaxPageBodyBytes)
+	if err != nil {
+		return page, err
+	}
+	for i, b := range bodies {
+		if len(b) > 0 {
+			page.Items[i].RequestObject = json.RawMessage(b)
+		}
+	}
+	if len(bodies) < len(page.Items) {
+		// Cut at a readable item: the page's last, as the paging rule wants.
+		page.Items = page.Items[:len(bodies)]
+		last := page.Items[len(page.Items)-1]
+		page.Next = s.encodeCursor(store.Cursor{At: last.At, Key: last.Key})
+	}
+	return page, nil
 }
 
 // EventID names one kept event: the primary key of the events table.

@@ -22,6 +22,7 @@ type Reader interface {
 	StateBefore(ctx context.Context, v *store.VersionRecord) (*store.VersionRecord, error)
 	Deletions(ctx context.Context, q store.DeletionQuery) ([]store.Deletion, error)
 	FailedMutations(ctx context.Context, q store.EventQuery) ([]store.EventRecord, error)
+	RequestObjects(ctx context.Context, cluster string, keys []store.EventKey, budget int) ([][]byte, error)
 	FailedMutation(ctx context.Context, cluster string, at time.Time, key []byte) (*store.EventRecord, error)
 	Activity(ctx context.Context, q store.EventQuery) ([]store.EventRecord, error)
 }

@@ -164,7 +164,7 @@ func (s *Server) failedMutations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.hist.FailedMutations(r.Context(), objectFilter(r), p)
+	page, err := s.hist.FailedMutationsWithBodies(r.Context(), objectFilter(r), p)
 	return answer(w, r, http.StatusOK, page, err)
 }
 

@@ -124,7 +124,7 @@ var operations = []operation{
 		Response:    history.Page[history.Deletion]{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/failed-mutations", ID: "failedMutations", Tag: "read",
 		Summary:     "Denied and failed mutations",
-		Description: "Mutations the apiserver answered with a code >= 300, newest first, with the attempted request body." + readAuthz,
+		Description: "Mutations the apiserver answered with a code >= 300, newest first, with the attempted request body. A page holds at most 8 MiB of bodies: it ends earlier, with a next cursor, where the next body would pass that." + readAuthz,
 		Params:      []param{pGroup, pRes, pNS, pName, pUser, pSince, pUntil, pLimit, pCursor, pFormat},
 		Response:    history.Page[history.Event]{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/activity", ID: "userActivity", Tag: "read",

@@ -385,3 +385,7 @@ func TestManifestIsExactlyOneObject(t *testing.T) {
 		t.Errorf("a plain ConfigMap's manifest: %d %s", code, body)
 	}
 }
+
+func (f *fakeReader) RequestObjects(context.Context, string, []store.EventKey, int) ([][]byte, error) {
+	return nil, nil
+}
