@@ -117,9 +117,8 @@ func (s *planStorage) Create(ctx context.Context, obj runtime.Object, validate r
 	if pl.Name == "" && pl.GenerateName != "" {
 		pl.Name = names.SimpleNameGenerator.GenerateName(pl.GenerateName)
 	}
-	if pl.Name == "" {
-		return nil, apierrors.NewInvalid(s.kind, pl.Name,
-			field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	if errs := validateMeta(&pl.ObjectMeta, s.namespaced); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(s.kind, pl.Name, errs)
 	}
 	if validate != nil {
 		if err := validate(ctx, obj); err != nil {

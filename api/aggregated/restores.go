@@ -122,10 +122,7 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 	if r.Name == "" && r.GenerateName != "" {
 		r.Name = names.SimpleNameGenerator.GenerateName(r.GenerateName)
 	}
-	var errs field.ErrorList
-	if r.Name == "" {
-		errs = append(errs, field.Required(field.NewPath("metadata", "name"), "name or generateName is required"))
-	}
+	errs := validateMeta(&r.ObjectMeta, s.namespaced)
 	spec := field.NewPath("spec")
 	given := 0
 	for _, v := range []string{r.Spec.Version, r.Spec.Deletion, r.Spec.Plan} {
