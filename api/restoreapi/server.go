@@ -1,6 +1,7 @@
 package restoreapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,20 +45,28 @@ type Options struct {
 	// Callers, when set, is the per-caller cap shared with the other front
 	// door (MaxInFlightPerUser is then unused).
 	Callers *history.CallerLimiter
-	Logger  *slog.Logger
+	// AuthFailureRate and AuthFailureBurst limit failed authentications
+	// per client address (defaults 1 a second, a burst of 10): past them
+	// the address gets 429 before it takes an in-flight place or costs a
+	// TokenReview (a caller behind the same address waits too). A request
+	// that authenticates does not count.
+	AuthFailureRate  float64
+	AuthFailureBurst int
+	Logger           *slog.Logger
 }
 
 // Server is the restore API's HTTP front door.
 type Server struct {
-	hist    *history.Service
-	svc     *restore.Service
-	log     *slog.Logger
-	authn   authenticator.Request
-	maxBody int64
-	router  chi.Router
-	openapi []byte
-	timeout time.Duration
-	limits  *inFlight
+	hist     *history.Service
+	svc      *restore.Service
+	log      *slog.Logger
+	authn    authenticator.Request
+	maxBody  int64
+	router   chi.Router
+	openapi  []byte
+	timeout  time.Duration
+	limits   *inFlight
+	failures *failures
 }
 
 // New builds the API. Serve it over TLS: bearer tokens travel in it.
@@ -79,6 +89,7 @@ func New(o Options) (*Server, error) {
 		callers = history.NewCallerLimiter(o.MaxInFlightPerUser)
 	}
 	s.limits = newInFlight(o.MaxInFlight, callers)
+	s.failures = newFailures(cmp.Or(o.AuthFailureRate, 1), cmp.Or(o.AuthFailureBurst, 10))
 	doc, err := json.MarshalIndent(OpenAPI(), "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("restoreapi: OpenAPI document: %w", err)
@@ -128,7 +139,9 @@ func (s *Server) routes() chi.Router {
 			if !op.Public {
 				// The global cap comes before authentication (a TokenReview
 				// each), the caller's after.
-				hh = s.limits.global(s.authenticate(s.limits.perCaller(hh, s.log)), s.log)
+				// Before both, an address that keeps failing to
+				// authenticate is refused (failures).
+				hh = s.failures.guard(s.limits.global(s.authenticate(s.limits.perCaller(hh, s.log)), s.log), s.tooManyFailures)
 			}
 			r.Method(op.Method, op.Path, hh)
 		}
@@ -186,4 +199,10 @@ func (s *Server) getOpenAPI(w http.ResponseWriter, _ *http.Request) error {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(s.openapi)
 	return nil
+}
+
+// tooManyFailures answers an address past its failed authentications.
+func (s *Server) tooManyFailures(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+	writeError(w, r, s.log, fmt.Errorf("%w: too many failed authentications from this address; retry later", history.ErrTooManyRequests))
 }
