@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apiserver/pkg/apis/apiserver"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -135,7 +137,7 @@ func New(opts Options) (*Server, error) {
 		callers = history.NewCallerLimiter(opts.MaxInFlightPerUser)
 	}
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		return genericapiserver.DefaultBuildHandlerChain(perCaller(h, callers), c)
+		return refuseImpersonation(genericapiserver.DefaultBuildHandlerChain(perCaller(h, callers), c))
 	}
 	for _, h := range opts.DisabledPostStartHooks {
 		cfg.DisabledPostStartHooks.Insert(h)
@@ -169,6 +171,18 @@ func New(opts Options) (*Server, error) {
 	if err := authn.ApplyTo(&cfg.Authentication, cfg.SecureServing, openAPIV2); err != nil {
 		return nil, fmt.Errorf("aggregated: authentication: %w", err)
 	}
+	// Serve only the kube-apiserver's front proxy: ApplyTo also takes
+	// bearer tokens (TokenReview) and anonymous callers, which nothing but a
+	// caller going around the kube-apiserver would send. The aggregator's
+	// own availability checks come through the front proxy too.
+	frontProxyOnly, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+		Anonymous:           &apiserver.AnonymousAuthConfig{Enabled: false},
+		RequestHeaderConfig: cfg.Authentication.RequestHeaderConfig,
+	}.New()
+	if err != nil {
+		return nil, fmt.Errorf("aggregated: authentication: %w", err)
+	}
+	cfg.Authentication.Authenticator = frontProxyOnly
 	authz := genericoptions.NewDelegatingAuthorizationOptions()
 	authz.RemoteKubeConfigFile = opts.Kubeconfig
 	if err := authz.ApplyTo(&cfg.Authorization); err != nil {

@@ -984,6 +984,47 @@ func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
 		})
 	})
 
+	t.Run("the aggregated port serves the kube-apiserver's front proxy only", func(t *testing.T) {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(w.caPEM)
+		certFile, keyFile := w.cp.FrontProxyClientFiles()
+		proxyCert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		get := func(cert *tls.Certificate, hdr map[string]string) int {
+			t.Helper()
+			tc := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+			if cert != nil {
+				tc.Certificates = []tls.Certificate{*cert}
+			}
+			c := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}, Timeout: 10 * time.Second}
+			req, _ := http.NewRequest(http.MethodGet, "https://"+w.aggAddr+"/apis/record.optionsrecord.io/v1alpha1/namespaces/"+ns+"/deletions", nil)
+			for k, v := range hdr {
+				req.Header.Set(k, v)
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		if code := get(nil, map[string]string{"Authorization": "Bearer " + w.cp.Token("alice")}); code != http.StatusUnauthorized {
+			t.Errorf("alice's bearer token, straight to the port: %d, want 401", code)
+		}
+		if code := get(nil, nil); code != http.StatusUnauthorized {
+			t.Errorf("no credentials: %d, want 401", code)
+		}
+		if code := get(&proxyCert, map[string]string{"X-Remote-User": "alice", "X-Remote-Group": "system:authenticated"}); code != http.StatusOK {
+			t.Errorf("the front proxy for alice: %d, want 200", code)
+		}
+		if code := get(&proxyCert, map[string]string{"X-Remote-User": "alice", "X-Remote-Group": "system:authenticated",
+			"Impersonate-User": controlplane.AdminUser, "Impersonate-Group": "system:masters"}); code != http.StatusForbidden {
+			t.Errorf("impersonation headers through the port: %d, want 403", code)
+		}
+	})
+
 	t.Run("the sink, aggregated API included, never watches", func(t *testing.T) {
 		f, err := os.Open(w.auditLog)
 		if err != nil {

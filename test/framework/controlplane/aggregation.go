@@ -67,6 +67,7 @@ func (cp *ControlPlane) aggregationArgs() ([]string, error) {
 		return nil, err
 	}
 	cp.frontProxyCAFile = caFile
+	cp.frontProxyCert, cp.frontProxyKey = certFile, keyFile
 	return []string{
 		"--requestheader-client-ca-file=" + caFile,
 		"--requestheader-allowed-names=" + FrontProxyClientName,
@@ -84,6 +85,12 @@ func (cp *ControlPlane) aggregationArgs() ([]string, error) {
 // certificate (its --requestheader-client-ca-file); empty unless
 // Options.Aggregation was set.
 func (cp *ControlPlane) FrontProxyCAFile() string { return cp.frontProxyCAFile }
+
+// FrontProxyClientFiles are the kube-apiserver's proxy client certificate
+// and key, to call an aggregated server as the kube-apiserver does.
+func (cp *ControlPlane) FrontProxyClientFiles() (certFile, keyFile string) {
+	return cp.frontProxyCert, cp.frontProxyKey
+}
 
 // Token returns the bearer token of a user of the static token file.
 func (cp *ControlPlane) Token(user string) string { return cp.tokens[user] }

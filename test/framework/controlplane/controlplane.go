@@ -133,6 +133,8 @@ type ControlPlane struct {
 	kcmHealthz string
 
 	frontProxyCAFile string // with Options.Aggregation
+	frontProxyCert   string
+	frontProxyKey    string
 }
 
 // Start starts a control plane for the test and waits until it is ready.
