@@ -410,8 +410,12 @@ func TestFailedMutationsAndActivity(t *testing.T) {
 	if err != nil || len(failed) != 1 {
 		t.Fatalf("failed mutations: %v %v", failed, err)
 	}
-	if f := failed[0]; f.Username != "eve" || f.ResponseCode != 403 || f.Resource != "secrets" || len(f.RequestObject) == 0 || len(f.Versions) != 0 {
+	// The list reads no bodies; RequestObjects reads a page's.
+	if f := failed[0]; f.Username != "eve" || f.ResponseCode != 403 || f.Resource != "secrets" || len(f.RequestObject) != 0 || len(f.Versions) != 0 {
 		t.Errorf("failed mutation: %+v", f)
+	}
+	if bodies, err := s.RequestObjects(ctx, "default", []EventKey{{At: failed[0].At, Key: failed[0].Key}}, 1<<20); err != nil || len(bodies) != 1 || len(bodies[0]) == 0 {
+		t.Errorf("the failed mutation's body: %q %v", bodies, err)
 	}
 	// One failed mutation by its event's primary key, with its request body;
 	// a successful event by its key, or another cluster's, is none.
@@ -810,10 +814,10 @@ func TestNamedRestoresAreUniqueInTheirScope(t *testing.T) {
 		t.Errorf("bob's restore named back: %+v %v", r, err)
 	}
 	cluster := ""
-	if rs, err := s.NamedRestores(ctx, "default", "alice", &cluster, 10); err != nil || len(rs) != 1 {
+	if rs, err := s.NamedRestores(ctx, NamedRestoreQuery{Cluster: "default", Username: "alice", Namespace: &cluster, Limit: 10}); err != nil || len(rs) != 1 {
 		t.Errorf("cluster restores: %d %v, want 1", len(rs), err)
 	}
-	if rs, err := s.NamedRestores(ctx, "default", "alice", nil, 10); err != nil || len(rs) != 3 {
+	if rs, err := s.NamedRestores(ctx, NamedRestoreQuery{Cluster: "default", Username: "alice", Limit: 10}); err != nil || len(rs) != 3 {
 		t.Errorf("every named restore: %d %v, want 3", len(rs), err)
 	}
 }

@@ -98,13 +98,41 @@ func (s *Store) RestoreNamed(ctx context.Context, cluster, username, userUID, na
 const namedRestoresSQL = `SELECT ` + restoreColumns + ` FROM restores
 WHERE cluster = $1 AND object_name IS NOT NULL AND NOT dry_run AND username = $2
   AND ($3::text IS NULL OR object_namespace = $3)
-ORDER BY created_at DESC, id
-LIMIT $4`
+  AND ($4::boolean IS NULL OR (kind = 'version' OR plan_id IS NOT NULL) = $4)
+  AND (NOT $5 OR object_namespace <> '')
+  AND ($6::timestamptz IS NULL OR (created_at, id) < ($6, $7::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT $8`
 
-// NamedRestores returns the restores username created as objects, in
-// namespace (nil: every namespace), newest first.
-func (s *Store) NamedRestores(ctx context.Context, cluster, username string, namespace *string, limit int) ([]RestoreRecord, error) {
-	return queryAll[RestoreRecord](ctx, s.pool, "named restores", namedRestoresSQL, cluster, username, namespace, limit)
+// NamedRestoreQuery selects the restores one user created as objects.
+type NamedRestoreQuery struct {
+	Cluster, Username string
+	// Namespace, when set, is the only namespace ("" for cluster-scoped
+	// restores and plans).
+	Namespace *string
+	// Namespaced leaves out cluster-scoped ones (a list across namespaces).
+	Namespaced bool
+	// Restores, when set, keeps restores (true) or plans (false) only.
+	Restores *bool
+	// After is the last row of the previous page: CreatedAt and ID.
+	AfterAt time.Time
+	AfterID string
+	Limit   int
+}
+
+// NamedRestores returns the restores a user created as objects, newest
+// first, a page at a time.
+func (s *Store) NamedRestores(ctx context.Context, q NamedRestoreQuery) ([]RestoreRecord, error) {
+	var afterAt *time.Time
+	afterID := q.AfterID
+	if !q.AfterAt.IsZero() {
+		afterAt = &q.AfterAt
+	}
+	if afterID == "" {
+		afterID = "00000000-0000-0000-0000-000000000000"
+	}
+	return queryAll[RestoreRecord](ctx, s.pool, "named restores", namedRestoresSQL, q.Cluster, q.Username, q.Namespace,
+		q.Restores, q.Namespaced, afterAt, afterID, q.Limit)
 }
 
 const restoreByIDSQL = `SELECT ` + restoreColumns + ` FROM restores WHERE cluster = $1 AND id = $2::uuid`

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -231,5 +232,60 @@ func TestRetentionExpiresRestores(t *testing.T) {
 	}
 	if res.DeletedRestores != 1 || !slices.Equal(left, []string{"old-running", "recent"}) {
 		t.Errorf("deleted %d, left %v; want the old finished restore gone", res.DeletedRestores, left)
+	}
+}
+
+// TestNamedRestoresArePaged: a user's restores and plans are listed a page
+// at a time, newest first, each kind and scope apart, with every row once.
+func TestNamedRestoresArePaged(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	insert := func(name, ns, kind string, age time.Duration) {
+		t.Helper()
+		rec, err := st.InsertRestore(ctx, &store.RestoreRecord{Cluster: "c", Kind: kind, Username: "alice",
+			Request: []byte(`{}`), Plan: []byte(`[]`), State: store.RestorePlanned, ObjectNamespace: ns, ObjectName: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Pool().Exec(ctx, `UPDATE restores SET created_at = $1 WHERE id = $2`, now.Add(-age), rec.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 7 {
+		insert(fmt.Sprintf("r%d", i), "prod", "version", time.Duration(i)*time.Minute)
+	}
+	insert("plan", "prod", "as-of", 0)
+	insert("cluster-r", "", "version", 0)
+	restores := true
+	prod := "prod"
+	var names []string
+	q := store.NamedRestoreQuery{Cluster: "c", Username: "alice", Namespace: &prod, Restores: &restores, Namespaced: true, Limit: 3}
+	for pages := 0; ; pages++ {
+		recs, err := st.NamedRestores(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			names = append(names, r.ObjectName)
+		}
+		if len(recs) < q.Limit || pages > 5 {
+			break
+		}
+		q.AfterAt, q.AfterID = recs[len(recs)-1].CreatedAt, recs[len(recs)-1].ID
+	}
+	if want := []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6"}; !slices.Equal(names, want) {
+		t.Errorf("restores of prod, page by page: %v, want %v", names, want)
+	}
+	all, err := st.NamedRestores(ctx, store.NamedRestoreQuery{Cluster: "c", Username: "alice", Namespaced: true, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 8 {
+		t.Errorf("every namespace but the cluster scope: %d rows, want 8", len(all))
 	}
 }

@@ -187,22 +187,13 @@ func (s *planStorage) List(ctx context.Context, opts *metainternalversion.ListOp
 	if opts != nil && opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set{}) {
 		return list, nil
 	}
-	var nsp *string
-	if ns := genericapirequest.NamespaceValue(ctx); ns != "" || !s.namespaced {
-		nsp = &ns
-	}
-	ps, err := s.svc.NamedList(ctx, nsp, history.MaxLimit)
+	ps, next, err := s.svc.NamedList(ctx, namedListOptions(ctx, opts, s.namespaced, false))
 	if err != nil {
 		return nil, statusError(s.log, err, s.resource, "")
 	}
+	setContinue(list, next)
 	for _, p := range ps {
-		if p.Kind == restore.KindVersion || p.PlanID != "" {
-			continue
-		}
 		pl := planOf(p)
-		if s.namespaced && pl.Namespace == "" {
-			continue // a cluster plan: see clusterrestoreplans
-		}
 		if opts != nil && opts.FieldSelector != nil && !opts.FieldSelector.Matches(fields.Set{"metadata.name": pl.Name, "metadata.namespace": pl.Namespace}) {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -325,22 +326,13 @@ func (s *restoreStorage) List(ctx context.Context, opts *metainternalversion.Lis
 	if opts != nil && opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set{}) {
 		return list, nil
 	}
-	var nsp *string
-	if ns := genericapirequest.NamespaceValue(ctx); ns != "" || !s.namespaced {
-		nsp = &ns
-	}
-	ps, err := s.svc.NamedList(ctx, nsp, history.MaxLimit)
+	ps, next, err := s.svc.NamedList(ctx, namedListOptions(ctx, opts, s.namespaced, true))
 	if err != nil {
 		return nil, statusError(s.log, err, s.resource, "")
 	}
+	setContinue(list, next)
 	for _, p := range ps {
-		if p.Kind != restore.KindVersion && p.PlanID == "" {
-			continue // a plan: see restoreplans
-		}
 		r := restoreOf(p)
-		if s.namespaced && r.Namespace == "" {
-			continue // a cluster restore: see clusterrestores
-		}
 		if opts != nil && opts.FieldSelector != nil && !opts.FieldSelector.Matches(fields.Set{"metadata.name": r.Name, "metadata.namespace": r.Namespace}) {
 			continue
 		}
@@ -540,4 +532,31 @@ func secretChange(fc recordv1alpha1.FieldChange, from, to any) recordv1alpha1.Fi
 	}
 	fc.From, fc.To = keysOnly(from), keysOnly(to)
 	return fc
+}
+
+// maxRestoresPage bounds a page of restores or plans: each carries its
+// steps (up to --api-max-plan-objects), so pages are fewer than other
+// lists' and continue with limit/continue.
+const maxRestoresPage = 50
+
+// namedListOptions is the page of restores (or plans) a list asks for: in
+// its namespace, or every namespace but the cluster scope (-A), or the
+// cluster scope (a cluster-scoped resource).
+func namedListOptions(ctx context.Context, opts *metainternalversion.ListOptions, namespaced, restores bool) restore.NamedListOptions {
+	o := restore.NamedListOptions{Namespaced: namespaced, Restores: restores, Limit: maxRestoresPage}
+	if ns := genericapirequest.NamespaceValue(ctx); ns != "" || !namespaced {
+		o.Namespace = &ns
+	}
+	if opts != nil {
+		o.Limit = min(listLimit(opts), maxRestoresPage)
+		o.Continue = opts.Continue
+	}
+	return o
+}
+
+// setContinue sets the continue token of a list.
+func setContinue(list runtime.Object, next string) {
+	if l, err := meta.ListAccessor(list); err == nil {
+		l.SetContinue(next)
+	}
 }

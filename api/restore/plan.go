@@ -2,10 +2,12 @@ package restore
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -132,7 +134,7 @@ func (noRestores) FinishRestore(context.Context, string, string, string, []byte)
 func (noRestores) RestoreNamed(_ context.Context, _, _, _, _, name string) (*store.RestoreRecord, error) {
 	return nil, fmt.Errorf("restore %s: %w", name, store.ErrNotFound)
 }
-func (noRestores) NamedRestores(context.Context, string, string, *string, int) ([]store.RestoreRecord, error) {
+func (noRestores) NamedRestores(context.Context, store.NamedRestoreQuery) ([]store.RestoreRecord, error) {
 	return nil, nil
 }
 
@@ -186,13 +188,42 @@ func (s *Service) Named(ctx context.Context, namespace, name string) (*Plan, err
 	return planOf(rec)
 }
 
-// NamedList lists the restores the caller created as objects, in namespace
-// (nil: every namespace), newest first, at most limit.
-func (s *Service) NamedList(ctx context.Context, namespace *string, limit int) ([]*Plan, error) {
+// NamedListOptions select a page of the restores or plans the caller
+// created as objects.
+type NamedListOptions struct {
+	// Namespace, when set, is the only namespace ("" for cluster-scoped
+	// ones); Namespaced leaves out cluster-scoped ones.
+	Namespace  *string
+	Namespaced bool
+	// Restores lists restores (executions included); false lists plans.
+	Restores bool
+	Limit    int
+	// Continue is the Next of the previous page.
+	Continue string
+}
+
+// NamedList lists a page of the restores (or plans) the caller created as
+// objects, newest first, and the Continue of the next page ("" at the end).
+func (s *Service) NamedList(ctx context.Context, o NamedListOptions) ([]*Plan, string, error) {
 	u := history.Caller(ctx)
-	recs, err := s.restoresLog().NamedRestores(ctx, s.cluster, u.GetName(), namespace, limit)
+	q := store.NamedRestoreQuery{Cluster: s.cluster, Username: u.GetName(), Namespace: o.Namespace,
+		Namespaced: o.Namespaced, Restores: &o.Restores, Limit: o.Limit + 1}
+	if o.Continue != "" {
+		at, id, ok := parseNamedCursor(o.Continue)
+		if !ok {
+			return nil, "", fmt.Errorf("%w: continue %q is not a cursor of this list", history.ErrInvalid, o.Continue)
+		}
+		q.AfterAt, q.AfterID = at, id
+	}
+	recs, err := s.restoresLog().NamedRestores(ctx, q)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	next := ""
+	if len(recs) > o.Limit {
+		recs = recs[:o.Limit]
+		last := recs[len(recs)-1]
+		next = namedCursor(last.CreatedAt, last.ID)
 	}
 	var out []*Plan
 	for i := range recs {
@@ -201,11 +232,30 @@ func (s *Service) NamedList(ctx context.Context, namespace *string, limit int) (
 		}
 		p, err := planOf(&recs[i])
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		out = append(out, p)
 	}
-	return out, nil
+	return out, next, nil
+}
+
+// namedCursor is the position after a row of NamedList: its creation time
+// (microseconds) and id. It holds nothing the caller has not seen.
+func namedCursor(at time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMicro(), 10) + "." + id))
+}
+
+func parseNamedCursor(c string) (time.Time, string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, "", false
+	}
+	us, id, ok := strings.Cut(string(b), ".")
+	n, err := strconv.ParseInt(us, 10, 64)
+	if !ok || err != nil || len(id) != 36 {
+		return time.Time{}, "", false
+	}
+	return time.UnixMicro(n), id, true
 }
 
 // Bounds of a plan request: its lists, before anything is loaded.

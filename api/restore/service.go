@@ -32,7 +32,7 @@ type RestoreLog interface {
 	ClaimRestore(ctx context.Context, cluster, id string) (*store.RestoreRecord, error)
 	FinishRestore(ctx context.Context, cluster, id, state string, outcome []byte) error
 	RestoreNamed(ctx context.Context, cluster, username, userUID, namespace, name string) (*store.RestoreRecord, error)
-	NamedRestores(ctx context.Context, cluster, username string, namespace *string, limit int) ([]store.RestoreRecord, error)
+	NamedRestores(ctx context.Context, q store.NamedRestoreQuery) ([]store.RestoreRecord, error)
 }
 
 // Options configure the service.

@@ -984,6 +984,16 @@ func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
 		})
 	})
 
+	t.Run("kubectl pages restores and plans", func(t *testing.T) {
+		for _, res := range []string{"restores", "restoreplans"} {
+			whole := strings.Fields(kubectlOK(t, w, "alice", nil, "get", res, "-n", ns, "-o", "name", "--chunk-size=0"))
+			paged := strings.Fields(kubectlOK(t, w, "alice", nil, "get", res, "-n", ns, "-o", "name", "--chunk-size=1"))
+			if len(whole) < 2 || !slices.Equal(whole, paged) {
+				t.Errorf("alice's %s: %v at once, %v a page of one at a time; want the same, two at least", res, whole, paged)
+			}
+		}
+	})
+
 	t.Run("the aggregated port serves the kube-apiserver's front proxy only", func(t *testing.T) {
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(w.caPEM)
