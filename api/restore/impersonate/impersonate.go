@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,7 +38,21 @@ type ObjectRef struct {
 type Access struct {
 	base   *rest.Config
 	mapper *restmapper.DeferredDiscoveryRESTMapper
+
+	// A kind discovery does not know is remembered for missTTL, and
+	// discovery is refreshed for unknown kinds at most once a
+	// refreshInterval: a recorded ownerReference to a made-up kind (any
+	// user can write one) costs no discovery round each.
+	mu          sync.Mutex
+	misses      map[schema.GroupVersionKind]time.Time
+	lastRefresh time.Time
+	now         func() time.Time
 }
+
+const (
+	missTTL         = 30 * time.Second
+	refreshInterval = 10 * time.Second
+)
 
 // New makes the access from the sink's client configuration.
 func New(cfg *rest.Config) (*Access, error) {
@@ -45,7 +60,11 @@ func New(cfg *rest.Config) (*Access, error) {
 	if err != nil {
 		return nil, fmt.Errorf("impersonate: discovery client: %w", err)
 	}
-	return &Access{base: rest.CopyConfig(cfg), mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
+	return newAccess(cfg, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))), nil
+}
+
+func newAccess(cfg *rest.Config, mapper *restmapper.DeferredDiscoveryRESTMapper) *Access {
+	return &Access{base: rest.CopyConfig(cfg), mapper: mapper, misses: map[schema.GroupVersionKind]time.Time{}, now: time.Now}
 }
 
 // As returns a client that acts as u: user, uid, groups and extra are
@@ -97,17 +116,42 @@ func ObjName(ns, name string) string {
 	return ns + "/" + name
 }
 
-// Mapping finds the resource of a kind, refreshing discovery once when the
-// kind is new (a CRD created meanwhile).
+// Mapping finds the resource of a kind, refreshing discovery when the kind
+// is new (a CRD created meanwhile), at most once a refreshInterval; a kind
+// still unknown after a refresh is answered as unknown for missTTL.
 func (k *Access) Mapping(apiVersion, kind string) (*meta.RESTMapping, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil, err
 	}
-	m, err := k.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: kind}, gv.Version)
-	if meta.IsNoMatchError(err) {
+	gvk := gv.WithKind(kind)
+	k.mu.Lock()
+	if at, ok := k.misses[gvk]; ok && k.now().Sub(at) < missTTL {
+		k.mu.Unlock()
+		return nil, &meta.NoKindMatchError{GroupKind: gvk.GroupKind(), SearchedVersions: []string{gv.Version}}
+	}
+	k.mu.Unlock()
+	m, err := k.mapper.RESTMapping(gvk.GroupKind(), gv.Version)
+	if !meta.IsNoMatchError(err) {
+		return m, err
+	}
+	k.mu.Lock()
+	refresh := k.now().Sub(k.lastRefresh) >= refreshInterval
+	if refresh {
+		k.lastRefresh = k.now()
+	}
+	k.mu.Unlock()
+	if refresh {
 		k.mapper.Reset()
-		m, err = k.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: kind}, gv.Version)
+		m, err = k.mapper.RESTMapping(gvk.GroupKind(), gv.Version)
+	}
+	if meta.IsNoMatchError(err) {
+		k.mu.Lock()
+		if len(k.misses) > 10000 {
+			clear(k.misses)
+		}
+		k.misses[gvk] = k.now()
+		k.mu.Unlock()
 	}
 	return m, err
 }
@@ -166,5 +210,12 @@ func WaitEstablished(ctx context.Context, c dynamic.Interface, name string) erro
 	}
 }
 
-// ResetDiscovery forgets the cached discovery, after a plan created a CRD.
-func (k *Access) ResetDiscovery() { k.mapper.Reset() }
+// ResetDiscovery forgets the cached discovery and the kinds it did not
+// know, after a plan created a CRD.
+func (k *Access) ResetDiscovery() {
+	k.mu.Lock()
+	clear(k.misses)
+	k.lastRefresh = time.Time{}
+	k.mu.Unlock()
+	k.mapper.Reset()
+}
