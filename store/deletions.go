@@ -26,13 +26,15 @@ type DeletionQuery struct {
 	Group     *string
 	Resource  string
 	Namespace *string
-	Name      string
-	UID       string // the deleted object's
-	User      string // who deleted (the authenticated caller)
-	Since     time.Time
-	Until     time.Time
-	After     *Cursor
-	Limit     int
+	// NamespacedOnly, with no Namespace, leaves out cluster-scoped objects.
+	NamespacedOnly bool
+	Name           string
+	UID            string // the deleted object's
+	User           string // who deleted (the authenticated caller)
+	Since          time.Time
+	Until          time.Time
+	After          *Cursor
+	Limit          int
 }
 
 // deletionsSelect is a page of the deletions view read from
@@ -171,6 +173,9 @@ func deletionsSQL(q DeletionQuery) (string, []any) {
     WHERE d.cluster = v.cluster AND d.uid = v.uid AND d.resource_version = v.resource_version AND d.origin = 'change'
       AND NOT d.deleted AND (d.changed_at, d.version_key) < (v.changed_at, v.version_key)))`)
 	b.object("v", q.Group, q.Resource, q.Namespace, q.Name)
+	if q.NamespacedOnly && q.Namespace == nil {
+		b.where("v.namespace <> ''")
+	}
 	if q.UID != "" {
 		b.where("v.uid = " + b.arg(q.UID))
 	}

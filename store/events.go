@@ -48,11 +48,14 @@ type EventQuery struct {
 	Group     *string
 	Resource  string
 	Namespace *string
-	Name      string
-	Since     time.Time
-	Until     time.Time
-	After     *Cursor
-	Limit     int
+	// NamespacedOnly, with no Namespace, leaves out cluster-scoped objects
+	// (and requests for Namespace objects).
+	NamespacedOnly bool
+	Name           string
+	Since          time.Time
+	Until          time.Time
+	After          *Cursor
+	Limit          int
 }
 
 // namespaceObject says an event is a request for a Namespace object. The
@@ -184,6 +187,8 @@ func eventsSQL(q EventQuery, failed bool) (string, []any) {
 	}
 	b.object("e", q.Group, q.Resource, nil, q.Name)
 	switch {
+	case q.Namespace == nil && q.NamespacedOnly:
+		b.where("e.namespace <> '' AND NOT " + namespaceObject)
 	case q.Namespace == nil:
 	case *q.Namespace == "": // the cluster scope, Namespace objects included
 		b.where("(e.namespace = '' OR " + namespaceObject + ")")

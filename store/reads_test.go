@@ -891,3 +891,49 @@ func TestAnOwnerIsOnlyInItsDependentsNamespace(t *testing.T) {
 		t.Errorf("the garbage collector's delete of mal/bait is credited to %q via %q: its owner reference names an object of vault", ds[0].InitiatedBy, ds[0].InitiatedVia)
 	}
 }
+
+// TestNamespacedOnlyLeavesOutTheClusterScope: a namespaced list across all
+// namespaces (kubectl get deletions -A) reads no cluster-scoped row, so
+// none takes a place of its page.
+func TestNamespacedOnlyLeavesOutTheClusterScope(t *testing.T) {
+	s := openStore(t)
+	write(t, s, append(slices.Clone(lifecycle),
+		change{verb: "create", user: "mallory", resource: "configmaps", name: "cluster-thing", uid: "c1", rv: 30, at: 6 * time.Minute, data: "c", created: true},
+		change{verb: "delete", user: "mallory", resource: "configmaps", name: "cluster-thing", uid: "c1", at: 7 * time.Minute, deleted: true},
+		change{verb: "delete", user: "mallory", resource: "configmaps", name: "denied", uid: "c2", at: 8 * time.Minute, code: 403},
+	)...)
+	ctx := context.Background()
+	for _, only := range []bool{false, true} {
+		ch, err := s.Changes(ctx, ChangeQuery{Cluster: "default", NamespacedOnly: only, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dels, err := s.Deletions(ctx, DeletionQuery{Cluster: "default", NamespacedOnly: only, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed, err := s.FailedMutations(ctx, EventQuery{Cluster: "default", NamespacedOnly: only, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cluster := 0
+		for _, v := range ch {
+			if v.Namespace == "" {
+				cluster++
+			}
+		}
+		for _, d := range dels {
+			if d.Namespace == "" {
+				cluster++
+			}
+		}
+		for _, e := range failed {
+			if e.Namespace == "" {
+				cluster++
+			}
+		}
+		if only && cluster != 0 || !only && cluster != 4 {
+			t.Errorf("NamespacedOnly %v: %d cluster-scoped rows among changes, deletions and failed mutations", only, cluster)
+		}
+	}
+}

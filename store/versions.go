@@ -129,15 +129,17 @@ type ChangeQuery struct {
 	Group     *string
 	Resource  string
 	Namespace *string
-	Name      string
-	UID       string
-	User      string // the authenticated caller of the change
-	Verb      string
-	Since     time.Time // changed_at >= Since
-	Until     time.Time // changed_at < Until
-	After     *Cursor
-	Ascending bool // oldest first (default newest first)
-	Limit     int
+	// NamespacedOnly, with no Namespace, leaves out cluster-scoped objects.
+	NamespacedOnly bool
+	Name           string
+	UID            string
+	User           string // the authenticated caller of the change
+	Verb           string
+	Since          time.Time // changed_at >= Since
+	Until          time.Time // changed_at < Until
+	After          *Cursor
+	Ascending      bool // oldest first (default newest first)
+	Limit          int
 	// Plans' filters: any of these namespaces, resources, names (nil: no
 	// filter); ChangesOnly keeps successful changes (no baselines).
 	Namespaces  []string
@@ -199,6 +201,9 @@ func changesSQL(q ChangeQuery) (string, []any) {
 	b.versionsCluster = b.arg(q.Cluster)
 	b.where("v.cluster = " + b.versionsCluster)
 	b.object("v", q.Group, q.Resource, q.Namespace, q.Name)
+	if q.NamespacedOnly && q.Namespace == nil {
+		b.where("v.namespace <> ''")
+	}
 	if q.UID != "" {
 		b.where("v.uid = " + b.arg(q.UID))
 	}

@@ -192,6 +192,7 @@ func (s *attemptStorage) List(ctx context.Context, opts *metainternalversion.Lis
 	if f.Namespace, some = s.listNamespace(ctx, opts.FieldSelector); !some {
 		return list, nil
 	}
+	f.NamespacedOnly = s.namespaced
 	f.Cluster = s.cluster
 	page, err := s.hist.FailedMutations(ctx, f, history.PageOptions{Limit: listLimit(opts), Continue: opts.Continue, Since: since, Until: until})
 	if err != nil {

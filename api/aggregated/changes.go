@@ -171,6 +171,7 @@ func (s *changeStorage) List(ctx context.Context, opts *metainternalversion.List
 	if f.Namespace, some = s.listNamespace(ctx, opts.FieldSelector); !some {
 		return list, nil
 	}
+	f.NamespacedOnly = s.namespaced
 	f.Cluster = s.cluster
 	p.Limit, p.Continue = listLimit(opts), opts.Continue
 	page, err := s.hist.Changes(ctx, f, p)

@@ -167,6 +167,7 @@ func (s *deletionStorage) List(ctx context.Context, opts *metainternalversion.Li
 	if f.Namespace, some = s.listNamespace(ctx, opts.FieldSelector); !some {
 		return list, nil
 	}
+	f.NamespacedOnly = s.namespaced
 	f.Cluster = s.cluster
 	page, err := s.hist.Deletions(ctx, f, history.PageOptions{Limit: listLimit(opts), Continue: opts.Continue, Since: sel.since, Until: sel.until})
 	if err != nil {

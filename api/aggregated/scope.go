@@ -65,6 +65,8 @@ func (s recordScope) listNamespace(ctx context.Context, sel fields.Selector) (ns
 		want, given = sel.RequiresExactMatch("metadata.namespace")
 	}
 	switch {
+	case s.namespaced && req == "" && given && want == "":
+		return nil, false // a namespaced resource has nothing in the cluster scope
 	case s.namespaced && req == "" && given:
 		return &want, true
 	case s.namespaced && req == "":

@@ -25,6 +25,7 @@ func TestListNamespace(t *testing.T) {
 		{"all namespaces, one selected", true, "", "metadata.namespace=prod", ns("prod"), true},
 		{"a namespace, the same selected", true, "prod", "metadata.namespace=prod", ns("prod"), true},
 		{"a namespace, another selected", true, "prod", "metadata.namespace=dev", nil, false},
+		{"all namespaces, the cluster scope selected", true, "", "metadata.namespace=", nil, false},
 		{"cluster scope", false, "", "", ns(""), true},
 		{"cluster scope, a namespace selected", false, "", "metadata.namespace=prod", nil, false},
 		{"cluster scope, none selected", false, "", "metadata.namespace=", ns(""), true},

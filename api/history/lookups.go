@@ -125,6 +125,9 @@ type ChangeFilter struct {
 	Cluster                         string
 	Group, Namespace                *string
 	Resource, Name, UID, User, Verb string
+	// NamespacedOnly, with no Namespace, leaves out cluster-scoped objects
+	// (a namespaced list across all namespaces).
+	NamespacedOnly bool
 }
 
 // Changes lists recorded changes, newest first, that the caller may read.
@@ -132,7 +135,7 @@ func (s *Service) Changes(ctx context.Context, f ChangeFilter, p PageOptions) (P
 	if err := s.refuseUnreadable(ctx, f.Group, f.Resource, f.Namespace, f.Name); err != nil {
 		return Page[Version]{}, err
 	}
-	return s.listChanges(ctx, store.ChangeQuery{Cluster: f.Cluster, Group: f.Group, Namespace: f.Namespace,
+	return s.listChanges(ctx, store.ChangeQuery{Cluster: f.Cluster, Group: f.Group, Namespace: f.Namespace, NamespacedOnly: f.NamespacedOnly,
 		Resource: f.Resource, Name: f.Name, UID: f.UID, User: f.User, Verb: f.Verb}, p)
 }
 
@@ -407,6 +410,9 @@ type ObjectFilter struct {
 	Cluster              string
 	Group, Namespace     *string
 	Resource, Name, User string
+	// NamespacedOnly, with no Namespace, leaves out cluster-scoped objects
+	// (a namespaced list across all namespaces).
+	NamespacedOnly bool
 	// UID narrows to one object (deletions only).
 	UID string
 }
@@ -421,7 +427,7 @@ func (s *Service) Deletions(ctx context.Context, f ObjectFilter, p PageOptions) 
 	if err != nil {
 		return Page[Deletion]{}, err
 	}
-	q := store.DeletionQuery{Cluster: f.Cluster, Group: f.Group, Namespace: f.Namespace,
+	q := store.DeletionQuery{Cluster: f.Cluster, Group: f.Group, Namespace: f.Namespace, NamespacedOnly: f.NamespacedOnly,
 		Resource: f.Resource, Name: f.Name, UID: f.UID, User: f.User, Since: p.Since, Until: p.Until}
 	return pageScan[store.Deletion, Deletion]{limit: limit,
 		fetch: func(after *store.Cursor, n int) ([]store.Deletion, error) {
@@ -447,7 +453,7 @@ func (s *Service) FailedMutations(ctx context.Context, f ObjectFilter, p PageOpt
 	if err := s.refuseUnreadable(ctx, f.Group, f.Resource, f.Namespace, f.Name); err != nil {
 		return Page[Event]{}, err
 	}
-	return s.listEvents(ctx, s.reader.FailedMutations, store.EventQuery{Cluster: f.Cluster, Group: f.Group, Namespace: f.Namespace,
+	return s.listEvents(ctx, s.reader.FailedMutations, store.EventQuery{Cluster: f.Cluster, Group: f.Group, Namespace: f.Namespace, NamespacedOnly: f.NamespacedOnly,
 		Resource: f.Resource, Name: f.Name, User: f.User}, p)
 }
 
