@@ -232,6 +232,9 @@ func TestNetworkPolicies(t *testing.T) {
 							if openToAll(p) {
 								t.Errorf("%s %s port %s is open to every client: %+v", w.kind, w.name, port.Name, p)
 							}
+							if wholeNamespace(p) && (port.Name == "webhook" || port.Name == "aggregated") {
+								t.Errorf("%s %s port %s admits every pod of a namespace, where only the kube-apiserver may come: %+v", w.kind, w.name, port.Name, p)
+							}
 						}
 						if port.Name == "postgres" {
 							checkDatabasePeers(t, w, peers, ws)
@@ -273,6 +276,11 @@ func admitted(t *testing.T, pols []*networkingv1.NetworkPolicy, w workload, port
 		}
 	}
 	return out
+}
+
+// wholeNamespace: every pod of the namespaces selected.
+func wholeNamespace(p networkingv1.NetworkPolicyPeer) bool {
+	return p.NamespaceSelector != nil && (p.PodSelector == nil || len(p.PodSelector.MatchLabels) == 0 && len(p.PodSelector.MatchExpressions) == 0)
 }
 
 // openToAll: every namespace's every pod, or every address.
