@@ -487,11 +487,16 @@ func ownersFirst(steps []Step) []Step {
 // 5,000 (at the impersonated client's rate, most of a minute).
 const listThreshold = 20
 
-// maxListed bounds the live objects one LIST of a plan holds: a resource
-// with more objects in the namespace than the plan can cover is left to
-// single GETs, so a caller cannot make a plan hold a huge namespace in
-// memory.
-const maxListed = 20000
+// maxListed bounds the live objects one LIST of a plan reads: a resource
+// with more objects in the namespace is left to single GETs. Of those it
+// reads, the plan keeps only the ones it plans (a namespace's other objects
+// are dropped page by page), and a page is listPage objects, so a caller
+// cannot make a plan hold a huge namespace in memory: its memory is its
+// planned objects and one page.
+const (
+	maxListed = 20000
+	listPage  = 100
+)
 
 // liveObjects are the live objects LISTed as the caller, per resource and
 // namespace; a group not listed is fetched object by object.
@@ -517,9 +522,16 @@ func (lv liveObjects) get(ctx context.Context, c dynamic.Interface, o ObjectRef)
 // group to single GETs.
 func listLive(ctx context.Context, c dynamic.Interface, rf *history.ReadFilter, sets ...[]store.VersionRecord) (liveObjects, error) {
 	count := map[liveGroup]int{}
+	planned := map[liveGroup]map[string]bool{}
 	for _, set := range sets {
 		for i := range set {
-			count[groupOf(refOf(&set[i]))]++
+			ref := refOf(&set[i])
+			g := groupOf(ref)
+			count[g]++
+			if planned[g] == nil {
+				planned[g] = map[string]bool{}
+			}
+			planned[g][ref.Name] = true
 		}
 	}
 	lv := liveObjects{}
@@ -536,8 +548,9 @@ func listLive(ctx context.Context, c dynamic.Interface, rf *history.ReadFilter, 
 		}
 		objs := map[string]*unstructured.Unstructured{}
 		ri := impersonate.Resource(c, ObjectRef{Group: g.group, APIVersion: g.version, Resource: g.resource, Namespace: g.namespace})
-		opts := metav1.ListOptions{Limit: 500}
+		opts := metav1.ListOptions{Limit: listPage}
 		complete := true
+		listed := 0
 		for {
 			l, err := ri.List(ctx, opts)
 			if err != nil {
@@ -545,9 +558,12 @@ func listLive(ctx context.Context, c dynamic.Interface, rf *history.ReadFilter, 
 				break
 			}
 			for i := range l.Items {
-				objs[l.Items[i].GetName()] = &l.Items[i]
+				if name := l.Items[i].GetName(); planned[g][name] {
+					obj := l.Items[i] // not a pointer into the page, which goes
+					objs[name] = &obj
+				}
 			}
-			if len(objs) > maxListed {
+			if listed += len(l.Items); listed > maxListed {
 				complete = false
 				break
 			}
