@@ -43,8 +43,9 @@ type Pipeline struct {
 	digester *model.SecretDigester
 }
 
-// WithSecretDigester sets how Secret values are digested (default: plain
-// SHA-256, see SecretDigester).
+// WithSecretDigester sets how Secret values are digested. Without one an
+// event that holds Secret values is not stored: it is skipped and counted
+// as convert_error (model.ErrNoDigester), never digested more weakly.
 func (p *Pipeline) WithSecretDigester(d *model.SecretDigester) *Pipeline { p.digester = d; return p }
 
 // WithObserver sets the observer of decoded batches.

@@ -56,7 +56,8 @@ type Options struct {
 	BaselineMinInterval time.Duration
 	Registry            *Registry
 	Store               Store
-	// Digester digests the Secret values of baselines (nil: plain SHA-256).
+	// Digester digests the Secret values of baselines; without one a
+	// Secret is not baselined (model.ErrNoDigester).
 	Digester *model.SecretDigester
 	Logger   *slog.Logger
 }

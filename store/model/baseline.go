@@ -18,7 +18,8 @@ type BaselineObject struct {
 	Rules      []string
 	// RecordSecretData keeps Secret values in clear (a rule asks for it).
 	RecordSecretData bool
-	// Digester digests Secret values (nil: plain SHA-256).
+	// Digester digests Secret values; a Secret without one is an error
+	// (ErrNoDigester).
 	Digester   *SecretDigester
 	ObservedAt time.Time
 }
@@ -41,6 +42,9 @@ func BaselineVersion(o BaselineObject) (Version, error) {
 	raw := o.Raw
 	digested := false
 	if !o.RecordSecretData && (o.APIGroup == "" && o.Resource == "secrets" || meta.Kind == "Secret" && meta.APIVersion == "v1") {
+		if o.Digester == nil {
+			return Version{}, ErrNoDigester
+		}
 		raw, digested = o.Digester.at(SecretPlace{o.Cluster, meta.Metadata.Namespace, meta.Metadata.Name}).object(raw), true
 	}
 	h := sha256.New()

@@ -68,6 +68,8 @@ type Converted struct {
 	// Sanitized: values PostgreSQL cannot store or read as jsonb (NUL,
 	// invalid UTF-8, unpaired surrogate escapes) were replaced with U+FFFD.
 	Sanitized bool
+	// err is a failure of a version, returned by Convert.
+	err error
 }
 
 // Selection is what the rules decided for a kept event.
@@ -83,6 +85,9 @@ type Selection struct {
 func Convert(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigester) (Converted, error) {
 	c, err := convertRaw(cluster, ev, d, dg)
 	if err == nil {
+		err = c.err
+	}
+	if err == nil {
 		c.Sanitized = c.pgSafe() || c.Sanitized
 	}
 	return c, err
@@ -95,6 +100,9 @@ func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigest
 	}
 	ref := ev.ObjectRef
 	digest := ref.APIGroup == "" && ref.Resource == "secrets" && !d.RecordSecretData
+	if digest && dg == nil {
+		return c, ErrNoDigester
+	}
 
 	e := Event{
 		Cluster:        cluster,
@@ -274,6 +282,10 @@ func (c *Converted) addObjectVersion(e *Event, ev *auditv1.Event, meta *objectMe
 	v.Complete = meta.APIVersion != "" && meta.Kind != "" && meta.Metadata.Name != ""
 	v.SecretDigested = false
 	if redactSecrets && (e.SecretDigested || meta.Kind == "Secret" && meta.APIVersion == "v1") {
+		if dg == nil {
+			c.err = ErrNoDigester
+			return
+		}
 		raw = dg.at(SecretPlace{e.Cluster, meta.Metadata.Namespace, meta.Metadata.Name}).object(raw)
 		v.SecretDigested = true
 	}

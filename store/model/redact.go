@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -31,10 +32,15 @@ const (
 	// digests (across the change every digested value shows as replaced
 	// once).
 	LegacyKeyedDigestPrefix = "hmac-sha256:"
-	// PlainDigestPrefix: SHA-256 of the value without a key (a nil
-	// SecretDigester; serve and import always have a key).
+	// PlainDigestPrefix: SHA-256 of the value without a key, which
+	// records of old releases may hold (no digester was an unkeyed digest;
+	// it is now ErrNoDigester). The restore paths still recognize it.
 	PlainDigestPrefix = "sha256:"
 )
+
+// ErrNoDigester is converting or baselining a Secret without a digester:
+// its values are never stored with a weaker digest than the keyed one.
+var ErrNoDigester = errors.New("no secret digest key: a Secret's values are stored only as keyed digests")
 
 // The HKDF labels of the keys derived from the secret digest key. Every use
 // has its own key, so that no recorded digest is ever a key: a tenant who
@@ -56,8 +62,8 @@ type SecretPlace struct {
 // still shows that a key changed. With a key (serve always has one) the
 // digest is an HMAC-SHA256: whoever reads the database, a backup or an export
 // cannot test guesses of a low-entropy value (a password) against it without
-// the key, which is kept out of the database. A nil *SecretDigester digests
-// with plain SHA-256. All sink replicas of a cluster must share the key, or
+// the key, which is kept out of the database. Without one (nil) a Secret is
+// not converted (ErrNoDigester). All sink replicas of a cluster must share the key, or
 // the same value digests differently depending on the replica.
 type SecretDigester struct {
 	master   []byte // the operator's key: only ever an HKDF input
