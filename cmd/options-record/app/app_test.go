@@ -71,6 +71,15 @@ func TestImportLogLinesAndEventLists(t *testing.T) {
 	if n := count(t, dsn, "SELECT count(*) FROM object_history"); n != 3 {
 		t.Errorf("history rows = %d, want 3", n)
 	}
+	// The same files again add nothing: every event is found stored.
+	events := count(t, dsn, "SELECT count(*) FROM events")
+	out.Reset()
+	if err := Import(context.Background(), o); err != nil {
+		t.Fatalf("second import: %v", err)
+	}
+	if n, h := count(t, dsn, "SELECT count(*) FROM events"), count(t, dsn, "SELECT count(*) FROM object_history"); n != events || h != 3 {
+		t.Errorf("after importing the same files twice: %d events (want %d), %d history rows (want 3)", n, events, h)
+	}
 
 	// A file that breaks mid-way: the first full batch is stored, nothing of
 	// the unfinished one, and the error names the line.
