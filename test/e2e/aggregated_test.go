@@ -984,6 +984,61 @@ func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
 		})
 	})
 
+	t.Run("a restore impersonates the caller's uid, groups and extras", func(t *testing.T) {
+		kubectlOK(t, w, "bob", nil, "create", "configmap", "imp-cm", "-n", ns, "--from-literal=k=v")
+		kubectlOK(t, w, "bob", nil, "delete", "configmap", "imp-cm", "-n", ns)
+		var del string
+		eventually(t, time.Minute, "the deletion of imp-cm", func() error {
+			out, _, err := w.cp.Kubectl(t, "alice", nil, "get", "deletions", "-n", ns, "--field-selector", "object.name=imp-cm", "-o", "name")
+			if del = strings.TrimPrefix(strings.TrimSpace(out), "deletion.record.optionsrecord.io/"); err != nil || del == "" {
+				return fmt.Errorf("not yet: %v %q", err, out)
+			}
+			return nil
+		})
+		// The admin acts as alice with a uid, groups and an extra of its
+		// choosing: the kube-apiserver forwards them, and the restore's
+		// write must carry every one.
+		restoreObj := []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"Restore","metadata":{"name":"imp-back"},"spec":{"deletion":"` + del + `"}}`)
+		out := kubectlOK(t, w, controlplane.AdminUser, restoreObj, "create", "-n", ns, "-f", "-", "-o", "yaml",
+			"--as", "alice", "--as-uid", "uid-alice-imp", "--as-group", "developers", "--as-group", "system:authenticated",
+			"--as-user-extra", "team=shop")
+		if !strings.Contains(out, "phase: Succeeded") {
+			t.Fatalf("the restore as alice: %s", out)
+		}
+		eventually(t, 30*time.Second, "the impersonated create of imp-cm in the audit log", func() error {
+			data, err := os.ReadFile(w.auditLog)
+			if err != nil {
+				return err
+			}
+			for _, line := range strings.Split(string(data), "\n") {
+				var ev struct {
+					Verb, Stage      string
+					User             struct{ Username string }
+					ImpersonatedUser *struct {
+						Username, UID string
+						Groups        []string
+						Extra         map[string][]string
+					}
+					ObjectRef *struct{ Resource, Namespace, Name string }
+				}
+				if json.Unmarshal([]byte(line), &ev) != nil || ev.Verb != "create" || ev.Stage != "ResponseComplete" ||
+					ev.ObjectRef == nil || ev.ObjectRef.Resource != "configmaps" || ev.ObjectRef.Namespace != ns || ev.User.Username != sinkUser {
+					continue
+				}
+				if !strings.Contains(line, `"imp-cm"`) {
+					continue
+				}
+				iu := ev.ImpersonatedUser
+				if iu == nil || iu.Username != "alice" || iu.UID != "uid-alice-imp" || !slices.Contains(iu.Groups, "developers") ||
+					!slices.Equal(iu.Extra["team"], []string{"shop"}) {
+					t.Errorf("the restore's write impersonated %+v; want alice, uid-alice-imp, developers and team=shop", iu)
+				}
+				return nil
+			}
+			return errors.New("not logged yet")
+		})
+	})
+
 	t.Run("kubectl pages restores and plans", func(t *testing.T) {
 		for _, res := range []string{"restores", "restoreplans"} {
 			whole := strings.Fields(kubectlOK(t, w, "alice", nil, "get", res, "-n", ns, "-o", "name", "--chunk-size=0"))

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -186,6 +187,34 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 		if !reflect.DeepEqual(got.Data, before.Data) {
 			t.Errorf("restored data %v, want %v", got.Data, before.Data)
 		}
+		// The write carries alice's uid and groups as the cluster knows
+		// them (TokenReview), in the kube-apiserver's own audit log.
+		who := ok(alice.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{}))(t)
+		eventually(t, 30*time.Second, "the impersonated create in the audit log", func() error {
+			data, err := os.ReadFile(w.auditLog)
+			if err != nil {
+				return err
+			}
+			for _, line := range strings.Split(string(data), "\n") {
+				var ev struct {
+					Verb, Stage      string
+					User             struct{ Username string }
+					ImpersonatedUser *authnv1.UserInfo
+					ObjectRef        *struct{ Resource, Namespace, Name string }
+				}
+				if json.Unmarshal([]byte(line), &ev) != nil || ev.Verb != "create" || ev.Stage != "ResponseComplete" || ev.User.Username != sinkUser ||
+					ev.ObjectRef == nil || ev.ObjectRef.Resource != "configmaps" || ev.ObjectRef.Namespace != "e2e-rs-one" || !strings.Contains(line, `"settings"`) ||
+					strings.Contains(line, `"dryRun"`) || strings.Contains(line, "dryRun=All") {
+					continue
+				}
+				iu, want := ev.ImpersonatedUser, who.Status.UserInfo
+				if iu == nil || iu.Username != want.Username || iu.UID != want.UID || want.UID == "" || !slices.Equal(iu.Groups, want.Groups) {
+					t.Errorf("the restore's write impersonated %+v; want alice as TokenReview gives her: %+v", iu, want)
+				}
+				return nil
+			}
+			return errors.New("not logged yet")
+		})
 		// The restores table names who restored what, refusals included.
 		rows := w.restores(t, "configmaps")
 		for _, want := range []string{"eve failed false", "alice succeeded true", "alice succeeded false"} {
