@@ -473,8 +473,8 @@ func (s *Service) tooManySteps(n int) error {
 	return fmt.Errorf("%w: the plan would cover more than %d objects (%d or more): narrow it (namespaces, resources, names, since/until)", history.ErrInvalid, s.maxSteps, n)
 }
 
-// maxUndoRows bounds the changes an undo plan reads.
-const maxUndoRows = 20000
+// defaultMaxUndoRows bounds the changes an undo plan reads.
+const defaultMaxUndoRows = 20000
 
 // planUndo plans reverting what req.User changed between since and until:
 // every object they changed gets the state it had before their first change
@@ -522,8 +522,8 @@ func (s *Service) planUndo(ctx context.Context, cluster string, req *PlanRequest
 		if err != nil {
 			return nil, err
 		}
-		if read += len(rows); read > maxUndoRows {
-			return nil, fmt.Errorf("%w: more than %d changes of %s in this range: narrow it (namespaces, resources, names, since/until)", history.ErrInvalid, maxUndoRows, req.User)
+		if read += len(rows); read > s.maxUndo {
+			return nil, fmt.Errorf("%w: more than %d changes of %s in this range: narrow it (namespaces, resources, names, since/until)", history.ErrInvalid, s.maxUndo, req.User)
 		}
 		for i := range rows {
 			v := rows[i]

@@ -50,7 +50,9 @@ type Options struct {
 	Cluster string
 	// MaxPlanSteps caps the objects of a plan (default 2000).
 	MaxPlanSteps int
-	Logger       *slog.Logger
+	// MaxUndoRows caps the changes an undo plan reads (default 20,000).
+	MaxUndoRows int
+	Logger      *slog.Logger
 }
 
 // Service exports manifests and carries out restores and plans, for the
@@ -64,6 +66,7 @@ type Service struct {
 	cluster  string
 	kube     *impersonate.Access
 	maxSteps int
+	maxUndo  int
 }
 
 // New builds the service.
@@ -77,6 +80,9 @@ func New(o Options) (*Service, error) {
 	s := &Service{history: o.History, reader: o.Reader, restores: o.Log, cluster: o.Cluster, maxSteps: o.MaxPlanSteps, log: o.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxUndo = o.MaxUndoRows; s.maxUndo <= 0 {
+		s.maxUndo = defaultMaxUndoRows
 	}
 	if s.maxSteps <= 0 {
 		s.maxSteps = 2000

@@ -691,7 +691,15 @@ type restoreWorld struct {
 // that records Secret data in e2e-rs-vault.
 func startRestoreWorld(t *testing.T) *restoreWorld {
 	t.Helper()
+	return startRestoreWorldWith(t, 0, 0)
+}
+
+// startRestoreWorldWith is startRestoreWorld with the API's cap on the
+// objects of a plan (0: the default).
+func startRestoreWorldWith(t *testing.T, maxPlanObjects, maxUndoRows int) *restoreWorld {
+	t.Helper()
 	w := startWorldWith(t, worldOptions{
+		maxPlanObjects: maxPlanObjects, maxUndoRows: maxUndoRows,
 		users: []controlplane.User{{Name: excludedUser}},
 		// The shipped policy as is: the instrumented one logs the sink's
 		// requests at Metadata level, restores (impersonated) included.

@@ -80,8 +80,9 @@ type worldOptions struct {
 	files []string
 	// api serves the restore API on a free port (world.apiURL).
 	api bool
-	// maxPlanObjects, when set, is the API's cap on the objects of a plan.
-	maxPlanObjects int
+	// maxPlanObjects and maxUndoRows, when set, are the API's caps on the
+	// objects of a plan and the changes an undo reads.
+	maxPlanObjects, maxUndoRows int
 	// aggregated also serves the aggregated API (record.optionsrecord.io)
 	// on a free port, with the control plane configured for aggregation
 	// (world.aggAddr); it implies api.
@@ -151,7 +152,7 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 	var api *app.APIOptions
 	if wo.api || wo.aggregated {
 		apiAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-		api, w.apiURL = &app.APIOptions{Addr: apiAddr, MaxPlanObjects: wo.maxPlanObjects}, "https://"+apiAddr
+		api, w.apiURL = &app.APIOptions{Addr: apiAddr, MaxPlanObjects: wo.maxPlanObjects, MaxUndoRows: wo.maxUndoRows}, "https://"+apiAddr
 	}
 	if wo.aggregated {
 		w.aggAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))

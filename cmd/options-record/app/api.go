@@ -50,6 +50,9 @@ type APIOptions struct {
 	MaxInFlight, MaxInFlightPerUser int
 	// MaxPlanObjects caps the objects of one restore plan (default 2000).
 	MaxPlanObjects int
+	// MaxUndoRows caps the changes an undo plan reads (default 20,000; not
+	// a flag: tests lower it).
+	MaxUndoRows int
 	// Aggregated, when set, also serves the record as the API group
 	// record.optionsrecord.io through the kube-apiserver (API aggregation),
 	// over the same query layer. It needs a cluster.
@@ -121,7 +124,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 	// Page cursors are sealed with a key the replicas share (they share the
 	// digest key), so a page from one replica continues on another.
 	hopts := history.Options{Reader: st, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors")}
-	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log, MaxPlanSteps: o.MaxPlanObjects}
+	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log, MaxPlanSteps: o.MaxPlanObjects, MaxUndoRows: o.MaxUndoRows}
 	// One per-caller cap for both front doors: a caller gets no more
 	// requests at once by using the direct API and kubectl together.
 	apiOpts := restoreapi.Options{Logger: log, RequestTimeout: o.RequestTimeout, MaxInFlight: o.MaxInFlight,
