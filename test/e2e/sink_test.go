@@ -83,6 +83,10 @@ type worldOptions struct {
 	// maxPlanObjects and maxUndoRows, when set, are the API's caps on the
 	// objects of a plan and the changes an undo reads.
 	maxPlanObjects, maxUndoRows int
+	// apiMaxInFlight, apiMaxInFlightPerUser and apiRequestTimeout, when
+	// set, bound the APIs' work (both doors).
+	apiMaxInFlight, apiMaxInFlightPerUser int
+	apiRequestTimeout                     time.Duration
 	// aggregated also serves the aggregated API (record.optionsrecord.io)
 	// on a free port, with the control plane configured for aggregation
 	// (world.aggAddr); it implies api.
@@ -152,7 +156,8 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 	var api *app.APIOptions
 	if wo.api || wo.aggregated {
 		apiAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-		api, w.apiURL = &app.APIOptions{Addr: apiAddr, MaxPlanObjects: wo.maxPlanObjects, MaxUndoRows: wo.maxUndoRows}, "https://"+apiAddr
+		api, w.apiURL = &app.APIOptions{Addr: apiAddr, MaxPlanObjects: wo.maxPlanObjects, MaxUndoRows: wo.maxUndoRows,
+			MaxInFlight: wo.apiMaxInFlight, MaxInFlightPerUser: wo.apiMaxInFlightPerUser, RequestTimeout: wo.apiRequestTimeout}, "https://"+apiAddr
 	}
 	if wo.aggregated {
 		w.aggAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))
