@@ -373,12 +373,16 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 		badStoredShortened   bool
 		badValue             string // data.k of the stored object, when set
 		badPatchValue        string // data.k of the stored patch, when set
+		badK                 string // data.k of the stored object (no pair), when set
+		badUser              string // the stored event's username, when set
+		uncounted            bool   // sanitized before the counter sees it
 	}{
 		{
 			name: "NUL in a text field",
 			body: func(p string) []byte {
 				return EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), User("eve\x00"), Response(cm(p+"-bad"))))
 			},
+			badUser: "eve\uFFFD",
 		},
 		{
 			name: "NUL inside an object",
@@ -386,14 +390,20 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 				bad := ConfigMap("default", p+"-bad", "uid-"+p+"-bad", 10, map[string]string{"k": "v\x00"})
 				return EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), Response(bad)))
 			},
+			badK: "v\uFFFD",
 		},
 		{
 			name: "invalid UTF-8 inside an object",
 			body: func(p string) []byte {
 				bad := ConfigMap("default", p+"-bad", "uid-"+p+"-bad", 10, map[string]string{"k": "MARK"})
 				b := EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), Response(bad)))
-				return bytes.Replace(b, []byte("MARK"), []byte("\xff\xfe"), 1)
+				return bytes.Replace(b, []byte("MARK"), []byte("a\xff\xfeb"), 1)
 			},
+			badK: "a\uFFFD\uFFFDb",
+			// The fast decoder (sonic, ValidateString) already replaces
+			// invalid UTF-8 inside an object, before the sanitizer sees
+			// it: stored right, not counted as sanitized.
+			uncounted: true,
 		},
 		{
 			// PostgreSQL's json accepts the escape, its jsonb does not:
@@ -483,12 +493,26 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 					t.Errorf("the object was not stored with the surrogate replaced by U+FFFD (and the pair kept)")
 				}
 			}
+			if tt.badK != "" {
+				var got string
+				if err := h.env.pool.QueryRow(context.Background(), `SELECT coalesce(max(object::jsonb->'data'->>'k'), '(none)') FROM object_versions WHERE name = $1`, p+"-bad").Scan(&got); err != nil {
+					t.Fatal(err)
+				}
+				if got != tt.badK {
+					t.Errorf("the object was stored with data.k %q, want %q (NUL and invalid UTF-8 replaced by U+FFFD)", got, tt.badK)
+				}
+			}
+			if tt.badUser != "" {
+				if n := h.count(`SELECT count(*) FROM events WHERE name = $1 AND username = $2`, p+"-bad", tt.badUser); n != 1 {
+					t.Errorf("the event was not stored with its username's NUL replaced by U+FFFD")
+				}
+			}
 			if tt.badPatchValue != "" {
 				if n := h.count(`SELECT count(*) FROM events WHERE name = $1 AND request_object::jsonb->'data'->>'k' = $2`, p+"-bad", tt.badPatchValue); n != 1 {
 					t.Errorf("the patch was not stored with the surrogate replaced by U+FFFD")
 				}
 			}
-			if tt.badValue != "" || tt.badPatchValue != "" {
+			if (tt.badValue != "" || tt.badPatchValue != "" || tt.badK != "" || tt.badUser != "") && !tt.uncounted {
 				if got := h.metric("options_record_events_sanitized_total") - sanitized; got != 1 {
 					t.Errorf("sanitized events counted %v, want 1", got)
 				}
