@@ -56,6 +56,8 @@ func TestImportLogLinesAndEventLists(t *testing.T) {
 	list := filepath.Join(dir, "batch.json")
 	if err := os.WriteFile(list, gen.EventList(
 		gen.Event(gen.Namespace("prod"), gen.Name("c"), gen.Response(*cm("c", 12))),
+		gen.Event(gen.Resource("", "v1", "secrets"), gen.Namespace("prod"), gen.Name("db"),
+			gen.Response(gen.Secret("prod", "db", "uid-db", 13, map[string]string{"password": "hunter2"}))),
 	), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +67,17 @@ func TestImportLogLinesAndEventLists(t *testing.T) {
 	if err := Import(context.Background(), o); err != nil {
 		t.Fatalf("import: %v", err)
 	}
-	if !strings.Contains(out.String(), "read 4 events: kept 3, dropped 1") || !strings.Contains(out.String(), "read_only") {
+	if !strings.Contains(out.String(), "read 5 events: kept 4, dropped 1") || !strings.Contains(out.String(), "read_only") {
 		t.Errorf("summary:\n%s", out.String())
 	}
-	if n := count(t, dsn, "SELECT count(*) FROM object_history"); n != 3 {
-		t.Errorf("history rows = %d, want 3", n)
+	if n := count(t, dsn, "SELECT count(*) FROM object_history"); n != 4 {
+		t.Errorf("history rows = %d, want 4", n)
+	}
+	// An imported Secret holds the keyed, place-bound digest the webhook
+	// stores, never the value.
+	if n := count(t, dsn, `SELECT count(*) FROM object_versions WHERE name = 'db' AND secret_digested
+		AND object::jsonb->'data'->>'password' LIKE 'hmac-sha256-v2:%' AND object::text NOT LIKE '%aHVudGVyMg%'`); n != 1 {
+		t.Errorf("the imported Secret is not stored as a keyed digest (%d rows)", n)
 	}
 	// The same files again add nothing: every event is found stored.
 	events := count(t, dsn, "SELECT count(*) FROM events")
@@ -77,8 +85,8 @@ func TestImportLogLinesAndEventLists(t *testing.T) {
 	if err := Import(context.Background(), o); err != nil {
 		t.Fatalf("second import: %v", err)
 	}
-	if n, h := count(t, dsn, "SELECT count(*) FROM events"), count(t, dsn, "SELECT count(*) FROM object_history"); n != events || h != 3 {
-		t.Errorf("after importing the same files twice: %d events (want %d), %d history rows (want 3)", n, events, h)
+	if n, h := count(t, dsn, "SELECT count(*) FROM events"), count(t, dsn, "SELECT count(*) FROM object_history"); n != events || h != 4 {
+		t.Errorf("after importing the same files twice: %d events (want %d), %d history rows (want 4)", n, events, h)
 	}
 
 	// A file that breaks mid-way: the first full batch is stored, nothing of
