@@ -204,23 +204,13 @@ func (s *attemptStorage) List(ctx context.Context, opts *metainternalversion.Lis
 		}
 		return s.namespaced == (e.Namespace != "") // -A: cluster-scoped objects' are clusterattempts
 	}
-	switch l := list.(type) {
-	case *recordv1alpha1.AttemptList:
-		l.Continue = page.Next
-		for i := range page.Items {
-			if keep(&page.Items[i]) {
-				l.Items = append(l.Items, *s.object(&page.Items[i], false).(*recordv1alpha1.Attempt))
-			}
-		}
-	case *recordv1alpha1.ClusterAttemptList:
-		l.Continue = page.Next
-		for i := range page.Items {
-			if keep(&page.Items[i]) {
-				l.Items = append(l.Items, *s.object(&page.Items[i], false).(*recordv1alpha1.ClusterAttempt))
-			}
+	items := make([]runtime.Object, 0, len(page.Items))
+	for i := range page.Items {
+		if keep(&page.Items[i]) {
+			items = append(items, s.object(&page.Items[i], false))
 		}
 	}
-	return list, nil
+	return fillList(list, items, page.Next)
 }
 
 // object converts a failed mutation of the record; withRequest carries the
@@ -294,23 +284,19 @@ func (*attemptStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ r
 			Object: runtime.RawExtension{Object: o},
 		})
 	}
-	switch o := obj.(type) {
-	case *recordv1alpha1.Attempt:
-		add(o, &o.AttemptRecord, o.Name)
-	case *recordv1alpha1.ClusterAttempt:
-		add(o, &o.AttemptRecord, o.Name)
-	case *recordv1alpha1.AttemptList:
-		table.ListMeta = o.ListMeta
-		for i := range o.Items {
-			add(&o.Items[i], &o.Items[i].AttemptRecord, o.Items[i].Name)
+	err := eachObject(obj, &table.ListMeta, func(o runtime.Object) error {
+		switch o := o.(type) {
+		case *recordv1alpha1.Attempt:
+			add(o, &o.AttemptRecord, o.Name)
+		case *recordv1alpha1.ClusterAttempt:
+			add(o, &o.AttemptRecord, o.Name)
+		default:
+			return errUnexpectedType(o)
 		}
-	case *recordv1alpha1.ClusterAttemptList:
-		table.ListMeta = o.ListMeta
-		for i := range o.Items {
-			add(&o.Items[i], &o.Items[i].AttemptRecord, o.Items[i].Name)
-		}
-	default:
-		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
+		return nil
+	})
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
 	}
 	return table, nil
 }

@@ -178,22 +178,14 @@ func (s *changeStorage) List(ctx context.Context, opts *metainternalversion.List
 	if err != nil {
 		return nil, statusError(s.log, err, s.resource, "")
 	}
-	switch l := list.(type) {
-	case *recordv1alpha1.ChangeList:
-		l.Continue = page.Next
-		for i := range page.Items {
-			if page.Items[i].Namespace == "" {
-				continue // a cluster-scoped object's: see clusterchanges
-			}
-			l.Items = append(l.Items, *s.object(&page.Items[i], false).(*recordv1alpha1.Change))
+	items := make([]runtime.Object, 0, len(page.Items))
+	for i := range page.Items {
+		if s.namespaced && page.Items[i].Namespace == "" {
+			continue // a cluster-scoped object's: see clusterchanges
 		}
-	case *recordv1alpha1.ClusterChangeList:
-		l.Continue = page.Next
-		for i := range page.Items {
-			l.Items = append(l.Items, *s.object(&page.Items[i], false).(*recordv1alpha1.ClusterChange))
-		}
+		items = append(items, s.object(&page.Items[i], false))
 	}
-	return list, nil
+	return fillList(list, items, page.Next)
 }
 
 // object converts a version of the record; withState carries its state (a
@@ -254,23 +246,19 @@ func (*changeStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ ru
 			Object: runtime.RawExtension{Object: o},
 		})
 	}
-	switch o := obj.(type) {
-	case *recordv1alpha1.Change:
-		add(o, &o.ChangeRecord, o.Name)
-	case *recordv1alpha1.ClusterChange:
-		add(o, &o.ChangeRecord, o.Name)
-	case *recordv1alpha1.ChangeList:
-		table.ListMeta = o.ListMeta
-		for i := range o.Items {
-			add(&o.Items[i], &o.Items[i].ChangeRecord, o.Items[i].Name)
+	err := eachObject(obj, &table.ListMeta, func(o runtime.Object) error {
+		switch o := o.(type) {
+		case *recordv1alpha1.Change:
+			add(o, &o.ChangeRecord, o.Name)
+		case *recordv1alpha1.ClusterChange:
+			add(o, &o.ChangeRecord, o.Name)
+		default:
+			return errUnexpectedType(o)
 		}
-	case *recordv1alpha1.ClusterChangeList:
-		table.ListMeta = o.ListMeta
-		for i := range o.Items {
-			add(&o.Items[i], &o.Items[i].ChangeRecord, o.Items[i].Name)
-		}
-	default:
-		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
+		return nil
+	})
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
 	}
 	return table, nil
 }

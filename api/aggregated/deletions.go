@@ -173,22 +173,14 @@ func (s *deletionStorage) List(ctx context.Context, opts *metainternalversion.Li
 	if err != nil {
 		return nil, s.apiError(err, "")
 	}
-	switch l := list.(type) {
-	case *recordv1alpha1.DeletionList:
-		l.Continue = page.Next
-		for i := range page.Items {
-			if page.Items[i].Namespace == "" {
-				continue // a cluster-scoped object's: see clusterdeletions
-			}
-			l.Items = append(l.Items, *s.object(&page.Items[i], false).(*recordv1alpha1.Deletion))
+	items := make([]runtime.Object, 0, len(page.Items))
+	for i := range page.Items {
+		if s.namespaced && page.Items[i].Namespace == "" {
+			continue // a cluster-scoped object's: see clusterdeletions
 		}
-	case *recordv1alpha1.ClusterDeletionList:
-		l.Continue = page.Next
-		for i := range page.Items {
-			l.Items = append(l.Items, *s.object(&page.Items[i], false).(*recordv1alpha1.ClusterDeletion))
-		}
+		items = append(items, s.object(&page.Items[i], false))
 	}
-	return list, nil
+	return fillList(list, items, page.Next)
 }
 
 // object converts a deletion of the record; withState carries the last
@@ -255,23 +247,19 @@ func (*deletionStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ 
 			Object: runtime.RawExtension{Object: o},
 		})
 	}
-	switch o := obj.(type) {
-	case *recordv1alpha1.Deletion:
-		add(o, &o.DeletionRecord, o.Name)
-	case *recordv1alpha1.ClusterDeletion:
-		add(o, &o.DeletionRecord, o.Name)
-	case *recordv1alpha1.DeletionList:
-		table.ListMeta = o.ListMeta
-		for i := range o.Items {
-			add(&o.Items[i], &o.Items[i].DeletionRecord, o.Items[i].Name)
+	err := eachObject(obj, &table.ListMeta, func(o runtime.Object) error {
+		switch o := o.(type) {
+		case *recordv1alpha1.Deletion:
+			add(o, &o.DeletionRecord, o.Name)
+		case *recordv1alpha1.ClusterDeletion:
+			add(o, &o.DeletionRecord, o.Name)
+		default:
+			return errUnexpectedType(o)
 		}
-	case *recordv1alpha1.ClusterDeletionList:
-		table.ListMeta = o.ListMeta
-		for i := range o.Items {
-			add(&o.Items[i], &o.Items[i].DeletionRecord, o.Items[i].Name)
-		}
-	default:
-		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
+		return nil
+	})
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
 	}
 	return table, nil
 }

@@ -5,9 +5,13 @@ import (
 	"log/slog"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
@@ -94,4 +98,26 @@ func listLimit(opts *metainternalversion.ListOptions) int {
 		limit = history.MaxLimit
 	}
 	return limit
+}
+
+// fillList sets the items and the continue token of a list of any of the
+// record's kinds (a namespaced kind's list or its cluster-scoped twin's).
+func fillList(list runtime.Object, items []runtime.Object, next string) (runtime.Object, error) {
+	if err := meta.SetList(list, items); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	setContinue(list, next)
+	return list, nil
+}
+
+// eachObject calls fn with obj, or with each item of obj when it is a
+// list, whose list metadata it copies into lm (a Table's).
+func eachObject(obj runtime.Object, lm *metav1.ListMeta, fn func(runtime.Object) error) error {
+	if !meta.IsListType(obj) {
+		return fn(obj)
+	}
+	if l, err := meta.ListAccessor(obj); err == nil {
+		lm.ResourceVersion, lm.Continue, lm.RemainingItemCount = l.GetResourceVersion(), l.GetContinue(), l.GetRemainingItemCount()
+	}
+	return meta.EachListItem(obj, fn)
 }
