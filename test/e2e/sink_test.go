@@ -148,6 +148,10 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 	w.apply = newApplier(t, admin)
 	w.apply.createFile(t, controlplane.RepoFile(t, "deploy/crd/optionsrecord.io_optionsrecordcontrollers.yaml"), "")
 	w.apply.create(t, []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+sinkNS+`"}}`), "")
+	// The sink's RBAC is the shipped one (no more than the install grants).
+	for _, f := range []string{"deploy/base/rbac.yaml", "deploy/base/baseline-rbac.yaml", "deploy/components/baseline-secrets/rbac.yaml"} {
+		w.apply.createFile(t, controlplane.RepoFile(t, f), sinkNS)
+	}
 	w.apply.createFile(t, "testdata/sink-rbac.yaml", "")
 	w.apply.createFile(t, "testdata/rules.yaml", sinkNS)
 	for _, f := range wo.files {
