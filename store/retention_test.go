@@ -135,7 +135,23 @@ func TestRetentionDoesNotBlockIngest(t *testing.T) {
 		res, err = st.ApplyRetention(ctx, now, 30*24*time.Hour)
 		done <- err
 	}()
-	time.Sleep(300 * time.Millisecond) // retention is waiting for the reader
+	// Wait until retention is really at the detach, held behind the reader
+	// (a sleep would pass as well if it had not started).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE state = 'active' AND query LIKE 'ALTER TABLE events DETACH PARTITION%' AND wait_event_type IS NOT NULL`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("retention never reached the detach held behind the reader")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	e, v = change("new", "n", now, 2, false)

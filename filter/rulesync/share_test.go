@@ -83,7 +83,10 @@ func TestSharerKeepsReplicasInStep(t *testing.T) {
 	b.ObserveEvents("fleet-b", []auditv1.Event{orcEvent("update", orc("options-record", "r", "u1", "12", "books"))})
 	eventually("replica a applies b's update", func() bool { return keepsIn(a, "books") && !keepsIn(a, "shop") })
 	a.ObserveEvents("fleet-b", []auditv1.Event{orcEvent("update", orc("options-record", "r", "u1", "11", "shop"))})
-	time.Sleep(300 * time.Millisecond)
+	// A sentinel shared after the older copy: once b applies it, b has
+	// read the older copy too (a sleep would pass if nothing was shared).
+	a.ObserveEvents("fleet-b", []auditv1.Event{orcEvent("create", orc("options-record", "sentinel", "u9", "13", "music"))})
+	eventually("replica b applies the sentinel shared after the older copy", func() bool { return keepsIn(b, "music") })
 	if !keepsIn(b, "books") || keepsIn(b, "shop") {
 		t.Error("an older copy shared later overrode the newer one")
 	}
@@ -95,8 +98,14 @@ func TestSharerKeepsReplicasInStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	objs, err = st.RuleObjects(ctx)
-	if err != nil || len(objs) != 1 || !objs[0].Deleted {
-		t.Errorf("after the delete the shared row is %+v (%v), want a tombstone", objs, err)
+	var u1 []store.RuleObject
+	for _, o := range objs {
+		if o.UID == "u1" {
+			u1 = append(u1, o)
+		}
+	}
+	if err != nil || len(u1) != 1 || !u1[0].Deleted {
+		t.Errorf("after the delete the shared row of u1 is %+v (%v), want a tombstone", u1, err)
 	}
 }
 
