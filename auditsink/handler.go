@@ -253,6 +253,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		var status int
 		out, status, err = h.stream(r.Context(), cluster, body, rest)
+		// A long stream outlives the write deadline set for one chunk: the
+		// answer, whichever it is, gets its own.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(10 * time.Second))
 		if err != nil {
 			outcome = streamOutcome(status)
 			switch status {
@@ -293,10 +296,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "the record is unavailable; retry", http.StatusServiceUnavailable)
 			return
 		}
-	}
-	if rest != nil {
-		// A long stream outlived the write deadline set for one chunk.
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(10 * time.Second))
 	}
 	h.opts.Logger.Debug("batch stored", "cluster", cluster, "received", out.Received, "kept", out.Kept,
 		"events_written", out.Written.Events, "duplicates", out.Written.DuplicateEvents)

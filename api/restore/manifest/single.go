@@ -58,7 +58,8 @@ func CheckSingleObject(obj map[string]any, want Identity) error {
 func checkDecoded(data []byte, want Identity) error {
 	got, _, err := unstructured.UnstructuredJSONScheme.Decode(data, nil, nil)
 	if err != nil {
-		return fmt.Errorf("%w: kubectl would not read the manifest: %v", ErrNotObject, err)
+		// Not the decoder's text: it can quote the recorded object.
+		return fmt.Errorf("%w: kubectl would not read the manifest as one object (its apiVersion, kind, metadata or a top-level items field do not decode as kubectl reads them)", ErrNotObject)
 	}
 	u, ok := got.(*unstructured.Unstructured)
 	if !ok || meta.IsListType(got) {
@@ -66,7 +67,7 @@ func checkDecoded(data []byte, want Identity) error {
 	}
 	gvk := u.GroupVersionKind()
 	if gvk.Group != want.Group || (want.Kind != "" && gvk.Kind != want.Kind) {
-		return fmt.Errorf("%w: the recorded state says it is a %s, but the record holds a %s", ErrNotObject,
+		return fmt.Errorf("%w: the recorded state says it is a %q, but the record holds a %q", ErrNotObject,
 			groupKind(gvk.Group, gvk.Kind), groupKind(want.Group, want.Kind))
 	}
 	if u.GetNamespace() != want.Namespace || u.GetName() != want.Name {

@@ -32,6 +32,8 @@ func TestCheckSingleObject(t *testing.T) {
 		{"a ConfigMapList kind", cm, `{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"name":"app","namespace":"prod"}}`, "ConfigMapList"},
 		{"apiVersion spoofed to another group", widget,
 			`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Widget","metadata":{"name":"w","namespace":"prod"}}`, "record holds"},
+		{"a kind with a line break and an escape sequence", cm,
+			`{"apiVersion":"v1","kind":"ConfigMap\n\u001b[2J","metadata":{"name":"app","namespace":"prod"}}`, `ConfigMap\n\x1b[2J`},
 		{"kind spoofed", cm, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"app","namespace":"prod"}}`, "Secret"},
 		{"another namespace", cm, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app","namespace":"kube-system"}}`, "kube-system"},
 		{"another name", cm, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other","namespace":"prod"}}`, "other"},
@@ -62,6 +64,9 @@ func TestCheckSingleObject(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.refuse) {
 				t.Errorf("reason %q does not say %q", err, tc.refuse)
+			}
+			if strings.ContainsAny(err.Error(), "\n\x1b") {
+				t.Errorf("the reason carries a recorded control character: %q", err)
 			}
 		})
 	}
