@@ -9,7 +9,10 @@ package migrations
 
 import "embed"
 
-// FS holds the *.sql migration files.
+// FS holds the *.sql migration files: those of the record at its root (the
+// ingest role's, applied by store.Migrate) and those of the restore API's
+// own schema under api/ (the API role's, applied by store.MigrateAPI, with
+// their own goose table).
 //
-//go:embed *.sql
+//go:embed *.sql api/*.sql
 var FS embed.FS

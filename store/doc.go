@@ -15,4 +15,10 @@
 // reaches nothing, so a process can start, and journal what it takes,
 // while the database does not answer. A Secondary Store (another pool on a
 // database the main one prepares) is usable at once.
+//
+// Two database roles share the record: the ingest role owns the record's
+// tables (Migrate, partitions, retention, writes), and the restore API's
+// role owns the schema options_record_api (MigrateAPI, PrepareAPI), where
+// the restores and plans it executes live; each may read, never write,
+// what the other owns (deploy/components/postgres/roles.sql).
 package store

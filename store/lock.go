@@ -10,8 +10,12 @@ import (
 // sink replicas ("optrec" in ASCII).
 const migrationLockID = 0x6f70747265630001
 
-func newMigrationLocker() (lock.SessionLocker, error) {
-	l, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID))
+// apiMigrationLockID serialises the restore API's migrations across its
+// replicas.
+const apiMigrationLockID = 0x6f70747265630002
+
+func newMigrationLocker(id int64) (lock.SessionLocker, error) {
+	l, err := lock.NewPostgresSessionLocker(lock.WithLockID(id))
 	if err != nil {
 		return nil, fmt.Errorf("store: migration lock: %w", err)
 	}

@@ -94,9 +94,6 @@ func orderBy(ascending bool, cols ...string) string {
 	return "\nORDER BY " + strings.Join(parts, ", ")
 }
 
-// The restores table is the one table the restore API writes: who restored
-// what, the plan they reviewed and each step's outcome.
-
 // queryAll runs a read and collects its rows into T by column name.
 func queryAll[T any](ctx context.Context, pool *gatedPool, what, sql string, args ...any) ([]T, error) {
 	rows, err := pool.Query(ctx, sql, args...)

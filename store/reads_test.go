@@ -114,6 +114,10 @@ func openStore(t *testing.T) *Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	// One role for both, as the single-process default has it.
+	if err := s.PrepareAPI(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 

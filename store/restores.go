@@ -53,7 +53,7 @@ const restoreColumns = `cluster, id::text AS id, kind, created_at, username, coa
        coalesce(object_namespace, '') AS object_namespace, coalesce(object_name, '') AS object_name`
 
 const insertRestoreSQL = `
-INSERT INTO restores (cluster, kind, username, user_uid, user_groups, user_extra, request, plan, dry_run,
+INSERT INTO options_record_api.restores (cluster, kind, username, user_uid, user_groups, user_extra, request, plan, dry_run,
                       state, executed_at, finished_at, outcome, plan_id, object_namespace, object_name)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::uuid, $15, $16)
 RETURNING ` + restoreColumns
@@ -84,7 +84,7 @@ func (s *Store) InsertRestore(ctx context.Context, r *RestoreRecord) (*RestoreRe
 	return out, nil
 }
 
-const restoreByNameSQL = `SELECT ` + restoreColumns + ` FROM restores
+const restoreByNameSQL = `SELECT ` + restoreColumns + ` FROM options_record_api.restores
 WHERE cluster = $1 AND username = $2 AND coalesce(user_uid, '') = $3 AND object_namespace = $4 AND object_name = $5
   AND NOT dry_run`
 
@@ -95,7 +95,7 @@ func (s *Store) RestoreNamed(ctx context.Context, cluster, username, userUID, na
 	return s.oneRestore(ctx, restoreByNameSQL, cluster, username, userUID, namespace, name)
 }
 
-const namedRestoresSQL = `SELECT ` + restoreColumns + ` FROM restores
+const namedRestoresSQL = `SELECT ` + restoreColumns + ` FROM options_record_api.restores
 WHERE cluster = $1 AND object_name IS NOT NULL AND NOT dry_run AND username = $2
   AND ($3::text IS NULL OR object_namespace = $3)
   AND ($4::boolean IS NULL OR (kind = 'version' OR plan_id IS NOT NULL) = $4)
@@ -135,7 +135,7 @@ func (s *Store) NamedRestores(ctx context.Context, q NamedRestoreQuery) ([]Resto
 		q.Restores, q.Namespaced, afterAt, afterID, q.Limit)
 }
 
-const restoreByIDSQL = `SELECT ` + restoreColumns + ` FROM restores WHERE cluster = $1 AND id = $2::uuid`
+const restoreByIDSQL = `SELECT ` + restoreColumns + ` FROM options_record_api.restores WHERE cluster = $1 AND id = $2::uuid`
 
 // Restore returns a recorded restore, or ErrNotFound (also for an id that
 // is not a UUID).
@@ -147,7 +147,7 @@ func (s *Store) Restore(ctx context.Context, cluster, id string) (*RestoreRecord
 }
 
 const claimRestoreSQL = `
-UPDATE restores SET state = 'running', executed_at = now()
+UPDATE options_record_api.restores SET state = 'running', executed_at = now()
 WHERE cluster = $1 AND id = $2::uuid AND state = 'planned' AND NOT dry_run
 RETURNING ` + restoreColumns
 
@@ -161,7 +161,7 @@ func (s *Store) ClaimRestore(ctx context.Context, cluster, id string) (*RestoreR
 }
 
 const finishRestoreSQL = `
-UPDATE restores SET state = $3, finished_at = now(), outcome = $4
+UPDATE options_record_api.restores SET state = $3, finished_at = now(), outcome = $4
 WHERE cluster = $1 AND id = $2::uuid`
 
 // FinishRestore stores the outcome of a restore that ran.

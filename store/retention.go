@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // listPartitionsSQL lists the daily event tables of the schema: attached
@@ -47,19 +48,48 @@ USING (
 ) x
 WHERE v.cluster = x.cluster AND v.uid = x.uid AND v.version_key = x.version_key`
 
-// expireRestoresSQL deletes the restores and plans made before the cutoff
-// ($1), those still running excepted: they are the record of what was put
-// back, and are kept as long as the record itself. Bounded per call ($2).
+// expireRestoresSQL deletes the restores and plans made before the record's
+// retention cutoff (the ingest role's record_retention), those still
+// running excepted: they are the record of what was put back, and are kept
+// as long as the record itself. Bounded per call ($1).
 const expireRestoresSQL = `
-DELETE FROM restores r
-USING (SELECT cluster, id FROM restores WHERE created_at < $1 AND state <> 'running' LIMIT $2) x
+DELETE FROM options_record_api.restores r
+USING (SELECT cluster, id FROM options_record_api.restores
+       WHERE created_at < (SELECT cutoff FROM record_retention) AND state <> 'running' LIMIT $1) x
 WHERE r.cluster = x.cluster AND r.id = x.id`
+
+// recordRetentionSQL records the cutoff of a retention pass for the
+// restore API, which expires its restores and plans with the record.
+const recordRetentionSQL = `
+INSERT INTO record_retention (cutoff) VALUES ($1)
+ON CONFLICT (singleton) DO UPDATE SET cutoff = EXCLUDED.cutoff, applied_at = now()`
+
+// ExpireRestores deletes the restores and plans made before the cutoff of
+// the record's last retention pass (none before the first pass, or on a
+// record whose ingest has not migrated yet). The restore API runs it: its
+// role owns those rows, which the ingest role may not write.
+func (s *Store) ExpireRestores(ctx context.Context) (int64, error) {
+	var n int64
+	for {
+		tag, err := s.pool.Exec(ctx, expireRestoresSQL, 5000)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42P01" { // record_retention: ingest has not migrated yet
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("store: expire restores: %w", err)
+		}
+		n += tag.RowsAffected()
+		if tag.RowsAffected() < 5000 {
+			return n, nil
+		}
+	}
+}
 
 // RetentionResult says what ApplyRetention removed.
 type RetentionResult struct {
 	DroppedPartitions []string
 	DeletedVersions   int64
-	DeletedRestores   int64
 }
 
 // retentionLock is the advisory lock key of ApplyRetention.
@@ -71,9 +101,10 @@ const MinRetention = time.Hour
 
 // ApplyRetention drops the event partitions that end before now-maxAge and
 // deletes the object versions superseded before then, keeping the state
-// each object had at that time unless it was deleted before it, and the
-// restores and plans made before then. maxAge is the longest retention of
-// any rule, at least MinRetention.
+// each object had at that time unless it was deleted before it. It records
+// the cutoff in record_retention, from which the restore API expires the
+// restores and plans made before then (ExpireRestores). maxAge is the
+// longest retention of any rule, at least MinRetention.
 func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.Duration) (RetentionResult, error) {
 	var res RetentionResult
 	if maxAge < MinRetention {
@@ -147,14 +178,8 @@ func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.D
 			break
 		}
 	}
-	for {
-		tag, err := s.pool.Exec(ctx, expireRestoresSQL, cutoff, 5000)
-		if err != nil {
-			return res, errors.Join(append(errs, fmt.Errorf("store: expire restores: %w", err))...)
-		}
-		res.DeletedRestores += tag.RowsAffected()
-		if tag.RowsAffected() < 5000 {
-			return res, errors.Join(errs...)
-		}
+	if _, err := s.pool.Exec(ctx, recordRetentionSQL, cutoff); err != nil {
+		errs = append(errs, fmt.Errorf("store: record the retention cutoff: %w", err))
 	}
+	return res, errors.Join(errs...)
 }

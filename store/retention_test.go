@@ -211,7 +211,8 @@ func TestRetentionRunsOnOneReplicaAtATime(t *testing.T) {
 
 // TestRetentionExpiresRestores: restores and plans are kept as long as the
 // record, not forever; one still running is never deleted under its
-// executor.
+// executor. The ingest's retention pass records its cutoff, and the API's
+// expiry deletes by it.
 func TestRetentionExpiresRestores(t *testing.T) {
 	ctx := context.Background()
 	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
@@ -219,6 +220,9 @@ func TestRetentionExpiresRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	if err := st.PrepareAPI(ctx); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Now()
 	for _, r := range []struct {
 		name, state string
@@ -229,16 +233,22 @@ func TestRetentionExpiresRestores(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Pool().Exec(ctx, `UPDATE restores SET created_at = $1 WHERE id = $2`, now.Add(-r.age), rec.ID); err != nil {
+		if _, err := st.Pool().Exec(ctx, `UPDATE options_record_api.restores SET created_at = $1 WHERE id = $2`, now.Add(-r.age), rec.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, err := st.ApplyRetention(ctx, now, 30*24*time.Hour)
+	if n, err := st.ExpireRestores(ctx); err != nil || n != 0 {
+		t.Fatalf("before any retention pass: %d deleted, %v; want none", n, err)
+	}
+	if _, err := st.ApplyRetention(ctx, now, 30*24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := st.ExpireRestores(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var left []string
-	rows, err := st.Pool().Query(ctx, `SELECT object_name FROM restores ORDER BY 1`)
+	rows, err := st.Pool().Query(ctx, `SELECT object_name FROM options_record_api.restores ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,8 +256,8 @@ func TestRetentionExpiresRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.DeletedRestores != 1 || !slices.Equal(left, []string{"old-running", "recent"}) {
-		t.Errorf("deleted %d, left %v; want the old finished restore gone", res.DeletedRestores, left)
+	if deleted != 1 || !slices.Equal(left, []string{"old-running", "recent"}) {
+		t.Errorf("deleted %d, left %v; want the old finished restore gone", deleted, left)
 	}
 }
 
@@ -260,6 +270,9 @@ func TestNamedRestoresArePaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	if err := st.PrepareAPI(ctx); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Now()
 	insert := func(name, ns, kind string, age time.Duration) {
 		t.Helper()
@@ -268,7 +281,7 @@ func TestNamedRestoresArePaged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Pool().Exec(ctx, `UPDATE restores SET created_at = $1 WHERE id = $2`, now.Add(-age), rec.ID); err != nil {
+		if _, err := st.Pool().Exec(ctx, `UPDATE options_record_api.restores SET created_at = $1 WHERE id = $2`, now.Add(-age), rec.ID); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"strconv"
 	"time"
@@ -121,6 +122,13 @@ func (s *Store) Prepare(ctx context.Context) error {
 	return nil
 }
 
+// PrepareAPI applies the restore API's own migrations (MigrateAPI) with
+// this store's connection settings: the API's role owns what they create.
+// An ingest-only process never calls it.
+func (s *Store) PrepareAPI(ctx context.Context) error {
+	return MigrateAPI(ctx, s.conn, s.log)
+}
+
 // Open connects to PostgreSQL and prepares the store (Connect, then
 // Prepare).
 func Open(ctx context.Context, opts Options) (*Store, error) {
@@ -162,7 +170,7 @@ func Migrate(ctx context.Context, cc *pgx.ConnConfig, log *slog.Logger) error {
 }
 
 func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
-	locker, err := newMigrationLocker()
+	locker, err := newMigrationLocker(migrationLockID)
 	if err != nil {
 		return err
 	}
@@ -170,6 +178,50 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("store: migrations: %w", err)
 	}
+	return up(ctx, p, log)
+}
+
+// APISchema is the schema the restore API owns: its restores and plans, and
+// its migrations' goose table. The ingest role has no privilege on it.
+const APISchema = "options_record_api"
+
+// MigrateAPI applies the restore API's own migrations (migrations/api) to
+// the schema APISchema, creating the schema first if it does not exist and
+// the role may (a database administrator who splits the roles creates it,
+// owned by the API's role: deploy/components/postgres/roles.sql). It needs
+// no privilege on the record's tables but SELECT, and the record's own
+// migrations need not have run.
+func MigrateAPI(ctx context.Context, cc *pgx.ConnConfig, log *slog.Logger) error {
+	cc = cc.Copy()
+	cc.RuntimeParams["statement_timeout"] = "0"
+	db := stdlib.OpenDB(*cc)
+	defer db.Close()
+	var exists bool
+	if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", APISchema).Scan(&exists); err != nil {
+		return fmt.Errorf("store: API schema: %w", err)
+	}
+	if !exists {
+		if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+APISchema); err != nil {
+			return fmt.Errorf("store: create the schema %s (or have an administrator create it, owned by this role: deploy/components/postgres/roles.sql): %w", APISchema, err)
+		}
+	}
+	locker, err := newMigrationLocker(apiMigrationLockID)
+	if err != nil {
+		return err
+	}
+	sub, err := fs.Sub(migrations.FS, "api")
+	if err != nil {
+		return fmt.Errorf("store: API migrations: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sub, goose.WithSessionLocker(locker),
+		goose.WithTableName(APISchema+".goose_db_version"))
+	if err != nil {
+		return fmt.Errorf("store: API migrations: %w", err)
+	}
+	return up(ctx, p, log)
+}
+
+func up(ctx context.Context, p *goose.Provider, log *slog.Logger) error {
 	res, err := p.Up(ctx)
 	if err != nil {
 		return fmt.Errorf("store: apply migrations: %w", err)

@@ -73,7 +73,7 @@ func TestPlanCapsRefuseBeforeLoading(t *testing.T) {
 		t.Errorf("an undo plan of 1,001 changes: %d %.300s", code, body)
 	}
 	var kept int
-	if err := w.db.QueryRow(ctx, `SELECT count(*) FROM restores WHERE username IN ('alice', $1)`, controlplane.AdminUser).Scan(&kept); err != nil {
+	if err := w.db.QueryRow(ctx, `SELECT count(*) FROM options_record_api.restores WHERE username IN ('alice', $1)`, controlplane.AdminUser).Scan(&kept); err != nil {
 		t.Fatal(err)
 	}
 	if kept != 0 {

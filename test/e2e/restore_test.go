@@ -857,7 +857,7 @@ func (w *restoreWorld) restores(t *testing.T, resource string) string {
 	t.Helper()
 	var out string
 	err := w.db.QueryRow(context.Background(), `SELECT coalesce(string_agg(username || ' ' || state || ' ' || dry_run, E'\n' ORDER BY created_at), '')
-		FROM restores WHERE kind = 'version' AND plan->0->'object'->>'resource' = $1`, resource).Scan(&out)
+		FROM options_record_api.restores WHERE kind = 'version' AND plan->0->'object'->>'resource' = $1`, resource).Scan(&out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ const (
 
 // operatorSecrets are the Secrets the default install reads but does not
 // ship (deploy/README.md tells how to create them).
-var operatorSecrets = []string{"options-record-tls", "options-record-webhook", "options-record-database", "options-record-secret-digest"}
+var operatorSecrets = []string{"options-record-tls", "options-record-webhook", "options-record-database", "options-record-database-api", "options-record-secret-digest"}
 
 // typed converts a rendered object into its Go type, failing on fields the
 // type does not know (a typo in a manifest).

@@ -225,7 +225,7 @@ func postgresCredentials(t testing.TB) map[string][]byte {
 		t.Fatalf("postgres-credentials: %v\n%s", err, out)
 	}
 	out := map[string][]byte{}
-	for _, name := range []string{"postgres.env", "database.env"} {
+	for _, name := range []string{"postgres.env", "database.env", "database-api.env"} {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -111,8 +112,29 @@ func TestRolesRunApart(t *testing.T) {
 					t.Errorf("the API ServiceAccount %s may %s %s.%s", apiName, r.verb, r.resource, r.group)
 				}
 			}
+			// Each logs in to PostgreSQL as its own role (roles.sql): the
+			// ingest credential cannot write the restores the API executes.
+			is, as := databaseSecret(iw), databaseSecret(aw)
+			if is != "options-record-database" || as != "options-record-database-api" {
+				t.Errorf("database Secrets: ingest %q, API %q; want options-record-database and options-record-database-api", is, as)
+			}
 		})
 	}
+}
+
+var generatedSuffix = regexp.MustCompile(`-[bcdfghkmnt2-9]{10}$`)
+
+// databaseSecret names the Secret of the sink container's database URL.
+func databaseSecret(w workload) string {
+	for _, c := range w.template.Spec.Containers {
+		for _, e := range c.Env {
+			if c.Name == sinkContainer && e.Name == "OPTIONS_RECORD_DATABASE_URL" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				// Without the hash suffix of a kustomize secretGenerator.
+				return generatedSuffix.ReplaceAllString(e.ValueFrom.SecretKeyRef.Name, "")
+			}
+		}
+	}
+	return ""
 }
 
 // roleArg returns the value of --roles of the workload's sink container.

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,7 +43,9 @@ import (
 // authorizes through the cluster, and find that batch.
 func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 	ctx := context.Background()
-	dsn := pgtest.NewDatabase(t)
+	// Each workload logs in as its own database role, made by the demo
+	// database's init script (deploy/components/postgres/roles.sql).
+	db := pgtest.NewRoles(t)
 	dir := t.TempDir()
 	bin := buildProduct(t, dir)
 
@@ -63,8 +66,8 @@ func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 	}
 	objs := variantNamed(t, vs, "deploy").objects
 	const podName = "options-record-7d9c5-shipcheck"
-	ingest := startWorkload(t, c, bin, filepath.Join(dir, "ingest"), objs, "StatefulSet", sinkName, podName, dsn, secretFiles)
-	api := startWorkload(t, c, bin, filepath.Join(dir, "api"), objs, "Deployment", apiName, "options-record-api-5f6b7-shipcheck", dsn, secretFiles)
+	ingest := startWorkload(t, c, bin, filepath.Join(dir, "ingest"), objs, "StatefulSet", sinkName, podName, db.Ingest, secretFiles)
+	api := startWorkload(t, c, bin, filepath.Join(dir, "api"), objs, "Deployment", apiName, "options-record-api-5f6b7-shipcheck", db.API, secretFiles)
 	if _, ok := ingest.ports["api-bind-address"]; ok {
 		t.Error("the ingest StatefulSet serves the restore API")
 	}
@@ -131,6 +134,21 @@ func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 	}
 	if code, _, err := httpGet(ctx, tlsClient, apiURL, "not-a-token"); err != nil || code != http.StatusUnauthorized {
 		t.Errorf("restore API with a bad token: %d %v, want 401", code, err)
+	}
+	// The API made its own schema's tables as its own role: the ingest
+	// role owns the record and nothing of the API's.
+	conn, err := pgx.Connect(ctx, db.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var restoresOwner, eventsOwner string
+	if err := conn.QueryRow(ctx, `SELECT (SELECT tableowner FROM pg_tables WHERE schemaname = 'options_record_api' AND tablename = 'restores'),
+		(SELECT tableowner FROM pg_tables WHERE schemaname = 'public' AND tablename = 'events')`).Scan(&restoresOwner, &eventsOwner); err != nil {
+		t.Fatal(err)
+	}
+	if restoresOwner != db.APIRole || eventsOwner != db.IngestRole {
+		t.Errorf("owners: restores %q, events %q; want %s and %s", restoresOwner, eventsOwner, db.APIRole, db.IngestRole)
 	}
 }
 

@@ -85,7 +85,7 @@ type AggregatedOptions struct {
 const apiIdleInTransaction = 10 * time.Second
 
 // openAPIStore opens the API's own pool on the database the ingest's store
-// migrated: few connections, every statement bounded, so that reads can
+// migrates, and applies the API's own migrations: few connections, every statement bounded, so that reads can
 // neither starve the ingest of connections nor run without end.
 func openAPIStore(ctx context.Context, url string, o *APIOptions, log *slog.Logger) (*store.Store, error) {
 	so := store.Options{URL: url, MaxConns: o.MaxConns, StatementTimeout: o.StatementTimeout,
@@ -99,6 +99,13 @@ func openAPIStore(ctx context.Context, url string, o *APIOptions, log *slog.Logg
 	st, err := store.Open(ctx, so)
 	if err != nil {
 		return nil, fmt.Errorf("restore API: database pool: %w", err)
+	}
+	// The restores and plans live in the API's own schema, under its own
+	// migrations: with separate database roles, the ingest role can neither
+	// write them nor create that schema.
+	if err := st.PrepareAPI(ctx); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("restore API: %w", err)
 	}
 	return st, nil
 }
@@ -189,6 +196,12 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 		idle: 120 * time.Second}, log)
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	srv.serve(ln, nil)
+	expireCtx, stopExpiring := context.WithCancel(context.WithoutCancel(ctx))
+	expired := make(chan struct{})
+	go func() {
+		defer close(expired)
+		expireRestores(expireCtx, st, time.Hour, log)
+	}()
 	mode := "cluster"
 	if so.Kube == nil {
 		mode = "standalone (read-only)"
@@ -199,9 +212,35 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 		if stopAggregated != nil {
 			err = errors.Join(err, stopAggregated(ctx))
 		}
+		stopExpiring()
+		<-expired
 		st.Close()
 		return err
 	}, nil
+}
+
+// expireRestores deletes, at start and then every interval, the restores
+// and plans made before the record's retention cutoff, which the ingest
+// role's retention pass records: they go with the record, and only the
+// API's role writes them. Every replica runs it; the deletes are bounded
+// and idempotent.
+func expireRestores(ctx context.Context, st *store.Store, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if n, err := st.ExpireRestores(ctx); err != nil {
+			if ctx.Err() == nil {
+				log.Error("expire restores and plans", "err", err)
+			}
+		} else if n > 0 {
+			log.Info("restores and plans expired with the record", "deleted", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // runAggregated serves the record through the kube-apiserver: the generic

@@ -467,8 +467,8 @@ func maintainOnce(ctx context.Context, st *store.Store, now time.Time, retention
 	}
 	if res, err := st.ApplyRetention(ctx, now, retention); err != nil {
 		log.Error("retention", "err", err)
-	} else if len(res.DroppedPartitions) > 0 || res.DeletedVersions > 0 || res.DeletedRestores > 0 {
-		log.Info("retention applied", "retention", retention, "dropped_partitions", res.DroppedPartitions, "deleted_versions", res.DeletedVersions, "deleted_restores", res.DeletedRestores)
+	} else if len(res.DroppedPartitions) > 0 || res.DeletedVersions > 0 {
+		log.Info("retention applied", "retention", retention, "dropped_partitions", res.DroppedPartitions, "deleted_versions", res.DeletedVersions)
 	}
 }
 

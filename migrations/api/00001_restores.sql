@@ -1,0 +1,67 @@
+-- The restore API's own table, in the schema options_record_api, owned by
+-- the API's database role: restores and plans, who made them, what they
+-- reviewed and what happened to each step. The ingest role, which owns and
+-- writes the record, has no privilege on this schema, so a stolen ingest
+-- credential cannot plant or alter a plan that the API would execute as
+-- its owner (deploy/components/postgres/roles.sql ships the grants).
+--
+-- These migrations are the API's (goose table
+-- options_record_api.goose_db_version), applied by the restore API at
+-- start-up; the record's own migrations are the ingest role's.
+--
+-- Before this migration set the restores lived in public.restores, a table
+-- the ingest role owns. The first migration copies its rows here; the old
+-- table is left as it was (nothing reads it any more) for the operator to
+-- drop (docs/upgrading.md).
+
+-- +goose Up
+CREATE TABLE options_record_api.restores (
+    cluster          text        NOT NULL,
+    id               uuid        NOT NULL DEFAULT gen_random_uuid(),
+    kind             text        NOT NULL CHECK (kind IN ('version', 'as-of', 'undo')),
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    username         text        NOT NULL,   -- the authenticated caller (TokenReview)
+    user_uid         text,
+    user_groups      text[]      NOT NULL DEFAULT '{}',
+    user_extra       jsonb,
+    request          jsonb       NOT NULL,   -- what was asked: version, namespace and time, user and range, options
+    plan             jsonb       NOT NULL,   -- the steps, as the caller reviewed them
+    dry_run          boolean     NOT NULL DEFAULT false,
+    state            text        NOT NULL CHECK (state IN ('planned', 'running', 'succeeded', 'partial', 'failed', 'refused')),
+    executed_at      timestamptz,
+    finished_at      timestamptz,
+    outcome          jsonb,                  -- one result per step: done, failed (with the apiserver's answer), skipped
+    plan_id          uuid,                   -- for a dry run of a stored plan: that plan
+    object_namespace text,                   -- a restore created as an object (kubectl): its namespace and name
+    object_name      text,
+    PRIMARY KEY (cluster, id)
+);
+
+-- "What did operator U restore, and when."
+CREATE INDEX restores_user_time ON options_record_api.restores (cluster, username, created_at);
+-- Retention, and the newest restores of a cluster.
+CREATE INDEX restores_time ON options_record_api.restores (cluster, created_at);
+-- A name is each creator's own, taken by a restore that ran (not a dry run).
+CREATE UNIQUE INDEX restores_object_name ON options_record_api.restores
+    (cluster, username, coalesce(user_uid, ''), object_namespace, object_name)
+    WHERE object_name IS NOT NULL AND NOT dry_run;
+
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF to_regclass('public.restores') IS NOT NULL AND has_table_privilege('public.restores', 'SELECT') THEN
+        INSERT INTO options_record_api.restores (cluster, id, kind, created_at, username, user_uid, user_groups,
+            user_extra, request, plan, dry_run, state, executed_at, finished_at, outcome, plan_id,
+            object_namespace, object_name)
+        SELECT cluster, id, kind, created_at, username, user_uid, user_groups,
+            user_extra, request, plan, dry_run, state, executed_at, finished_at, outcome, plan_id,
+            object_namespace, object_name
+        FROM public.restores
+        ON CONFLICT DO NOTHING;
+    END IF;
+END
+$$;
+-- +goose StatementEnd
+
+-- +goose Down
+DROP TABLE options_record_api.restores;
