@@ -6,7 +6,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -698,8 +700,9 @@ func TestSlowBodiesDoNotHoldSlots(t *testing.T) {
 	h := newHostile(t, hostileOptions{maxInFlight: 2, maxBody: 1 << 20})
 	const slow = 6 // three times the slots
 	type cut struct {
-		answer string
-		after  time.Duration
+		answer   string
+		after    time.Duration
+		timedOut bool // our read deadline ended it, not the sink
 	}
 	results := make(chan cut, slow)
 	start := time.Now()
@@ -727,8 +730,9 @@ func TestSlowBodiesDoNotHoldSlots(t *testing.T) {
 		go func() {
 			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 			var b bytes.Buffer
-			_, _ = b.ReadFrom(conn)
-			results <- cut{answer: b.String(), after: time.Since(start)}
+			_, err := b.ReadFrom(conn)
+			var ne net.Error
+			results <- cut{answer: b.String(), after: time.Since(start), timedOut: errors.As(err, &ne) && ne.Timeout()}
 		}()
 	}
 	t.Cleanup(func() {
@@ -740,10 +744,12 @@ func TestSlowBodiesDoNotHoldSlots(t *testing.T) {
 
 	goodStart := time.Now()
 	h.healthy()
-	goodTook := time.Since(goodStart)
-	t.Logf("good batch under %d slow bodies: 200 in %v", slow, goodTook)
-	if goodTook > 2*time.Second {
-		t.Errorf("the good batch took %v", goodTook)
+	// Had the slow bodies held the slots, the good batch would have been
+	// let in only once all but one of them were cut off.
+	cutBefore := len(results)
+	t.Logf("good batch under %d slow bodies: 200 in %v, %d slow bodies cut off by then", slow, time.Since(goodStart), cutBefore)
+	if cutBefore > slow-2 {
+		t.Errorf("the good batch was answered only after %d of %d slow bodies were cut off", cutBefore, slow)
 	}
 
 	for range slow {
@@ -751,8 +757,8 @@ func TestSlowBodiesDoNotHoldSlots(t *testing.T) {
 		if c.answer != "" && !strings.HasPrefix(c.answer, "HTTP/1.1 408") {
 			t.Errorf("slow body answered %.100q, want 408 or the connection closed", c.answer)
 		}
-		if c.after > 5*time.Second { // the 2 s grace, and a margin
-			t.Errorf("slow body cut off after %v, want within the grace period and the minimum rate", c.after)
+		if c.timedOut {
+			t.Errorf("slow body still open after %v: the sink never cut it off", c.after)
 		}
 		t.Logf("slow body cut off after %v: %.40q", c.after, c.answer)
 	}
@@ -791,11 +797,11 @@ func TestFailedAuthenticationsAreRateLimited(t *testing.T) {
 	if got := h.metric("options_record_webhook_auth_failures_total", "result", "refused"); got != float64(codes[401]) {
 		t.Errorf("auth_failures_total{result=refused} = %v, want %d", got, codes[401])
 	}
-	// The apiserver, from the same address, with the right token.
-	start := time.Now()
+	// The apiserver, from the same address, with the right token: answered
+	// (h.healthy wants 200), and not counted as a failure.
 	h.healthy()
-	if took := time.Since(start); took > time.Second {
-		t.Errorf("an authenticated batch after the failures took %v", took)
+	if got := h.metric("options_record_webhook_auth_failures_total", "result", "throttled"); got != float64(codes[429]) {
+		t.Errorf("the authenticated batch was throttled: auth_failures_total{result=throttled} = %v, want %d", got, codes[429])
 	}
 }
 

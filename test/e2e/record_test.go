@@ -271,13 +271,33 @@ func TestRecordOnARealControlPlane(t *testing.T) {
 			return nil
 		})
 		// Deleting the rule stops the recording, again within a batch.
+		unanswered := func() float64 { // batches the apiserver would send again, later and out of order
+			var n float64
+			for _, o := range []string{"rejected", "slow_body", "throttled", "unavailable", "unauthenticated"} {
+				n += w.metric(t, `options_record_batches_total{outcome="`+o+`"}`)
+			}
+			return n
+		}
+		failedBefore := unanswered()
 		if err := w.dynAdmin.Resource(v1alpha1.GroupVersionResource).Namespace("tenant-a").Delete(ctx, "mine", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		ok(alice.CoreV1().ConfigMaps("tenant-a").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "t2"}}, metav1.CreateOptions{}))(t)
 		ok(alice.CoreV1().ConfigMaps("e2e-late").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sentinel"}}, metav1.CreateOptions{}))(t)
 		w.waitHistory(t, "e2e-late", "configmaps", "sentinel", []row{{Verb: "create", User: "alice", PriorKnown: true}})
-		time.Sleep(2 * time.Second) // the sentinel and t2 may travel in different batches
+		// The sentinel and t2 may travel in different batches, sent
+		// concurrently: t2's went first and has been answered once no
+		// batch is in flight at the sink and none failed (a failed one
+		// would come again later).
+		eventually(t, 30*time.Second, "no batch in flight", func() error {
+			if n := w.metric(t, `options_record_batches_in_flight`); n != 0 {
+				return fmt.Errorf("%v in flight", n)
+			}
+			return nil
+		})
+		if n := unanswered(); n != failedBefore {
+			t.Fatalf("%v batches were refused meanwhile: t2's may come again later, so its absence proves nothing", n-failedBefore)
+		}
 		if n := w.count(t, `SELECT count(*) FROM events WHERE namespace = 'tenant-a' AND name = 't2'`); n != 0 {
 			t.Errorf("recorded after its rule was deleted: %d", n)
 		}
