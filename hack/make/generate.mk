@@ -1,20 +1,28 @@
 # Code generation: deepcopy functions and the CRD YAML, both produced by
 # controller-gen from the Go types in api/ (the CRD from api/v1alpha1 only:
 # api/record holds the aggregated API's types, served, not stored), and the
-# aggregated API's OpenAPI definitions (hack/make/aggregated.mk). controller-gen is pinned in the
+# aggregated API's OpenAPI definitions (hack/make/aggregated.mk), and the typed client of the
+# record (client-gen, from the +genclient tags of api/record/v1alpha1: a clientset without
+# listers or informers, for kubectl-record and any other tool). The generators are pinned in the
 # separate module hack/tools (a go.mod `tool` directive), so its dependencies
 # stay out of the product's go.mod. Included by the main Makefile.
 
 CONTROLLER_GEN ?= go tool -modfile=hack/tools/go.mod controller-gen
+CLIENT_GEN ?= go tool -modfile=hack/tools/go.mod client-gen
 
 # The files `generate` writes, as git pathspecs. Only these are checked by
 # `verify`, so work in progress elsewhere under api/ does not fail it.
-GENERATED_PATHSPECS := ':(glob)api/**/zz_generated.*.go' deploy/crd api/aggregated/openapi
+GENERATED_PATHSPECS := ':(glob)api/**/zz_generated.*.go' deploy/crd api/aggregated/openapi api/record/clientset
 
 .PHONY: generate
-generate: ## Regenerate deepcopy functions (api/), the CRD YAML (deploy/crd/) and the aggregated API's OpenAPI (api/aggregated/openapi/)
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/v1alpha1/... paths=./api/record/...
+generate: ## Regenerate deepcopy functions (api/), the CRD YAML (deploy/crd/), the record's typed client (api/record/clientset/) and the aggregated API's OpenAPI (api/aggregated/openapi/)
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/v1alpha1/... paths=./api/record/v1alpha1/...
 	$(CONTROLLER_GEN) crd paths=./api/v1alpha1/... output:crd:artifacts:config=deploy/crd
+	rm -rf api/record/clientset
+	$(CLIENT_GEN) --clientset-name versioned --fake-clientset=false \
+		--input-base github.com/options-record/options-record/api --input record/v1alpha1 \
+		--output-dir api/record/clientset --output-pkg github.com/options-record/options-record/api/record/clientset \
+		--go-header-file hack/boilerplate.go.txt
 	$(MAKE) --no-print-directory generate-openapi
 
 .PHONY: verify

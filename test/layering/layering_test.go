@@ -36,10 +36,14 @@ var allowed = map[string][]string{
 	"api/restore/impersonate": {"api/history", "api/restore/manifest"},
 	"api/restore":             {"api/history", "api/restore/impersonate", "api/restore/manifest", "store", "store/model"},
 	// front doors
-	"api/restoreapi":               {"api/history", "api/restore", "api/restore/manifest"},
-	"api/aggregated/openapi":       {"api/record/v1alpha1"},
-	"api/aggregated":               {"api/aggregated/openapi", "api/history", "api/record/v1alpha1", "api/restore"},
-	"cmd/options-record/app/certs": nil,
+	"api/restoreapi":         {"api/history", "api/restore", "api/restore/manifest"},
+	"api/aggregated/openapi": {"api/record/v1alpha1"},
+	// The record's typed client (client-gen): the types, and client-go.
+	"api/record/clientset/versioned/scheme":                {"api/record/v1alpha1"},
+	"api/record/clientset/versioned/typed/record/v1alpha1": {"api/record/clientset/versioned/scheme", "api/record/v1alpha1"},
+	"api/record/clientset/versioned":                       {"api/record/clientset/versioned/typed/record/v1alpha1"},
+	"api/aggregated":                                       {"api/aggregated/openapi", "api/history", "api/record/v1alpha1", "api/restore"},
+	"cmd/options-record/app/certs":                         nil,
 	// wiring and mains
 	"cmd/options-record/app": {"api/aggregated", "api/history", "api/restore", "api/restoreapi", "api/v1alpha1",
 		"auditsink", "auditsink/journal", "cmd/options-record/app/certs", "filter", "filter/rulesync",

@@ -10,6 +10,8 @@ import (
 // read-only. Its name is <object uid>.<version key>, and its namespace the
 // deleted object's.
 //
+// +genclient
+// +genclient:onlyVerbs=get,list
 // +kubebuilder:object:root=true
 type Deletion struct {
 	metav1.TypeMeta `json:",inline"`
@@ -34,6 +36,9 @@ type DeletionList struct {
 // Namespace, a ClusterRole, a CustomResourceDefinition...). It is
 // read-only; its name is <object uid>.<version key>.
 //
+// +genclient
+// +genclient:nonNamespaced
+// +genclient:onlyVerbs=get,list
 // +kubebuilder:object:root=true
 type ClusterDeletion struct {
 	metav1.TypeMeta `json:",inline"`
@@ -144,6 +149,8 @@ type Actor struct {
 // it as a server-side dry run and keeps nothing. Only its creator may read
 // it back.
 //
+// +genclient
+// +genclient:onlyVerbs=create,get,list,update
 // +kubebuilder:object:root=true
 type Restore struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -269,6 +276,9 @@ type RestoreList struct {
 // spec.version a version of a cluster-scoped object (spec.plan is not
 // supported: plans run through Restores in their namespace).
 //
+// +genclient
+// +genclient:nonNamespaced
+// +genclient:onlyVerbs=create,get,list,update
 // +kubebuilder:object:root=true
 type ClusterRestore struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -295,6 +305,8 @@ type ClusterRestoreList struct {
 // state after the change. It is read-only. Its name is
 // <object uid>.<version key>, and its namespace the object's.
 //
+// +genclient
+// +genclient:onlyVerbs=get,list
 // +kubebuilder:object:root=true
 type Change struct {
 	metav1.TypeMeta `json:",inline"`
@@ -317,6 +329,9 @@ type ChangeList struct {
 
 // ClusterChange is one recorded change of a cluster-scoped object.
 //
+// +genclient
+// +genclient:nonNamespaced
+// +genclient:onlyVerbs=get,list
 // +kubebuilder:object:root=true
 type ClusterChange struct {
 	metav1.TypeMeta `json:",inline"`
@@ -408,6 +423,8 @@ type ChangeRecord struct {
 // Its name is <stage time in unix microseconds>.<event key>, and its
 // namespace the object's.
 //
+// +genclient
+// +genclient:onlyVerbs=get,list
 // +kubebuilder:object:root=true
 type Attempt struct {
 	metav1.TypeMeta `json:",inline"`
@@ -431,6 +448,9 @@ type AttemptList struct {
 // ClusterAttempt is one recorded failed or denied write of a
 // cluster-scoped object.
 //
+// +genclient
+// +genclient:nonNamespaced
+// +genclient:onlyVerbs=get,list
 // +kubebuilder:object:root=true
 type ClusterAttempt struct {
 	metav1.TypeMeta `json:",inline"`
@@ -510,6 +530,8 @@ type StepResult struct {
 // (undo). Creating it plans, as its creator, and writes nothing to the
 // cluster; a Restore naming it executes it. Only its creator may read it.
 //
+// +genclient
+// +genclient:onlyVerbs=create,get,list,update
 // +kubebuilder:object:root=true
 type RestorePlan struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -608,6 +630,9 @@ type RestorePlanList struct {
 // they were at a time, or revert what one user changed of them. A
 // ClusterRestore naming it executes it.
 //
+// +genclient
+// +genclient:nonNamespaced
+// +genclient:onlyVerbs=create,get,list,update
 // +kubebuilder:object:root=true
 type ClusterRestorePlan struct {
 	metav1.TypeMeta   `json:",inline"`
