@@ -22,6 +22,7 @@ include hack/make/bench.mk
 include hack/make/ship.mk
 include hack/make/fault.mk
 include hack/make/aggregated.mk
+include hack/make/plugin.mk
 
 .PHONY: help
 help: ## List the targets

@@ -51,6 +51,9 @@ var allowed = map[string][]string{
 	"cmd/options-record/app/options": {"api/history", "cmd/options-record/app"},
 	"cmd/options-record":             {"cmd/options-record/app", "cmd/options-record/app/options"},
 	"cmd/audit-replay":               nil,
+	"cmd/kubectl-record/app": {"api/record/clientset/versioned", "api/record/clientset/versioned/scheme",
+		"api/record/clientset/versioned/typed/record/v1alpha1", "api/record/v1alpha1", "api/restore/manifest"},
+	"cmd/kubectl-record": {"cmd/kubectl-record/app"},
 }
 
 // pure are the packages that must not reach, even through other packages,

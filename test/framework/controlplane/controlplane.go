@@ -609,6 +609,9 @@ func (cp *ControlPlane) writeKubeconfig(path, user string) error {
 	return nil
 }
 
+// KubectlPath is the real kubectl binary, of the control plane's release.
+func (cp *ControlPlane) KubectlPath() string { return cp.kubectl }
+
 // Kubectl runs the real kubectl binary (built with the control plane, of the
 // same release) as the named user, with stdin as its input, and returns what
 // it printed. err is set when kubectl exits non-zero.

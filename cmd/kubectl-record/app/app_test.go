@@ -1,0 +1,117 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	record "github.com/options-record/options-record/api/record/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestParseTarget(t *testing.T) {
+	for _, c := range []struct {
+		args           []string
+		typ, name, err string
+	}{
+		{nil, "", "", ""},
+		{[]string{"cm"}, "cm", "", ""},
+		{[]string{"cm/app-config"}, "cm", "app-config", ""},
+		{[]string{"deploy", "web"}, "deploy", "web", ""},
+		{[]string{"deployment.apps/web"}, "deployment.apps", "web", ""},
+		{[]string{"cm/a/b"}, "", "", "want TYPE/NAME"},
+		{[]string{"cm/a", "b"}, "", "", "want TYPE/NAME or TYPE NAME"},
+		{[]string{"/a"}, "", "", "no type"},
+		{[]string{"a", "b", "c"}, "", "", "3 arguments"},
+	} {
+		typ, name, err := parseTarget(c.args)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || !isUsage(err) {
+				t.Errorf("%q: %v, want a usage error with %q", c.args, err, c.err)
+			}
+			continue
+		}
+		if err != nil || typ != c.typ || name != c.name {
+			t.Errorf("%q: %q %q %v, want %q %q", c.args, typ, name, err, c.typ, c.name)
+		}
+	}
+}
+
+// TestCellsAreOneLineOfText: recorded strings cannot break a table or
+// drive the terminal.
+func TestCellsAreOneLineOfText(t *testing.T) {
+	for in, want := range map[string]string{
+		"app-config":            "app-config",
+		"":                      "<none>",
+		"a\nb":                  `"a\nb"`,
+		"tab\there":             `"tab\there"`,
+		"\x1b[31mred":           `"\x1b[31mred"`,
+		"evil\u202etxt.exe":     `"evil\u202etxt.exe"`,
+		"naïve-日本":              "naïve-日本",
+		"<script>x</script>":    "<script>x</script>", // a terminal shows markup as text
+		"carriage\rreturn":      `"carriage\rreturn"`,
+		"nul\x00byte":           `"nul\x00byte"`,
+		"zero\u200bwidth space": `"zero\u200bwidth space"`,
+	} {
+		if got := cell(in); got != want {
+			t.Errorf("cell(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestDeletionsTable: the table of deletions, cascades under the first
+// deletion of theirs, hostile values escaped (testdata/deletions.golden).
+func TestDeletionsTable(t *testing.T) {
+	base := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	defer func(f func() time.Time) { now = f }(now)
+	now = func() time.Time { return base }
+	var items []record.DeletionRecord
+	data, err := os.ReadFile(filepath.Join("testdata", "deletions.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &items); err != nil {
+		t.Fatal(err)
+	}
+	metas := make([]metav1.ObjectMeta, len(items))
+	for i := range items {
+		metas[i] = metav1.ObjectMeta{Namespace: items[i].Object.Namespace, Name: items[i].Object.UID + ".key"}
+	}
+	for _, wide := range []bool{false, true} {
+		var out bytes.Buffer
+		if err := printTable(&out, deletionColumns, deletionRows(items, metas), wide, wide); err != nil {
+			t.Fatal(err)
+		}
+		name := "deletions.golden"
+		if wide {
+			name = "deletions-wide-all-namespaces.golden"
+		}
+		golden(t, name, out.Bytes())
+	}
+}

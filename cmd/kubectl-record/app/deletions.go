@@ -1,0 +1,226 @@
+package app
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	record "github.com/options-record/options-record/api/record/v1alpha1"
+)
+
+// window is --user, --since and --since-time, as field selectors.
+type window struct {
+	user      string
+	since     time.Duration
+	sinceTime string
+	limit     int64
+}
+
+func (w *window) addFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&w.user, "user", "", "Only what this user did (the authenticated username)")
+	cmd.Flags().DurationVar(&w.since, "since", 0, "Only the last period, such as 2h or 30m")
+	cmd.Flags().StringVar(&w.sinceTime, "since-time", "", "Only after this time (RFC 3339, such as 2026-11-25T09:00:00Z)")
+	cmd.Flags().Int64Var(&w.limit, "limit", 500, "At most this many rows, newest first")
+}
+
+func (w *window) selectors() ([]string, error) {
+	var s []string
+	if w.user != "" {
+		s = append(s, "actor.username="+w.user)
+	}
+	switch {
+	case w.since != 0 && w.sinceTime != "":
+		return nil, usageError{fmt.Errorf("--since and --since-time: give one")}
+	case w.since < 0:
+		return nil, usageError{fmt.Errorf("--since %s: want a positive duration", w.since)}
+	case w.since > 0:
+		s = append(s, "since=-"+w.since.String())
+	case w.sinceTime != "":
+		if _, err := time.Parse(time.RFC3339, w.sinceTime); err != nil {
+			return nil, usageError{fmt.Errorf("--since-time: %w", err)}
+		}
+		s = append(s, "since="+w.sinceTime)
+	}
+	if w.limit <= 0 {
+		return nil, usageError{fmt.Errorf("--limit %d: want at least 1", w.limit)}
+	}
+	return s, nil
+}
+
+type deletionsOptions struct {
+	*options
+	out           *output
+	window        window
+	allNamespaces bool
+}
+
+func newDeletionsCommand(o *options) *cobra.Command {
+	d := &deletionsOptions{options: o}
+	cmd := &cobra.Command{
+		Use:   "deletions [TYPE[/NAME]]",
+		Short: "Who deleted what, when, as whom",
+		Long: `List the recorded deletions, newest first: the object, who deleted it (and whom
+they acted as), when, and for a cascade (a namespace's or an owner's deletion)
+who started it, listed under the first deletion of that cascade. TYPE is any
+type kubectl knows (cm, deploy, deployment.apps, ns); a cluster-scoped TYPE
+lists the cluster's deletions.`,
+		Example: `  kubectl record deletions -n shop
+  kubectl record deletions cm -n shop --since 2h
+  kubectl record deletions deploy/web -n shop -o yaml
+  kubectl record deletions -A --user mallory
+  kubectl record deletions ns                      # deleted namespaces`,
+		Args: cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error { return d.run(cmd, args) },
+	}
+	d.out = newOutput(cmd)
+	d.window.addFlags(cmd)
+	cmd.Flags().BoolVarP(&d.allNamespaces, "all-namespaces", "A", false, "Every namespace you may read")
+	return cmd
+}
+
+func (d *deletionsOptions) run(cmd *cobra.Command, args []string) error {
+	ctx := cmd.Context()
+	t, err := d.target(args, false)
+	if err != nil {
+		return err
+	}
+	extra, err := d.window.selectors()
+	if err != nil {
+		return err
+	}
+	rc, err := d.record()
+	if err != nil {
+		return err
+	}
+	sel := t.selector(extra...)
+	opts := metav1.ListOptions{FieldSelector: sel, Limit: min(d.window.limit, 100)}
+	var list runtime.Object
+	var items []record.DeletionRecord
+	var metas []metav1.ObjectMeta
+	if t != nil && !t.namespaced {
+		all := &record.ClusterDeletionList{}
+		for {
+			page, err := rc.ClusterDeletions().List(ctx, opts)
+			if err != nil {
+				return explain(err, "list deletions of "+t.resource.String())
+			}
+			all.Items = append(all.Items, page.Items...)
+			if page.Continue == "" || int64(len(all.Items)) >= d.window.limit {
+				break
+			}
+			opts.Continue = page.Continue
+		}
+		all.Items = all.Items[:min(int64(len(all.Items)), d.window.limit)]
+		for _, i := range all.Items {
+			items, metas = append(items, i.DeletionRecord), append(metas, i.ObjectMeta)
+		}
+		list = all
+	} else {
+		ns, err := d.namespace()
+		if err != nil {
+			return err
+		}
+		where := "in namespace " + ns
+		if d.allNamespaces {
+			ns, where = "", "in any namespace"
+		}
+		all := &record.DeletionList{}
+		for {
+			page, err := rc.Deletions(ns).List(ctx, opts)
+			if err != nil {
+				return explain(err, "list deletions "+where)
+			}
+			all.Items = append(all.Items, page.Items...)
+			if page.Continue == "" || int64(len(all.Items)) >= d.window.limit {
+				break
+			}
+			opts.Continue = page.Continue
+		}
+		all.Items = all.Items[:min(int64(len(all.Items)), d.window.limit)]
+		for _, i := range all.Items {
+			items, metas = append(items, i.DeletionRecord), append(metas, i.ObjectMeta)
+		}
+		list = all
+	}
+	table, wide := d.out.table()
+	if !table {
+		return d.out.print(d.streams.Out, list)
+	}
+	if len(items) == 0 {
+		fmt.Fprintln(d.streams.ErrOut, "No deletions recorded (that you may see).")
+		return nil
+	}
+	return printTable(d.streams.Out, deletionColumns, deletionRows(items, metas), d.allNamespaces && (t == nil || t.namespaced), wide)
+}
+
+// deletionColumns are the table's columns; the wide ones come last.
+var deletionColumns = []column{{"RESOURCE", 0}, {"OBJECT", 0}, {"DELETED-BY", 0}, {"VERB", 0}, {"INITIATED-BY", 0}, {"DELETED", 0},
+	{"STATE-VERSION", 1}, {"SOURCE-IPS", 1}, {"USER-AGENT", 1}}
+
+// deletionRows are the table's rows, cascades grouped.
+func deletionRows(items []record.DeletionRecord, metas []metav1.ObjectMeta) []metav1.TableRow {
+	var rows []metav1.TableRow
+	for _, i := range cascadeOrder(items) {
+		r, m := items[i], metas[i]
+		obj := cell(r.Object.Name)
+		initiated := ""
+		if r.InitiatedVia != "" {
+			obj = "↳ " + obj
+			initiated = cell(r.InitiatedBy) + " (" + r.InitiatedVia + ")"
+		}
+		ips := ""
+		for j, ip := range r.Actor.SourceIPs {
+			if j > 0 {
+				ips += ","
+			}
+			ips += cell(ip)
+		}
+		rows = append(rows, metav1.TableRow{
+			Cells: []any{resourceCell(r.Object), obj, actorCell(r.Actor.Username, r.Actor.ImpersonatedUser), r.Verb,
+				cellOrNone(initiated), age(r.DeletedAt.Time), cellOrNone(r.StateVersion), cellOrNone(ips), cell(r.Actor.UserAgent)},
+			Object: runtime.RawExtension{Object: &record.Deletion{ObjectMeta: m}},
+		})
+	}
+	return rows
+}
+
+// cascadeOrder keeps the newest-first order, but lists the deletions of
+// one cascade (the same initiator and way) together, under the first of
+// them.
+func cascadeOrder(items []record.DeletionRecord) []int {
+	var order []int
+	placed := map[int]bool{}
+	for i, r := range items {
+		if placed[i] {
+			continue
+		}
+		order, placed[i] = append(order, i), true
+		if r.InitiatedVia == "" {
+			continue
+		}
+		for j := i + 1; j < len(items); j++ {
+			if !placed[j] && items[j].InitiatedVia == r.InitiatedVia && items[j].InitiatedBy == r.InitiatedBy {
+				order, placed[j] = append(order, j), true
+			}
+		}
+	}
+	return order
+}
+
+// resourceCell is resource.group, as kubectl names types.
+func resourceCell(o record.ObjectReference) string {
+	if o.APIGroup == "" {
+		return cell(o.Resource)
+	}
+	return cell(o.Resource + "." + o.APIGroup)
+}
+
+func cellOrNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

@@ -1,0 +1,150 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
+
+	record "github.com/options-record/options-record/api/record/v1alpha1"
+)
+
+// output is -o: a table (the default, or wide) or one of kubectl's
+// printers (yaml, json, name, jsonpath=..., go-template=...).
+type output struct {
+	flags *genericclioptions.PrintFlags
+}
+
+func newOutput(cmd *cobra.Command) *output {
+	o := &output{flags: genericclioptions.NewPrintFlags("").WithTypeSetter(served)}
+	o.flags.AddFlags(cmd)
+	// kubectl's -o help, with the table formats this plugin adds.
+	f := cmd.Flags().Lookup("output")
+	f.Usage = "Output format: table (default), wide, " + strings.Join(o.flags.AllowedFormats(), ", ") + "."
+	return o
+}
+
+// table reports whether -o asks for a table, and a wide one.
+func (o *output) table() (bool, bool) {
+	switch *o.flags.OutputFormat {
+	case "", "table":
+		return true, false
+	case "wide":
+		return true, true
+	}
+	return false, false
+}
+
+// served knows the record's types in the served version only, so that
+// what is printed names record.optionsrecord.io/v1alpha1.
+var served = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := record.AddServedToScheme(s); err != nil {
+		panic(err) // static registrations
+	}
+	return s
+}()
+
+// print writes obj with the printer -o names. A list is printed as kubectl
+// get prints one, a v1 List of typed items, which every printer takes
+// (name included).
+func (o *output) print(w io.Writer, obj runtime.Object) error {
+	p, err := o.flags.ToPrinter()
+	if err != nil {
+		return usageError{err}
+	}
+	if meta.IsListType(obj) {
+		items, err := meta.ExtractList(obj)
+		if err != nil {
+			return err
+		}
+		list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}}}
+		for _, it := range items {
+			gvks, _, err := served.ObjectKinds(it)
+			if err != nil {
+				return err
+			}
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(it)
+			if err != nil {
+				return err
+			}
+			item := unstructured.Unstructured{Object: u}
+			item.SetGroupVersionKind(gvks[0])
+			list.Items = append(list.Items, item)
+		}
+		obj = list
+	}
+	return p.PrintObj(obj, w)
+}
+
+// column is one column of a table: Priority 1 shows only with -o wide.
+type column struct {
+	name     string
+	priority int32
+}
+
+// printTable writes rows under the columns, as kubectl get does. Every
+// cell was written by some cluster user: cell() has made it one line.
+func printTable(w io.Writer, cols []column, rows []metav1.TableRow, withNamespace, wide bool) error {
+	t := &metav1.Table{Rows: rows}
+	for _, c := range cols {
+		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: c.name, Type: "string", Priority: c.priority})
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	return printers.NewTablePrinter(printers.PrintOptions{WithNamespace: withNamespace, Wide: wide}).PrintObj(t, w)
+}
+
+// cell makes a recorded string safe for one cell of a terminal table: as
+// is when every character is printable, else quoted with Go escapes
+// (control characters, tabs and newlines, bidirectional overrides).
+func cell(s string) string {
+	for _, r := range s {
+		if !unicode.IsGraphic(r) || r == '\t' || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			return strconv.QuoteToGraphic(s)
+		}
+	}
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+// now is the clock of age (fixed in tests).
+var now = time.Now
+
+// age is how long ago t was, as kubectl shows it.
+func age(t time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now().Sub(t))
+}
+
+// short shortens a long identifier (a uid) for a table.
+func short(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// actorCell is who did it: the user, and the identity they acted as.
+func actorCell(user, as string) string {
+	if as == "" {
+		return cell(user)
+	}
+	return fmt.Sprintf("%s (as %s)", cell(user), cell(as))
+}

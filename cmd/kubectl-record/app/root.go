@@ -1,0 +1,113 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/options-record/options-record/api/record/clientset/versioned"
+	recordv1 "github.com/options-record/options-record/api/record/clientset/versioned/typed/record/v1alpha1"
+)
+
+// Main runs the plugin with args and returns its exit code.
+func Main(args []string, streams genericiooptions.IOStreams) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	cmd := NewCommand(streams)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(streams.ErrOut, "error:", err)
+	var ce *codedError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
+	if isUsage(err) {
+		return 2
+	}
+	return 1
+}
+
+// options are what every verb shares: the kubeconfig flags.
+type options struct {
+	config  *genericclioptions.ConfigFlags
+	streams genericiooptions.IOStreams
+}
+
+// NewCommand returns the kubectl-record command tree.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &options{config: genericclioptions.NewConfigFlags(true), streams: streams}
+	root := &cobra.Command{
+		Use:   "kubectl-record",
+		Short: "Who changed or deleted what, what it looked like before, and put it back",
+		Long: `kubectl record asks the Options Record of this cluster (the aggregated API
+record.optionsrecord.io) who deleted or changed an object, shows its versions,
+and restores one, as you: your RBAC decides what you see and what you may
+write back.`,
+		Example: `  kubectl record deletions -n shop                 # who deleted what in shop
+  kubectl record history cm/app-config -n shop     # every version, across re-creations
+  kubectl record manifest deploy/web -n shop       # a clean manifest of the newest version
+  kubectl record restore cm/app-config -n shop     # dry run, confirm, restore as you`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// Run by kubectl as a plugin: help and completion say "kubectl record".
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl record"},
+	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	o.config.AddFlags(root.PersistentFlags())
+	root.AddCommand(newDeletionsCommand(o), newHistoryCommand(o), newManifestCommand(o), newRestoreCommand(o))
+	root.AddGroup(&cobra.Group{ID: "incident", Title: "Incident commands:"})
+	for _, c := range root.Commands() {
+		c.GroupID = "incident"
+	}
+	return root
+}
+
+// record returns the typed client of the record API, as the caller.
+func (o *options) record() (recordv1.RecordV1alpha1Interface, error) {
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return cs.RecordV1alpha1(), nil
+}
+
+// namespace returns the namespace of -n, or the kubeconfig context's.
+func (o *options) namespace() (string, error) {
+	ns, _, err := o.config.ToRawKubeConfigLoader().Namespace()
+	return ns, err
+}
+
+// usageError is a mistake in the command line: exit code 2.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+// codedError carries the exit code of an error the plugin explains.
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }

@@ -1,0 +1,113 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// target is the object (or the kind of objects) a verb is about, resolved
+// as kubectl resolves it: short names, singular and plural, kind,
+// group-qualified names (deploy, deployment.apps, cm).
+type target struct {
+	resource   schema.GroupResource
+	namespaced bool
+	name       string // "" for every object of the resource
+}
+
+// parseTarget reads TYPE, TYPE/NAME or TYPE NAME.
+func parseTarget(args []string) (typ, name string, err error) {
+	switch len(args) {
+	case 0:
+		return "", "", nil
+	case 1:
+		typ, name, _ = strings.Cut(args[0], "/")
+		if strings.Contains(name, "/") {
+			return "", "", usageError{fmt.Errorf("%q: want TYPE/NAME", args[0])}
+		}
+	case 2:
+		if strings.Contains(args[0], "/") {
+			return "", "", usageError{fmt.Errorf("%q %q: want TYPE/NAME or TYPE NAME", args[0], args[1])}
+		}
+		typ, name = args[0], args[1]
+	default:
+		return "", "", usageError{fmt.Errorf("want TYPE/NAME or TYPE NAME, got %d arguments", len(args))}
+	}
+	if typ == "" {
+		return "", "", usageError{fmt.Errorf("%q: no type", args[0])}
+	}
+	return typ, name, nil
+}
+
+// resolve maps a TYPE as typed to its resource with the cluster's
+// discovery (and kubectl's short names).
+func (o *options) resolve(typ string) (schema.GroupResource, bool, error) {
+	mapper, err := o.config.ToRESTMapper()
+	if err != nil {
+		return schema.GroupResource{}, false, err
+	}
+	gvr, gr := schema.ParseResourceArg(strings.ToLower(typ))
+	var full schema.GroupVersionResource
+	if gvr != nil {
+		full, err = mapper.ResourceFor(*gvr)
+	}
+	if gvr == nil || err != nil {
+		full, err = mapper.ResourceFor(gr.WithVersion(""))
+	}
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return schema.GroupResource{}, false, &codedError{4, fmt.Errorf("the server doesn't have a resource type %q", typ)}
+		}
+		return schema.GroupResource{}, false, err
+	}
+	gvk, err := mapper.KindFor(full)
+	if err != nil {
+		return schema.GroupResource{}, false, err
+	}
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return schema.GroupResource{}, false, err
+	}
+	return full.GroupResource(), m.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+// target resolves the arguments of a verb; needName says a name is required.
+func (o *options) target(args []string, needName bool) (*target, error) {
+	typ, name, err := parseTarget(args)
+	if err != nil {
+		return nil, err
+	}
+	if typ == "" {
+		if needName {
+			return nil, usageError{fmt.Errorf("want TYPE/NAME (for example cm/app-config or deploy web)")}
+		}
+		return nil, nil
+	}
+	if needName && name == "" {
+		return nil, usageError{fmt.Errorf("%s: want TYPE/NAME (for example %s/NAME)", typ, typ)}
+	}
+	gr, namespaced, err := o.resolve(typ)
+	if err != nil {
+		return nil, err
+	}
+	return &target{resource: gr, namespaced: namespaced, name: name}, nil
+}
+
+// selector is the field selector of the record's lists for the target.
+func (t *target) selector(extra ...string) string {
+	var s []string
+	if t != nil {
+		s = append(s, "object.apiGroup="+t.resource.Group, "object.resource="+t.resource.Resource)
+		if t.name != "" {
+			s = append(s, "object.name="+t.name)
+		}
+	}
+	for _, e := range extra {
+		if e != "" {
+			s = append(s, e)
+		}
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,14 @@
+# The kubectl plugin (cmd/kubectl-record): archives for krew and the krew
+# manifest naming them with their sha256 (hack/plugin/build.sh). Included by
+# the main Makefile.
+
+PLUGIN_VERSION ?= v0.1.0
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+.PHONY: plugin
+plugin: ## Build kubectl-record archives (linux/darwin, amd64/arm64) and the krew manifest into _output/plugin/
+	VERSION=$(PLUGIN_VERSION) PLATFORMS="$(PLUGIN_PLATFORMS)" bash hack/plugin/build.sh
+
+.PHONY: kubectl-record
+kubectl-record: ## Build bin/kubectl-record for this machine (put bin/ on PATH: kubectl record ...)
+	go build -o bin/kubectl-record ./cmd/kubectl-record

@@ -1,0 +1,218 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/options-record/options-record/test/framework/controlplane"
+)
+
+// buildPlugin builds cmd/kubectl-record into a directory of its own, which
+// can be put on kubectl's PATH.
+func buildPlugin(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-record"), "github.com/options-record/options-record/cmd/kubectl-record")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build kubectl-record: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// pluginRun is one run of the plugin binary.
+type pluginRun struct {
+	out, errOut string
+	code        int
+}
+
+// plugin runs the kubectl-record binary of dir with a kubeconfig, as a user
+// would type it.
+func plugin(t *testing.T, dir, kubeconfig string, stdin []byte, args ...string) pluginRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "kubectl-record"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(filepath.Dir(kubeconfig), "plugin-cache-"+filepath.Base(kubeconfig)))
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	r := pluginRun{out: out.String(), errOut: errOut.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("kubectl-record %s: %v", strings.Join(args, " "), err)
+	}
+	return r
+}
+
+// TestPluginIncident: the kubectl-record binary, run as a subprocess by a
+// token user and by a client-certificate user with the kubeconfigs they
+// have, through an incident: who deleted the ConfigMap, its history, its
+// manifest, a restore (dry run shown, refused without a terminal, then
+// --yes), and the object back as it was before the deletion. Users without
+// the rights get a clear refusal and a non-zero exit code.
+func TestPluginIncident(t *testing.T) {
+	w := startWorldWith(t, worldOptions{aggregated: true,
+		files: []string{"testdata/restore-rbac.yaml", "testdata/aggregated-rbac.yaml"}})
+	bin := buildPlugin(t)
+	registerAggregated(t, w)
+	const ns = "e2e-agg-shop"
+	kubectlOK(t, w, controlplane.AdminUser, nil, "create", "namespace", ns)
+	kubectlOK(t, w, controlplane.AdminUser, []byte(aggRBAC), "apply", "-f", "-")
+	alice := w.cp.WriteKubeconfig(t, "alice")                                                                        // a token
+	carol := w.cp.WriteKubeconfigAuth(t, "agg-carol", w.cp.ClientCertAuth(t, "agg-carol", []string{"cert-operators"})) // a client certificate
+	eve := w.cp.WriteKubeconfig(t, "eve")
+
+	// bob creates the ConfigMap, changes it, and deletes it.
+	kubectlOK(t, w, "bob", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app-config","labels":{"app":"shop"}},"data":{"db":"postgres://shop","mode":"test"}}`),
+		"create", "-n", ns, "-f", "-")
+	kubectlOK(t, w, "bob", nil, "patch", "-n", ns, "configmap", "app-config", "--type=merge", "-p", `{"data":{"mode":"live"}}`)
+	kubectlOK(t, w, "bob", nil, "delete", "-n", ns, "configmap", "app-config")
+
+	var deletions pluginRun
+	eventually(t, time.Minute, "the deletion in kubectl record deletions", func() error {
+		deletions = plugin(t, bin, carol, nil, "deletions", "-n", ns)
+		if deletions.code != 0 || !strings.Contains(deletions.out, "app-config") {
+			return fmt.Errorf("exit %d: %s%s", deletions.code, deletions.out, deletions.errOut)
+		}
+		return nil
+	})
+	t.Logf("kubectl record deletions -n %s (client certificate):\n%s", ns, deletions.out)
+
+	t.Run("deletions names who deleted what", func(t *testing.T) {
+		lines := strings.Split(strings.TrimSpace(deletions.out), "\n")
+		if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "RESOURCE OBJECT DELETED-BY VERB INITIATED-BY DELETED" {
+			t.Fatalf("want a header and one row:\n%s", deletions.out)
+		}
+		if row := strings.Fields(lines[1]); row[0] != "configmaps" || row[1] != "app-config" || row[2] != "bob" || row[3] != "delete" {
+			t.Errorf("row %v", row)
+		}
+		// A type as kubectl knows it, short names included, and -o of kubectl's printers.
+		r := plugin(t, bin, alice, nil, "deletions", "cm/app-config", "-n", ns, "-o", "name")
+		if r.code != 0 || !strings.HasPrefix(strings.TrimSpace(r.out), "deletion.record.optionsrecord.io/") {
+			t.Errorf("-o name: exit %d %q %s", r.code, r.out, r.errOut)
+		}
+		if r := plugin(t, bin, alice, nil, "deletions", "secrets", "-n", ns); r.code != 0 || strings.Contains(r.out, "app-config") {
+			t.Errorf("deletions of secrets: exit %d %q %s", r.code, r.out, r.errOut)
+		}
+		if r := plugin(t, bin, alice, nil, "deletions", "nosuchtype", "-n", ns); r.code != 4 || !strings.Contains(r.errOut, `doesn't have a resource type "nosuchtype"`) {
+			t.Errorf("an unknown type: exit %d %s", r.code, r.errOut)
+		}
+	})
+
+	t.Run("history shows every version", func(t *testing.T) {
+		r := plugin(t, bin, alice, nil, "history", "configmap", "app-config", "-n", ns)
+		t.Logf("kubectl record history configmap app-config:\n%s", r.out)
+		var verbs []string
+		for _, l := range strings.Split(strings.TrimSpace(r.out), "\n")[1:] {
+			if f := strings.Fields(l); len(f) > 2 {
+				verbs = append(verbs, f[1]) // CHANGED VERB BY UID RESTORABLE VERSION
+			}
+		}
+		if r.code != 0 || strings.Join(verbs, " ") != "delete patch create" {
+			t.Errorf("exit %d, verbs %v:\n%s%s", r.code, verbs, r.out, r.errOut)
+		}
+	})
+
+	t.Run("manifest is the state before the deletion, clean", func(t *testing.T) {
+		r := plugin(t, bin, carol, nil, "manifest", "cm/app-config", "-n", ns)
+		var m struct {
+			Metadata map[string]any    `json:"metadata"`
+			Data     map[string]string `json:"data"`
+			Status   any               `json:"status"`
+		}
+		if err := yaml.Unmarshal([]byte(r.out), &m); r.code != 0 || err != nil {
+			t.Fatalf("exit %d %v:\n%s%s", r.code, err, r.out, r.errOut)
+		}
+		if m.Data["mode"] != "live" || m.Metadata["uid"] != nil || m.Metadata["resourceVersion"] != nil || m.Metadata["managedFields"] != nil {
+			t.Errorf("manifest:\n%s", r.out)
+		}
+		// kubectl accepts it as it is.
+		if out, errOut, err := w.cp.KubectlConfig(t, alice, []byte(r.out), "apply", "--dry-run=server", "-n", ns, "-f", "-"); err != nil {
+			t.Errorf("kubectl apply --dry-run=server: %v %s%s", err, out, errOut)
+		}
+	})
+
+	t.Run("restore shows the dry run, asks, and puts the object back as the caller", func(t *testing.T) {
+		// The certificate user may view, not restore.
+		if r := plugin(t, bin, carol, nil, "restore", "cm/app-config", "-n", ns, "--yes"); r.code != 3 || !strings.Contains(r.errOut, "you may not create restores") {
+			t.Errorf("carol: exit %d %s%s", r.code, r.out, r.errOut)
+		}
+		// Without a terminal and without --yes: the dry run, then no restore.
+		r := plugin(t, bin, alice, nil, "restore", "cm/app-config", "-n", ns)
+		if r.code != 2 || !strings.Contains(r.out, "Dry run: restoring configmaps/app-config in namespace "+ns) ||
+			!strings.Contains(r.out, "action: create") || !strings.Contains(r.errOut, "pass --yes") {
+			t.Errorf("without --yes: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		if _, _, err := w.cp.Kubectl(t, controlplane.AdminUser, nil, "get", "configmap", "app-config", "-n", ns); err == nil {
+			t.Fatal("restored without a confirmation")
+		}
+		r = plugin(t, bin, alice, nil, "restore", "cm/app-config", "-n", ns, "--yes")
+		t.Logf("kubectl record restore cm/app-config --yes:\n%s%s", r.out, r.errOut)
+		if r.code != 0 || !strings.Contains(r.out, "Restored configmaps/app-config") {
+			t.Fatalf("exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		cm, err := w.kube(t, controlplane.AdminUser).CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{})
+		if err != nil || cm.Data["mode"] != "live" || cm.Data["db"] != "postgres://shop" || cm.Labels["app"] != "shop" {
+			t.Fatalf("after the restore: %v %+v", err, cm)
+		}
+		// Restored as alice, by impersonation: the apiserver's audit log says so.
+		if got := impersonatedWrites(t, w, "configmaps", ns, "app-config"); len(got) == 0 || !strings.HasSuffix(got[len(got)-1], " as alice") {
+			t.Errorf("the restore's write impersonated %v, want alice", got)
+		}
+		// The restore made a new incarnation (a new uid). Until the record
+		// has its create, a second restore is refused: the live object is
+		// not the one the record knows last.
+		if r := plugin(t, bin, alice, nil, "restore", "cm/app-config", "-n", ns, "--yes"); r.code == 0 {
+			if !strings.Contains(r.out, "nothing to do") {
+				t.Errorf("again: exit 0 but not 'nothing to do':\n%s%s", r.out, r.errOut)
+			}
+		} else if r.code != 5 || !strings.Contains(r.errOut, "--force") {
+			t.Errorf("again, before the record has the restore: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		eventually(t, time.Minute, "the restore's create in the history, as alice", func() error {
+			r := plugin(t, bin, alice, nil, "history", "cm/app-config", "-n", ns, "-o", "wide")
+			if first := strings.SplitN(r.out, "\n", 3); len(first) < 2 || !strings.Contains(first[1], "create") || !strings.Contains(first[1], "(as alice)") {
+				return fmt.Errorf("exit %d:\n%s%s", r.code, r.out, r.errOut)
+			}
+			return nil
+		})
+		// Now the live object holds the newest recorded state.
+		if r := plugin(t, bin, alice, nil, "restore", "cm/app-config", "-n", ns, "--yes"); r.code != 0 || !strings.Contains(r.out, "nothing to do") {
+			t.Errorf("again: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+	})
+
+	t.Run("a user without rights is refused, with a non-zero exit code", func(t *testing.T) {
+		r := plugin(t, bin, eve, nil, "deletions", "-n", ns)
+		if r.code != 3 || !strings.Contains(r.errOut, "you may not list deletions in namespace "+ns) || strings.Contains(r.out, "app-config") {
+			t.Errorf("eve: exit %d %q %s", r.code, r.out, r.errOut)
+		}
+	})
+
+	t.Run("kubectl runs it as a plugin", func(t *testing.T) {
+		// kubectl passes no flags of its own to a plugin: the kubeconfig
+		// comes from KUBECONFIG, as a user's shell has it.
+		cmd := exec.Command(w.cp.KubectlPath(), "record", "deletions", "-n", ns, "-o", "name")
+		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+alice,
+			"KUBECACHEDIR="+t.TempDir())
+		out, err := cmd.Output()
+		if err != nil || !strings.HasPrefix(strings.TrimSpace(string(out)), "deletion.record.optionsrecord.io/") {
+			t.Errorf("kubectl record deletions: %v %q", err, out)
+		}
+	})
+}
