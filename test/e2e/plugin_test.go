@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +74,7 @@ func TestPluginIncident(t *testing.T) {
 	const ns = "e2e-agg-shop"
 	kubectlOK(t, w, controlplane.AdminUser, nil, "create", "namespace", ns)
 	kubectlOK(t, w, controlplane.AdminUser, []byte(aggRBAC), "apply", "-f", "-")
-	alice := w.cp.WriteKubeconfig(t, "alice")                                                                        // a token
+	alice := w.cp.WriteKubeconfig(t, "alice")                                                                          // a token
 	carol := w.cp.WriteKubeconfigAuth(t, "agg-carol", w.cp.ClientCertAuth(t, "agg-carol", []string{"cert-operators"})) // a client certificate
 	eve := w.cp.WriteKubeconfig(t, "eve")
 
@@ -125,6 +126,48 @@ func TestPluginIncident(t *testing.T) {
 		}
 		if r.code != 0 || strings.Join(verbs, " ") != "delete patch create" {
 			t.Errorf("exit %d, verbs %v:\n%s%s", r.code, verbs, r.out, r.errOut)
+		}
+	})
+
+	t.Run("diff shows what a change changed, and what a restore would", func(t *testing.T) {
+		r := plugin(t, bin, alice, nil, "history", "cm/app-config", "-n", ns, "-o", "jsonpath={.items[*].metadata.name}")
+		versions := strings.Fields(r.out) // newest first: delete, patch, create
+		if r.code != 0 || len(versions) != 3 {
+			t.Fatalf("versions: exit %d %q %s", r.code, r.out, r.errOut)
+		}
+		r = plugin(t, bin, carol, nil, "diff", "cm/app-config", "-n", ns, "--from", versions[2], "--to", versions[1])
+		t.Logf("kubectl record diff cm/app-config --from <create> --to <patch>:\n%s", r.out)
+		if r.code != 0 || !strings.Contains(r.out, "@@ /data/mode (replace) @@\n-\"test\"\n+\"live\"\n") || strings.Contains(r.out, "resourceVersion") {
+			t.Errorf("exit %d:\n%s%s", r.code, r.out, r.errOut)
+		}
+		// The newest change is the deletion: the whole object goes.
+		if r := plugin(t, bin, carol, nil, "diff", "cm/app-config", "-n", ns); r.code != 0 || !strings.Contains(r.out, "@@ / (remove) @@") {
+			t.Errorf("the newest change: exit %d:\n%s%s", r.code, r.out, r.errOut)
+		}
+	})
+
+	t.Run("diff matches a Deployment's containers by name", func(t *testing.T) {
+		deploy := func(containers string) []byte {
+			return []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":1,
+				"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[` + containers + `]}}}}`)
+		}
+		app, metrics := `{"name":"app","image":"shop/web:1.4"}`, `{"name":"metrics","image":"prom/exporter:0.9"}`
+		kubectlOK(t, w, "bob", deploy(app+","+metrics), "apply", "--server-side", "-n", ns, "-f", "-")
+		kubectlOK(t, w, "bob", deploy(app+`,{"name":"proxy","image":"envoyproxy/envoy:v1.30"},`+metrics), "apply", "--server-side", "-n", ns, "-f", "-")
+		// bob's two versions (the controllers change the Deployment too).
+		var versions []string
+		eventually(t, time.Minute, "bob's second apply in the record", func() error {
+			r := plugin(t, bin, alice, nil, "history", "deploy/web", "-n", ns, "--user", "bob", "-o", "jsonpath={.items[*].metadata.name}")
+			if versions = strings.Fields(r.out); r.code != 0 || len(versions) != 2 {
+				return fmt.Errorf("exit %d %q %s", r.code, r.out, r.errOut)
+			}
+			return nil
+		})
+		r := plugin(t, bin, alice, nil, "diff", "deploy", "web", "-n", ns, "--from", versions[1], "--to", versions[0])
+		t.Logf("kubectl record diff deploy web --from <bob's first> --to <bob's second>:\n%s", r.out)
+		if r.code != 0 || strings.Count(r.out, "@@ /spec/template/spec/containers") != 1 || !strings.Contains(r.out, "@@ /spec/template/spec/containers/1 (add) @@") ||
+			!strings.Contains(r.out, "+name: proxy") || !strings.Contains(r.out, "+image: envoyproxy/envoy:v1.30") {
+			t.Errorf("want one insertion, of the proxy container: exit %d\n%s%s", r.code, r.out, r.errOut)
 		}
 	})
 
@@ -194,6 +237,68 @@ func TestPluginIncident(t *testing.T) {
 		// Now the live object holds the newest recorded state.
 		if r := plugin(t, bin, alice, nil, "restore", "cm/app-config", "-n", ns, "--yes"); r.code != 0 || !strings.Contains(r.out, "nothing to do") {
 			t.Errorf("again: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+	})
+
+	t.Run("plans: undo one user, then go back to a time", func(t *testing.T) {
+		kube := w.kube(t, controlplane.AdminUser).CoreV1().ConfigMaps(ns)
+		// A second boundary: plan times have a second's precision.
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1100 * time.Millisecond)))
+		before := time.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
+		time.Sleep(1100 * time.Millisecond)
+		kubectlOK(t, w, "bob", nil, "patch", "-n", ns, "configmap", "app-config", "--type=merge", "-p", `{"data":{"mode":"broken"}}`)
+		kubectlOK(t, w, "bob", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"junk"},"data":{"x":"y"}}`), "create", "-n", ns, "-f", "-")
+		var r pluginRun
+		eventually(t, time.Minute, "an undo plan of bob's two changes", func() error {
+			r = plugin(t, bin, alice, nil, "plan", "undo", "--user", "bob", "--since", before, "-n", ns, "--resources", "cm")
+			if r.code != 0 || !strings.Contains(r.out, "1 update") || !strings.Contains(r.out, "1 delete") {
+				return fmt.Errorf("exit %d:\n%s%s", r.code, r.out, r.errOut)
+			}
+			return nil
+		})
+		t.Logf("kubectl record plan undo --user bob:\n%s", r.out)
+		m := regexp.MustCompile(`plan execute (\S+) -n`).FindStringSubmatch(r.out)
+		if m == nil {
+			t.Fatalf("no plan name in:\n%s", r.out)
+		}
+		if r := plugin(t, bin, alice, nil, "plan", "execute", m[1], "-n", ns); r.code != 2 || !strings.Contains(r.out, "Dry run of plan") {
+			t.Errorf("execute without --yes: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		if r := plugin(t, bin, carol, nil, "plan", "show", m[1], "-n", ns); r.code == 0 {
+			t.Errorf("carol read alice's plan:\n%s", r.out)
+		}
+		r = plugin(t, bin, alice, nil, "plan", "execute", m[1], "-n", ns, "--yes")
+		t.Logf("kubectl record plan execute --yes:\n%s%s", r.out, r.errOut)
+		if r.code != 0 || !strings.Contains(r.out, "Plan "+m[1]+": Succeeded") {
+			t.Fatalf("exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		if cm, err := kube.Get(context.Background(), "app-config", metav1.GetOptions{}); err != nil || cm.Data["mode"] != "live" {
+			t.Errorf("app-config after the undo: %v %v", err, cm.Data)
+		}
+		if _, err := kube.Get(context.Background(), "junk", metav1.GetOptions{}); err == nil {
+			t.Error("junk is still there after the undo")
+		}
+
+		// As of a time: bob breaks it again; the namespace goes back.
+		time.Sleep(1100 * time.Millisecond)
+		at := time.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
+		time.Sleep(1100 * time.Millisecond)
+		kubectlOK(t, w, "bob", nil, "patch", "-n", ns, "configmap", "app-config", "--type=merge", "-p", `{"data":{"mode":"broken-again"}}`)
+		attempt := 0
+		eventually(t, time.Minute, "an as-of plan with the update", func() error {
+			attempt++ // a plan's name is taken once created
+			r = plugin(t, bin, alice, nil, "plan", "as-of", at, "-n", ns, "--resources", "configmaps", "--name", fmt.Sprintf("before-bob-%d", attempt))
+			if r.code != 0 || !strings.Contains(r.out, "1 update") {
+				return fmt.Errorf("exit %d:\n%s%s", r.code, r.out, r.errOut)
+			}
+			return nil
+		})
+		t.Logf("kubectl record plan as-of:\n%s", r.out)
+		if r := plugin(t, bin, alice, nil, "plan", "execute", fmt.Sprintf("before-bob-%d", attempt), "-n", ns, "--yes"); r.code != 0 {
+			t.Fatalf("exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		if cm, err := kube.Get(context.Background(), "app-config", metav1.GetOptions{}); err != nil || cm.Data["mode"] != "live" {
+			t.Errorf("app-config after the as-of plan: %v %v", err, cm.Data)
 		}
 	})
 

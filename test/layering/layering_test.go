@@ -32,7 +32,8 @@ var allowed = map[string][]string{
 	"auditsink":               {"filter", "store/model"},
 	"auditsink/journal":       {"store", "store/model"},
 	"filter/rulesync":         {"api/v1alpha1", "filter", "store", "store/model"},
-	"api/history":             {"store"},
+	"api/history/diff":        nil,
+	"api/history":             {"api/history/diff", "store"},
 	"api/restore/impersonate": {"api/history", "api/restore/manifest"},
 	"api/restore":             {"api/history", "api/restore/impersonate", "api/restore/manifest", "store", "store/model"},
 	// front doors
@@ -51,7 +52,7 @@ var allowed = map[string][]string{
 	"cmd/options-record/app/options": {"api/history", "cmd/options-record/app"},
 	"cmd/options-record":             {"cmd/options-record/app", "cmd/options-record/app/options"},
 	"cmd/audit-replay":               nil,
-	"cmd/kubectl-record/app": {"api/record/clientset/versioned", "api/record/clientset/versioned/scheme",
+	"cmd/kubectl-record/app": {"api/history/diff", "api/record/clientset/versioned",
 		"api/record/clientset/versioned/typed/record/v1alpha1", "api/record/v1alpha1", "api/restore/manifest"},
 	"cmd/kubectl-record": {"cmd/kubectl-record/app"},
 }
@@ -63,6 +64,7 @@ var pure = map[string][]string{
 	"filter":               {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations"},
 	"store/model":          {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations"},
 	"api/restore/manifest": {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations", module + "/api/history"},
+	"api/history/diff":     {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations"},
 }
 
 // direct are imports a package must not use itself (it may reach them
@@ -73,6 +75,7 @@ var direct = map[string][]string{
 	"store":                {"k8s.io/client-go/", "net/http"},
 	"api/history":          {"net/http", "github.com/go-chi/", "k8s.io/client-go/"},
 	"api/restore/manifest": {"net/http"},
+	"api/history/diff":     {"net/http"},
 	"api/restore":          {"net/http", "github.com/go-chi/"},
 }
 
