@@ -43,6 +43,11 @@ type AsOfQuery struct {
 	Resources []GroupResource
 	Names     []string
 	Limit     int
+	// ByUID orders the objects by uid and, with AfterUID, starts after
+	// that uid: pages of a listing (the default orders by group,
+	// resource and name, for plans).
+	ByUID    bool
+	AfterUID string
 }
 
 // asOfMetaSelect is versionSelect over the metadata of the inner query:
@@ -66,6 +71,13 @@ func asOfMetaSQL(q AsOfQuery) (string, []any) {
 	if q.Names != nil {
 		b.where("o.name = ANY(" + b.arg(q.Names) + "::text[])")
 	}
+	if q.AfterUID != "" {
+		b.where("o.uid > " + b.arg(q.AfterUID))
+	}
+	order := "v.api_group, v.resource, v.name"
+	if q.ByUID {
+		order = "v.uid"
+	}
 	stale := `EXISTS (SELECT 1 FROM object_versions x
            WHERE x.cluster = v.cluster AND x.uid = v.uid AND NOT x.complete AND NOT x.deleted
              AND x.resource_version > v.resource_version AND x.changed_at <= ` + at + `)`
@@ -79,7 +91,7 @@ FROM (
 ) v
 LEFT JOIN events e ON e.cluster = v.cluster AND e.event_key = v.event_key AND e.stage_at = v.changed_at
 WHERE NOT v.deleted
-ORDER BY v.api_group, v.resource, v.name
+ORDER BY ` + order + `
 LIMIT ` + strconv.Itoa(q.Limit), b.args
 }
 

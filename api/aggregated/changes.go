@@ -147,6 +147,12 @@ func (s *changeStorage) fieldSelector(sel fields.Selector, now time.Time) (histo
 			} else {
 				p.Until = t
 			}
+		case "asOf":
+			t, err := history.ParseTime(r.Field, v, now)
+			if err != nil {
+				return f, p, apierrors.NewBadRequest(err.Error())
+			}
+			f.AsOf = &t
 		default:
 			return f, p, apierrors.NewBadRequest("field label " + r.Field + " not supported for " + s.resource.Resource +
 				" (supported: metadata.name, metadata.namespace, " + strings.Join(recordv1alpha1.ChangeSelectableFields, ", ") + ")")

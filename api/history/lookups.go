@@ -128,12 +128,22 @@ type ChangeFilter struct {
 	// NamespacedOnly, with no Namespace, leaves out cluster-scoped objects
 	// (a namespaced list across all namespaces).
 	NamespacedOnly bool
+	// AsOf, when set, lists instead the version of each object of the
+	// namespace (Namespace is required; "" is the cluster scope) that held
+	// its state at that time, for the objects that existed then: the
+	// namespace as it was, one version per object, by uid. Group,
+	// Resource and Name narrow it; User, Verb, UID and a time window do
+	// not apply.
+	AsOf *time.Time
 }
 
 // Changes lists recorded changes, newest first, that the caller may read.
 func (s *Service) Changes(ctx context.Context, f ChangeFilter, p PageOptions) (Page[Version], error) {
 	if err := s.refuseUnreadable(ctx, f.Group, f.Resource, f.Namespace, f.Name); err != nil {
 		return Page[Version]{}, err
+	}
+	if f.AsOf != nil {
+		return s.asOf(ctx, f, p)
 	}
 	return s.listChanges(ctx, store.ChangeQuery{Cluster: f.Cluster, Group: f.Group, Namespace: f.Namespace, NamespacedOnly: f.NamespacedOnly,
 		Resource: f.Resource, Name: f.Name, UID: f.UID, User: f.User, Verb: f.Verb}, p)
@@ -186,6 +196,43 @@ func (s *Service) HistoryByUID(ctx context.Context, cluster, uid string, p PageO
 		return Page[Version]{}, err
 	}
 	return s.listChanges(ctx, store.ChangeQuery{Cluster: cluster, UID: uid, Ascending: true}, p)
+}
+
+// asOf lists the versions that held the objects' states at f.AsOf, one
+// per object that existed then and that the caller may read, by uid.
+func (s *Service) asOf(ctx context.Context, f ChangeFilter, p PageOptions) (Page[Version], error) {
+	if f.Namespace == nil {
+		return Page[Version]{}, fmt.Errorf("%w: as of a time lists one namespace (or the cluster scope): name it", ErrInvalid)
+	}
+	if f.User != "" || f.Verb != "" || f.UID != "" || !p.Since.IsZero() || !p.Until.IsZero() {
+		return Page[Version]{}, fmt.Errorf("%w: as of a time takes the group, resource and name only (no user, verb, uid, since or until)", ErrInvalid)
+	}
+	limit, after, err := s.page(p)
+	if err != nil {
+		return Page[Version]{}, err
+	}
+	q := store.AsOfQuery{Cluster: f.Cluster, Namespace: *f.Namespace, At: *f.AsOf, ByUID: true}
+	if f.Resource != "" {
+		g := ""
+		if f.Group != nil {
+			g = *f.Group
+		}
+		q.Resources = []store.GroupResource{{Group: g, Resource: f.Resource}}
+	}
+	if f.Name != "" {
+		q.Names = []string{f.Name}
+	}
+	return pageScan[store.VersionRecord, Version]{limit: limit,
+		fetch: func(after *store.Cursor, n int) ([]store.VersionRecord, error) {
+			q.AfterUID, q.Limit = "", n
+			if after != nil {
+				q.AfterUID = after.UID
+			}
+			return s.reader.ObjectsAsOf(ctx, q)
+		},
+		gr: AuthzTarget, conv: versionConv, cur: func(v *store.VersionRecord) store.Cursor { return store.Cursor{UID: v.UID} },
+		redact: func(v *store.VersionRecord, f *ReadFilter) error { return f.redactInitiator(v) },
+	}.run(after, s.ReadFilter(ctx))
 }
 
 func (s *Service) listChanges(ctx context.Context, q store.ChangeQuery, p PageOptions) (Page[Version], error) {

@@ -25,6 +25,7 @@ type Reader interface {
 	RequestObjects(ctx context.Context, cluster string, keys []store.EventKey, budget int) ([][]byte, error)
 	FailedMutation(ctx context.Context, cluster string, at time.Time, key []byte) (*store.EventRecord, error)
 	Activity(ctx context.Context, q store.EventQuery) ([]store.EventRecord, error)
+	ObjectsAsOf(ctx context.Context, q store.AsOfQuery) ([]store.VersionRecord, error)
 }
 
 // Options configure the service.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -71,9 +72,17 @@ func (s *Server) searchChanges(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := r.URL.Query()
-	page, err := s.hist.Changes(r.Context(), history.ChangeFilter{Cluster: chi.URLParam(r, "cluster"),
+	f := history.ChangeFilter{Cluster: chi.URLParam(r, "cluster"),
 		Group: optional(r, "group"), Namespace: optional(r, "namespace"), Resource: v.Get("resource"),
-		Name: v.Get("name"), UID: v.Get("uid"), User: v.Get("user"), Verb: v.Get("verb")}, p)
+		Name: v.Get("name"), UID: v.Get("uid"), User: v.Get("user"), Verb: v.Get("verb")}
+	if at := v.Get("asOf"); at != "" {
+		t, err := history.ParseTime("asOf", at, time.Now())
+		if err != nil {
+			return fmt.Errorf("%w: %v", history.ErrInvalid, err)
+		}
+		f.AsOf = &t
+	}
+	page, err := s.hist.Changes(r.Context(), f, p)
 	return answer(w, r, http.StatusOK, page, err)
 }
 

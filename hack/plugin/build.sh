@@ -2,7 +2,8 @@
 # Build the kubectl-record plugin's archives and the krew manifest that
 # names them, with their sha256 (make plugin):
 #
-#   out/kubectl-record_<os>_<arch>.tar.gz   kubectl-record and README.md
+#   out/kubectl-record_<os>_<arch>.tar.gz   kubectl-record, kubectl_complete-record
+#                                           (kubectl's completion hook) and README.md
 #   out/record.yaml                         the krew manifest
 #
 # Install one on this machine with krew:
@@ -31,8 +32,10 @@ for p in $platforms; do
 	(cd "$root" && CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags="-s -w" \
 		-o "$work/$name/kubectl-record" ./cmd/kubectl-record)
 	cp "$root/cmd/kubectl-record/README.md" "$work/$name/README.md"
+	cp "$root/cmd/kubectl-record/kubectl_complete-record" "$work/$name/kubectl_complete-record"
+	chmod 0755 "$work/$name/kubectl_complete-record"
 	tar --sort=name --mtime='2026-01-01 00:00:00Z' --owner=0 --group=0 --numeric-owner \
-		-C "$work/$name" -cf - kubectl-record README.md | gzip -n -9 >"$out/$name.tar.gz"
+		-C "$work/$name" -cf - kubectl-record kubectl_complete-record README.md | gzip -n -9 >"$out/$name.tar.gz"
 	sum=$(sha256sum "$out/$name.tar.gz" | cut -d' ' -f1)
 	echo "build.sh: $out/$name.tar.gz $sum"
 	platform_entries+="
@@ -45,6 +48,8 @@ for p in $platforms; do
       bin: kubectl-record
       files:
         - from: kubectl-record
+          to: .
+        - from: kubectl_complete-record
           to: .
         - from: README.md
           to: ."

@@ -240,11 +240,13 @@ func TestPluginIncident(t *testing.T) {
 		}
 	})
 
+	var beforeBob string // a time between the restore and bob's next changes
 	t.Run("plans: undo one user, then go back to a time", func(t *testing.T) {
 		kube := w.kube(t, controlplane.AdminUser).CoreV1().ConfigMaps(ns)
 		// A second boundary: plan times have a second's precision.
 		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1100 * time.Millisecond)))
 		before := time.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
+		beforeBob = before
 		time.Sleep(1100 * time.Millisecond)
 		kubectlOK(t, w, "bob", nil, "patch", "-n", ns, "configmap", "app-config", "--type=merge", "-p", `{"data":{"mode":"broken"}}`)
 		kubectlOK(t, w, "bob", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"junk"},"data":{"x":"y"}}`), "create", "-n", ns, "-f", "-")
@@ -299,6 +301,93 @@ func TestPluginIncident(t *testing.T) {
 		}
 		if cm, err := kube.Get(context.Background(), "app-config", metav1.GetOptions{}); err != nil || cm.Data["mode"] != "live" {
 			t.Errorf("app-config after the as-of plan: %v %v", err, cm.Data)
+		}
+	})
+
+	t.Run("export writes the namespace as it was for kubectl apply", func(t *testing.T) {
+		if beforeBob == "" {
+			t.Fatal("no time from the plans step")
+		}
+		dir := filepath.Join(t.TempDir(), "shop")
+		r := plugin(t, bin, alice, nil, "export", "-n", ns, "--as-of", beforeBob, "-o", dir)
+		t.Logf("kubectl record export --as-of %s:\n%s%s", beforeBob, r.out, r.errOut)
+		if r.code != 0 || !strings.Contains(r.out, "Exported") {
+			t.Fatalf("exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		var names []string
+		for _, f := range files {
+			names = append(names, filepath.Base(f))
+		}
+		t.Logf("files: %v", names)
+		data, err := os.ReadFile(filepath.Join(dir, "configmaps_app-config.yaml"))
+		var cm struct {
+			Data     map[string]string `json:"data"`
+			Metadata map[string]any    `json:"metadata"`
+		}
+		if err != nil || yaml.Unmarshal(data, &cm) != nil || cm.Data["mode"] != "live" || cm.Metadata["uid"] != nil {
+			t.Errorf("app-config as of %s: %v\n%s", beforeBob, err, data)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "configmaps_junk.yaml")); err == nil {
+			t.Error("junk, created after that time, was exported")
+		}
+		if _, err := os.Stat(filepath.Join(dir, "deployments.apps_web.yaml")); err != nil {
+			t.Errorf("the Deployment: %v", err)
+		}
+		// kubectl applies the directory as it is.
+		if out, errOut, err := w.cp.KubectlConfig(t, alice, nil, "apply", "--dry-run=server", "-n", ns, "-f", dir); err != nil {
+			t.Errorf("kubectl apply --dry-run=server -f %s: %v\n%s%s", dir, err, out, errOut)
+		}
+		// Never over an existing file; never for a user without rights.
+		if r := plugin(t, bin, alice, nil, "export", "-n", ns, "--as-of", beforeBob, "-o", dir); r.code == 0 || !strings.Contains(r.errOut, "never overwrites") {
+			t.Errorf("export into the same directory again: exit %d %s", r.code, r.errOut)
+		}
+		if r := plugin(t, bin, eve, nil, "export", "-n", ns, "-o", filepath.Join(t.TempDir(), "eve")); r.code != 3 {
+			t.Errorf("eve: exit %d %s%s", r.code, r.out, r.errOut)
+		}
+	})
+
+	t.Run("activity lists what one user did, refusals included", func(t *testing.T) {
+		if _, _, err := w.cp.KubectlConfig(t, carol, nil, "delete", "configmap", "app-config", "-n", ns); err == nil {
+			t.Fatal("carol, a viewer, deleted the ConfigMap")
+		}
+		eventually(t, time.Minute, "carol's refused delete in her activity", func() error {
+			r := plugin(t, bin, alice, nil, "activity", "--user", "agg-carol", "-n", ns)
+			if r.code != 0 || !strings.Contains(r.out, "refused 403 Forbidden") || !strings.Contains(r.out, "app-config") {
+				return fmt.Errorf("exit %d:\n%s%s", r.code, r.out, r.errOut)
+			}
+			return nil
+		})
+		r := plugin(t, bin, alice, nil, "activity", "--user", "bob", "-n", ns, "-o", "wide")
+		t.Logf("kubectl record activity --user bob -o wide:\n%s", r.out)
+		for _, want := range []string{"create", "patch", "delete", "app-config", "junk", "done"} {
+			if r.code != 0 || !strings.Contains(r.out, want) {
+				t.Errorf("bob's activity lacks %q: exit %d\n%s%s", want, r.code, r.out, r.errOut)
+			}
+		}
+	})
+
+	t.Run("completion offers the names the record holds", func(t *testing.T) {
+		// As a shell calls it: the words typed so far, the last one being
+		// completed (kubectl_complete-record passes kubectl's the same way).
+		complete := func(words ...string) string {
+			cmd := exec.Command(filepath.Join(bin, "kubectl-record"), append([]string{"__complete"}, words...)...)
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+alice, "KUBECACHEDIR="+t.TempDir())
+			out, err := cmd.Output()
+			if err != nil {
+				t.Errorf("__complete %v: %v", words, err)
+			}
+			return string(out)
+		}
+		if out := complete("history", "-n", ns, "cm/"); !strings.Contains(out, "cm/app-config\n") || !strings.Contains(out, "cm/junk\n") {
+			t.Errorf("history -n %s cm/<TAB>:\n%s", ns, out)
+		}
+		if out := complete("restore", "-n", ns, "configmaps", "a"); !strings.Contains(out, "app-config\n") || strings.Contains(out, "junk") {
+			t.Errorf("restore -n %s configmaps a<TAB>:\n%s", ns, out)
+		}
+		r := plugin(t, bin, alice, nil, "completion", "bash")
+		if r.code != 0 || !strings.Contains(r.out, "__start_kubectl-record") {
+			t.Errorf("completion bash: exit %d %.200s", r.code, r.out)
 		}
 	})
 

@@ -28,8 +28,10 @@ var DeletionSelectableFields = []string{"object.apiGroup", "object.resource", "o
 
 // ChangeSelectableFields are the fields a field selector may name on
 // changes and cluster changes, besides metadata.name and
-// metadata.namespace.
-var ChangeSelectableFields = []string{"object.apiGroup", "object.resource", "object.name", "object.uid", "actor.username", "verb", "since", "until"}
+// metadata.namespace. asOf (a time, as since) lists instead, for one
+// namespace, the version of each object that held its state at that time
+// (with object.apiGroup, object.resource and object.name only).
+var ChangeSelectableFields = []string{"object.apiGroup", "object.resource", "object.name", "object.uid", "actor.username", "verb", "since", "until", "asOf"}
 
 // AttemptSelectableFields are the fields a field selector may name on
 // attempts and cluster attempts, besides metadata.name and

@@ -153,3 +153,27 @@ func TestDiffOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestManifestFileNames: a recorded name cannot leave the export's
+// directory, hide a file or carry control characters into a file name.
+func TestManifestFileNames(t *testing.T) {
+	for _, c := range []struct {
+		obj  record.ObjectReference
+		want string
+	}{
+		{record.ObjectReference{Resource: "configmaps", Name: "app-config"}, "configmaps_app-config.yaml"},
+		{record.ObjectReference{APIGroup: "apps", Resource: "deployments", Name: "web"}, "deployments.apps_web.yaml"},
+		{record.ObjectReference{APIGroup: "rbac.authorization.k8s.io", Resource: "roles", Name: "system:viewer"}, "roles.rbac.authorization.k8s.io_system:viewer.yaml"},
+		{record.ObjectReference{Resource: "configmaps", Name: "../../etc/passwd"}, ""},
+		{record.ObjectReference{Resource: "configmaps", Name: ".."}, ""},
+		{record.ObjectReference{Resource: "configmaps", Name: "a\nb"}, ""},
+		{record.ObjectReference{Resource: "configmaps", Name: `a\b`}, ""},
+		{record.ObjectReference{Resource: "", Name: "x"}, ""},
+		{record.ObjectReference{Resource: "configmaps", Name: ""}, ""},
+	} {
+		got, err := manifestFile(c.obj)
+		if got != c.want || (c.want == "") != (err != nil) {
+			t.Errorf("%+v: %q %v, want %q", c.obj, got, err, c.want)
+		}
+	}
+}

@@ -72,8 +72,9 @@ lists the cluster's deletions.`,
   kubectl record deletions deploy/web -n shop -o yaml
   kubectl record deletions -A --user mallory
   kubectl record deletions ns                      # deleted namespaces`,
-		Args: cobra.MaximumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error { return d.run(cmd, args) },
+		Args:              cobra.MaximumNArgs(2),
+		ValidArgsFunction: o.completeObjects,
+		RunE:              func(cmd *cobra.Command, args []string) error { return d.run(cmd, args) },
 	}
 	d.out = newOutput(cmd)
 	d.window.addFlags(cmd)

@@ -44,8 +44,9 @@ and status are hidden unless asked.`,
 		Example: `  kubectl record diff deploy/web -n shop                    # the newest change
   kubectl record diff cm/app-config -n shop --from 5e0c…9f1a.8c3b…e201 --to live
   kubectl record diff deploy web -n shop --from V1 --to V2 --show-status`,
-		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error { return d.run(cmd, args) },
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: o.completeObjects,
+		RunE:              func(cmd *cobra.Command, args []string) error { return d.run(cmd, args) },
 	}
 	cmd.Flags().StringVar(&d.from, "from", "", "The version to compare from (default: the state before the newest change)")
 	cmd.Flags().StringVar(&d.to, "to", "", "The version to compare to, or live (default: the newest version)")

@@ -81,8 +81,9 @@ the same name shows each incarnation (a new UID).`,
 		Example: `  kubectl record history cm/app-config -n shop
   kubectl record history deploy web -n shop --since 24h -o wide
   kubectl record history clusterrole/view -o yaml`,
-		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error { return h.run(cmd, args) },
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: o.completeObjects,
+		RunE:              func(cmd *cobra.Command, args []string) error { return h.run(cmd, args) },
 	}
 	h.out = newOutput(cmd)
 	h.window.addFlags(cmd)

@@ -74,8 +74,9 @@ object, the recorded one: a recorded state cannot smuggle a List or another
 object into what you apply.`,
 		Example: `  kubectl record manifest cm/app-config -n shop
   kubectl record manifest deploy/web -n shop --version 5e0c…9f1a.8c3b…e201 | kubectl apply -f -`,
-		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error { return m.run(cmd, args) },
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: o.completeObjects,
+		RunE:              func(cmd *cobra.Command, args []string) error { return m.run(cmd, args) },
 	}
 	cmd.Flags().StringVar(&m.at, "version", "", "The version (from kubectl record history); default: the newest the record can restore")
 	cmd.Flags().StringVarP(&m.format, "output", "o", "yaml", "yaml or json")

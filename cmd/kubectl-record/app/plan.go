@@ -112,6 +112,7 @@ runs it for real, as you.`,
 	execute.Flags().BoolVarP(&p.yes, "yes", "y", false, "Execute without asking (after the dry run is shown)")
 	for _, c := range []*cobra.Command{show, execute} {
 		c.Flags().BoolVar(&p.cluster, "cluster", false, "A plan of cluster-scoped objects")
+		c.ValidArgsFunction = o.completePlans(&p.cluster)
 	}
 	cmd.AddCommand(asOf, undo, show, execute)
 	return cmd

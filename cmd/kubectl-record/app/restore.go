@@ -41,8 +41,9 @@ refused (nothing is written): review with kubectl record history, then pass
 --force to overwrite.`,
 		Example: `  kubectl record restore cm/app-config -n shop
   kubectl record restore deploy/web -n shop --version 5e0c…9f1a.8c3b…e201 --yes`,
-		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error { return r.run(cmd, args) },
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: o.completeObjects,
+		RunE:              func(cmd *cobra.Command, args []string) error { return r.run(cmd, args) },
 	}
 	cmd.Flags().StringVar(&r.at, "version", "", "The version (from kubectl record history); default: the newest the record can restore")
 	cmd.Flags().BoolVarP(&r.yes, "yes", "y", false, "Restore without asking (after the dry run is shown)")

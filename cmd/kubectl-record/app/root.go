@@ -66,7 +66,7 @@ write back.`,
 	root.SetErr(streams.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	o.config.AddFlags(root.PersistentFlags())
-	root.AddCommand(newDeletionsCommand(o), newHistoryCommand(o), newDiffCommand(o), newManifestCommand(o), newRestoreCommand(o), newPlanCommand(o))
+	root.AddCommand(newDeletionsCommand(o), newHistoryCommand(o), newDiffCommand(o), newManifestCommand(o), newRestoreCommand(o), newPlanCommand(o), newActivityCommand(o), newExportCommand(o))
 	root.AddGroup(&cobra.Group{ID: "incident", Title: "Incident commands:"})
 	for _, c := range root.Commands() {
 		c.GroupID = "incident"
