@@ -3,19 +3,18 @@
 // PostgreSQL.
 //
 //	options-record serve   [flags]            the audit webhook, the restore API, the aggregated API
-//	options-record import  [flags] FILE...    audit log files through the same pipeline
-//	options-record sql     [flags] [QUERY]    SQL on the database in use
+//	options-record import  FILE... [flags]    audit log files through the same pipeline
+//	options-record sql     [QUERY] [flags]    SQL on the database in use
 //	options-record policy  [flags]            the audit Policy the rules need
 //
-// main only parses flags into the command's options type (package
-// cmd/options-record/app/options) and runs the app; docs/command-line-flags.txt
-// lists every flag.
+// main only builds the command line (cobra, with each command's flags from
+// its options type in package cmd/options-record/app/options) and runs the
+// app; docs/command-line-flags.txt lists every flag.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,95 +22,132 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
 	"github.com/options-record/options-record/cmd/options-record/app"
 	"github.com/options-record/options-record/cmd/options-record/app/options"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
-const usage = `options-record records who changed or deleted Kubernetes objects, with their prior state.
-
-Usage:
-  options-record serve  [flags]          run the audit webhook sink
-  options-record import [flags] FILE...  import audit log files (JSON lines or EventLists)
-  options-record sql    [flags] [QUERY]  query the record (psql when installed)
-  options-record policy [flags]          print the audit Policy the rules need
-
-Run 'options-record COMMAND -h' for a command's flags.
-`
-
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, usage)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
+// run runs the command line and returns the exit code: 0, 1 for a failure,
+// 2 for a usage error.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := command(ctx, args[0], args[1:], stdout, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	root := newRoot(stdin, stdout, stderr)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return 0
 	}
-	if errors.Is(err, errUnknownCommand) {
-		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
+	if errors.As(err, new(usageError)) {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return 2
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "options-record %s: %v\n", args[0], err)
-		return 1
-	}
-	return 0
+	return 1
 }
 
-var errUnknownCommand = errors.New("unknown command")
+// usageError is a mistake on the command line.
+type usageError struct{ error }
 
-// command parses a command's flags into its options type and runs it.
-func command(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
-	switch name {
-	case "serve":
-		o := options.NewServe()
-		fs := options.FlagSet(name, o, stderr)
-		if err := parse(fs, args, o); err != nil {
-			return err
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "options-record",
+		Short:         "Record who changed or deleted Kubernetes objects, with their prior state",
+		Long:          "options-record records who changed or deleted Kubernetes objects, with their prior state,\nfrom the kube-apiserver's audit webhook, in PostgreSQL.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          usageArgs(cobra.NoArgs),
+		RunE:          func(cmd *cobra.Command, _ []string) error { return usageError{errors.New("a command is required")} },
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddGroup(&cobra.Group{ID: "run", Title: "Commands:"})
+	for _, c := range options.Commands() {
+		o := c.New()
+		cmd := &cobra.Command{
+			Use:     use[c.Name],
+			Short:   c.Summary,
+			Example: examples[c.Name],
+			GroupID: "run",
+			Args:    usageArgs(args[c.Name]),
+			RunE: func(cmd *cobra.Command, argv []string) error {
+				if err := o.Validate(); err != nil {
+					return usageError{err}
+				}
+				return runCommand(cmd.Context(), c.Name, o, argv, stdin, stdout, stderr)
+			},
 		}
+		cmd.Flags().AddFlagSet(options.PFlagSet(c.Name, o))
+		cmd.ValidArgsFunction = cobra.NoFileCompletions
+		if c.Name == "import" {
+			cmd.ValidArgsFunction = nil // files
+		}
+		root.AddCommand(cmd)
+	}
+	return root
+}
+
+var use = map[string]string{
+	"serve":  "serve [flags]",
+	"import": "import FILE... [flags]",
+	"sql":    "sql [QUERY] [flags]",
+	"policy": "policy [flags]",
+}
+
+var args = map[string]cobra.PositionalArgs{
+	"serve":  cobra.NoArgs,
+	"import": cobra.MinimumNArgs(1),
+	"sql":    cobra.ArbitraryArgs,
+	"policy": cobra.NoArgs,
+}
+
+var examples = map[string]string{
+	"serve": `  options-record serve --rules-file rules.yaml              # both roles, embedded PostgreSQL, no cluster
+  options-record serve --roles=ingest --in-cluster           # the ingest workload of deploy/
+  options-record serve --context kind-dev --api-bind-address :8444   # KUBECONFIG's context`,
+	"import": `  options-record import /var/log/kubernetes/audit.log --cluster prod --rules-file rules.yaml`,
+	"sql":    `  options-record sql "SELECT deleted_by, resource, name FROM deletions ORDER BY deleted_at DESC LIMIT 5"`,
+	"policy": `  options-record policy --rules-file rules.yaml > policy.yaml`,
+}
+
+// usageArgs makes a positional-argument error a usage error (exit code 2).
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, argv []string) error {
+		if err := check(cmd, argv); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+// runCommand runs one command with its validated options.
+func runCommand(ctx context.Context, name string, o options.Command, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	switch o := o.(type) {
+	case *options.Serve:
 		tuneRuntime()
-		return app.Serve(ctx, o.Config(stderr))
-	case "import":
-		o := options.NewImport()
-		fs := options.FlagSet(name, o, stderr)
-		if err := parse(fs, args, o); err != nil {
-			return err
-		}
+		cfg := o.Config(stderr)
+		// client-go and the generic apiserver log through klog: into the
+		// same structured log.
+		klog.SetSlogLogger(cfg.Logger)
+		return app.Serve(ctx, cfg)
+	case *options.Import:
 		var progress io.Writer
 		if isTerminal(stderr) {
 			progress = stderr
 		}
-		return app.Import(ctx, o.Config(fs.Args(), stdout, stderr, progress))
-	case "sql":
-		o := options.NewSQL()
-		fs := options.FlagSet(name, o, stderr)
-		if err := parse(fs, args, o); err != nil {
-			return err
-		}
-		return app.SQL(ctx, o.Config(fs.Args(), os.Stdin, stdout, stderr))
-	case "policy":
-		o := options.NewPolicy()
-		fs := options.FlagSet(name, o, stderr)
-		if err := parse(fs, args, o); err != nil {
-			return err
-		}
+		return app.Import(ctx, o.Config(argv, stdout, stderr, progress))
+	case *options.SQL:
+		return app.SQL(ctx, o.Config(argv, stdin, stdout, stderr))
+	case *options.Policy:
 		return app.Policy(ctx, o.Config(stdout, stderr))
 	}
-	return errUnknownCommand
-}
-
-func parse(fs *flag.FlagSet, args []string, o options.Command) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	return o.Validate()
+	return fmt.Errorf("no command %q", name)
 }
 
 // tuneRuntime trades memory the sink has for CPU it lacks: the garbage

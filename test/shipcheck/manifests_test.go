@@ -476,7 +476,7 @@ func serveFlags(t testing.TB) map[string]bool {
 		_ = help.Run() // -h exits 0; the usage is what matters
 		flagSet = map[string]bool{}
 		sc := bufio.NewScanner(&out)
-		re := regexp.MustCompile(`^\s+-([a-z0-9-]+)`)
+		re := regexp.MustCompile(`^\s+(?:-[a-zA-Z], )?--([a-z0-9-]+)`)
 		for sc.Scan() {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				flagSet[m[1]] = true

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,8 +16,12 @@ import (
 
 // KubeOptions say how the sink reaches the cluster it runs in.
 type KubeOptions struct {
-	// Kubeconfig is a kubeconfig file; empty uses the in-cluster config.
+	// Kubeconfig is a kubeconfig file; with Context, empty loads them as
+	// kubectl does (KUBECONFIG, else ~/.kube/config); with neither, the
+	// in-cluster config is used.
 	Kubeconfig string
+	// Context is the kubeconfig context to use (default: the current one).
+	Context string
 	// Config, when set, is used as is (tests).
 	Config *rest.Config
 	// Resync is the period of the safety-net LIST of OptionsRecordControllers.
@@ -41,10 +46,15 @@ func (k *KubeOptions) RestConfig() (*rest.Config, error) {
 	if k.Config != nil {
 		return rest.CopyConfig(k.Config), nil
 	}
-	if k.Kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig)
+	if k.Kubeconfig != "" || k.Context != "" {
+		// kubectl's loading rules: --kubeconfig, else KUBECONFIG, else
+		// ~/.kube/config; --context picks the context.
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = k.Kubeconfig
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+			&clientcmd.ConfigOverrides{CurrentContext: k.Context}).ClientConfig()
 		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: %w", k.Kubeconfig, err)
+			return nil, fmt.Errorf("kubeconfig (%s, context %q): %w", cmp.Or(k.Kubeconfig, "KUBECONFIG or ~/.kube/config"), k.Context, err)
 		}
 		return cfg, nil
 	}

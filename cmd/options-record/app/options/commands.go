@@ -3,7 +3,10 @@ package options
 import (
 	"flag"
 	"io"
+
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/options-record/options-record/cmd/options-record/app"
 )
@@ -102,8 +105,8 @@ type Command interface {
 func Commands() []NamedCommand {
 	return []NamedCommand{
 		{"serve", "run the audit webhook sink (and the restore API, the aggregated API)", func() Command { return NewServe() }},
-		{"import", "import audit log files (JSON lines or EventLists): options-record import [flags] FILE...", func() Command { return NewImport() }},
-		{"sql", "query the record (psql when installed): options-record sql [flags] [QUERY]", func() Command { return NewSQL() }},
+		{"import", "import audit log files (JSON lines or EventLists) through the same pipeline", func() Command { return NewImport() }},
+		{"sql", "query the record (psql when installed; a QUERY argument, or interactive)", func() Command { return NewSQL() }},
 		{"policy", "print the audit Policy the rules need", func() Command { return NewPolicy() }},
 	}
 }
@@ -119,5 +122,15 @@ func FlagSet(name string, o Command, output io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(output)
 	o.AddFlags(fs)
+	return fs
+}
+
+// PFlagSet returns a command's flags as the command line takes them
+// (pflag, as kubectl: --name=value or --name value, anywhere among the
+// arguments).
+func PFlagSet(name string, o Command) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.AddGoFlagSet(FlagSet(name, o, io.Discard))
+	fs.SortFlags = true
 	return fs
 }

@@ -26,8 +26,7 @@ func TestFlagReference(t *testing.T) {
 		"# go test ./cmd/options-record/app/options -run FlagReference -update\n# (make verify fails when it is stale).\n")
 	for _, c := range Commands() {
 		fmt.Fprintf(&b, "\n## options-record %s\n\n%s\n\n", c.Name, c.Summary)
-		fs := FlagSet(c.Name, c.New(), &b)
-		fs.PrintDefaults()
+		b.WriteString(PFlagSet(c.Name, c.New()).FlagUsagesWrapped(100))
 	}
 	if *update {
 		if err := os.WriteFile(reference, b.Bytes(), 0o644); err != nil {

@@ -70,10 +70,16 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
+// Type names the value in --help (pflag.Value).
+func (s *stringList) Type() string { return "stringArray" }
+
 // commaList is a flag of comma-separated values; each use replaces the list.
 type commaList []string
 
 func (s *commaList) String() string { return strings.Join(*s, ",") }
+
+// Type names the value in --help (pflag.Value).
+func (s *commaList) Type() string { return "strings" }
 func (s *commaList) Set(v string) error {
 	*s = nil
 	for _, x := range strings.Split(v, ",") {

@@ -92,6 +92,7 @@ func (o *Serve) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.JournalDir, "journal-dir", "", "durable local journal: batches the database cannot take are acknowledged from here and stored later")
 	fs.BoolVar(&o.InCluster, "in-cluster", false, "follow the OptionsRecordController objects of the cluster the sink runs in (in-cluster config)")
 	fs.StringVar(&o.Kube.Kubeconfig, "kubeconfig", "", "follow the OptionsRecordController objects of this kubeconfig's cluster")
+	fs.StringVar(&o.Kube.Context, "context", "", "the kubeconfig context to use; without --kubeconfig, the kubeconfig is loaded as kubectl does (KUBECONFIG, else ~/.kube/config)")
 	fs.DurationVar(&o.Kube.Resync, "resync", 10*time.Minute, "period of the safety-net LIST of OptionsRecordControllers")
 	fs.DurationVar(&o.Kube.StatusInterval, "status-interval", 15*time.Second, "how often OptionsRecordController statuses are written at most")
 	fs.BoolVar(&o.Kube.Baseline, "baseline", true, "LIST the objects a rule begins to cover and store them as baseline versions")
@@ -137,7 +138,7 @@ func (o *Serve) Config(logs io.Writer) app.ServeOptions {
 	}
 	c.Rules.TrustedNamespaces, c.Rules.TenantSecretData = o.TrustedNamespaces, o.TenantSecretData
 	c.Rules.MaxRetention, c.Rules.TenantMaxRetention = o.MaxRetention, o.TenantMaxRetention
-	if o.InCluster || o.Kube.Kubeconfig != "" {
+	if o.InCluster || o.Kube.Kubeconfig != "" || o.Kube.Context != "" {
 		k := o.Kube
 		c.Kube = &k
 	}
