@@ -204,6 +204,9 @@ func (s *changeStorage) object(v *history.Version, withState bool) runtime.Objec
 		ResourceVersion: v.ResourceVersion, Restorable: v.HasState && !v.SecretDigested,
 		InitiatedBy: v.InitiatedBy, InitiatedVia: v.InitiatedVia,
 	}
+	if i := v.InitiatedObject; i != nil {
+		rec.InitiatedObject = &recordv1alpha1.ObjectReference{APIGroup: i.Group, Resource: i.Resource, Namespace: i.Namespace, Name: i.Name}
+	}
 	if a := v.Actor; a != nil {
 		rec.Actor = &recordv1alpha1.Actor{Username: a.Username, Groups: a.Groups, ImpersonatedUser: a.ImpersonatedUser,
 			ImpersonatedGroups: a.ImpersonatedGroups, SourceIPs: a.SourceIPs, UserAgent: a.UserAgent, AuditID: a.AuditID}

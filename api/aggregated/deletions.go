@@ -194,6 +194,13 @@ func (s *deletionStorage) object(d *history.Deletion, withState bool) runtime.Ob
 		InitiatedBy:  d.InitiatedBy,
 		InitiatedVia: d.InitiatedVia,
 	}
+	if i := d.InitiatedObject; i != nil {
+		rec.InitiatedObject = &recordv1alpha1.ObjectReference{APIGroup: i.Group, Resource: i.Resource, Namespace: i.Namespace, Name: i.Name}
+		if d.InitiatedAt != nil {
+			at := metav1.NewMicroTime(*d.InitiatedAt)
+			rec.InitiatedAt = &at
+		}
+	}
 	if d.Actor != nil {
 		rec.Actor = recordv1alpha1.Actor{Username: d.Actor.Username, Groups: d.Actor.Groups, ImpersonatedUser: d.Actor.ImpersonatedUser,
 			ImpersonatedGroups: d.Actor.ImpersonatedGroups, SourceIPs: d.Actor.SourceIPs, UserAgent: d.Actor.UserAgent, AuditID: d.Actor.AuditID}

@@ -68,6 +68,7 @@ type Version struct {
 	Actor           *Actor    `json:"actor,omitempty" doc:"absent for a baseline"`
 	InitiatedBy     string    `json:"initiatedBy,omitempty" doc:"for a delete by the namespace controller or the garbage collector: the user whose namespace or owner deletion started it"`
 	InitiatedVia    string    `json:"initiatedVia,omitempty" doc:"namespace-deletion or owner-deletion"`
+	InitiatedObject *ObjectRef `json:"initiatedObject,omitempty" doc:"the object whose deletion started the cascade (its namespace or owner)"`
 	Links           Links     `json:"links"`
 	// Object is the state (for a delete: the last state, when known).
 	Object json.RawMessage `json:"object,omitempty" doc:"the object after the change (for a delete: its last state); only in single-version answers"`
@@ -209,5 +210,16 @@ func eventOf(e *store.EventRecord) Event {
 func VersionAsRead(v *store.VersionRecord) Version {
 	out := VersionOf(v)
 	out.InitiatedBy, out.InitiatedVia = v.InitiatedBy, v.InitiatedVia
+	if i := v.Initiator; i != nil && v.InitiatedBy != "" {
+		out.InitiatedObject = &ObjectRef{Group: i.Group, Resource: i.Resource, Namespace: i.Namespace, Name: i.Name}
+	}
 	return out
+}
+
+// ObjectRef names an object of the record.
+type ObjectRef struct {
+	Group     string `json:"group,omitempty" doc:"API group (empty: core)"`
+	Resource  string `json:"resource"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
 }

@@ -379,6 +379,9 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 		if del.Verb != "deletecollection" || del.InitiatedVia != "namespace-deletion" || del.RestoreFrom.Self != del.Links.Self {
 			t.Errorf("the cascade deletion: verb %s via %q, restore from %s (itself: %s)", del.Verb, del.InitiatedVia, del.RestoreFrom.Self, del.Links.Self)
 		}
+		if i := del.InitiatedObject; i == nil || i.Group != "" || i.Resource != "namespaces" || i.Namespace != "" || i.Name != ns {
+			t.Errorf("the cascade's initiating object: %+v, want the namespace %s", i, ns)
+		}
 		var exported restore.ManifestResult
 		w.getJSON(t, "alice", del.RestoreFrom.Manifest, &exported)
 		want, _ := json.Marshal(created.Manifest)

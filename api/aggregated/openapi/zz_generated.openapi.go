@@ -528,6 +528,12 @@ func schema_options_record_api_record_v1alpha1_Change(ref common.ReferenceCallba
 							Format:      "",
 						},
 					},
+					"initiatedObject": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedObject is the object whose deletion started the cascade.",
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
 					"restorable": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Restorable: the record holds the full state of this version.",
@@ -691,6 +697,12 @@ func schema_options_record_api_record_v1alpha1_ChangeRecord(ref common.Reference
 							Description: "InitiatedVia is namespace-deletion or owner-deletion.",
 							Type:        []string{"string"},
 							Format:      "",
+						},
+					},
+					"initiatedObject": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedObject is the object whose deletion started the cascade.",
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
 						},
 					},
 					"restorable": {
@@ -964,6 +976,12 @@ func schema_options_record_api_record_v1alpha1_ClusterChange(ref common.Referenc
 							Format:      "",
 						},
 					},
+					"initiatedObject": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedObject is the object whose deletion started the cascade.",
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
 					"restorable": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Restorable: the record holds the full state of this version.",
@@ -1135,6 +1153,18 @@ func schema_options_record_api_record_v1alpha1_ClusterDeletion(ref common.Refere
 							Description: "InitiatedVia is namespace-deletion or owner-deletion.",
 							Type:        []string{"string"},
 							Format:      "",
+						},
+					},
+					"initiatedObject": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedObject is the object whose deletion started the cascade (the namespace, or the owner), shown with InitiatedBy.",
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"initiatedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedAt is when that deletion happened.",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
 						},
 					},
 					"stateVersion": {
@@ -1472,6 +1502,18 @@ func schema_options_record_api_record_v1alpha1_Deletion(ref common.ReferenceCall
 							Format:      "",
 						},
 					},
+					"initiatedObject": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedObject is the object whose deletion started the cascade (the namespace, or the owner), shown with InitiatedBy.",
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"initiatedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedAt is when that deletion happened.",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
 					"stateVersion": {
 						SchemaProps: spec.SchemaProps{
 							Description: "StateVersion names the version that holds the object's last state, <uid>.<version key>: create a restore from it to bring the object back. Empty when the record holds no state from before the deletion.",
@@ -1590,6 +1632,18 @@ func schema_options_record_api_record_v1alpha1_DeletionRecord(ref common.Referen
 							Description: "InitiatedVia is namespace-deletion or owner-deletion.",
 							Type:        []string{"string"},
 							Format:      "",
+						},
+					},
+					"initiatedObject": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedObject is the object whose deletion started the cascade (the namespace, or the owner), shown with InitiatedBy.",
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"initiatedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InitiatedAt is when that deletion happened.",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
 						},
 					},
 					"stateVersion": {

@@ -79,6 +79,13 @@ type DeletionRecord struct {
 	// InitiatedVia is namespace-deletion or owner-deletion.
 	// +optional
 	InitiatedVia string `json:"initiatedVia,omitempty"`
+	// InitiatedObject is the object whose deletion started the cascade
+	// (the namespace, or the owner), shown with InitiatedBy.
+	// +optional
+	InitiatedObject *ObjectReference `json:"initiatedObject,omitempty"`
+	// InitiatedAt is when that deletion happened.
+	// +optional
+	InitiatedAt *metav1.MicroTime `json:"initiatedAt,omitempty"`
 	// StateVersion names the version that holds the object's last state,
 	// <uid>.<version key>: create a restore from it to bring the object
 	// back. Empty when the record holds no state from before the deletion.
@@ -378,6 +385,9 @@ type ChangeRecord struct {
 	// InitiatedVia is namespace-deletion or owner-deletion.
 	// +optional
 	InitiatedVia string `json:"initiatedVia,omitempty"`
+	// InitiatedObject is the object whose deletion started the cascade.
+	// +optional
+	InitiatedObject *ObjectReference `json:"initiatedObject,omitempty"`
 	// Restorable: the record holds the full state of this version.
 	Restorable bool `json:"restorable"`
 	// State is the object after the change (for a delete, its last state),

@@ -207,6 +207,11 @@ func (in *ChangeRecord) DeepCopyInto(out *ChangeRecord) {
 		*out = new(Actor)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.InitiatedObject != nil {
+		in, out := &in.InitiatedObject, &out.InitiatedObject
+		*out = new(ObjectReference)
+		**out = **in
+	}
 	if in.State != nil {
 		in, out := &in.State, &out.State
 		*out = new(runtime.RawExtension)
@@ -597,6 +602,15 @@ func (in *DeletionRecord) DeepCopyInto(out *DeletionRecord) {
 	out.Object = in.Object
 	in.DeletedAt.DeepCopyInto(&out.DeletedAt)
 	in.Actor.DeepCopyInto(&out.Actor)
+	if in.InitiatedObject != nil {
+		in, out := &in.InitiatedObject, &out.InitiatedObject
+		*out = new(ObjectReference)
+		**out = **in
+	}
+	if in.InitiatedAt != nil {
+		in, out := &in.InitiatedAt, &out.InitiatedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.LastState != nil {
 		in, out := &in.LastState, &out.LastState
 		*out = new(runtime.RawExtension)

@@ -3,14 +3,18 @@ package app
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/options-record/options-record/api/history/diff"
@@ -176,4 +180,32 @@ func TestManifestFileNames(t *testing.T) {
 			t.Errorf("%+v: %q %v, want %q", c.obj, got, err, c.want)
 		}
 	}
+}
+
+// TestErrorsSayWhatToDo: the answers of the record API become errors that
+// say what to do, with the exit code of their kind (testdata/errors.golden).
+func TestErrorsSayWhatToDo(t *testing.T) {
+	gr := schema.GroupResource{Group: record.GroupName, Resource: "deletions"}
+	var out bytes.Buffer
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"the API is not installed", apierrors.NewGenericServerResponse(404, "list", gr, "", "", 0, false)},
+		{"an object not found", apierrors.NewNotFound(gr, "5e0c.8c3b")},
+		{"RBAC", apierrors.NewForbidden(gr, "", errors.New(`User "eve" cannot list resource "deletions" in API group "record.optionsrecord.io" in the namespace "shop"`))},
+		{"no credentials", apierrors.NewUnauthorized("Unauthorized")},
+		{"the API does not answer", apierrors.NewServiceUnavailable("the server is currently unable to handle the request")},
+		{"a bad request", apierrors.NewBadRequest("field label nope not supported")},
+		{"not an API answer", errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")},
+	} {
+		err := explain(c.err, "list deletions in namespace shop")
+		code := 1
+		var ce *codedError
+		if errors.As(err, &ce) {
+			code = ce.code
+		}
+		fmt.Fprintf(&out, "%s: exit %d\n  %v\n", c.name, code, err)
+	}
+	golden(t, "errors.golden", out.Bytes())
 }

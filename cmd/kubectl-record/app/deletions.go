@@ -161,16 +161,21 @@ func (d *deletionsOptions) run(cmd *cobra.Command, args []string) error {
 var deletionColumns = []column{{"RESOURCE", 0}, {"OBJECT", 0}, {"DELETED-BY", 0}, {"VERB", 0}, {"INITIATED-BY", 0}, {"DELETED", 0},
 	{"STATE-VERSION", 1}, {"SOURCE-IPS", 1}, {"USER-AGENT", 1}}
 
-// deletionRows are the table's rows, cascades grouped.
+// deletionRows are the table's rows: each cascade (the deletions the
+// namespace controller or the garbage collector made) listed under the
+// deletion that started it, or under a row naming that deletion when it
+// is not in the list (a Namespace's deletion is cluster-scoped).
 func deletionRows(items []record.DeletionRecord, metas []metav1.ObjectMeta) []metav1.TableRow {
 	var rows []metav1.TableRow
-	for _, i := range cascadeOrder(items) {
+	row := func(i int, cascade bool) {
 		r, m := items[i], metas[i]
 		obj := cell(r.Object.Name)
 		initiated := ""
 		if r.InitiatedVia != "" {
-			obj = "↳ " + obj
 			initiated = cell(r.InitiatedBy) + " (" + r.InitiatedVia + ")"
+		}
+		if cascade {
+			obj = "↳ " + obj
 		}
 		ips := ""
 		for j, ip := range r.Actor.SourceIPs {
@@ -185,30 +190,87 @@ func deletionRows(items []record.DeletionRecord, metas []metav1.ObjectMeta) []me
 			Object: runtime.RawExtension{Object: &record.Deletion{ObjectMeta: m}},
 		})
 	}
+	for _, g := range cascadeGroups(items) {
+		if g.head >= 0 {
+			row(g.head, false)
+		} else if g.initiator != nil {
+			r := items[g.members[0]]
+			var at time.Time
+			if r.InitiatedAt != nil {
+				at = r.InitiatedAt.Time
+			}
+			rows = append(rows, metav1.TableRow{
+				Cells: []any{resourceCell(*g.initiator), cell(g.initiator.Name), cell(r.InitiatedBy), "delete", "<none>", age(at),
+					"<none>", "<none>", "<none>"},
+				Object: runtime.RawExtension{Object: &record.Deletion{ObjectMeta: metav1.ObjectMeta{Namespace: g.initiator.Namespace}}},
+			})
+		}
+		for _, i := range g.members {
+			row(i, true)
+		}
+	}
 	return rows
 }
 
-// cascadeOrder keeps the newest-first order, but lists the deletions of
-// one cascade (the same initiator and way) together, under the first of
-// them.
-func cascadeOrder(items []record.DeletionRecord) []int {
-	var order []int
-	placed := map[int]bool{}
-	for i, r := range items {
-		if placed[i] {
-			continue
+// cascadeGroup is a deletion (head; -1 when it is not in the list) and the
+// cascade it started (members).
+type cascadeGroup struct {
+	head      int
+	initiator *record.ObjectReference
+	members   []int
+}
+
+// cascadeGroups orders the deletions newest first, each cascade under the
+// deletion that started it: the listed deletion of the initiating object,
+// else, at the place of the cascade's newest row, under a row naming that
+// object. Cascade rows whose initiator the caller may not see (redacted)
+// are grouped by who started them.
+func cascadeGroups(items []record.DeletionRecord) []cascadeGroup {
+	key := func(o record.ObjectReference) string {
+		return o.APIGroup + "\x00" + o.Resource + "\x00" + o.Namespace + "\x00" + o.Name
+	}
+	groupOf := func(r record.DeletionRecord) (string, *record.ObjectReference) {
+		if r.InitiatedObject != nil {
+			return key(*r.InitiatedObject), r.InitiatedObject
 		}
-		order, placed[i] = append(order, i), true
+		return "\x01" + r.InitiatedBy + "\x00" + r.InitiatedVia, nil
+	}
+	listed := map[string]int{} // the newest listed deletion of each object
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i].InitiatedVia == "" {
+			listed[key(items[i].Object)] = i
+		}
+	}
+	under := map[int][]int{}      // head -> its cascade
+	orphans := map[string][]int{} // a cascade whose initiator is not listed
+	for i, r := range items {
 		if r.InitiatedVia == "" {
 			continue
 		}
-		for j := i + 1; j < len(items); j++ {
-			if !placed[j] && items[j].InitiatedVia == r.InitiatedVia && items[j].InitiatedBy == r.InitiatedBy {
-				order, placed[j] = append(order, j), true
-			}
+		k, ref := groupOf(r)
+		if h, ok := listed[k]; ok && ref != nil {
+			under[h] = append(under[h], i)
+			continue
+		}
+		orphans[k] = append(orphans[k], i)
+	}
+	var out []cascadeGroup
+	done := map[string]bool{}
+	for i, r := range items {
+		if r.InitiatedVia == "" {
+			out = append(out, cascadeGroup{head: i, members: under[i]})
+			continue
+		}
+		k, ref := groupOf(r)
+		if _, ok := listed[k]; ok && ref != nil {
+			continue // under its head
+		}
+		if !done[k] {
+			done[k] = true
+			out = append(out, cascadeGroup{head: -1, initiator: ref, members: orphans[k]})
 		}
 	}
-	return order
+	return out
 }
 
 // resourceCell is resource.group, as kubectl names types.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/options-record/options-record/api/record/clientset/versioned"
 	recordv1 "github.com/options-record/options-record/api/record/clientset/versioned/typed/record/v1alpha1"
+	record "github.com/options-record/options-record/api/record/v1alpha1"
 )
 
 // Main runs the plugin with args and returns its exit code.
@@ -38,8 +39,46 @@ func Main(args []string, streams genericiooptions.IOStreams) int {
 
 // options are what every verb shares: the kubeconfig flags.
 type options struct {
-	config  *genericclioptions.ConfigFlags
-	streams genericiooptions.IOStreams
+	config    *genericclioptions.ConfigFlags
+	streams   genericiooptions.IOStreams
+	installed bool // discovery has shown the record API
+}
+
+// checkInstalled asks discovery (which every authenticated user may read)
+// whether the cluster serves the record API. A cached answer that says
+// no is checked again without the cache: the API may have just been
+// installed.
+func (o *options) checkInstalled() error {
+	dc, err := o.config.ToDiscoveryClient()
+	if err != nil {
+		return err
+	}
+	served := func() (bool, error) {
+		groups, err := dc.ServerGroups()
+		if err != nil {
+			return false, err
+		}
+		for _, g := range groups.Groups {
+			for _, v := range g.Versions {
+				if v.GroupVersion == record.SchemeGroupVersion.String() {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	}
+	ok, err := served()
+	if err == nil && !ok {
+		dc.Invalidate()
+		ok, err = served()
+	}
+	switch {
+	case err != nil:
+		return explain(err, "reach the cluster's API discovery")
+	case !ok:
+		return &codedError{4, fmt.Errorf("the record API (%s) is not installed in this cluster: ask its operator to install deploy/components/aggregated-api", record.SchemeGroupVersion)}
+	}
+	return nil
 }
 
 // NewCommand returns the kubectl-record command tree.
@@ -74,8 +113,16 @@ write back.`,
 	return root
 }
 
-// record returns the typed client of the record API, as the caller.
+// record returns the typed client of the record API, as the caller, once
+// discovery has shown the API is served (a user without its RBAC would
+// otherwise read a missing API as a refusal).
 func (o *options) record() (recordv1.RecordV1alpha1Interface, error) {
+	if !o.installed {
+		if err := o.checkInstalled(); err != nil {
+			return nil, err
+		}
+		o.installed = true
+	}
 	cfg, err := o.config.ToRESTConfig()
 	if err != nil {
 		return nil, err
