@@ -44,32 +44,32 @@ type Links struct {
 // Version is one recorded state of an object: after a change, or as a
 // baseline observation.
 type Version struct {
-	ID              string    `json:"id" doc:"<uid>/<versionKey>: names the version in ?against= and plans"`
-	Cluster         string    `json:"cluster"`
-	UID             string    `json:"uid"`
-	VersionKey      string    `json:"versionKey" doc:"hex SHA-256 identifying the version within the object"`
-	ResourceVersion string    `json:"resourceVersion,omitempty" doc:"metadata.resourceVersion after the change; absent when unknown (a delete answered by a Status)"`
-	Origin          string    `json:"origin" doc:"change or baseline"`
-	Verb            string    `json:"verb" doc:"create, update, patch, delete, deletecollection, or baseline"`
-	ChangedAt       time.Time `json:"changedAt" doc:"the apiserver's stageTimestamp of the change"`
-	Group           string    `json:"group"`
-	APIVersion      string    `json:"apiVersion"`
-	Kind            string    `json:"kind,omitempty"`
-	Resource        string    `json:"resource"`
-	Subresource     string    `json:"subresource,omitempty"`
-	Namespace       string    `json:"namespace,omitempty"`
-	Name            string    `json:"name"`
-	Created         bool      `json:"created,omitempty" doc:"this change created the object"`
-	Deleted         bool      `json:"deleted,omitempty" doc:"the object is gone after this change"`
-	Complete        bool      `json:"complete" doc:"the version holds the full state (false: e.g. a /scale write)"`
-	HasState        bool      `json:"hasState" doc:"the version holds a state that can be restored (for a delete: the last state)"`
-	SecretDigested  bool      `json:"secretDigested,omitempty" doc:"Secret values are digests (HMAC-SHA256): this version cannot be restored"`
-	Stale           bool      `json:"stale,omitempty" doc:"a subresource write changed the object after this state without recording it"`
-	Actor           *Actor    `json:"actor,omitempty" doc:"absent for a baseline"`
-	InitiatedBy     string    `json:"initiatedBy,omitempty" doc:"for a delete by the namespace controller or the garbage collector: the user whose namespace or owner deletion started it"`
-	InitiatedVia    string    `json:"initiatedVia,omitempty" doc:"namespace-deletion or owner-deletion"`
+	ID              string     `json:"id" doc:"<uid>/<versionKey>: names the version in ?against= and plans"`
+	Cluster         string     `json:"cluster"`
+	UID             string     `json:"uid"`
+	VersionKey      string     `json:"versionKey" doc:"hex SHA-256 identifying the version within the object"`
+	ResourceVersion string     `json:"resourceVersion,omitempty" doc:"metadata.resourceVersion after the change; absent when unknown (a delete answered by a Status)"`
+	Origin          string     `json:"origin" doc:"change or baseline"`
+	Verb            string     `json:"verb" doc:"create, update, patch, delete, deletecollection, or baseline"`
+	ChangedAt       time.Time  `json:"changedAt" doc:"the apiserver's stageTimestamp of the change"`
+	Group           string     `json:"group"`
+	APIVersion      string     `json:"apiVersion"`
+	Kind            string     `json:"kind,omitempty"`
+	Resource        string     `json:"resource"`
+	Subresource     string     `json:"subresource,omitempty"`
+	Namespace       string     `json:"namespace,omitempty"`
+	Name            string     `json:"name"`
+	Created         bool       `json:"created,omitempty" doc:"this change created the object"`
+	Deleted         bool       `json:"deleted,omitempty" doc:"the object is gone after this change"`
+	Complete        bool       `json:"complete" doc:"the version holds the full state (false: e.g. a /scale write)"`
+	HasState        bool       `json:"hasState" doc:"the version holds a state that can be restored (for a delete: the last state)"`
+	SecretDigested  bool       `json:"secretDigested,omitempty" doc:"Secret values are digests (HMAC-SHA256): this version cannot be restored"`
+	Stale           bool       `json:"stale,omitempty" doc:"a subresource write changed the object after this state without recording it"`
+	Actor           *Actor     `json:"actor,omitempty" doc:"absent for a baseline"`
+	InitiatedBy     string     `json:"initiatedBy,omitempty" doc:"for a delete by the namespace controller or the garbage collector: the user whose namespace or owner deletion started it"`
+	InitiatedVia    string     `json:"initiatedVia,omitempty" doc:"namespace-deletion or owner-deletion"`
 	InitiatedObject *ObjectRef `json:"initiatedObject,omitempty" doc:"the object whose deletion started the cascade (its namespace or owner)"`
-	Links           Links     `json:"links"`
+	Links           Links      `json:"links"`
 	// Object is the state (for a delete: the last state, when known).
 	Object json.RawMessage `json:"object,omitempty" doc:"the object after the change (for a delete: its last state); only in single-version answers"`
 }
