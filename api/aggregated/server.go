@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apiserver/pkg/apis/apiserver"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -34,6 +35,14 @@ type Options struct {
 	// CertFile and KeyFile are the serving certificate; it must name
 	// <service>.<namespace>.svc, the name the aggregator verifies.
 	CertFile, KeyFile string
+	// Authenticator, when set, serves the group directly instead of
+	// through the kube-apiserver: callers present bearer tokens this
+	// authenticator takes (TokenReview), and no front-proxy header is
+	// read (RequestHeaderCAFile and RequestHeaderAllowedNames unused).
+	Authenticator authenticator.Request
+	// WrapHandler, when set, wraps the whole handler chain (a limit of
+	// failed authentications per address, for the direct door).
+	WrapHandler func(http.Handler) http.Handler
 	// RequestHeaderCAFile is the front-proxy CA (the kube-apiserver's
 	// --requestheader-client-ca-file), re-read when it changes.
 	RequestHeaderCAFile string
@@ -104,12 +113,13 @@ type Server struct {
 // authorization (SubjectAccessReview), OpenAPI v2 and v3, and the group's
 // storage. Nothing that watches is configured.
 func New(opts Options) (*Server, error) {
-	if len(opts.RequestHeaderAllowedNames) == 0 {
+	direct := opts.Authenticator != nil
+	if !direct && len(opts.RequestHeaderAllowedNames) == 0 {
 		return nil, errors.New("aggregated: no front-proxy allowed names: any certificate of the front-proxy CA would be taken as the kube-apiserver's proxy; " +
 			"set --aggregated-requestheader-allowed-names to the common name of its --proxy-client-cert-file (front-proxy-client on kubeadm)")
 	}
-	if opts.Listener == nil || opts.CertFile == "" || opts.RequestHeaderCAFile == "" || opts.History == nil || opts.Restore == nil || opts.Cluster == "" {
-		return nil, errors.New("aggregated: Listener, CertFile, RequestHeaderCAFile, History, Restore and Cluster are required")
+	if opts.Listener == nil || opts.CertFile == "" || (!direct && opts.RequestHeaderCAFile == "") || opts.History == nil || opts.Restore == nil || opts.Cluster == "" {
+		return nil, errors.New("aggregated: Listener, CertFile, RequestHeaderCAFile (or an Authenticator), History, Restore and Cluster are required")
 	}
 	log := opts.Logger
 	if log == nil {
@@ -137,7 +147,11 @@ func New(opts Options) (*Server, error) {
 		callers = history.NewCallerLimiter(opts.MaxInFlightPerUser)
 	}
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		return refuseImpersonation(genericapiserver.DefaultBuildHandlerChain(perCaller(h, callers), c))
+		chain := refuseImpersonation(genericapiserver.DefaultBuildHandlerChain(perCaller(h, callers), c))
+		if opts.WrapHandler != nil {
+			chain = opts.WrapHandler(chain)
+		}
+		return chain
 	}
 	for _, h := range opts.DisabledPostStartHooks {
 		cfg.DisabledPostStartHooks.Insert(h)
@@ -158,8 +172,10 @@ func New(opts Options) (*Server, error) {
 	// Never look up (or watch) kube-system/extension-apiserver-authentication:
 	// the request-header CA and names come from the options.
 	authn.SkipInClusterLookup = true
-	authn.RequestHeader.ClientCAFile = opts.RequestHeaderCAFile
-	authn.RequestHeader.AllowedNames = opts.RequestHeaderAllowedNames
+	if !direct {
+		authn.RequestHeader.ClientCAFile = opts.RequestHeaderCAFile
+		authn.RequestHeader.AllowedNames = opts.RequestHeaderAllowedNames
+	}
 	// The generic default does not read X-Remote-Uid (k8s.io/apiserver
 	// leaves UIDHeaders empty for old proxies); read it only from a
 	// kube-apiserver that sets it itself.
@@ -175,14 +191,21 @@ func New(opts Options) (*Server, error) {
 	// bearer tokens (TokenReview) and anonymous callers, which nothing but a
 	// caller going around the kube-apiserver would send. The aggregator's
 	// own availability checks come through the front proxy too.
-	frontProxyOnly, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
-		Anonymous:           &apiserver.AnonymousAuthConfig{Enabled: false},
-		RequestHeaderConfig: cfg.Authentication.RequestHeaderConfig,
-	}.New()
-	if err != nil {
-		return nil, fmt.Errorf("aggregated: authentication: %w", err)
+	if direct {
+		// Served directly: the bearer tokens the caller's authenticator
+		// takes (TokenReview), nothing else.
+		cfg.Authentication.Authenticator = opts.Authenticator
+		cfg.Authentication.RequestHeaderConfig = nil
+	} else {
+		frontProxyOnly, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+			Anonymous:           &apiserver.AnonymousAuthConfig{Enabled: false},
+			RequestHeaderConfig: cfg.Authentication.RequestHeaderConfig,
+		}.New()
+		if err != nil {
+			return nil, fmt.Errorf("aggregated: authentication: %w", err)
+		}
+		cfg.Authentication.Authenticator = frontProxyOnly
 	}
-	cfg.Authentication.Authenticator = frontProxyOnly
 	authz := genericoptions.NewDelegatingAuthorizationOptions()
 	authz.RemoteKubeConfigFile = opts.Kubeconfig
 	if err := authz.ApplyTo(&cfg.Authorization); err != nil {

@@ -3,6 +3,7 @@ package restoreapi
 import (
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -84,3 +85,49 @@ func (f *failures) guard(next http.Handler, answer func(http.ResponseWriter, *ht
 		next.ServeHTTP(w, r)
 	})
 }
+
+// FailedAuthGuard limits failed authentications per client address in
+// front of another server that authenticates bearer tokens (the record
+// API served directly, package aggregated): an answer 401 counts as a
+// failure, and an address past its budget (perSecond, burst) is answered
+// 429 with Retry-After before it reaches next, its in-flight places or a
+// TokenReview.
+func FailedAuthGuard(next http.Handler, perSecond float64, burst int) http.Handler {
+	f := newFailures(perSecond, burst)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if blocked, wait := f.blocked(r, time.Now()); blocked {
+			w.Header().Set("Retry-After", strconv.Itoa(max(int(wait.Seconds()+0.999), 1)))
+			http.Error(w, "too many failed authentications from this address: retry later", http.StatusTooManyRequests)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status == http.StatusUnauthorized {
+			f.fail(r, time.Now())
+		}
+	})
+}
+
+// statusWriter remembers the status of an answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flushes,
+// deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

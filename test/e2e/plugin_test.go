@@ -67,7 +67,7 @@ func plugin(t *testing.T, dir, kubeconfig string, stdin []byte, args ...string) 
 // --yes), and the object back as it was before the deletion. Users without
 // the rights get a clear refusal and a non-zero exit code.
 func TestPluginIncident(t *testing.T) {
-	w := startWorldWith(t, worldOptions{aggregated: true,
+	w := startWorldWith(t, worldOptions{aggregated: true, recordDirect: true,
 		files: []string{"testdata/restore-rbac.yaml", "testdata/aggregated-rbac.yaml"}})
 	bin := buildPlugin(t)
 	// Before the APIService exists: the plugin says the API is missing.
@@ -442,6 +442,36 @@ subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: agg-dave}]
 		r := plugin(t, bin, eve, nil, "deletions", "-n", ns)
 		if r.code != 3 || !strings.Contains(r.errOut, "you may not list deletions in namespace "+ns) || strings.Contains(r.out, "app-config") {
 			t.Errorf("eve: exit %d %q %s", r.code, r.out, r.errOut)
+		}
+	})
+
+	t.Run("the record served directly to a bearer token", func(t *testing.T) {
+		ca := filepath.Join(t.TempDir(), "ca.crt")
+		if err := os.WriteFile(ca, w.caPEM, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		direct := func(kubeconfig string, args ...string) pluginRun {
+			return plugin(t, bin, kubeconfig, nil, append([]string{"--record-server", "https://" + w.recordAddr,
+				"--record-certificate-authority", ca}, args...)...)
+		}
+		// alice's kubeconfig holds her token: it is used for the record too.
+		r := direct(alice, "deletions", "-n", ns)
+		if r.code != 0 || !strings.Contains(r.out, "settings") {
+			t.Errorf("alice, directly: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		if r := direct(alice, "history", "cm/app-config", "-n", ns, "-o", "name"); r.code != 0 || !strings.Contains(r.out, "change.record.optionsrecord.io/") {
+			t.Errorf("history, directly: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		// RBAC decides as through the kube-apiserver; a bad token is refused.
+		if r := direct(eve, "deletions", "-n", ns); r.code != 3 || strings.Contains(r.out, "settings") {
+			t.Errorf("eve, directly: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		if r := direct(alice, "--record-token", "not-a-token", "deletions", "-n", ns); r.code != 3 || !strings.Contains(r.errOut, "not authenticated") {
+			t.Errorf("a bad token: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		// The kubeconfig of a certificate user has no token: say so.
+		if r := direct(carol, "deletions", "-n", ns); r.code != 2 || !strings.Contains(r.errOut, "needs a bearer token") {
+			t.Errorf("a certificate user, directly: exit %d\n%s%s", r.code, r.out, r.errOut)
 		}
 	})
 

@@ -50,8 +50,11 @@ type world struct {
 	metrics  string // host:port of the sink's /metrics
 	apiURL   string // https://host:port of the restore API, when served
 	aggAddr  string // host:port of the aggregated API, when served
-	dsn      string // the record's database
-	caPEM    []byte // the CA of the sink's serving certificate
+	// recordAddr is host:port of the record served directly to bearer
+	// tokens (--record-bind-address), when served.
+	recordAddr string
+	dsn        string // the record's database
+	caPEM      []byte // the CA of the sink's serving certificate
 }
 
 func (w *world) kube(t *testing.T, user string) *kubernetes.Clientset {
@@ -91,6 +94,9 @@ type worldOptions struct {
 	// on a free port, with the control plane configured for aggregation
 	// (world.aggAddr); it implies api.
 	aggregated bool
+	// recordDirect also serves record.optionsrecord.io directly to bearer
+	// tokens (world.recordAddr); it implies aggregated.
+	recordDirect bool
 	// batchMaxWait is the apiserver's --audit-webhook-batch-max-wait
 	// (default 1s).
 	batchMaxWait time.Duration
@@ -169,6 +175,10 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 		// publishes them (read by the sink with a GET); delegated
 		// authentication and authorization as the sink.
 		api.Aggregated = &app.AggregatedOptions{Addr: w.aggAddr, Kubeconfig: w.cp.WriteKubeconfig(t, sinkUser)}
+		if wo.recordDirect {
+			w.recordAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))
+			api.RecordAddr = w.recordAddr
+		}
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

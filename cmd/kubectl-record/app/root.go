@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 
 	"github.com/options-record/options-record/api/record/clientset/versioned"
 	recordv1 "github.com/options-record/options-record/api/record/clientset/versioned/typed/record/v1alpha1"
@@ -42,6 +43,10 @@ type options struct {
 	config    *genericclioptions.ConfigFlags
 	streams   genericiooptions.IOStreams
 	installed bool // discovery has shown the record API
+	// The record served directly (serve --record-bind-address), for
+	// clusters that do not aggregate it: its URL, a bearer token (default:
+	// the kubeconfig's) and the CA of its serving certificate.
+	recordServer, recordToken, recordCA string
 }
 
 // checkInstalled asks discovery (which every authenticated user may read)
@@ -105,6 +110,9 @@ write back.`,
 	root.SetErr(streams.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	o.config.AddFlags(root.PersistentFlags())
+	root.PersistentFlags().StringVar(&o.recordServer, "record-server", "", "Reach the record at this URL (options-record serve --record-bind-address) instead of through the kube-apiserver; types and names are still resolved with the kubeconfig")
+	root.PersistentFlags().StringVar(&o.recordToken, "record-token", "", "Bearer token for --record-server (default: the kubeconfig's token; for example kubectl create token)")
+	root.PersistentFlags().StringVar(&o.recordCA, "record-certificate-authority", "", "CA file of --record-server's serving certificate (default: the system's)")
 	root.AddCommand(newDeletionsCommand(o), newHistoryCommand(o), newDiffCommand(o), newManifestCommand(o), newRestoreCommand(o), newPlanCommand(o), newActivityCommand(o), newExportCommand(o))
 	root.AddGroup(&cobra.Group{ID: "incident", Title: "Incident commands:"})
 	for _, c := range root.Commands() {
@@ -117,6 +125,9 @@ write back.`,
 // discovery has shown the API is served (a user without its RBAC would
 // otherwise read a missing API as a refusal).
 func (o *options) record() (recordv1.RecordV1alpha1Interface, error) {
+	if o.recordServer != "" {
+		return o.recordDirect()
+	}
 	if !o.installed {
 		if err := o.checkInstalled(); err != nil {
 			return nil, err
@@ -128,6 +139,26 @@ func (o *options) record() (recordv1.RecordV1alpha1Interface, error) {
 		return nil, err
 	}
 	cs, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return cs.RecordV1alpha1(), nil
+}
+
+// recordDirect is the typed client of the record served directly, with a
+// bearer token.
+func (o *options) recordDirect() (recordv1.RecordV1alpha1Interface, error) {
+	token := o.recordToken
+	if token == "" {
+		if cfg, err := o.config.ToRESTConfig(); err == nil {
+			token = cfg.BearerToken
+		}
+	}
+	if token == "" {
+		return nil, usageError{errors.New("--record-server needs a bearer token: --record-token, or a kubeconfig user with a token")}
+	}
+	cs, err := versioned.NewForConfig(&rest.Config{Host: o.recordServer, BearerToken: token,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: o.recordCA}})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
@@ -57,6 +58,11 @@ type APIOptions struct {
 	// record.optionsrecord.io through the kube-apiserver (API aggregation),
 	// over the same query layer. It needs a cluster.
 	Aggregated *AggregatedOptions
+	// RecordAddr, when set, also serves the group record.optionsrecord.io
+	// directly on this HTTPS address, to bearer tokens (TokenReview, the
+	// direct API's audiences), for kubectl record --record-server in
+	// clusters without API aggregation. It needs a cluster.
+	RecordAddr string
 }
 
 // AggregatedOptions configure the aggregated API's listener.
@@ -166,12 +172,23 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 	if err != nil {
 		return nil, err
 	}
-	var stopAggregated func(context.Context) error
+	var stopAggregated, stopDirect func(context.Context) error
 	if o.Aggregated != nil {
 		if so.Kube == nil {
 			return nil, errors.New("--aggregated-bind-address needs a cluster (--kubeconfig or --in-cluster)")
 		}
 		if stopAggregated, err = runAggregated(ctx, o, so, apiOpts.History, apiOpts.Restore, apiOpts.Callers, log); err != nil {
+			return nil, err
+		}
+	}
+	if o.RecordAddr != "" {
+		if so.Kube == nil {
+			return nil, errors.New("--record-bind-address needs a cluster (--kubeconfig or --in-cluster)")
+		}
+		if stopDirect, err = runRecordDirect(ctx, o, so, apiOpts, log); err != nil {
+			if stopAggregated != nil {
+				_ = stopAggregated(context.WithoutCancel(ctx))
+			}
 			return nil, err
 		}
 	}
@@ -211,6 +228,9 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 		err := srv.stop(ctx)
 		if stopAggregated != nil {
 			err = errors.Join(err, stopAggregated(ctx))
+		}
+		if stopDirect != nil {
+			err = errors.Join(err, stopDirect(ctx))
 		}
 		stopExpiring()
 		<-expired
@@ -310,6 +330,49 @@ func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *h
 			return err
 		case <-stopCtx.Done():
 			return fmt.Errorf("aggregated API: stop: %w", stopCtx.Err())
+		}
+	}, nil
+}
+
+// runRecordDirect serves the group record.optionsrecord.io on its own
+// listener to bearer tokens, authenticated as the direct API authenticates
+// them (TokenReview, its audiences) and authorized per object as every
+// read is, with the direct API's bounds: failed authentications limited
+// per address, the same per-caller cap.
+func runRecordDirect(ctx context.Context, o *APIOptions, so *ServeOptions, api restoreapi.Options, log *slog.Logger) (func(context.Context) error, error) {
+	certFile, keyFile := o.TLSCertFile, o.TLSKeyFile
+	if certFile == "" {
+		certFile, keyFile = so.TLSCertFile, so.TLSKeyFile
+	}
+	kubeconfig := so.Kube.Kubeconfig
+	if o.Aggregated != nil && o.Aggregated.Kubeconfig != "" {
+		kubeconfig = o.Aggregated.Kubeconfig
+	}
+	ln, err := net.Listen("tcp", o.RecordAddr)
+	if err != nil {
+		return nil, fmt.Errorf("record listener: %w", err)
+	}
+	srv, err := aggregated.New(aggregated.Options{Listener: ln, CertFile: certFile, KeyFile: keyFile,
+		Authenticator: api.Authenticator,
+		WrapHandler:   func(h http.Handler) http.Handler { return restoreapi.FailedAuthGuard(h, 1, 10) },
+		Kubeconfig:    kubeconfig, History: api.History, Restore: api.Restore, Cluster: so.Cluster,
+		MaxInFlight: o.MaxInFlight, Callers: api.Callers, RequestTimeout: o.RequestTimeout,
+		Logger: log.With("component", "record-direct")})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(runCtx) }()
+	log.Info("serving the record directly to bearer tokens", "addr", ln.Addr().String(), "group", "record.optionsrecord.io")
+	return func(stopCtx context.Context) error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-stopCtx.Done():
+			return fmt.Errorf("record listener: stop: %w", stopCtx.Err())
 		}
 	}, nil
 }

@@ -87,6 +87,7 @@ func (o *Serve) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.API.MaxPlanObjects, "api-max-plan-objects", 2000, "objects one restore plan may cover; a larger plan is refused (narrow it)")
 	fs.IntVar(&o.API.MaxInFlightPerUser, "api-max-in-flight-per-user", history.DefaultMaxInFlightPerUser, "requests of one caller served at once, counted across both APIs; more get 429")
 	fs.StringVar(&o.Aggregated.Addr, "aggregated-bind-address", "", "HTTPS address of the aggregated API (record.optionsrecord.io, reached through the kube-apiserver; needs --api-bind-address and a cluster); empty disables it")
+	fs.StringVar(&o.API.RecordAddr, "record-bind-address", "", "HTTPS address serving record.optionsrecord.io directly to bearer tokens (TokenReview), for kubectl record --record-server where the kube-apiserver cannot aggregate it; needs --api-bind-address and a cluster; empty disables it")
 	fs.StringVar(&o.Aggregated.RequestHeaderCAFile, "aggregated-requestheader-ca-file", "", "front-proxy CA: the kube-apiserver's --requestheader-client-ca-file (re-read when it changes); empty: the one the kube-apiserver publishes in kube-system/extension-apiserver-authentication, read with a GET every 10 minutes into --data-dir")
 	fs.Var(&o.AllowedCNs, "aggregated-requestheader-allowed-names", "comma-separated common names of the kube-apiserver's proxy client certificate (its --requestheader-allowed-names); empty: those published with the CA, or any the front-proxy CA signed")
 	fs.StringVar(&o.JournalDir, "journal-dir", "", "durable local journal: batches the database cannot take are acknowledged from here and stored later")
@@ -112,6 +113,9 @@ func (o *Serve) Validate() error {
 	}
 	if o.Aggregated.Addr != "" && o.API.Addr == "" {
 		return errors.New("--aggregated-bind-address needs --api-bind-address: the aggregated API runs in the API role")
+	}
+	if o.API.RecordAddr != "" && o.API.Addr == "" {
+		return errors.New("--record-bind-address needs --api-bind-address: the record is served by the API role")
 	}
 	for _, r := range o.Roles {
 		if r != string(app.RoleIngest) && r != string(app.RoleAPI) {
