@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the build, the demo and the tests need from Debian's packages
 # when it is missing: the PostgreSQL server binaries (the embedded default and
-# the integration tests start a private server from them) and psql.
+# the integration tests start a private server from them), psql, and
+# chromium (the browser test of kubectl record ui).
 set -euo pipefail
 
 have_pg_server() { compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; }
@@ -9,6 +10,8 @@ have_pg_server() { compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; }
 missing=()
 have_pg_server || missing+=(postgresql)
 command -v psql >/dev/null || missing+=(postgresql-client)
+# The timeline page's browser test drives Debian's chromium (headless).
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v go >/dev/null || { echo "ensure-deps: Go is not installed (need Go >= 1.26)" >&2; exit 1; }
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -52,8 +52,10 @@ var allowed = map[string][]string{
 	"cmd/options-record/app/options": {"api/history", "cmd/options-record/app"},
 	"cmd/options-record":             {"cmd/options-record/app", "cmd/options-record/app/options"},
 	"cmd/audit-replay":               nil,
+	"cmd/kubectl-record/app/ui":      nil,
 	"cmd/kubectl-record/app": {"api/history/diff", "api/record/clientset/versioned",
-		"api/record/clientset/versioned/typed/record/v1alpha1", "api/record/v1alpha1", "api/restore/manifest"},
+		"api/record/clientset/versioned/typed/record/v1alpha1", "api/record/v1alpha1", "api/restore/manifest",
+		"cmd/kubectl-record/app/ui"},
 	"cmd/kubectl-record": {"cmd/kubectl-record/app"},
 }
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -238,10 +239,13 @@ func writeDiff(w io.Writer, object, fromLabel, toLabel string, changes []diff.Ch
 
 // valueLines renders a value as YAML lines (a scalar as its JSON text).
 func valueLines(v any) []string {
-	data, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // text for a terminal or a page's textContent: < stays <
+	if err := enc.Encode(v); err != nil {
 		return []string{cell(fmt.Sprint(v))}
 	}
+	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	switch v.(type) {
 	case map[string]any, []any:
 		y, err := manifest.JSONToYAML(data)

@@ -47,6 +47,15 @@ type options struct {
 	// clusters that do not aggregate it: its URL, a bearer token (default:
 	// the kubeconfig's) and the CA of its serving certificate.
 	recordServer, recordToken, recordCA string
+	// ns, when set, overrides -n (the page's requests name their own).
+	ns string
+}
+
+// inNamespace is o for requests about namespace ns.
+func (o *options) inNamespace(ns string) *options {
+	c := *o
+	c.ns = ns
+	return &c
 }
 
 // checkInstalled asks discovery (which every authenticated user may read)
@@ -113,7 +122,7 @@ write back.`,
 	root.PersistentFlags().StringVar(&o.recordServer, "record-server", "", "Reach the record at this URL (options-record serve --record-bind-address) instead of through the kube-apiserver; types and names are still resolved with the kubeconfig")
 	root.PersistentFlags().StringVar(&o.recordToken, "record-token", "", "Bearer token for --record-server (default: the kubeconfig's token; for example kubectl create token)")
 	root.PersistentFlags().StringVar(&o.recordCA, "record-certificate-authority", "", "CA file of --record-server's serving certificate (default: the system's)")
-	root.AddCommand(newDeletionsCommand(o), newHistoryCommand(o), newDiffCommand(o), newManifestCommand(o), newRestoreCommand(o), newPlanCommand(o), newActivityCommand(o), newExportCommand(o))
+	root.AddCommand(newDeletionsCommand(o), newHistoryCommand(o), newDiffCommand(o), newManifestCommand(o), newRestoreCommand(o), newPlanCommand(o), newActivityCommand(o), newExportCommand(o), newUICommand(o))
 	root.AddGroup(&cobra.Group{ID: "incident", Title: "Incident commands:"})
 	for _, c := range root.Commands() {
 		c.GroupID = "incident"
@@ -167,6 +176,9 @@ func (o *options) recordDirect() (recordv1.RecordV1alpha1Interface, error) {
 
 // namespace returns the namespace of -n, or the kubeconfig context's.
 func (o *options) namespace() (string, error) {
+	if o.ns != "" {
+		return o.ns, nil
+	}
 	ns, _, err := o.config.ToRawKubeConfigLoader().Namespace()
 	return ns, err
 }

@@ -1,0 +1,358 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	neturl "net/url"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/options-record/options-record/api/history/diff"
+	record "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/cmd/kubectl-record/app/ui"
+)
+
+type uiOptions struct {
+	*options
+	addr      string
+	noBrowser bool
+	link      string
+}
+
+func newUICommand(o *options) *cobra.Command {
+	u := &uiOptions{options: o}
+	cmd := &cobra.Command{
+		Use:   "ui",
+		Short: "The incident's timeline in a browser: changes, diffs, restores, plans",
+		Long: `Start a web page on this machine (loopback only, a random port) that shows the
+namespace's changes (or, with -A, every namespace you may read) on a time
+axis, one lane per object, coloured by verb, refused writes marked; an
+object's versions with a side-by-side diff (lists matched by key); a restore
+that shows the server-side dry run before asking; plans as of a time or
+undoing a user. It reads and writes with your kubeconfig's credentials, as
+the other verbs do: nothing new runs in the cluster.
+
+The URL printed (and opened in your browser) carries a one-time token: the
+page answers nobody else. Filters stay in the page's address.`,
+		Example: `  kubectl record ui -n shop
+  kubectl record ui -A --no-browser`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return u.run(cmd.Context()) },
+	}
+	cmd.Flags().StringVar(&u.addr, "address", "127.0.0.1:0", "Loopback address to listen on")
+	cmd.Flags().BoolVar(&u.noBrowser, "no-browser", false, "Print the URL only; do not open a browser")
+	cmd.Flags().StringVar(&u.link, "link", "", "Open the view of a link a colleague shared (its filters; the link's own host and port are not used)")
+	return cmd
+}
+
+func (u *uiOptions) run(ctx context.Context) error {
+	if _, err := u.record(); err != nil {
+		return err
+	}
+	srv, err := ui.Start(ui.Options{Backend: &uiBackend{u.options}, Addr: u.addr})
+	if err != nil {
+		return err
+	}
+	open := srv.URL()
+	if u.link != "" {
+		l, err := neturl.Parse(u.link)
+		if err != nil {
+			return usageError{fmt.Errorf("--link: %w", err)}
+		}
+		q := l.Query()
+		q.Del("token")
+		if len(q) > 0 {
+			open += "&" + q.Encode()
+		}
+	}
+	fmt.Fprintf(u.streams.Out, "The timeline is at %s (only this URL opens it; Ctrl-C stops it)\n", open)
+	if !u.noBrowser {
+		openBrowser(open)
+	}
+	<-ctx.Done()
+	stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Close(stop)
+}
+
+// openBrowser opens url in the desktop's browser, when there is one.
+func openBrowser(url string) {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", url)
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	default:
+		cmd = exec.Command("xdg-open", url)
+	}
+	_ = cmd.Start()
+}
+
+// uiBackend answers the page with the typed client, as the caller.
+type uiBackend struct{ o *options }
+
+// maxTimeline bounds the events of one timeline.
+const maxTimeline = 10000
+
+func (b *uiBackend) Changes(ctx context.Context, q ui.Query) (*ui.Timeline, error) {
+	rc, err := b.o.record()
+	if err != nil {
+		return nil, err
+	}
+	ns := q.Namespace
+	if ns == "" && !q.All {
+		if ns, err = b.o.namespace(); err != nil {
+			return nil, err
+		}
+	}
+	if q.All {
+		ns = ""
+	}
+	sel := []string{"since=-" + q.Since.String()}
+	if q.User != "" {
+		sel = append(sel, "actor.username="+q.User)
+	}
+	if q.Resource != "" {
+		gr, _, err := b.o.resolve(q.Resource)
+		if err != nil {
+			return nil, err
+		}
+		sel = append(sel, "object.apiGroup="+gr.Group, "object.resource="+gr.Resource)
+	}
+	if q.Name != "" {
+		sel = append(sel, "object.name="+q.Name)
+	}
+	limit := q.Limit
+	if limit <= 0 || limit > maxTimeline {
+		limit = maxTimeline
+	}
+	tl := &ui.Timeline{Events: []ui.Event{}, Namespace: ns}
+	where := "in namespace " + ns
+	if ns == "" {
+		where = "in any namespace"
+	}
+	opts := metav1.ListOptions{FieldSelector: strings.Join(sel, ","), Limit: 500}
+	for {
+		page, err := rc.Changes(ns).List(ctx, opts)
+		if err != nil {
+			return nil, explain(err, "list changes "+where)
+		}
+		for _, c := range page.Items {
+			tl.Events = append(tl.Events, changeEvent(c.ChangeRecord, c.Name))
+		}
+		if page.Continue == "" || len(tl.Events) >= limit {
+			tl.Truncated = page.Continue != ""
+			break
+		}
+		opts.Continue = page.Continue
+	}
+	opts.Continue = ""
+	for n := 0; ; {
+		page, err := rc.Attempts(ns).List(ctx, opts)
+		if err != nil {
+			break // refused writes are a plus: a reader of changes may not read attempts
+		}
+		for _, a := range page.Items {
+			tl.Events = append(tl.Events, attemptEvent(a.AttemptRecord))
+			n++
+		}
+		if page.Continue == "" || n >= limit/10 {
+			break
+		}
+		opts.Continue = page.Continue
+	}
+	sort.SliceStable(tl.Events, func(i, j int) bool { return tl.Events[i].At.After(tl.Events[j].At) })
+	if len(tl.Events) > limit {
+		tl.Events, tl.Truncated = tl.Events[:limit], true
+	}
+	return tl, nil
+}
+
+func changeEvent(c record.ChangeRecord, name string) ui.Event {
+	ev := ui.Event{At: c.ChangedAt.Time, Kind: "change", Verb: c.Verb, Group: c.Object.APIGroup, Resource: c.Object.Resource,
+		Namespace: c.Object.Namespace, Name: c.Object.Name, UID: c.Object.UID, Version: name, Restorable: c.Restorable,
+		InitiatedBy: c.InitiatedBy, InitiatedVia: c.InitiatedVia, User: "(baseline)"}
+	if a := c.Actor; a != nil {
+		ev.User, ev.As, ev.UserAgent = a.Username, a.ImpersonatedUser, a.UserAgent
+	}
+	if i := c.InitiatedObject; i != nil {
+		ev.Initiator = &ui.ObjectQuery{Namespace: i.Namespace, Group: i.APIGroup, Resource: i.Resource, Name: i.Name}
+	}
+	return ev
+}
+
+func attemptEvent(a record.AttemptRecord) ui.Event {
+	return ui.Event{At: a.AttemptedAt.Time, Kind: "attempt", Verb: a.Verb, Group: a.Object.APIGroup, Resource: a.Object.Resource,
+		Namespace: a.Object.Namespace, Name: a.Object.Name, UID: a.Object.UID, User: a.Actor.Username, As: a.Actor.ImpersonatedUser,
+		UserAgent: a.Actor.UserAgent, Code: a.Result.Code, Reason: a.Result.Reason}
+}
+
+// target is the page's object as a target of the other verbs, in its
+// namespace.
+func (b *uiBackend) target(obj ui.ObjectQuery) (*target, *options, error) {
+	if obj.Resource == "" || obj.Name == "" {
+		return nil, nil, &ui.Error{Status: http.StatusBadRequest, Message: "resource and name are required"}
+	}
+	return &target{resource: schema.GroupResource{Group: obj.Group, Resource: obj.Resource}, namespaced: obj.Namespace != "", name: obj.Name},
+		b.o.inNamespace(obj.Namespace), nil
+}
+
+func (b *uiBackend) Versions(ctx context.Context, obj ui.ObjectQuery) ([]ui.Version, error) {
+	t, o, err := b.target(obj)
+	if err != nil {
+		return nil, err
+	}
+	_, recs, metas, err := o.versions(ctx, t, nil, 500)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ui.Version, 0, len(recs))
+	for i, r := range recs {
+		v := ui.Version{Name: metas[i].Name, At: r.ChangedAt.Time, Verb: r.Verb, UID: r.Object.UID, Restorable: r.Restorable, User: "(baseline)"}
+		if r.Actor != nil {
+			v.User = r.Actor.Username
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (b *uiBackend) Diff(ctx context.Context, obj ui.ObjectQuery, from, to string) (*ui.Diff, error) {
+	t, o, err := b.target(obj)
+	if err != nil {
+		return nil, err
+	}
+	d := &diffOptions{options: o}
+	fromSide, err := d.version(ctx, t, from)
+	if err != nil {
+		return nil, err
+	}
+	var toSide side
+	if to == "live" {
+		toSide, err = d.live(ctx, t)
+	} else {
+		toSide, err = d.version(ctx, t, to)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ui.Diff{From: fromSide.label, To: toSide.label, Changes: uiChanges(diff.Diff(fromSide.state, toSide.state, diff.Options{}))}, nil
+}
+
+func uiChanges(cs []diff.Change) []ui.DiffChange {
+	out := make([]ui.DiffChange, 0, len(cs))
+	for _, c := range cs {
+		dc := ui.DiffChange{Op: c.Op, Path: c.Path}
+		if c.Op != "add" {
+			dc.Before = strings.Join(valueLines(c.From), "\n")
+		}
+		if c.Op != "remove" {
+			dc.After = strings.Join(valueLines(c.To), "\n")
+		}
+		out = append(out, dc)
+	}
+	return out
+}
+
+func (b *uiBackend) Restore(ctx context.Context, obj ui.ObjectQuery, version string, dryRun bool) (*ui.RestoreResult, error) {
+	t, o, err := b.target(obj)
+	if err != nil {
+		return nil, err
+	}
+	if version == "" {
+		return nil, &ui.Error{Status: http.StatusBadRequest, Message: "version is required"}
+	}
+	r := &restoreOptions{options: o}
+	st, err := r.create(ctx, t, record.RestoreSpec{Version: version}, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	return restoreResult(st, dryRun), nil
+}
+
+func restoreResult(st *record.RestoreStatus, dryRun bool) *ui.RestoreResult {
+	res := &ui.RestoreResult{Phase: st.Phase, Action: st.Action, Message: st.Message, DryRun: dryRun}
+	for _, c := range st.Changes {
+		dc := ui.DiffChange{Op: c.Op, Path: c.Path}
+		if c.From != nil {
+			dc.Before = strings.Join(valueLines(rawValue(c.From.Raw)), "\n")
+		}
+		if c.To != nil {
+			dc.After = strings.Join(valueLines(rawValue(c.To.Raw)), "\n")
+		}
+		res.Changes = append(res.Changes, dc)
+	}
+	for _, s := range st.Steps {
+		res.Steps = append(res.Steps, stepLine(s))
+	}
+	return res
+}
+
+func rawValue(raw []byte) any {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	return v
+}
+
+func (b *uiBackend) Plan(ctx context.Context, q ui.PlanQuery) (*ui.Plan, error) {
+	ns := q.Namespace
+	if ns == "" {
+		var err error
+		if ns, err = b.o.namespace(); err != nil {
+			return nil, err
+		}
+	}
+	o := b.o.inNamespace(ns)
+	spec := record.RestorePlanSpec{Kind: q.Kind}
+	switch q.Kind {
+	case "as-of":
+		spec.At = &metav1.Time{Time: q.At}
+	case "undo":
+		spec.User, spec.Since = q.User, &metav1.Time{Time: q.Since}
+	default:
+		return nil, &ui.Error{Status: http.StatusBadRequest, Message: "kind: as-of or undo"}
+	}
+	rc, err := o.record()
+	if err != nil {
+		return nil, err
+	}
+	name := restoreName("ui-" + q.Kind)
+	got, err := rc.RestorePlans(ns).Create(ctx, &record.RestorePlan{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, explain(err, "create restoreplans in namespace "+ns)
+	}
+	p := &ui.Plan{Name: name, Steps: []ui.PlanStep{}}
+	for _, s := range got.Status.Steps {
+		p.Steps = append(p.Steps, ui.PlanStep{Action: s.Action, Resource: resourceCell(s.Object), Namespace: s.Object.Namespace, Name: s.Object.Name, Reason: s.Reason})
+	}
+	return p, nil
+}
+
+func (b *uiBackend) ExecutePlan(ctx context.Context, namespace, name string, dryRun bool) (*ui.RestoreResult, error) {
+	ns := namespace
+	if ns == "" {
+		var err error
+		if ns, err = b.o.namespace(); err != nil {
+			return nil, err
+		}
+	}
+	r := &restoreOptions{options: b.o.inNamespace(ns)}
+	t := &target{namespaced: true, name: name, resource: schema.GroupResource{Group: record.GroupName, Resource: "restoreplans"}}
+	st, err := r.create(ctx, t, record.RestoreSpec{Plan: name}, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	return restoreResult(st, dryRun), nil
+}
