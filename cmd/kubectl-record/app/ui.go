@@ -26,6 +26,8 @@ type uiOptions struct {
 	addr      string
 	noBrowser bool
 	link      string
+	since     time.Duration
+	all       bool
 }
 
 func newUICommand(o *options) *cobra.Command {
@@ -50,6 +52,8 @@ page answers nobody else. Filters stay in the page's address.`,
 	}
 	cmd.Flags().StringVar(&u.addr, "address", "127.0.0.1:0", "Loopback address to listen on")
 	cmd.Flags().BoolVar(&u.noBrowser, "no-browser", false, "Print the URL only; do not open a browser")
+	cmd.Flags().DurationVar(&u.since, "since", 2*time.Hour, "The time window the page opens with (it has its own filter)")
+	cmd.Flags().BoolVarP(&u.all, "all-namespaces", "A", false, "Open with every namespace you may read")
 	cmd.Flags().StringVar(&u.link, "link", "", "Open the view of a link a colleague shared (its filters; the link's own host and port are not used)")
 	return cmd
 }
@@ -62,7 +66,10 @@ func (u *uiOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	open := srv.URL()
+	open := srv.URL() + "&since=" + neturl.QueryEscape(u.since.String())
+	if u.all {
+		open += "&all=true"
+	}
 	if u.link != "" {
 		l, err := neturl.Parse(u.link)
 		if err != nil {
@@ -71,7 +78,7 @@ func (u *uiOptions) run(ctx context.Context) error {
 		q := l.Query()
 		q.Del("token")
 		if len(q) > 0 {
-			open += "&" + q.Encode()
+			open = srv.URL() + "&" + q.Encode()
 		}
 	}
 	fmt.Fprintf(u.streams.Out, "The timeline is at %s (only this URL opens it; Ctrl-C stops it)\n", open)

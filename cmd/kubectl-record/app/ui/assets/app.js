@@ -43,7 +43,11 @@ function readFilters() {
   const q = new URLSearchParams(location.search);
   for (const f of ["namespace", "user", "resource", "name"]) $("f-" + f).value = q.get(f) || "";
   $("f-all").checked = q.get("all") === "true";
-  if (q.get("since")) $("f-since").value = q.get("since");
+  if (q.get("since")) {
+    const since = q.get("since").replace(/(?<=[hm])0s$/, "").replace(/(?<=h)0m$/, ""); // Go's 2h0m0s -> 2h
+    if (![...$("f-since").options].some((o) => o.value === since)) $("f-since").append(el("option", { text: since }));
+    $("f-since").value = since;
+  }
 }
 
 function writeFilters() {
