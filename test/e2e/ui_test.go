@@ -213,6 +213,25 @@ func TestTimelineInABrowser(t *testing.T) {
 		if cm, err := w.kube(t, controlplane.AdminUser).CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{}); err != nil || cm.Data["mode"] != "broken" {
 			t.Errorf("planning changed the cluster: %v %v", err, cm)
 		}
+		// Executing it: the dry run is listed first, and only the
+		// confirmation writes.
+		browser.Do(t, ctx, chromedp.Click(css(`#plan-run`)), chromedp.WaitVisible(css(`#plan-confirm`)))
+		if dry := browser.Text(t, ctx, "#plan-result"); !strings.Contains(dry, "Dry run: Succeeded") {
+			t.Fatalf("the plan's dry run: %q", dry)
+		}
+		if cm, err := w.kube(t, controlplane.AdminUser).CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{}); err != nil || cm.Data["mode"] != "broken" {
+			t.Errorf("the dry run changed the cluster: %v %v", err, cm)
+		}
+		browser.Do(t, ctx, chromedp.Click(css(`#plan-confirm`)), chromedp.WaitVisible(css(`#plan-executed`)))
+		if done := browser.Text(t, ctx, "#plan-executed"); !strings.Contains(done, "Executed: Succeeded") {
+			t.Errorf("the plan: %q", done)
+		}
+		if cm, err := w.kube(t, controlplane.AdminUser).CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{}); err != nil || cm.Data["mode"] != "live" {
+			t.Errorf("app-config after the undo plan: %v %v", err, cm)
+		}
+		if _, err := w.kube(t, controlplane.AdminUser).CoreV1().ConfigMaps(ns).Get(context.Background(), "xss", metav1.GetOptions{}); err == nil {
+			t.Error("xss, which bob created, is still there after the undo plan")
+		}
 	})
 
 	t.Run("a user without rights sees nothing of the namespace", func(t *testing.T) {

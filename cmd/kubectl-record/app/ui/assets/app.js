@@ -275,14 +275,18 @@ async function plan(evt) {
     for (const s of p.steps) tb.append(el("tr", {}, el("td", { text: s.action }), el("td", { text: s.resource }),
       el("td", { text: (s.namespace ? s.namespace + "/" : "") + s.name }), el("td", { text: s.reason || "" })));
     out.append(el("table", {}, el("thead", {}, el("tr", {}, ...["action", "resource", "object", "reason"].map((t) => el("th", { text: t })))), tb));
-    const run = el("button", { type: "button", text: "Dry run, then execute…", onclick: async () => {
+    const run = el("button", { type: "button", id: "plan-run", text: "Dry run, then execute…", onclick: async (ev) => {
+      ev.target.disabled = true;
       try {
         const dry = await call("POST", "/api/plan/execute", { namespace: ns, name: p.name, dryRun: true });
-        out.append(el("p", { text: `Dry run: ${dry.phase}` }), ...dry.steps.map((s) => el("div", { text: s })));
-        out.append(el("button", { type: "button", text: "Confirm: execute the plan, as me", onclick: async (e) => {
+        out.append(el("p", { text: `Dry run: ${dry.phase}` }), ...(dry.steps || []).map((s) => el("div", { text: s })));
+        if (dry.phase !== "Succeeded") return;
+        out.append(el("button", { type: "button", id: "plan-confirm", text: "Confirm: execute the plan, as me", onclick: async (e) => {
           e.target.disabled = true;
-          const done = await call("POST", "/api/plan/execute", { namespace: ns, name: p.name, dryRun: false });
-          out.append(el("p", { text: `Executed: ${done.phase}` }), ...done.steps.map((s) => el("div", { text: s })));
+          try {
+            const done = await call("POST", "/api/plan/execute", { namespace: ns, name: p.name, dryRun: false });
+            out.append(el("p", { id: "plan-executed", text: `Executed: ${done.phase}` }), ...(done.steps || []).map((s) => el("div", { text: s })));
+          } catch (err) { showError(err.message); }
         } }));
       } catch (e) { showError(e.message); }
     } });
