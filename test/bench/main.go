@@ -493,6 +493,13 @@ func printMix(out io.Writer, r result) {
 	}
 	fmt.Fprintf(out, "  stored: %s events (%d partitions, %.1f MiB with indexes and TOAST), %s object versions (%.1f MiB): %s bytes per kept event\n",
 		thousands(float64(s.events)), s.partitions, float64(s.eventBytes)/(1<<20), thousands(float64(s.versions)), float64(s.versionBytes)/(1<<20), thousands(perKept))
+	if s.events > 0 {
+		fmt.Fprintf(out, "  where the bytes are (per kept event):")
+		for _, p := range s.parts {
+			fmt.Fprintf(out, " %s %s;", p.name, thousands(float64(p.bytes)/float64(s.events)))
+		}
+		fmt.Fprintln(out)
+	}
 	fmt.Fprintf(out, "  sequential scans (whole run): events partitions %s (%s rows read), object_versions %s (%s rows read)\n",
 		thousands(float64(s.eventSeqScans)), thousands(float64(s.eventSeqRows)), thousands(float64(s.versionSeqScans)), thousands(float64(s.versionSeqRows)))
 	if c.keptOK > 0 {

@@ -382,6 +382,16 @@ type storage struct {
 	// should use the indexes, so these should stay near zero.
 	eventSeqScans, eventSeqRows     int64
 	versionSeqScans, versionSeqRows int64
+	// parts are where the bytes are: each table's heap and TOAST, each
+	// index (the events partitions summed per index), and the average
+	// stored width of the largest columns.
+	parts []storagePart
+}
+
+// storagePart is the size of one part of the record.
+type storagePart struct {
+	name  string
+	bytes int64
 }
 
 func (e *env) storage(ctx context.Context) (storage, error) {
@@ -414,6 +424,35 @@ SELECT (SELECT count(*) FROM events),
        pg_total_relation_size('object_versions')`).Scan(&s.events, &s.versions, &s.eventBytes, &s.partitions, &s.versionBytes)
 	if err != nil {
 		return s, fmt.Errorf("storage: %w", err)
+	}
+	rows, err := conn.Query(ctx, `
+WITH rels AS (
+    SELECT c.oid, CASE WHEN i.inhrelid IS NOT NULL THEN 'events' ELSE c.relname END AS tbl
+    FROM pg_class c LEFT JOIN pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = 'events'::regclass
+    WHERE c.oid = 'object_versions'::regclass OR i.inhrelid IS NOT NULL
+)
+SELECT tbl || ' heap', sum(pg_relation_size(oid))::bigint FROM rels GROUP BY tbl
+UNION ALL
+SELECT tbl || ' TOAST', sum(pg_total_relation_size(reltoastrelid))::bigint
+FROM rels JOIN pg_class c USING (oid) WHERE reltoastrelid <> 0 GROUP BY tbl
+UNION ALL
+SELECT 'index ' || coalesce(p.relname, x.relname), sum(pg_relation_size(x.oid))::bigint
+FROM rels r JOIN pg_index ix ON ix.indrelid = r.oid JOIN pg_class x ON x.oid = ix.indexrelid
+LEFT JOIN pg_inherits pi ON pi.inhrelid = x.oid LEFT JOIN pg_class p ON p.oid = pi.inhparent
+GROUP BY 1
+UNION ALL
+SELECT 'width object_versions.object', coalesce(avg(pg_column_size(object)), 0)::bigint * count(*) FROM object_versions
+UNION ALL
+SELECT 'width events.request_object', coalesce(sum(pg_column_size(request_object)), 0)::bigint FROM events
+ORDER BY 2 DESC`)
+	if err != nil {
+		return s, fmt.Errorf("storage parts: %w", err)
+	}
+	if s.parts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (storagePart, error) {
+		var p storagePart
+		return p, r.Scan(&p.name, &p.bytes)
+	}); err != nil {
+		return s, fmt.Errorf("storage parts: %w", err)
 	}
 	return s, nil
 }
