@@ -79,63 +79,47 @@ func (a *activityOptions) run(ctx context.Context) error {
 	opts := metav1.ListOptions{FieldSelector: strings.Join(sel, ",")}
 	var acts []act
 	limit := a.window.limit
-	pages := func(list func(metav1.ListOptions) (string, error)) error {
-		o := opts
-		o.Limit = min(limit, 100)
-		for n := int64(0); n < limit; {
-			cont, err := list(o)
-			if err != nil {
-				return err
-			}
-			n = int64(len(acts))
-			if cont == "" {
-				return nil
-			}
-			o.Continue = cont
-		}
-		return nil
-	}
 	where := "in namespace " + ns
 	if ns == "" {
 		where = "in any namespace"
 	}
-	err = pages(func(o metav1.ListOptions) (string, error) {
+	changes, err := collect(opts, limit, func(o metav1.ListOptions) ([]record.Change, string, error) {
 		l, err := rc.Changes(ns).List(ctx, o)
 		if err != nil {
-			return "", explain(err, "list changes "+where)
+			return nil, "", explain(err, "list changes "+where)
 		}
-		for _, c := range l.Items {
-			acts = append(acts, changeAct(c.ChangeRecord))
-		}
-		return l.Continue, nil
+		return l.Items, l.Continue, nil
 	})
 	if err != nil {
 		return err
 	}
-	err = pages(func(o metav1.ListOptions) (string, error) {
+	for _, c := range changes {
+		acts = append(acts, changeAct(c.ChangeRecord))
+	}
+	attempts, err := collect(opts, limit, func(o metav1.ListOptions) ([]record.Attempt, string, error) {
 		l, err := rc.Attempts(ns).List(ctx, o)
 		if err != nil {
-			return "", explain(err, "list attempts "+where)
+			return nil, "", explain(err, "list attempts "+where)
 		}
-		for _, at := range l.Items {
-			acts = append(acts, attemptAct(at.AttemptRecord))
-		}
-		return l.Continue, nil
+		return l.Items, l.Continue, nil
 	})
 	if err != nil {
 		return err
 	}
+	for _, at := range attempts {
+		acts = append(acts, attemptAct(at.AttemptRecord))
+	}
 	// Cluster-scoped objects, when the caller may read them.
-	_ = pages(func(o metav1.ListOptions) (string, error) {
+	cluster, _ := collect(opts, limit, func(o metav1.ListOptions) ([]record.ClusterChange, string, error) {
 		l, err := rc.ClusterChanges().List(ctx, o)
 		if err != nil {
-			return "", err
+			return nil, "", err
 		}
-		for _, c := range l.Items {
-			acts = append(acts, changeAct(c.ChangeRecord))
-		}
-		return l.Continue, nil
+		return l.Items, l.Continue, nil
 	})
+	for _, c := range cluster {
+		acts = append(acts, changeAct(c.ChangeRecord))
+	}
 	sort.SliceStable(acts, func(i, j int) bool { return acts[i].at.After(acts[j].at) })
 	if int64(len(acts)) > limit {
 		acts = acts[:limit]

@@ -97,28 +97,25 @@ func (d *deletionsOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	sel := t.selector(extra...)
-	opts := metav1.ListOptions{FieldSelector: sel, Limit: min(d.window.limit, 100)}
+	opts := metav1.ListOptions{FieldSelector: sel}
 	var list runtime.Object
 	var items []record.DeletionRecord
 	var metas []metav1.ObjectMeta
 	if t != nil && !t.namespaced {
-		all := &record.ClusterDeletionList{}
-		for {
-			page, err := rc.ClusterDeletions().List(ctx, opts)
+		got, err := collect(opts, d.window.limit, func(o metav1.ListOptions) ([]record.ClusterDeletion, string, error) {
+			l, err := rc.ClusterDeletions().List(ctx, o)
 			if err != nil {
-				return explain(err, "list deletions of "+t.resource.String())
+				return nil, "", explain(err, "list deletions of "+t.resource.String())
 			}
-			all.Items = append(all.Items, page.Items...)
-			if page.Continue == "" || int64(len(all.Items)) >= d.window.limit {
-				break
-			}
-			opts.Continue = page.Continue
+			return l.Items, l.Continue, nil
+		})
+		if err != nil {
+			return err
 		}
-		all.Items = all.Items[:min(int64(len(all.Items)), d.window.limit)]
-		for _, i := range all.Items {
+		for _, i := range got {
 			items, metas = append(items, i.DeletionRecord), append(metas, i.ObjectMeta)
 		}
-		list = all
+		list = &record.ClusterDeletionList{Items: got}
 	} else {
 		ns, err := d.namespace()
 		if err != nil {
@@ -128,23 +125,20 @@ func (d *deletionsOptions) run(cmd *cobra.Command, args []string) error {
 		if d.allNamespaces {
 			ns, where = "", "in any namespace"
 		}
-		all := &record.DeletionList{}
-		for {
-			page, err := rc.Deletions(ns).List(ctx, opts)
+		got, err := collect(opts, d.window.limit, func(o metav1.ListOptions) ([]record.Deletion, string, error) {
+			l, err := rc.Deletions(ns).List(ctx, o)
 			if err != nil {
-				return explain(err, "list deletions "+where)
+				return nil, "", explain(err, "list deletions "+where)
 			}
-			all.Items = append(all.Items, page.Items...)
-			if page.Continue == "" || int64(len(all.Items)) >= d.window.limit {
-				break
-			}
-			opts.Continue = page.Continue
+			return l.Items, l.Continue, nil
+		})
+		if err != nil {
+			return err
 		}
-		all.Items = all.Items[:min(int64(len(all.Items)), d.window.limit)]
-		for _, i := range all.Items {
+		for _, i := range got {
 			items, metas = append(items, i.DeletionRecord), append(metas, i.ObjectMeta)
 		}
-		list = all
+		list = &record.DeletionList{Items: got}
 	}
 	table, wide := d.out.table()
 	if !table {

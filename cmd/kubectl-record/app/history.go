@@ -18,49 +18,43 @@ func (o *options) versions(ctx context.Context, t *target, extra []string, limit
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	opts := metav1.ListOptions{FieldSelector: t.selector(extra...), Limit: min(limit, 100)}
+	opts := metav1.ListOptions{FieldSelector: t.selector(extra...)}
 	var recs []record.ChangeRecord
 	var metas []metav1.ObjectMeta
 	if !t.namespaced {
-		all := &record.ClusterChangeList{}
-		for {
-			page, err := rc.ClusterChanges().List(ctx, opts)
+		got, err := collect(opts, limit, func(o metav1.ListOptions) ([]record.ClusterChange, string, error) {
+			l, err := rc.ClusterChanges().List(ctx, o)
 			if err != nil {
-				return nil, nil, nil, explain(err, "list the changes of "+t.resource.String())
+				return nil, "", explain(err, "list the changes of "+t.resource.String())
 			}
-			all.Items = append(all.Items, page.Items...)
-			if page.Continue == "" || int64(len(all.Items)) >= limit {
-				break
-			}
-			opts.Continue = page.Continue
+			return l.Items, l.Continue, nil
+		})
+		if err != nil {
+			return nil, nil, nil, err
 		}
-		all.Items = all.Items[:min(int64(len(all.Items)), limit)]
-		for _, i := range all.Items {
+		for _, i := range got {
 			recs, metas = append(recs, i.ChangeRecord), append(metas, i.ObjectMeta)
 		}
-		return all, recs, metas, nil
+		return &record.ClusterChangeList{Items: got}, recs, metas, nil
 	}
 	ns, err := o.namespace()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	all := &record.ChangeList{}
-	for {
-		page, err := rc.Changes(ns).List(ctx, opts)
+	got, err := collect(opts, limit, func(lo metav1.ListOptions) ([]record.Change, string, error) {
+		l, err := rc.Changes(ns).List(ctx, lo)
 		if err != nil {
-			return nil, nil, nil, explain(err, "list the changes of "+t.resource.String()+" in namespace "+ns)
+			return nil, "", explain(err, "list the changes of "+t.resource.String()+" in namespace "+ns)
 		}
-		all.Items = append(all.Items, page.Items...)
-		if page.Continue == "" || int64(len(all.Items)) >= limit {
-			break
-		}
-		opts.Continue = page.Continue
+		return l.Items, l.Continue, nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	all.Items = all.Items[:min(int64(len(all.Items)), limit)]
-	for _, i := range all.Items {
+	for _, i := range got {
 		recs, metas = append(recs, i.ChangeRecord), append(metas, i.ObjectMeta)
 	}
-	return all, recs, metas, nil
+	return &record.ChangeList{Items: got}, recs, metas, nil
 }
 
 type historyOptions struct {

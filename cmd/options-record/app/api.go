@@ -316,22 +316,31 @@ func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *h
 		ln.Close()
 		return nil, err
 	}
+	stop := runUntilStopped(ctx, "aggregated API", func(runCtx context.Context) error {
+		if fromCluster != nil {
+			go fromCluster.Run(runCtx)
+		}
+		return srv.Run(runCtx)
+	})
+	log.Info("serving the aggregated API", "addr", ln.Addr().String(), "group", "record.optionsrecord.io")
+	return stop, nil
+}
+
+// runUntilStopped runs run in the background until the returned function
+// is called, which waits for it to return (or for its own context to end).
+func runUntilStopped(ctx context.Context, what string, run func(context.Context) error) func(context.Context) error {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
-	go func() { done <- srv.Run(runCtx) }()
-	if fromCluster != nil {
-		go fromCluster.Run(runCtx)
-	}
-	log.Info("serving the aggregated API", "addr", ln.Addr().String(), "group", "record.optionsrecord.io")
+	go func() { done <- run(runCtx) }()
 	return func(stopCtx context.Context) error {
 		cancel()
 		select {
 		case err := <-done:
 			return err
 		case <-stopCtx.Done():
-			return fmt.Errorf("aggregated API: stop: %w", stopCtx.Err())
+			return fmt.Errorf("%s: stop: %w", what, stopCtx.Err())
 		}
-	}, nil
+	}
 }
 
 // runRecordDirect serves the group record.optionsrecord.io on its own
@@ -362,19 +371,9 @@ func runRecordDirect(ctx context.Context, o *APIOptions, so *ServeOptions, api r
 		ln.Close()
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(runCtx) }()
+	stop := runUntilStopped(ctx, "record listener", srv.Run)
 	log.Info("serving the record directly to bearer tokens", "addr", ln.Addr().String(), "group", "record.optionsrecord.io")
-	return func(stopCtx context.Context) error {
-		cancel()
-		select {
-		case err := <-done:
-			return err
-		case <-stopCtx.Done():
-			return fmt.Errorf("record listener: stop: %w", stopCtx.Err())
-		}
-	}, nil
+	return stop, nil
 }
 
 // delegatingAuth asks the cluster: TokenReview, SubjectAccessReview.
