@@ -7,14 +7,16 @@
 #   make bench                                 both mixes, as fast as the sink acknowledges
 #   make bench BENCH_FLAGS='-rate 9600,36000'  offered load at 80% of the targets (ack latency)
 #   make bench BENCH_FLAGS='-mix all -duration 60s -perf /tmp/perf'
+#   make bench BENCH_COMPARE=/path/to/release/options-record   both builds, side by side, with ratios
 
 BENCH_FLAGS ?=
+BENCH_COMPARE ?=
 
 .PHONY: bench
 bench: deps ## Measure the sink: events/s, ack latency, peak RSS, CPU (sink vs PostgreSQL), bytes per kept event (BENCH_FLAGS=...)
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/options-record ./cmd/options-record
 	go build -o $(BIN)/options-record-bench ./test/bench
-	$(BIN)/options-record-bench -sink $(BIN)/options-record $(BENCH_FLAGS)
+	$(BIN)/options-record-bench -sink $(BIN)/options-record $(if $(BENCH_COMPARE),-compare $(BENCH_COMPARE)) $(BENCH_FLAGS)
 
 # Load of the restore API on a real control plane (test/e2e
 # TestRestoreAPIUnderLoad, skipped unless OPTIONS_RECORD_API_LOAD is set): a

@@ -66,7 +66,7 @@ func BaselineVersion(o BaselineObject) (Version, error) {
 		// A LIST through the dynamic client types its items; an object
 		// without a type or name is kept as data, not as a state to restore.
 		Complete:       meta.APIVersion != "" && meta.Kind != "" && meta.Metadata.Name != "",
-		Object:         compactJSON(raw),
+		Object:         compactJSON(withoutManagedFields(raw)),
 		SecretDigested: digested,
 		Rules:          o.Rules,
 	}, nil

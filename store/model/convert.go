@@ -164,7 +164,7 @@ func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigest
 		e.Annotations, _ = json.Marshal(ann)
 	}
 	if keepRequestObject(ev, e.ResponseCode) {
-		raw := withoutCredentials(ref, ev.RequestObject.Raw)
+		raw := withoutManagedFields(withoutCredentials(ref, ev.RequestObject.Raw))
 		// The decoder skipped the objects without validating them (wire.go);
 		// what PostgreSQL's json column would refuse is not stored.
 		if !sonic.Valid(raw) {
@@ -281,6 +281,7 @@ func (c *Converted) addObjectVersion(e *Event, ev *auditv1.Event, meta *objectMe
 	// to restore.
 	v.Complete = meta.APIVersion != "" && meta.Kind != "" && meta.Metadata.Name != ""
 	v.SecretDigested = false
+	raw = withoutManagedFields(raw)
 	if redactSecrets && (e.SecretDigested || meta.Kind == "Secret" && meta.APIVersion == "v1") {
 		if dg == nil {
 			c.err = ErrNoDigester
@@ -289,7 +290,7 @@ func (c *Converted) addObjectVersion(e *Event, ev *auditv1.Event, meta *objectMe
 		raw = dg.at(SecretPlace{e.Cluster, meta.Metadata.Namespace, meta.Metadata.Name}).object(raw)
 		v.SecretDigested = true
 	}
-	v.Object = raw // the text the apiserver sent (json keeps it as is)
+	v.Object = raw // the text the apiserver sent (json keeps it as is), without managedFields
 	c.Versions = append(c.Versions, v)
 }
 

@@ -6,6 +6,7 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
@@ -26,5 +27,34 @@ func TestANamespaceIsClusterScoped(t *testing.T) {
 	}
 	if len(c.Versions) != 1 || c.Versions[0].Namespace != "" || c.Versions[0].Name != "gone" || !c.Versions[0].Deleted {
 		t.Fatalf("the versions of a Namespace's delete answered without it: %+v", c.Versions)
+	}
+}
+
+// TestStatesAreStoredWithoutManagedFields: a state the apiserver sent with
+// managedFields (an audit policy without omitManagedFields) is stored
+// without them, every other byte as sent; so is an update's body.
+func TestStatesAreStoredWithoutManagedFields(t *testing.T) {
+	at := metav1.NewMicroTime(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
+	withMF := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"prod","uid":"u1","resourceVersion":"7",` +
+		`"managedFields":[{"manager":"kubectl-edit","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:k":{}}}}]},` +
+		`"data":{"k":"v \u003c"}}`
+	want := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"prod","uid":"u1","resourceVersion":"7"},"data":{"k":"v \u003c"}}`
+	ev := &auditv1.Event{
+		AuditID: "a1", Stage: auditv1.StageResponseComplete, Verb: "update", RequestURI: "/api/v1/namespaces/prod/configmaps/a",
+		User:           authnv1.UserInfo{Username: "alice"},
+		ObjectRef:      &auditv1.ObjectReference{APIVersion: "v1", Resource: "configmaps", Namespace: "prod", Name: "a"},
+		ResponseStatus: &metav1.Status{Code: 200}, StageTimestamp: at, RequestReceivedTimestamp: at,
+		RequestObject:  &runtime.Unknown{Raw: []byte(withMF)},
+		ResponseObject: &runtime.Unknown{Raw: []byte(withMF)},
+	}
+	c, err := Convert("c", ev, Selection{Rules: []string{"r"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Versions) != 1 || string(c.Versions[0].Object) != want {
+		t.Fatalf("the stored state:\n%s\nwant\n%s", c.Versions[0].Object, want)
+	}
+	if rq := string(c.Event.RequestObject); rq != "" && rq != want {
+		t.Errorf("the stored request body: %s", rq)
 	}
 }

@@ -33,20 +33,24 @@ import (
 )
 
 type options struct {
-	sinkBin   string
-	pgBinDir  string
-	pgSet     pgSettings
-	mixes     []mix
-	rates     []float64 // per mix; 0: as fast as the sink acknowledges
-	workers   int
-	batchSize int
-	poolSize  int
-	warmup    time.Duration
-	duration  time.Duration
-	keep      bool
-	perfDir   string
-	analyze   bool
-	days      int
+	sinkBin string
+	// compareBin, when set, is another build (today's release) run on
+	// the same mixes in the same run, before sinkBin: the summary shows
+	// both and their ratios.
+	compareBin string
+	pgBinDir   string
+	pgSet      pgSettings
+	mixes      []mix
+	rates      []float64 // per mix; 0: as fast as the sink acknowledges
+	workers    int
+	batchSize  int
+	poolSize   int
+	warmup     time.Duration
+	duration   time.Duration
+	keep       bool
+	perfDir    string
+	analyze    bool
+	days       int
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -81,6 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	var mixList, rateList string
 	fs.StringVar(&o.sinkBin, "sink", "bin/options-record", "the options-record `binary` to run as the sink (make bench builds it)")
+	fs.StringVar(&o.compareBin, "compare", "", "another options-record `binary` (today's release) measured on the same mixes in the same run, first; the summary prints both and their ratios")
 	fs.StringVar(&o.pgBinDir, "pg-bin", "", "directory of initdb and postgres (default: the newest /usr/lib/postgresql/*/bin)")
 	fs.Var(&o.pgSet, "pg", "a PostgreSQL `setting=value` for the throwaway server, to measure a tuning (repeatable)")
 	fs.StringVar(&mixList, "mix", "all,10pct", "mixes to run, in order: all (every event kept), 10pct (10% kept)")
@@ -137,6 +142,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-sink: %w", err)
 	}
 	o.sinkBin = abs
+	if o.compareBin != "" {
+		if o.compareBin, err = filepath.Abs(o.compareBin); err != nil {
+			return o, fmt.Errorf("-compare: %w", err)
+		}
+		if _, err := os.Stat(o.compareBin); err != nil {
+			return o, fmt.Errorf("-compare: %w", err)
+		}
+	}
 	return o, nil
 }
 
@@ -152,6 +165,7 @@ func slicesIndex(key string) int {
 // result is the measurement of one mix.
 type result struct {
 	mix          mix
+	sink         string // "" for -sink, "base" for -compare
 	rate         float64
 	pools        *pools
 	window       time.Duration
@@ -181,21 +195,39 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintf(out, "      non-2xx answers are retried like the apiserver does (Retry-After, else 1 s; %d attempts, then the batch is dropped)\n", maxAttempts)
 	fmt.Fprintln(out, "database: a throwaway PostgreSQL per mix (store/pgembed) with fsync ON: an ack waits for the WAL flush, durability is part of what is measured")
 
+	if o.compareBin != "" {
+		fmt.Fprintf(out, "compared with: %s serve (%s), run first on each mix\n", o.compareBin, buildDescription(o.compareBin))
+	}
 	var results []result
+	runs := 0
 	for i, mx := range o.mixes {
-		if i > 0 {
-			// The previous mix left hundreds of MiB of dirty pages whose
-			// writeback would slow this mix's WAL flushes: flush them first.
-			syscall.Sync()
-			time.Sleep(3 * time.Second)
+		sinks := []struct{ label, bin string }{{"", o.sinkBin}}
+		if o.compareBin != "" {
+			sinks = append([]struct{ label, bin string }{{"base", o.compareBin}}, sinks...)
 		}
-		fmt.Fprintf(out, "\n== mix %q: %.0f%% of the events in namespaces a rule selects; offered load %s\n", mx.name, mx.kept*100, rateString(o.rates[i]))
-		r, err := runMix(ctx, o, mx, o.rates[i], out)
-		if err != nil {
-			return fmt.Errorf("mix %q: %w", mx.name, err)
+		for _, sk := range sinks {
+			if runs > 0 {
+				// The previous run left hundreds of MiB of dirty pages whose
+				// writeback would slow this run's WAL flushes: flush them first.
+				syscall.Sync()
+				time.Sleep(3 * time.Second)
+			}
+			runs++
+			ro := o
+			ro.sinkBin = sk.bin
+			name := mx.name
+			if sk.label != "" {
+				name += " (" + sk.label + ")"
+			}
+			fmt.Fprintf(out, "\n== mix %q: %.0f%% of the events in namespaces a rule selects; offered load %s; sink %s\n", name, mx.kept*100, rateString(o.rates[i]), sk.bin)
+			r, err := runMix(ctx, ro, mx, o.rates[i], out)
+			if err != nil {
+				return fmt.Errorf("mix %q: %w", name, err)
+			}
+			r.sink = sk.label
+			results = append(results, r)
+			printMix(out, r)
 		}
-		results = append(results, r)
-		printMix(out, r)
 	}
 	printSummary(out, o, results)
 	return nil
@@ -538,7 +570,12 @@ func printSummary(out io.Writer, o options, rs []result) {
 		}
 		fmt.Fprintf(tw, "%s\t\n", target)
 	}
-	row("", func(r result) string { return r.mix.name }, "target")
+	row("", func(r result) string {
+		if r.sink != "" {
+			return r.mix.name + " (" + r.sink + ")"
+		}
+		return r.mix.name
+	}, "target")
 	row("offered load (events/s)", func(r result) string {
 		if r.rate == 0 {
 			return "unlimited"
@@ -581,6 +618,45 @@ func printSummary(out io.Writer, o options, rs []result) {
 	}, "")
 	_ = tw.Flush()
 	fmt.Fprintf(out, "(%d CPUs shared by the load generator, the sink and PostgreSQL)\n", runtime.NumCPU())
+	printRatios(out, rs)
+}
+
+// printRatios compares each mix's run of -sink with its run of -compare.
+func printRatios(out io.Writer, rs []result) {
+	for i := 0; i+1 < len(rs); i++ {
+		base, next := rs[i], rs[i+1]
+		if base.sink != "base" || next.sink != "" || base.mix.key != next.mix.key {
+			continue
+		}
+		ratio := func(a, b float64) string {
+			if b == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("×%.2f", a/b)
+		}
+		rate := func(r result) float64 { return float64(r.counts.eventsOK) / r.window.Seconds() }
+		stored := func(r result) float64 {
+			if r.storage.events == 0 {
+				return 0
+			}
+			return float64(r.storage.eventBytes+r.storage.versionBytes) / float64(r.storage.events)
+		}
+		wal := func(r result) float64 {
+			if r.counts.keptOK == 0 {
+				return 0
+			}
+			return float64(r.walBytes) / float64(r.counts.keptOK)
+		}
+		pg := func(r result) float64 {
+			if r.counts.keptOK == 0 {
+				return 0
+			}
+			return float64(r.pgCPU.Microseconds()) / float64(r.counts.keptOK)
+		}
+		fmt.Fprintf(out, "%s, this build / the compared one: events/s %s, stored bytes per kept event %s, WAL per kept event %s, PostgreSQL CPU per kept event %s, peak RSS %s\n",
+			base.mix.name, ratio(rate(next), rate(base)), ratio(stored(next), stored(base)), ratio(wal(next), wal(base)),
+			ratio(pg(next), pg(base)), ratio(float64(next.sinkPeakRSS), float64(base.sinkPeakRSS)))
+	}
 }
 
 func perEvent(d time.Duration, n int) string {
