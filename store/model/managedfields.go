@@ -22,8 +22,9 @@ var managedFieldsKey = []byte(`"managedFields"`)
 //
 // It scans the text once, without decoding it (the write path's cost is
 // a pass over the bytes): the spans of every managedFields member of
-// every top-level metadata object are cut. A text that is not a JSON
-// object is returned as it is (it is validated elsewhere).
+// every top-level metadata object are cut, in raw itself, which it
+// returns shortened: the caller gives up raw's bytes. A text that is not
+// a JSON object is returned as it is (it is validated elsewhere).
 func withoutManagedFields(raw []byte) []byte {
 	if !bytes.Contains(raw, managedFieldsKey) {
 		return raw
@@ -65,13 +66,19 @@ func withoutManagedFields(raw []byte) []byte {
 	if !ok || len(cuts) == 0 {
 		return raw
 	}
-	out := make([]byte, 0, len(raw))
-	last := 0
-	for _, c := range cuts {
-		out = append(out, raw[last:c[0]]...)
-		last = c[1]
+	// In place: the bytes after each cut move left. The state is a slice
+	// of the request's body, which nothing reads after its conversion; a
+	// copy per state would hold a second copy of every kept object until
+	// the batch is written (measured: peak RSS +20%).
+	w := cuts[0][0]
+	for k, c := range cuts {
+		next := len(raw)
+		if k+1 < len(cuts) {
+			next = cuts[k+1][0]
+		}
+		w += copy(raw[w:], raw[c[1]:next])
 	}
-	return append(out, raw[last:]...)
+	return raw[:w]
 }
 
 // keyIs compares a key's raw text (without quotes) to name, decoding it
