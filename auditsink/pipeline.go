@@ -125,6 +125,11 @@ func (o *Outcome) Add(p Outcome) {
 // Process filters and stores events as one batch for cluster. undecodable
 // counts the items of the batch that were already skipped by the decoder.
 // It returns after the batch is durable, or with the write error.
+//
+// The events' objects are slices of the body they were decoded from, and
+// Process rewrites those bytes in place (it cuts managedFields out of the
+// states it keeps): the caller must not read or reuse the body's bytes
+// after Process, except to read a new body into them.
 func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1.Event, undecodable map[string]int) (Outcome, error) {
 	out := Outcome{Received: len(events)}
 	for reason, n := range undecodable {

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
-
 	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/store/model"
@@ -58,7 +56,9 @@ func TestWorkload(t *testing.T) {
 				for _, ts := range p.perWorker {
 					for _, tpl := range ts {
 						tpl.stamp(round, time.Now())
-						evs, bad, err := auditsink.DecodeEventList(tpl.body, time.Now())
+						// The pipeline cuts managedFields in the body's bytes: the
+						// template stays the load generator's.
+						evs, bad, err := auditsink.DecodeEventList(append([]byte(nil), tpl.body...), time.Now())
 						if err != nil || len(bad) > 0 {
 							t.Fatalf("decode: %v, skipped %v", err, bad)
 						}
@@ -119,26 +119,13 @@ func BenchmarkPipeline(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*400), "µs/event")
 		})
-		decoded := make([][]auditv1.Event, len(ts))
-		for i, t := range ts {
-			evs, _, err := auditsink.DecodeEventList(t.body, time.Now())
-			if err != nil {
-				b.Fatal(err)
-			}
-			decoded[i] = evs
-		}
-		b.Run(m.key+"/filter+convert", func(b *testing.B) {
-			for i := 0; b.Loop(); i++ {
-				if _, err := pipe.Process(ctx, "default", decoded[i%len(ts)], nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*400), "µs/event")
-		})
+		// The pipeline rewrites the body's bytes (it cuts managedFields in
+		// place), so each iteration processes a fresh copy of a body; the
+		// filter and conversion cost is /all less /decode.
 		b.Run(m.key+"/all", func(b *testing.B) {
 			b.SetBytes(int64(p.bytes / len(ts)))
 			for i := 0; b.Loop(); i++ {
-				evs, bad, err := auditsink.DecodeEventList(ts[i%len(ts)].body, time.Now())
+				evs, bad, err := auditsink.DecodeEventList(append([]byte(nil), ts[i%len(ts)].body...), time.Now())
 				if err != nil {
 					b.Fatal(err)
 				}
