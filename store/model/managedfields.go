@@ -199,8 +199,12 @@ func (s *scanner) value() bool {
 		return false
 	default: // a number, true, false, null
 		j := s.i
-		for j < len(s.b) && !bytes.ContainsRune([]byte(",}] \t\n\r"), rune(s.b[j])) {
-			j++
+	scalar:
+		for ; j < len(s.b); j++ {
+			switch s.b[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				break scalar
+			}
 		}
 		if j == s.i {
 			return false

@@ -255,7 +255,7 @@ func valueLines(v any) []string {
 	}
 	var out []string
 	for _, l := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-		out = append(out, printers.EscapeTerminal(l))
+		out = append(out, escapeText(l))
 	}
 	return out
 }

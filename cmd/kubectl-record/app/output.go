@@ -125,6 +125,33 @@ func cell(s string) string {
 // now is the clock of age (fixed in tests).
 var now = time.Now
 
+// escapeText makes text safe for a terminal line by line: every rune that
+// is not graphic (control characters, C1 controls such as U+009B, the
+// terminal's CSI, bidirectional overrides, zero-width characters) is
+// written as a Go escape; the rest stays as it is, unquoted.
+func escapeText(s string) string {
+	clean := true
+	for _, r := range s {
+		if r != ' ' && !unicode.IsGraphic(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r != ' ' && !unicode.IsGraphic(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // age is how long ago t was, as kubectl shows it.
 func age(t time.Time) string {
 	if t.IsZero() {

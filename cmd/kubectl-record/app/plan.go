@@ -146,34 +146,40 @@ func (p *planOptions) create(ctx context.Context, spec record.RestorePlanSpec, p
 	if name == "" {
 		name = restoreName(prefix)
 	}
-	rc, err := p.record()
+	st, where, err := p.options.createPlan(ctx, p.cluster, name, spec)
 	if err != nil {
 		return err
 	}
-	var st record.RestorePlanStatus
-	var where string
-	if p.cluster {
-		got, err := rc.ClusterRestorePlans().Create(ctx, &record.ClusterRestorePlan{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
-		if err != nil {
-			return explain(err, "create clusterrestoreplans")
-		}
-		st, where = got.Status, " --cluster"
-	} else {
-		ns, err := p.namespace()
-		if err != nil {
-			return err
-		}
-		got, err := rc.RestorePlans(ns).Create(ctx, &record.RestorePlan{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec}, metav1.CreateOptions{})
-		if err != nil {
-			return explain(err, "create restoreplans in namespace "+ns)
-		}
-		st, where = got.Status, " -n "+ns
-	}
-	if err := writePlan(p.streams.Out, name, &st); err != nil {
+	if err := writePlan(p.streams.Out, name, st); err != nil {
 		return err
 	}
 	fmt.Fprintf(p.streams.Out, "Review it, then: kubectl record plan execute %s%s\n", name, where)
 	return nil
+}
+
+// createPlan creates a plan (cluster-scoped, or in the namespace) and
+// returns its steps, and the flags that name where it is.
+func (o *options) createPlan(ctx context.Context, cluster bool, name string, spec record.RestorePlanSpec) (*record.RestorePlanStatus, string, error) {
+	rc, err := o.record()
+	if err != nil {
+		return nil, "", err
+	}
+	if cluster {
+		got, err := rc.ClusterRestorePlans().Create(ctx, &record.ClusterRestorePlan{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			return nil, "", explain(err, "create clusterrestoreplans")
+		}
+		return &got.Status, " --cluster", nil
+	}
+	ns, err := o.namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	got, err := rc.RestorePlans(ns).Create(ctx, &record.RestorePlan{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, "", explain(err, "create restoreplans in namespace "+ns)
+	}
+	return &got.Status, " -n " + ns, nil
 }
 
 func (p *planOptions) get(ctx context.Context, name string) (*record.RestorePlanStatus, error) {

@@ -61,9 +61,9 @@ func (r *restoreOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	what := fmt.Sprintf("%s/%s", t.resource, c.Object.Name)
+	what := fmt.Sprintf("%s/%s", t.resource, cell(c.Object.Name))
 	if c.Object.Namespace != "" {
-		what += " in namespace " + c.Object.Namespace
+		what += " in namespace " + cell(c.Object.Namespace)
 	}
 	spec := record.RestoreSpec{Version: version, Force: r.force}
 	dry, err := r.create(ctx, t, spec, true)

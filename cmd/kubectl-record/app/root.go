@@ -27,7 +27,9 @@ func Main(args []string, streams genericiooptions.IOStreams) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(streams.ErrOut, "error:", err)
+	// An error may quote what the server answered, which may quote a
+	// recorded string.
+	fmt.Fprintln(streams.ErrOut, "error:", escapeText(err.Error()))
 	var ce *codedError
 	if errors.As(err, &ce) {
 		return ce.code

@@ -331,17 +331,13 @@ func (b *uiBackend) Plan(ctx context.Context, q ui.PlanQuery) (*ui.Plan, error) 
 	default:
 		return nil, &ui.Error{Status: http.StatusBadRequest, Message: "kind: as-of or undo"}
 	}
-	rc, err := o.record()
+	name := restoreName("ui-" + q.Kind)
+	st, _, err := o.createPlan(ctx, false, name, spec)
 	if err != nil {
 		return nil, err
 	}
-	name := restoreName("ui-" + q.Kind)
-	got, err := rc.RestorePlans(ns).Create(ctx, &record.RestorePlan{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, explain(err, "create restoreplans in namespace "+ns)
-	}
 	p := &ui.Plan{Name: name, Steps: []ui.PlanStep{}}
-	for _, s := range got.Status.Steps {
+	for _, s := range st.Steps {
 		p.Steps = append(p.Steps, ui.PlanStep{Action: s.Action, Resource: resourceCell(s.Object), Namespace: s.Object.Namespace, Name: s.Object.Name, Reason: s.Reason})
 	}
 	return p, nil
