@@ -38,24 +38,31 @@ type options struct {
 	// the same mixes in the same run, before sinkBin: the summary shows
 	// both and their ratios.
 	compareBin string
-	pgBinDir   string
-	pgSet      pgSettings
-	mixes      []mix
-	rates      []float64 // per mix; 0: as fast as the sink acknowledges
-	workers    int
-	batchSize  int
-	poolSize   int
-	warmup     time.Duration
-	duration   time.Duration
-	keep       bool
-	perfDir    string
-	analyze    bool
-	days       int
+	// reference runs the minimal reference writer (reference.go) on each
+	// mix too: the floor of what storing the same rows costs.
+	reference bool
+	pgBinDir  string
+	pgSet     pgSettings
+	mixes     []mix
+	rates     []float64 // per mix; 0: as fast as the sink acknowledges
+	workers   int
+	batchSize int
+	poolSize  int
+	warmup    time.Duration
+	duration  time.Duration
+	keep      bool
+	perfDir   string
+	analyze   bool
+	days      int
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "serve" {
+		// Started by the bench itself as the reference writer.
+		return referenceMain(args[1:], stderr)
+	}
 	o, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -86,6 +93,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var mixList, rateList string
 	fs.StringVar(&o.sinkBin, "sink", "bin/options-record", "the options-record `binary` to run as the sink (make bench builds it)")
 	fs.StringVar(&o.compareBin, "compare", "", "another options-record `binary` (today's release) measured on the same mixes in the same run, first; the summary prints both and their ratios")
+	fs.BoolVar(&o.reference, "reference", true, "also run the minimal reference writer on each mix (decode, the same rows, COPY, nothing else): the floor the summary's second ratio compares with")
 	fs.StringVar(&o.pgBinDir, "pg-bin", "", "directory of initdb and postgres (default: the newest /usr/lib/postgresql/*/bin)")
 	fs.Var(&o.pgSet, "pg", "a PostgreSQL `setting=value` for the throwaway server, to measure a tuning (repeatable)")
 	fs.StringVar(&mixList, "mix", "all,10pct", "mixes to run, in order: all (every event kept), 10pct (10% kept)")
@@ -198,13 +206,24 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	if o.compareBin != "" {
 		fmt.Fprintf(out, "compared with: %s serve (%s), run first on each mix\n", o.compareBin, buildDescription(o.compareBin))
 	}
+	if o.reference {
+		fmt.Fprintln(out, "reference: the minimal writer (this bench's own `serve`: the sink's decoder, rules and rows, COPY in one transaction per batch, nothing else), run before this build on each mix")
+	}
 	var results []result
 	runs := 0
 	for i, mx := range o.mixes {
-		sinks := []struct{ label, bin string }{{"", o.sinkBin}}
+		var sinks []struct{ label, bin string }
 		if o.compareBin != "" {
-			sinks = append([]struct{ label, bin string }{{"base", o.compareBin}}, sinks...)
+			sinks = append(sinks, struct{ label, bin string }{"base", o.compareBin})
 		}
+		if o.reference {
+			self, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("reference writer: %w", err)
+			}
+			sinks = append(sinks, struct{ label, bin string }{"reference", self})
+		}
+		sinks = append(sinks, struct{ label, bin string }{"", o.sinkBin})
 		for _, sk := range sinks {
 			if runs > 0 {
 				// The previous run left hundreds of MiB of dirty pages whose
@@ -621,41 +640,50 @@ func printSummary(out io.Writer, o options, rs []result) {
 	printRatios(out, rs)
 }
 
-// printRatios compares each mix's run of -sink with its run of -compare.
+// printRatios compares each mix's run of -sink with its run of -compare
+// (today's release) and with the reference writer's.
 func printRatios(out io.Writer, rs []result) {
-	for i := 0; i+1 < len(rs); i++ {
-		base, next := rs[i], rs[i+1]
-		if base.sink != "base" || next.sink != "" || base.mix.key != next.mix.key {
+	ratio := func(a, b float64) string {
+		if b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("×%.2f", a/b)
+	}
+	rate := func(r result) float64 { return float64(r.counts.eventsOK) / r.window.Seconds() }
+	stored := func(r result) float64 {
+		if r.storage.events == 0 {
+			return 0
+		}
+		return float64(r.storage.eventBytes+r.storage.versionBytes) / float64(r.storage.events)
+	}
+	wal := func(r result) float64 {
+		if r.counts.keptOK == 0 {
+			return 0
+		}
+		return float64(r.walBytes) / float64(r.counts.keptOK)
+	}
+	pg := func(r result) float64 {
+		if r.counts.keptOK == 0 {
+			return 0
+		}
+		return float64(r.pgCPU.Microseconds()) / float64(r.counts.keptOK)
+	}
+	for _, this := range rs {
+		if this.sink != "" {
 			continue
 		}
-		ratio := func(a, b float64) string {
-			if b == 0 {
-				return "-"
+		for _, other := range rs {
+			if other.mix.key != this.mix.key || other.sink == "" {
+				continue
 			}
-			return fmt.Sprintf("×%.2f", a/b)
-		}
-		rate := func(r result) float64 { return float64(r.counts.eventsOK) / r.window.Seconds() }
-		stored := func(r result) float64 {
-			if r.storage.events == 0 {
-				return 0
+			name := "the compared build"
+			if other.sink == "reference" {
+				name = "the reference writer"
 			}
-			return float64(r.storage.eventBytes+r.storage.versionBytes) / float64(r.storage.events)
+			fmt.Fprintf(out, "%s, this build / %s: events/s %s, stored bytes per kept event %s, WAL per kept event %s, PostgreSQL CPU per kept event %s, peak RSS %s\n",
+				this.mix.name, name, ratio(rate(this), rate(other)), ratio(stored(this), stored(other)), ratio(wal(this), wal(other)),
+				ratio(pg(this), pg(other)), ratio(float64(this.sinkPeakRSS), float64(other.sinkPeakRSS)))
 		}
-		wal := func(r result) float64 {
-			if r.counts.keptOK == 0 {
-				return 0
-			}
-			return float64(r.walBytes) / float64(r.counts.keptOK)
-		}
-		pg := func(r result) float64 {
-			if r.counts.keptOK == 0 {
-				return 0
-			}
-			return float64(r.pgCPU.Microseconds()) / float64(r.counts.keptOK)
-		}
-		fmt.Fprintf(out, "%s, this build / the compared one: events/s %s, stored bytes per kept event %s, WAL per kept event %s, PostgreSQL CPU per kept event %s, peak RSS %s\n",
-			base.mix.name, ratio(rate(next), rate(base)), ratio(stored(next), stored(base)), ratio(wal(next), wal(base)),
-			ratio(pg(next), pg(base)), ratio(float64(next.sinkPeakRSS), float64(base.sinkPeakRSS)))
 	}
 }
 
