@@ -57,6 +57,15 @@ func TestDiff(t *testing.T) {
 			{Op: "replace", Path: "/spec/v", From: map[string]any{"k": int64(1)}, To: "flat"},
 		},
 	}, {
+		// A state recorded before the record cut managedFields, then one
+		// recorded after: the server fields differ, managedFields do not.
+		name: "server fields when asked, but never managedFields",
+		from: base,
+		to: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","uid":"u1","resourceVersion":"2","generation":1,
+			"creationTimestamp":"2026-11-21T10:00:00Z"},"data":{"level":"info","x":"1"}}`,
+		opts: DiffOptions{IncludeServerFields: true},
+		want: []DiffChange{{Op: "replace", Path: "/metadata/resourceVersion", From: "1", To: "2"}},
+	}, {
 		name: "integers and floats of the same value are equal",
 		from: `{"metadata":{"name":"x"},"spec":{"n":3}}`,
 		to:   `{"metadata":{"name":"x"},"spec":{"n":3.0}}`,

@@ -22,7 +22,10 @@ type Options struct {
 	// IncludeStatus compares status too.
 	IncludeStatus bool
 	// IncludeServerFields compares the server-set metadata too
-	// (managedFields, resourceVersion, generation, uid, timestamps).
+	// (resourceVersion, generation, uid, timestamps). managedFields are
+	// never compared: the record stores states without them, and a state
+	// recorded before it did keeps its own, which would show as a change
+	// across the upgrade.
 	IncludeServerFields bool
 }
 
@@ -32,13 +35,19 @@ var ignoredMetadata = []string{
 	"deletionGracePeriodSeconds", "uid", "selfLink",
 }
 
+// neverCompared are the metadata fields left out even with
+// IncludeServerFields.
+var neverCompared = []string{"managedFields"}
+
 // Ignored lists the fields Diff leaves out, as JSON pointers.
 func Ignored(o Options) []string {
 	var out []string
+	fields := neverCompared
 	if !o.IncludeServerFields {
-		for _, f := range ignoredMetadata {
-			out = append(out, "/metadata/"+f)
-		}
+		fields = ignoredMetadata
+	}
+	for _, f := range fields {
+		out = append(out, "/metadata/"+f)
 	}
 	if !o.IncludeStatus {
 		out = append(out, "/status")
@@ -84,12 +93,16 @@ func withoutNoise(obj map[string]any, o Options) map[string]any {
 	if !o.IncludeStatus {
 		delete(out, "status")
 	}
-	if md, ok := obj["metadata"].(map[string]any); ok && !o.IncludeServerFields {
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		fields := neverCompared
+		if !o.IncludeServerFields {
+			fields = ignoredMetadata
+		}
 		m := make(map[string]any, len(md))
 		for k, v := range md {
 			m[k] = v
 		}
-		for _, f := range ignoredMetadata {
+		for _, f := range fields {
 			delete(m, f)
 		}
 		out["metadata"] = m

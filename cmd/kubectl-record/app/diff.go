@@ -51,7 +51,7 @@ and status are hidden unless asked.`,
 	}
 	cmd.Flags().StringVar(&d.from, "from", "", "The version to compare from (default: the state before the newest change)")
 	cmd.Flags().StringVar(&d.to, "to", "", "The version to compare to, or live (default: the newest version)")
-	cmd.Flags().BoolVar(&d.serverFields, "show-server-fields", false, "Compare server-set metadata too")
+	cmd.Flags().BoolVar(&d.serverFields, "show-server-fields", false, "Compare server-set metadata too (resourceVersion, generation, uid, timestamps; never managedFields)")
 	cmd.Flags().BoolVar(&d.status, "show-status", false, "Compare status too")
 	cmd.Flags().StringVar(&d.color, "color", "auto", "Colour the diff: auto (on a terminal), always or never")
 	return cmd
