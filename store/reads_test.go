@@ -63,6 +63,17 @@ func digest(parts ...string) []byte {
 // write stores the changes, each as its own event, in one batch.
 func write(t *testing.T, s *Store, changes ...change) {
 	t.Helper()
+	b := batchOf(changes...)
+	if err := s.EnsurePartitionsAround(context.Background(), t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WriteBatch(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// batchOf makes the changes a batch, each its own event.
+func batchOf(changes ...change) model.Batch {
 	var b model.Batch
 	for i, c := range changes {
 		at := t0.Add(c.at)
@@ -99,12 +110,7 @@ func write(t *testing.T, s *Store, changes ...change) {
 			Resource: c.resource, Namespace: c.ns, Name: c.name, Created: c.created, Deleted: c.deleted, Complete: !c.incomplete,
 			Object: c.object()})
 	}
-	if err := s.EnsurePartitionsAround(context.Background(), t0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.WriteBatch(context.Background(), &b); err != nil {
-		t.Fatal(err)
-	}
+	return b
 }
 
 func openStore(t *testing.T) *Store {

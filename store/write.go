@@ -144,7 +144,7 @@ func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch) (model.WriteResu
 // CopyRows writes a batch's rows as they are, with no lookup of what is
 // stored already: it is the write of WriteBatch without its deduplication.
 // The benchmark's reference writer uses it as the floor of what a write
-// costs; the sink never does (a redelivery would duplicate rows).
+// costs; the sink never does (a redelivery fails on the primary key).
 func CopyRows(ctx context.Context, tx pgx.Tx, b *model.Batch) (events, versions int, err error) {
 	es := make([]*model.Event, len(b.Events))
 	for i := range b.Events {

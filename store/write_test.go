@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,4 +77,81 @@ func explainExistingEvents(ctx context.Context, tx pgx.Tx, events []model.Event)
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// TestCopyRowsWritesWhatWriteBatchWrites: the benchmark's reference writer
+// stores with CopyRows, and is only a fair floor if its rows are the
+// sink's. They are, column for column; and only WriteBatch takes a
+// redelivery.
+func TestCopyRowsWritesWhatWriteBatchWrites(t *testing.T) {
+	ctx := context.Background()
+	sink, ref := openStore(t), openStore(t)
+	// What the pipeline writes: changes (baselines go through WriteBaseline).
+	var changes []change
+	for _, c := range lifecycle {
+		if !c.baseline {
+			changes = append(changes, c)
+		}
+	}
+	b := batchOf(changes...)
+	if err := sink.EnsurePartitionsAround(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := ref.EnsurePartitionsAround(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sink.WriteBatch(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	copyOnce := func() {
+		t.Helper()
+		b := batchOf(changes...)
+		if err := pgx.BeginFunc(ctx, ref.pool, func(tx pgx.Tx) error {
+			_, _, err := CopyRows(ctx, tx, &b)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyOnce()
+	const rowsSQL = `
+SELECT coalesce(array_agg(r ORDER BY r), '{}') FROM (
+  SELECT (to_jsonb(e) - 'ingested_at')::text AS r FROM events e
+  UNION ALL
+  SELECT to_jsonb(v)::text FROM object_versions v) rows`
+	rows := func(s *Store) []string {
+		t.Helper()
+		var out []string
+		if err := s.Pool().QueryRow(ctx, rowsSQL).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := rows(sink)
+	if len(want) < len(changes) {
+		t.Fatalf("the sink stored %d rows for %d changes", len(want), len(changes))
+	}
+	if got := rows(ref); !slices.Equal(got, want) {
+		t.Errorf("CopyRows stored other rows than WriteBatch:\n got %q\nwant %q", got, want)
+	}
+	// A redelivery: WriteBatch stores nothing more; CopyRows fails on the
+	// primary key.
+	again := batchOf(changes...)
+	if _, err := sink.WriteBatch(ctx, &again); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(sink); len(got) != len(want) {
+		t.Errorf("WriteBatch of a redelivery: %d rows, want %d", len(got), len(want))
+	}
+	b = batchOf(changes...)
+	err := pgx.BeginFunc(ctx, ref.pool, func(tx pgx.Tx) error {
+		_, _, err := CopyRows(ctx, tx, &b)
+		return err
+	})
+	if !isConflict(err) {
+		t.Errorf("CopyRows of a redelivery: %v, want a unique violation (it does not look up what is stored)", err)
+	}
+	if got := rows(ref); len(got) != len(want) {
+		t.Errorf("after CopyRows of a redelivery: %d rows, want %d", len(got), len(want))
+	}
 }

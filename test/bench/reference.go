@@ -34,7 +34,7 @@ import (
 // It decodes each body with the sink's decoder, selects and converts the
 // events with the sink's rules and model (so the rows are the same), and
 // COPYs them in one transaction per batch before it answers. Nothing else:
-// no duplicate lookup (a redelivery would duplicate rows), no journal, no
+// no duplicate lookup (a redelivered batch fails on the primary key), no journal, no
 // admission control, no streaming of large bodies, no per-rule statistics.
 // `options-record-bench -reference` runs it as a third sink, as a separate
 // process started like the sink (`options-record-bench serve` with the
