@@ -4,7 +4,7 @@
 # command, not a timed test; it prints a report and stops everything it
 # started. Included by the main Makefile.
 #
-#   make bench                                 both mixes, as fast as the sink acknowledges
+#   make bench                                 both mixes, as fast as the sink acknowledges (and the reference writer)
 #   make bench BENCH_FLAGS='-rate 9600,36000'  offered load at 80% of the targets (ack latency)
 #   make bench BENCH_FLAGS='-mix all -duration 60s -perf /tmp/perf'
 #   make bench BENCH_COMPARE=/path/to/release/options-record   both builds, side by side, with ratios
