@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -102,13 +103,12 @@ func runReference(ctx context.Context, dsn, dataDir, rulesFile, webhookAddr, met
 			return
 		}
 		// One read into a buffer of the announced size, as the sink does.
-		body := make([]byte, 0, max(r.ContentLength, 0)+1)
-		body, err := readAll(r.Body, body)
-		if err != nil {
+		buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
+		if _, err := buf.ReadFrom(r.Body); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		events, skipped, err := auditsink.DecodeEventList(body, time.Now())
+		events, skipped, err := auditsink.DecodeEventList(buf.Bytes(), time.Now())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -171,21 +171,4 @@ func (c copyWriter) WriteBatch(ctx context.Context, b *model.Batch) (model.Write
 		return err
 	})
 	return res, err
-}
-
-// readAll appends r to buf until EOF.
-func readAll(r io.Reader, buf []byte) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
 }

@@ -39,14 +39,18 @@ var ignoredMetadata = []string{
 // IncludeServerFields.
 var neverCompared = []string{"managedFields"}
 
+// ignoredMetadata are the metadata fields o leaves out.
+func (o Options) ignoredMetadata() []string {
+	if o.IncludeServerFields {
+		return neverCompared
+	}
+	return ignoredMetadata
+}
+
 // Ignored lists the fields Diff leaves out, as JSON pointers.
 func Ignored(o Options) []string {
 	var out []string
-	fields := neverCompared
-	if !o.IncludeServerFields {
-		fields = ignoredMetadata
-	}
-	for _, f := range fields {
+	for _, f := range o.ignoredMetadata() {
 		out = append(out, "/metadata/"+f)
 	}
 	if !o.IncludeStatus {
@@ -94,15 +98,11 @@ func withoutNoise(obj map[string]any, o Options) map[string]any {
 		delete(out, "status")
 	}
 	if md, ok := obj["metadata"].(map[string]any); ok {
-		fields := neverCompared
-		if !o.IncludeServerFields {
-			fields = ignoredMetadata
-		}
 		m := make(map[string]any, len(md))
 		for k, v := range md {
 			m[k] = v
 		}
-		for _, f := range fields {
+		for _, f := range o.ignoredMetadata() {
 			delete(m, f)
 		}
 		out["metadata"] = m
