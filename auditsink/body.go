@@ -3,6 +3,7 @@ package auditsink
 import (
 	"errors"
 	"io"
+	"math/bits"
 	"net"
 	"net/http"
 	"os"
@@ -25,6 +26,67 @@ const bodyGrace = 2 * time.Second
 const chunkSize = 256 << 10
 
 var chunks = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
+
+// Gathered bodies are recycled too, by size class: a fresh buffer of
+// several MB per batch was most of what the sink allocated, and so most of
+// its garbage collection, where the rules drop most events (measured with
+// make bench at 10% kept: 76-81k events/s and 12-13 µs of the sink's CPU
+// per event without, 91-95k and 9-10 µs with; peak RSS 145 and 155 MiB).
+// The classes are quarter octaves, so a buffer is less than a quarter
+// larger than its body. A body is recycled only once nothing reads it:
+// see Handler.ServeHTTP and Outcome.Retained.
+const (
+	minPooledBody = 64 << 10 // smaller bodies are allocated
+	maxPooledBody = 1 << 30
+)
+
+var bodies [4 * (bits.UintSize + 1)]sync.Pool
+
+// poisonRecycled, set by tests, overwrites a body with X when it is
+// recycled, so that anything still reading it reads garbage, and garbage
+// PostgreSQL accepts as text.
+var poisonRecycled bool
+
+// bodyClass returns the pool and the capacity of a buffer for n bytes
+// (minPooledBody < n <= maxPooledBody): 2^k + q·2^(k-2) for the smallest
+// q in 1..4 that holds n, where 2^k < n <= 2^(k+1).
+func bodyClass(n int) (class, size int) {
+	k := bits.Len(uint(n-1)) - 1
+	step := 1 << (k - 2)
+	q := (n - 1<<k + step - 1) / step
+	return 4*k + q, 1<<k + q*step
+}
+
+// newBody returns an empty buffer with room for n bytes.
+func newBody(n int64) []byte {
+	if n <= minPooledBody || n > maxPooledBody {
+		return make([]byte, 0, n)
+	}
+	class, size := bodyClass(int(n))
+	if p, ok := bodies[class].Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, size)
+}
+
+// recycleBody gives back a buffer of newBody's: nothing may read it after.
+func recycleBody(b []byte) {
+	n := cap(b)
+	if n <= minPooledBody || n > maxPooledBody {
+		return
+	}
+	class, size := bodyClass(n)
+	if size != n {
+		return // not one of newBody's
+	}
+	if poisonRecycled {
+		b = b[:n]
+		for i := range b {
+			b[i] = 'X'
+		}
+	}
+	bodies[class].Put(&b)
+}
 
 // deadlineStep is how far the read deadline must move before it is set
 // again: setting it on every read of an HTTP/2 stream costs a timer reset
@@ -96,7 +158,7 @@ func (b *bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, int64
 	// gather copies the chunks into one buffer of the exact size: the
 	// decoder keeps slices of it.
 	gather := func() []byte {
-		out := make([]byte, 0, total)
+		out := newBody(total)
 		for i, c := range parts {
 			if i == len(parts)-1 {
 				out = append(out, (*c)[:fill]...)

@@ -201,6 +201,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// connection, not a slot, and only the bytes it has sent.
 	body, held, rest, err := h.body.read(w, r)
 	defer func() { h.body.mem.Release(held) }()
+	// The events point into the body: it is reused for another request
+	// once the batch is answered, unless a writer still reads it.
+	var out Outcome
+	defer func() {
+		if !out.Retained {
+			recycleBody(body)
+		}
+	}()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		switch {
@@ -236,7 +244,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.inFlight.Inc()
 	defer m.inFlight.Dec()
 
-	var out Outcome
 	if rest != nil {
 		// More than a chunk: decoded as a stream. It holds a chunk and the
 		// largest event at most, the bytes read so far included.

@@ -18,6 +18,17 @@ const token = "s3cret-webhook-token"
 // server is the real handler over a real store, behind TLS.
 func (e *env) server(maxBody int64) *httptest.Server {
 	e.t.Helper()
+	return e.serverOf(auditsink.HandlerOptions{Pipeline: e.pipe, MaxBodyBytes: maxBody})
+}
+
+// serverWith is the handler over another pipeline.
+func (e *env) serverWith(p *auditsink.Pipeline) *httptest.Server {
+	e.t.Helper()
+	return e.serverOf(auditsink.HandlerOptions{Pipeline: p})
+}
+
+func (e *env) serverOf(opts auditsink.HandlerOptions) *httptest.Server {
+	e.t.Helper()
 	tf := filepath.Join(e.t.TempDir(), "token")
 	if err := os.WriteFile(tf, []byte(token+"\n"), 0o600); err != nil {
 		e.t.Fatal(err)
@@ -26,7 +37,8 @@ func (e *env) server(maxBody int64) *httptest.Server {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	h, err := auditsink.NewHandler(auditsink.HandlerOptions{Pipeline: e.pipe, Authenticator: auth, MaxBodyBytes: maxBody})
+	opts.Authenticator = auth
+	h, err := auditsink.NewHandler(opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -35,6 +35,18 @@ func newEnv(t *testing.T) *env {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(st.Close)
+	rules := testRules(t)
+	dg, err := model.NewSecretDigester([]byte(testDigestKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, nil, nil).WithSecretDigester(dg)
+	return &env{t: t, st: st, pool: st.Pool(), pipe: pipe}
+}
+
+// testRules are the rules of testdata/rules.yaml.
+func testRules(t *testing.T) *filter.Rules {
+	t.Helper()
 	objs, err := filter.LoadFile("testdata/rules.yaml")
 	if err != nil {
 		t.Fatalf("load rules: %v", err)
@@ -45,12 +57,7 @@ func newEnv(t *testing.T) *env {
 			t.Fatalf("rule %s/%s not ready: %s", s.Namespace, s.Name, s.Message)
 		}
 	}
-	dg, err := model.NewSecretDigester([]byte(testDigestKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, nil, nil).WithSecretDigester(dg)
-	return &env{t: t, st: st, pool: st.Pool(), pipe: pipe}
+	return rules
 }
 
 // testDigestKey is the secret digest key of the test pipelines.

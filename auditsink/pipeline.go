@@ -90,6 +90,10 @@ type Outcome struct {
 	// (NUL, invalid UTF-8) were replaced with U+FFFD.
 	Sanitized int
 	Written   model.WriteResult
+	// Retained says the writer may still read the events' memory after
+	// Process returned (model.Batch.Retained): the body they were decoded
+	// from must not be reused.
+	Retained bool
 }
 
 func (o *Outcome) drop(reason string, n int) {
@@ -120,16 +124,19 @@ func (o *Outcome) Add(p Outcome) {
 	o.Written.Versions += p.Written.Versions
 	o.Written.DuplicateEvents += p.Written.DuplicateEvents
 	o.Written.NoopVersions += p.Written.NoopVersions
+	o.Retained = o.Retained || p.Retained
 }
 
 // Process filters and stores events as one batch for cluster. undecodable
 // counts the items of the batch that were already skipped by the decoder.
 // It returns after the batch is durable, or with the write error.
 //
-// The events' objects are slices of the body they were decoded from, and
-// Process rewrites those bytes in place (it cuts managedFields out of the
-// states it keeps): the caller must not read or reuse the body's bytes
-// after Process, except to read a new body into them.
+// The events' strings and objects are slices of the body they were
+// decoded from, and Process rewrites those bytes in place (it cuts
+// managedFields out of the states it keeps): the caller must not read the
+// body's bytes after Process. It may reuse them for another body unless the
+// outcome is Retained. Nothing Process calls keeps a slice of the body
+// after it returns (an observer that keeps a string clones it).
 func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1.Event, undecodable map[string]int) (Outcome, error) {
 	out := Outcome{Received: len(events)}
 	for reason, n := range undecodable {
@@ -174,6 +181,7 @@ func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1
 	start := time.Now()
 	res, err := p.writer.WriteBatch(ctx, batch)
 	p.metrics.write.Observe(time.Since(start).Seconds())
+	out.Retained = batch.Retained
 	if err != nil {
 		return out, fmt.Errorf("store batch: %w", err)
 	}

@@ -319,8 +319,10 @@ func (j *Journal) direct(ctx context.Context, b *model.Batch) (model.WriteResult
 	case r := <-done:
 		return r.res, r.err
 	case <-t.C:
+		b.Retained = true // the write goes on reading it
 		return model.WriteResult{}, fmt.Errorf("store write did not commit within %s", j.opts.WriteDeadline)
 	case <-ctx.Done():
+		b.Retained = true
 		return model.WriteResult{}, ctx.Err()
 	}
 }

@@ -25,6 +25,7 @@ type fakeStore struct {
 	mu     sync.Mutex
 	down   bool            // fail with a connection error
 	block  bool            // wait until the context ends
+	hold   chan struct{}   // if set, wait until it is closed, whatever the context
 	poison map[string]bool // audit IDs whose batch is rejected as invalid data
 	stored []string        // audit IDs in the order stored
 	writes int
@@ -32,9 +33,12 @@ type fakeStore struct {
 
 func (f *fakeStore) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteResult, error) {
 	f.mu.Lock()
-	down, block := f.down, f.block
+	down, block, hold := f.down, f.block, f.hold
 	f.writes++
 	f.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
 	if block {
 		<-ctx.Done()
 		return model.WriteResult{}, ctx.Err()
@@ -157,8 +161,15 @@ func TestStoresDirectlyWhenTheStoreAnswers(t *testing.T) {
 	dir := t.TempDir()
 	fs := &fakeStore{}
 	j := open(t, dir, fs, fast)
+	b := batch("direct")
+	if _, err := j.WriteBatch(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Retained {
+		t.Error("a batch the store took is marked Retained: its memory would never be reused")
+	}
 	write(t, j, "a", "b")
-	if got := fs.ids(); !slices.Equal(got, []string{"a", "b"}) {
+	if got := fs.ids(); !slices.Equal(got, []string{"direct", "a", "b"}) {
 		t.Errorf("stored %v", got)
 	}
 	if s := j.Stats(); s.Batches != 0 || s.DiskBytes != 0 {
@@ -235,6 +246,29 @@ func TestSlowStoreIsAbandonedAtTheDeadline(t *testing.T) {
 	write(t, j, "slow")
 	if j.Backlog() != 1 {
 		t.Errorf("backlog %d, want the batch journaled", j.Backlog())
+	}
+}
+
+// TestWriteGoingOnPastTheDeadlineRetainsTheBatch: a store write that does
+// not end when its context does (stuck in the kernel) may read the batch
+// after WriteBatch returned: the batch is marked Retained, so its caller
+// does not reuse the memory it points into.
+func TestWriteGoingOnPastTheDeadlineRetainsTheBatch(t *testing.T) {
+	t.Parallel()
+	fs := &fakeStore{hold: make(chan struct{})}
+	defer close(fs.hold)
+	o := fast
+	o.WriteDeadline = 100 * time.Millisecond
+	j := open(t, t.TempDir(), fs, o)
+	b := batch("stuck")
+	if _, err := j.WriteBatch(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if j.Backlog() != 1 {
+		t.Errorf("backlog %d, want the batch journaled", j.Backlog())
+	}
+	if !b.Retained {
+		t.Error("the batch of a write still under way is not marked Retained")
 	}
 }
 

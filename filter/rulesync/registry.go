@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -244,7 +245,9 @@ func (c *clusterObjects) remove(uid types.UID, namespace, name string) bool {
 			return false
 		}
 	}
-	c.gone[uid] = true
+	// uid may point into an audit event's request body, which the webhook
+	// reuses once the batch is stored: the set keeps a copy.
+	c.gone[types.UID(strings.Clone(string(uid)))] = true
 	if _, ok := c.objs[uid]; ok {
 		delete(c.objs, uid)
 		return true

@@ -3,6 +3,7 @@ package rulesync
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -208,5 +209,32 @@ func TestRegistryTrustsRuleNamespacesPerCluster(t *testing.T) {
 				t.Errorf("no status for %s/%s", tc.obj.Namespace, tc.obj.Name)
 			}
 		})
+	}
+}
+
+// TestDeletionOutlivesTheEventsMemory: the webhook decodes events without
+// copying their strings and reuses a request's body once its batch is
+// stored. A deleted uid taken from an event must be remembered as a copy:
+// overwriting the body must not let a late update of the deleted object
+// bring its rule back.
+func TestDeletionOutlivesTheEventsMemory(t *testing.T) {
+	r := NewRegistry(nil, RegistryOptions{Compile: filter.Options{SinkNamespace: "options-record"}, HomeCluster: "c"})
+	r.ObserveEvents("c", []auditv1.Event{orcEvent("create", orc("options-record", "r", "u9", "10", "prod"))})
+	if !keeps(r, "prod") {
+		t.Fatal("rule from a create event not applied")
+	}
+	// A delete answered by a Status that names no uid: the uid is the
+	// event's objectRef's, a string in the request body's memory.
+	body := []byte("u9")
+	del := orcEvent("delete", gen.Obj{"kind": "Status", "apiVersion": "v1", "metadata": gen.Obj{}, "status": "Success"})
+	del.ObjectRef.UID = types.UID(unsafe.String(&body[0], len(body)))
+	r.ObserveEvents("c", []auditv1.Event{del})
+	if keeps(r, "prod") {
+		t.Fatal("rule still applied after its delete")
+	}
+	copy(body, "zz") // the next request's bytes
+	r.ObserveEvents("c", []auditv1.Event{orcEvent("update", orc("options-record", "r", "u9", "11", "prod"))})
+	if keeps(r, "prod") {
+		t.Error("a late update brought back a deleted rule: the registry kept the uid in the event's memory")
 	}
 }

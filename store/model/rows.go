@@ -79,6 +79,12 @@ type Version struct {
 type Batch struct {
 	Events   []Event
 	Versions []Version
+	// Retained is set by a Writer that returns while it may still read the
+	// batch (the journal, when it stops waiting for a slow store at its
+	// deadline and journals the batch instead): the memory the batch's
+	// strings and objects point into must not be reused then. It is set
+	// before WriteBatch returns, by the goroutine that called it.
+	Retained bool
 }
 
 // Writer stores one batch durably, in one transaction, and returns only
