@@ -151,6 +151,25 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		r.Header.Del("Authorization")
+		if h, ok := impersonationHeader(r.Header); ok {
+			// Acting on it unchecked would run a restore as the token's
+			// owner while its caller believes it runs as someone else;
+			// ignoring it would too. The aggregated API (through the
+			// kube-apiserver, which authorizes the impersonation) serves it.
+			writeError(w, r, s.log, fmt.Errorf("%w: impersonation (%s) is not served by the direct API: send the request through the kube-apiserver (kubectl record without --record-server), which authorizes it", history.ErrForbidden, h))
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(history.WithCaller(r.Context(), resp.User)))
 	})
+}
+
+// impersonationHeader returns the canonical name of an Impersonate-* header
+// of h, if it has one.
+func impersonationHeader(h http.Header) (string, bool) {
+	for k := range h {
+		if len(k) >= len("impersonate-") && strings.EqualFold(k[:len("impersonate-")], "impersonate-") {
+			return http.CanonicalHeaderKey(k), true
+		}
+	}
+	return "", false
 }

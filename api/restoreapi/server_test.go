@@ -231,6 +231,27 @@ func TestAuthentication(t *testing.T) {
 	}
 }
 
+// A caller asking to act as someone else is refused, not served as itself:
+// a restore that ignored the header would run with the token owner's rights
+// while its caller believed otherwise.
+func TestImpersonationIsRefused(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, &fakeReader{versions: testVersions()})
+	for _, h := range []string{"Impersonate-User", "impersonate-group", "Impersonate-Uid", "Impersonate-Extra-Scopes"} {
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/clusters/default/changes", nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header[h] = []string{"alice"} // as sent, not canonicalized
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "impersonation") || strings.Contains(rec.Body.String(), "configmaps") {
+			t.Errorf("%s: %d %s; want a 403 that says impersonation is not served", h, rec.Code, rec.Body)
+		}
+	}
+	if code, _, body := do(t, s, http.MethodGet, "/api/v1/clusters/default/changes", ""); code != http.StatusOK {
+		t.Errorf("without impersonation: %d %s", code, body)
+	}
+}
+
 func TestStandaloneIsReadOnly(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, &fakeReader{versions: testVersions()})

@@ -7,14 +7,18 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
 	"github.com/options-record/options-record/api/history/diff"
@@ -234,5 +238,39 @@ func TestEscapeTextLeavesNoControlToTheTerminal(t *testing.T) {
 		if strings.ContainsRune(l, '\u009b') {
 			t.Errorf("a scalar diff line carries U+009B: %q", l)
 		}
+	}
+}
+
+// TestImpersonationNeedsTheAPIServer: --as with --record-server is refused
+// before any request, not dropped (the request would run as the token's
+// owner).
+func TestImpersonationNeedsTheAPIServer(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		http.Error(w, "not expected", http.StatusTeapot)
+	}))
+	defer srv.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q}}]
+users: [{name: u, user: {token: t0ken}}]
+contexts: [{name: c, context: {cluster: c, user: u, namespace: shop}}]
+current-context: c
+`, srv.URL)
+	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, as := range [][]string{{"--as", "alice"}, {"--as-group", "admins"}, {"--as-uid", "1234"}} {
+		var out, errOut bytes.Buffer
+		args := append([]string{"deletions", "--record-server", srv.URL, "--record-token", "t0ken", "--kubeconfig", kubeconfig}, as...)
+		code := Main(args, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		if code != 2 || !strings.Contains(errOut.String(), "kube-apiserver") {
+			t.Errorf("%v: exit %d, %q; want a usage error", as, code, errOut.String())
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests reached the record server", n)
 	}
 }

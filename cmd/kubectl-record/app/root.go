@@ -159,6 +159,12 @@ func (o *options) record() (recordv1.RecordV1alpha1Interface, error) {
 // recordDirect is the typed client of the record served directly, with a
 // bearer token.
 func (o *options) recordDirect() (recordv1.RecordV1alpha1Interface, error) {
+	if o.impersonating() {
+		// The direct door serves the token's owner only: sent without the
+		// kube-apiserver, --as would be dropped and a restore would run
+		// with the owner's rights instead.
+		return nil, usageError{errors.New("--as, --as-group and --as-uid go through the kube-apiserver, which authorizes them: leave out --record-server")}
+	}
 	token := o.recordToken
 	if token == "" {
 		if cfg, err := o.config.ToRESTConfig(); err == nil {
@@ -174,6 +180,14 @@ func (o *options) recordDirect() (recordv1.RecordV1alpha1Interface, error) {
 		return nil, err
 	}
 	return cs.RecordV1alpha1(), nil
+}
+
+// impersonating tells whether the command line asks to act as someone else.
+func (o *options) impersonating() bool {
+	c := o.config
+	return c.Impersonate != nil && *c.Impersonate != "" ||
+		c.ImpersonateUID != nil && *c.ImpersonateUID != "" ||
+		c.ImpersonateGroup != nil && len(*c.ImpersonateGroup) > 0
 }
 
 // namespace returns the namespace of -n, or the kubeconfig context's.
