@@ -91,7 +91,8 @@ func (s *Service) Plan(ctx context.Context, cluster, id string) (*Plan, error) {
 	return planOf(rec)
 }
 
-// ownPlan loads a plan; only its author may see it.
+// ownPlan loads a plan; only its author may see it (to anyone else it does
+// not exist).
 func (s *Service) ownPlan(ctx context.Context, cluster, id string) (*store.RestoreRecord, error) {
 	rec, err := s.restoresLog().Restore(ctx, cluster, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -103,8 +104,10 @@ func (s *Service) ownPlan(ctx context.Context, cluster, id string) (*store.Resto
 	// The author is the user and, when the authenticator gives one, its
 	// uid: a ServiceAccount deleted and made again under the same name is
 	// another author (and may have other rights).
+	// Another's plan answers as an unknown one: a refusal would confirm
+	// the plan and, with its author's name, who is restoring what.
 	if u := history.Caller(ctx); rec.Username != u.GetName() || rec.UserUID != "" && rec.UserUID != u.GetUID() {
-		return nil, fmt.Errorf("%w: restore plan %s was made by %q: only its author may read or execute it", history.ErrForbidden, id, rec.Username)
+		return nil, fmt.Errorf("%w: no restore plan %q", history.ErrNotFound, id)
 	}
 	return rec, nil
 }

@@ -139,7 +139,7 @@ var operations = []operation{
 			"Nothing is changed: review the plan, then execute it. Objects a controller re-creates (controller-owned dependents, each namespace's default ServiceAccount) are skipped. Needs `get` on every resource involved.",
 		Body: restore.PlanRequest{}, Response: restore.Plan{}, Status: 201},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/restore-plans/{id}", ID: "getPlan", Tag: "restore",
-		Summary: "A plan, with its outcome once executed", Description: "Only the plan's author may read it.",
+		Summary: "A plan, with its outcome once executed", Description: "Only the plan's author may read it; to anyone else it is not found (404).",
 		Params: []param{pFormat}, Response: restore.Plan{}, Status: 200, YAML: true},
 	{Method: http.MethodPost, Path: "/clusters/{cluster}/restore-plans/{id}/execute", ID: "executePlan", Tag: "restore",
 		Summary: "Execute a plan",
