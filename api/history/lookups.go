@@ -230,7 +230,11 @@ func (s *Service) asOf(ctx context.Context, f ChangeFilter, p PageOptions) (Page
 			}
 			return s.reader.ObjectsAsOf(ctx, q)
 		},
-		gr: AuthzTarget, conv: versionConv, cur: func(v *store.VersionRecord) store.Cursor { return store.Cursor{UID: v.UID} },
+		// The scan goes by uid alone; the version's time and key make the
+		// cursor one the API opens again (it refuses one without them).
+		gr: AuthzTarget, conv: versionConv, cur: func(v *store.VersionRecord) store.Cursor {
+			return store.Cursor{At: v.ChangedAt, UID: v.UID, Key: v.Key}
+		},
 		redact: func(v *store.VersionRecord, f *ReadFilter) error { return f.redactInitiator(v) },
 	}.run(after, s.ReadFilter(ctx))
 }

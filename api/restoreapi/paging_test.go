@@ -50,6 +50,8 @@ func TestPagesTellNothingOfHiddenRows(t *testing.T) {
 		{"a readable change behind hidden ones", "/changes?namespace=prod&until=" + url.QueryEscape(rt0.Add(5*time.Minute).Format(time.RFC3339)), []string{"app"}},
 		{"only hidden rows after the page", "/changes?namespace=prod&since=" + since, []string{"late"}},
 		{"hidden rows between two pages", "/changes?namespace=prod", []string{"late", "app"}},
+		{"as of a time, page after page", "/changes?namespace=prod&asOf=" + url.QueryEscape(rt0.Add(11*time.Minute).Format(time.RFC3339)), []string{"app", "late"}},
+		{"as of a time, hidden objects after the page", "/changes?namespace=prod&asOf=" + url.QueryEscape(rt0.Add(90*time.Second).Format(time.RFC3339)), []string{"app"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
