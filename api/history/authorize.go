@@ -97,6 +97,29 @@ func (f *ReadFilter) Allowed(group, resource, namespace string) (bool, error) {
 	return false, err
 }
 
+// AllowedNamed reports whether the caller may get the named object: by its
+// resource in namespace, or else by its name (a Role's resourceNames). Only
+// lists of one object ask it, so the names checked stay few.
+func (f *ReadFilter) AllowedNamed(group, resource, namespace, name string) (bool, error) {
+	ok, err := f.Allowed(group, resource, namespace)
+	if ok || err != nil || name == "" {
+		return ok, err
+	}
+	k := "get\x00" + group + "\x00" + resource + "\x00" + namespace + "\x00" + name
+	err, seen := f.cache[k]
+	if !seen {
+		if len(f.cache) >= MaxChecks {
+			return false, errTooManyChecks
+		}
+		err = f.s.authorize(f.ctx, "get", group, resource, namespace, name)
+		f.cache[k] = err
+	}
+	if errors.Is(err, ErrForbidden) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // allowedVerbs reports whether the caller may do every verb on the
 // resource in namespace; errors other than a denial are returned.
 func (f *ReadFilter) AllowedVerbs(group, resource, namespace string, verbs ...string) (bool, error) {

@@ -171,7 +171,7 @@ func (s *Service) History(ctx context.Context, cluster string, o ObjectName, p P
 		return Page[Version]{}, err
 	}
 	group, ns := o.Group, o.Namespace
-	return s.listChanges(ctx, store.ChangeQuery{Cluster: cluster, Group: &group, Namespace: &ns,
+	return s.listObjectChanges(ctx, store.ChangeQuery{Cluster: cluster, Group: &group, Namespace: &ns,
 		Resource: o.Resource, Name: o.Name, Ascending: true}, p)
 }
 
@@ -195,7 +195,7 @@ func (s *Service) HistoryByUID(ctx context.Context, cluster, uid string, p PageO
 		}
 		return Page[Version]{}, err
 	}
-	return s.listChanges(ctx, store.ChangeQuery{Cluster: cluster, UID: uid, Ascending: true}, p)
+	return s.listObjectChanges(ctx, store.ChangeQuery{Cluster: cluster, UID: uid, Ascending: true}, p)
 }
 
 // asOf lists the versions that held the objects' states at f.AsOf, one
@@ -240,6 +240,17 @@ func (s *Service) asOf(ctx context.Context, f ChangeFilter, p PageOptions) (Page
 }
 
 func (s *Service) listChanges(ctx context.Context, q store.ChangeQuery, p PageOptions) (Page[Version], error) {
+	return s.changesScan(ctx, q, p, nil)
+}
+
+// listObjectChanges lists the versions of one object (one name or one
+// uid) to a caller authorized to get it by name: rows are also checked by
+// name, so a Role's resourceNames show the object's history.
+func (s *Service) listObjectChanges(ctx context.Context, q store.ChangeQuery, p PageOptions) (Page[Version], error) {
+	return s.changesScan(ctx, q, p, func(v *store.VersionRecord) string { return v.Name })
+}
+
+func (s *Service) changesScan(ctx context.Context, q store.ChangeQuery, p PageOptions, name func(*store.VersionRecord) string) (Page[Version], error) {
 	limit, after, err := s.page(p)
 	if err != nil {
 		return Page[Version]{}, err
@@ -250,7 +261,7 @@ func (s *Service) listChanges(ctx context.Context, q store.ChangeQuery, p PageOp
 			q.After, q.Limit = after, n
 			return s.reader.Changes(ctx, q)
 		},
-		gr: AuthzTarget, conv: versionConv, cur: versionCursor,
+		gr: AuthzTarget, name: name, conv: versionConv, cur: versionCursor,
 		redact: func(v *store.VersionRecord, f *ReadFilter) error { return f.redactInitiator(v) },
 	}.run(after, s.ReadFilter(ctx))
 }

@@ -15,6 +15,10 @@ type pageScan[R any, T any] struct {
 	// fetch reads up to n rows after the cursor (nil: from the start).
 	fetch func(after *store.Cursor, n int) ([]R, error)
 	gr    func(*R) (string, string, string)
+	// name, when set, is the row's object name: a row the caller may not
+	// get by its resource and namespace is checked by name too. Set for
+	// the lists of one object, whose caller was authorized by its name.
+	name func(*R) string
 	conv  func(*R) T
 	cur   func(*R) store.Cursor
 	// redact, when set, leaves out of a row the caller may read what it
@@ -50,7 +54,12 @@ func (p pageScan[R, T]) run(after *store.Cursor, f *ReadFilter) (Page[T], error)
 		scanned += len(rows)
 		for i := range rows {
 			g, res, ns := p.gr(&rows[i])
-			ok, err := f.Allowed(g, res, ns)
+			var ok bool
+			if p.name != nil {
+				ok, err = f.AllowedNamed(g, res, ns, p.name(&rows[i]))
+			} else {
+				ok, err = f.Allowed(g, res, ns)
+			}
 			if errors.Is(err, errTooManyChecks) {
 				return page, nil // the scan's bound: the list ends here
 			}

@@ -1,6 +1,7 @@
 package restoreapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/store"
@@ -141,6 +144,47 @@ func TestPageScanIsBounded(t *testing.T) {
 		}
 		if len(page.Items) != tt.want || page.Next != "" {
 			t.Errorf("GET %s: %d items, next %q; want %d items and no next", tt.path, len(page.Items), page.Next, tt.want)
+		}
+	}
+}
+
+// onlyConfigMapApp grants what a Role with resourceNames does: get on the
+// ConfigMap prod/app, and nothing else.
+type onlyConfigMapApp struct{}
+
+func (onlyConfigMapApp) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.GetVerb() == "get" && a.GetResource() == "configmaps" && a.GetNamespace() == "prod" && a.GetName() == "app" {
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
+// TestHistoryByResourceNames: a caller who may get one object by its name
+// (a Role's resourceNames) reads that object's history, by name and by
+// uid, and nothing else.
+func TestHistoryByResourceNames(t *testing.T) {
+	t.Parallel()
+	st := openRecord(t, store.Options{}, hiddenRecord()...)
+	h := recordServer(t, st, onlyConfigMapApp{}, Options{})
+	base := "/api/v1/clusters/default"
+	for _, tt := range []struct {
+		path  string
+		code  int
+		items int
+	}{
+		{"/history?resource=configmaps&namespace=prod&name=app", http.StatusOK, 1},
+		{"/objects/uid-prod-configmaps-app/history", http.StatusOK, 1},
+		{"/history?resource=configmaps&namespace=prod&name=late", http.StatusForbidden, 0},
+		{"/objects/uid-prod-configmaps-late/history", http.StatusNotFound, 0},
+		{"/changes?namespace=prod", http.StatusOK, 0},
+	} {
+		code, _, body := do(t, h, http.MethodGet, base+tt.path, "")
+		var page struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		_ = json.Unmarshal([]byte(body), &page)
+		if code != tt.code || len(page.Items) != tt.items {
+			t.Errorf("GET %s: %d with %d items, want %d with %d: %s", tt.path, code, len(page.Items), tt.code, tt.items, body)
 		}
 	}
 }
