@@ -104,6 +104,10 @@ var (
 	errLongerThanAnnounced = errors.New("body longer than its Content-Length")
 )
 
+// slowBodyRetryAfter is the Retry-After of a body cut off for its rate:
+// without one, the apiserver drops the batch on the first try.
+const slowBodyRetryAfter = "5"
+
 // bodyReader reads request bodies under the handler's limits, before the
 // request takes a processing slot: a caller that sends slowly occupies a
 // connection, never a slot.

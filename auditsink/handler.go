@@ -224,6 +224,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			outcome = "slow_body"
 			h.opts.Logger.Warn("request body too slow: cut off", "cluster", cluster, "remote", r.RemoteAddr,
 				"received_bytes", len(body), "min_rate", h.opts.MinBodyRate)
+			// The apiserver retries a failed batch only when the answer says
+			// so (webhook.DefaultShouldRetry): a slow link is no reason to
+			// lose the batch.
+			w.Header().Set("Retry-After", slowBodyRetryAfter)
 			w.Header().Set("Connection", "close")
 			http.Error(w, fmt.Sprintf("request body slower than %d bytes/s or longer than %v to send", h.opts.MinBodyRate, h.opts.BodyTimeout), http.StatusRequestTimeout)
 		default:
@@ -272,6 +276,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "the record is unavailable; retry", status)
 			case http.StatusRequestTimeout:
 				h.opts.Logger.Warn("request body too slow: cut off", "cluster", cluster, "remote", r.RemoteAddr, "min_rate", h.opts.MinBodyRate)
+				w.Header().Set("Retry-After", slowBodyRetryAfter)
 				w.Header().Set("Connection", "close")
 				http.Error(w, fmt.Sprintf("request body slower than %d bytes/s or a chunk longer than %v to send", h.opts.MinBodyRate, h.opts.BodyTimeout), status)
 			default:

@@ -1,6 +1,7 @@
 package auditsink_test
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -8,18 +9,23 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/apiserver/pkg/util/webhook"
 
 	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/cmd/options-record/app/certs"
@@ -757,6 +763,9 @@ func TestSlowBodiesDoNotHoldSlots(t *testing.T) {
 		if c.answer != "" && !strings.HasPrefix(c.answer, "HTTP/1.1 408") {
 			t.Errorf("slow body answered %.100q, want 408 or the connection closed", c.answer)
 		}
+		if c.answer != "" && !apiserverRetries(t, c.answer) {
+			t.Errorf("slow body answered %.200q: the kube-apiserver would drop the batch, not retry it", c.answer)
+		}
 		if c.timedOut {
 			t.Errorf("slow body still open after %v: the sink never cut it off", c.after)
 		}
@@ -856,4 +865,24 @@ func TestOldEventsCreateNoPartitions(t *testing.T) {
 			h.healthy()
 		})
 	}
+}
+
+// apiserverRetries tells whether the kube-apiserver's audit webhook retries
+// a batch answered with the raw HTTP answer: the error client-go's REST
+// client makes of it (request.go: newUnstructuredResponseError, with the
+// Retry-After seconds), judged by the webhook's own retry rule.
+func apiserverRetries(t *testing.T, answer string) bool {
+	t.Helper()
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(answer)), nil)
+	if err != nil {
+		t.Fatalf("reading the answer %.100q: %v", answer, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	retryAfter := 0
+	if v, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+		retryAfter = v
+	}
+	err = apierrors.NewGenericServerResponse(resp.StatusCode, http.MethodPost, schema.GroupResource{}, "", string(body), retryAfter, true)
+	return webhook.DefaultShouldRetry(err)
 }
