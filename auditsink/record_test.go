@@ -177,6 +177,39 @@ func TestDeleteCollectionRecordsEachObject(t *testing.T) {
 	}
 }
 
+// TestDeleteCollectionOfMetadataRecordsEachDeletion: a deletecollection
+// answered with its items' metadata only (a PartialObjectMetadataList, as
+// the metadata API asks, or a List the webhook cut to its metadata for its
+// size) still records which objects went, by whom, with the state recorded
+// before; the metadata is not taken for a state to restore.
+func TestDeleteCollectionOfMetadataRecordsEachDeletion(t *testing.T) {
+	e := newEnv(t)
+	a := ConfigMap("prod", "a", "uid-a", 200, map[string]string{"k": "a1"})
+	b := ConfigMap("prod", "b", "uid-b", 201, map[string]string{"k": "b1"})
+	e.send(Event(Namespace("prod"), Name("a"), Response(a)), Event(Namespace("prod"), Name("b"), Response(b)))
+	metaOnly := func(o Obj) Obj {
+		return Obj{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": o["metadata"]}
+	}
+	list := Obj{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList", "metadata": Obj{"resourceVersion": "300"},
+		"items": []any{metaOnly(a), metaOnly(b)}}
+	e.send(Event(Verb("deletecollection"), User("erin"), Namespace("prod"), Name(""), Response(list)))
+	for _, name := range []string{"a", "b"} {
+		h := e.history("prod", name)
+		if len(h) != 2 {
+			t.Fatalf("%s: %d changes, want create and deletecollection", name, len(h))
+		}
+		if d := h[1]; d.Verb != "deletecollection" || d.Username != "erin" || !d.Deleted || !d.PriorKnown || data(d.PriorObject)["k"] != name+"1" {
+			t.Errorf("%s: deletecollection row = %+v", name, d)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM object_versions WHERE verb = 'deletecollection' AND NOT complete AND object IS NULL AND deleted`); n != 2 {
+		t.Errorf("deletecollection versions without a state = %d, want 2", n)
+	}
+	if n := e.count(`SELECT count(*) FROM deletions WHERE namespace = 'prod' AND username = 'erin' AND prior_object->'data'->>'k' IN ('a1', 'b1')`); n != 2 {
+		t.Errorf("deletions with their prior state = %d, want 2", n)
+	}
+}
+
 func TestNamespaceCascadeIsAttributedToTheUser(t *testing.T) {
 	e := newEnv(t)
 	cm := ConfigMap("team-a", "settings", "uid-s", 400, map[string]string{"k": "x"})

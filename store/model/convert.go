@@ -206,6 +206,10 @@ func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigest
 				c.Skips = append(c.Skips, skipBadObject)
 				continue
 			}
+			if im.Kind == "PartialObjectMetadata" {
+				c.addMetadataVersion(&e, &im, itemAPIVersion, itemKind)
+				continue
+			}
 			item = withTypeMeta(item, &im, itemAPIVersion, itemKind)
 			c.addObjectVersion(&e, ev, &im, item, !d.RecordSecretData, dg)
 		}
@@ -291,6 +295,34 @@ func (c *Converted) addObjectVersion(e *Event, ev *auditv1.Event, meta *objectMe
 		v.SecretDigested = true
 	}
 	v.Object = raw // the text the apiserver sent (json keeps it as is), without managedFields
+	c.Versions = append(c.Versions, v)
+}
+
+// addMetadataVersion records the deletion of an item a deletecollection
+// answered with its metadata only: a PartialObjectMetadataList (the
+// metadata API), or a List the webhook cut to its items' metadata because
+// it was too large to hold (auditsink). The version has no state (its
+// last full state is the newest one recorded before it) but says which
+// object went, and when.
+func (c *Converted) addMetadataVersion(e *Event, meta *objectMeta, apiVersion, kind string) {
+	if meta.Metadata.UID == "" {
+		c.Skips = append(c.Skips, skipNoUID)
+		return
+	}
+	rv, err := parseRV(meta.Metadata.ResourceVersion)
+	if err != nil {
+		c.Skips = append(c.Skips, skipBadRV)
+		return
+	}
+	v := baseVersion(e, meta.Metadata.UID)
+	v.Key = versionKey(e.Key, meta.Metadata.UID)
+	v.ResourceVersion = rv
+	if kind != "" && kind != "PartialObjectMetadata" {
+		v.APIVersion, v.Kind = splitAPIVersion(apiVersion, v.APIVersion), kind
+	}
+	v.Namespace, v.Name = meta.Metadata.Namespace, meta.Metadata.Name
+	v.Deleted = gone(meta)
+	v.Complete = false
 	c.Versions = append(c.Versions, v)
 }
 
