@@ -40,6 +40,7 @@ func (h *Handler) stream(ctx context.Context, cluster string, prefix []byte, res
 	if s.kind != "EventList" || s.apiVersion != auditv1.SchemeGroupVersion.String() {
 		return total, http.StatusBadRequest, wrongKind(s.kind, s.apiVersion)
 	}
+	cut := 0 // s.cut already logged
 	for done := false; !done; {
 		var (
 			buf     bytes.Buffer
@@ -70,6 +71,11 @@ func (h *Handler) stream(ctx context.Context, cluster string, prefix []byte, res
 			n++
 		}
 		buf.WriteString(chunkTrailer)
+		if s.cut > cut {
+			h.opts.Logger.Warn("deletecollection answers longer than the largest event taken: items past half of it kept as their metadata only",
+				"cluster", cluster, "items", s.cut-cut, "max_event_bytes", h.opts.MaxEventBytes)
+			cut = s.cut
+		}
 		rest.pause() // the sender waits for the chunk to be stored
 		now := h.now()
 		events, undecodable, err := DecodeEventList(buf.Bytes(), now)

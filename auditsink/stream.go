@@ -26,6 +26,7 @@ type itemStream struct {
 	apiVersion string
 	state      int // where in the envelope the stream is
 	first      bool
+	cut        int // List items kept as their metadata only (see event)
 }
 
 const (
@@ -195,8 +196,9 @@ func (s *itemStream) literal(rest string) error {
 
 // next appends the next item to dst. It returns io.EOF after the last item
 // (with the envelope read to its end), errItemTooLarge for an item longer
-// than maxItem (skipped: dst is as it was, and the stream goes on), and any
-// other error for a body that is not an EventList.
+// than maxItem (skipped: dst is as it was, and the stream goes on; but see
+// event for a deletecollection's long List), and any other error for a body
+// that is not an EventList.
 func (s *itemStream) next(dst *bytes.Buffer) error {
 	for s.state == inItems {
 		c, err := s.space()
@@ -220,7 +222,13 @@ func (s *itemStream) next(dst *bytes.Buffer) error {
 		}
 		s.first = false
 		mark := dst.Len()
-		err = s.value(c, dst, s.maxItem)
+		if c == '{' && s.maxItem >= 0 && s.deleteCollectionAhead() {
+			var cut int
+			cut, err = s.event(dst, s.maxItem)
+			s.cut += cut
+		} else {
+			err = s.value(c, dst, s.maxItem)
+		}
 		if errors.Is(err, errItemTooLarge) {
 			dst.Truncate(mark)
 		}

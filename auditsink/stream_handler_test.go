@@ -80,3 +80,44 @@ func TestLargeBatchIsStreamedAndStoredWhole(t *testing.T) {
 		t.Errorf("events after redelivery = %d, want 41", n)
 	}
 }
+
+// TestLongDeleteCollectionKeepsWhoDeletedWhat: the namespace controller's
+// deletecollection of large objects answers a List longer than the
+// largest event taken. It is stored, not skipped: the event, one deletion
+// per object with the state recorded before it, the first items' states
+// whole and the others' metadata only. Redelivered, it adds nothing.
+func TestLongDeleteCollectionKeepsWhoDeletedWhat(t *testing.T) {
+	e := newEnv(t)
+	srv := e.streamingServer(256<<10, 1<<20)
+	var cms []Obj
+	for i := range 4 {
+		name := fmt.Sprintf("big-%d", i)
+		cm := ConfigMap("prod", name, "uid-"+name, int64(100+i), map[string]string{"v": strings.Repeat(string(rune('a'+i)), 400<<10)})
+		cms = append(cms, cm)
+		if code, msg := post(t, srv, token, "application/json", EventList(Event(Namespace("prod"), Name(name), Request(cm), Response(cm)))); code != 200 {
+			t.Fatalf("create %s: %d %s", name, code, msg)
+		}
+	}
+	del := EventList(Event(Verb("deletecollection"), User("system:kube-controller-manager"), Namespace("prod"), Name(""),
+		Response(List("v1", "ConfigMapList", 200, cms...))))
+	if len(del) < 1<<20 {
+		t.Fatalf("the deletecollection is %d bytes; the test needs one longer than the largest event taken", len(del))
+	}
+	for range 2 { // and its redelivery
+		if code, msg := post(t, srv, token, "application/json", del); code != 200 || !strings.Contains(msg, `"kept":1`) {
+			t.Fatalf("deletecollection: %d %s; want 200 with the event kept", code, msg)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM events WHERE verb = 'deletecollection' AND username = 'system:kube-controller-manager'`); n != 1 {
+		t.Errorf("deletecollection events: %d, want 1", n)
+	}
+	if n := e.count(`SELECT count(*) FROM deletions WHERE namespace = 'prod' AND username = 'system:kube-controller-manager'
+		AND octet_length(prior_object->'data'->>'v') = 409600`); n != 4 {
+		t.Errorf("deletions with their prior state: %d, want 4", n)
+	}
+	whole := e.count(`SELECT count(*) FROM object_versions WHERE verb = 'deletecollection' AND complete AND object IS NOT NULL`)
+	cut := e.count(`SELECT count(*) FROM object_versions WHERE verb = 'deletecollection' AND NOT complete AND object IS NULL AND deleted`)
+	if whole < 1 || whole+cut != 4 {
+		t.Errorf("deletecollection versions: %d whole and %d metadata only, want at least one whole and 4 in all", whole, cut)
+	}
+}
