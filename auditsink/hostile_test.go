@@ -30,6 +30,7 @@ import (
 	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/cmd/options-record/app/certs"
 	"github.com/options-record/options-record/filter"
+	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
 	. "github.com/options-record/options-record/test/gen"
 )
@@ -384,6 +385,10 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 		badK                 string // data.k of the stored object (no pair), when set
 		badUser              string // the stored event's username, when set
 		uncounted            bool   // sanitized before the counter sees it
+		// exact is in the state the store gives the restore, the manifest
+		// and the diff: the text the apiserver sent, not the one the
+		// views show.
+		exact string
 	}{
 		{
 			name: "NUL in a text field",
@@ -398,7 +403,8 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 				bad := ConfigMap("default", p+"-bad", "uid-"+p+"-bad", 10, map[string]string{"k": "v\x00"})
 				return EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), Response(bad)))
 			},
-			badK: "v\uFFFD",
+			badK:  "v\uFFFD",
+			exact: `"k":"v\u0000"`,
 		},
 		{
 			name: "invalid UTF-8 inside an object",
@@ -424,6 +430,7 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 				return bytes.Replace(b, []byte("MARK"), []byte(`a\ud800b`), 1)
 			},
 			badValue: "a\uFFFDb",
+			exact:    `"k":"a\ud800b"`,
 		},
 		{
 			name: "a lone low surrogate in a patch body",
@@ -508,6 +515,20 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 				}
 				if got != tt.badK {
 					t.Errorf("the object was stored with data.k %q, want %q (NUL and invalid UTF-8 replaced by U+FFFD)", got, tt.badK)
+				}
+			}
+			if tt.exact != "" {
+				var uid string
+				var key []byte
+				if err := h.env.pool.QueryRow(context.Background(), `SELECT uid, version_key FROM object_versions WHERE name = $1`, p+"-bad").Scan(&uid, &key); err != nil {
+					t.Fatal(err)
+				}
+				states, err := h.env.st.Objects(context.Background(), "default", []string{uid}, [][]byte{key})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := string(states[store.ObjectID(uid, key)]); !strings.Contains(got, tt.exact) {
+					t.Errorf("the state given back is %.300s; want the text the apiserver sent (%s)", got, tt.exact)
 				}
 			}
 			if tt.badUser != "" {

@@ -34,7 +34,7 @@ SELECT v.cluster, v.uid, v.version_key, v.resource_version, v.origin, v.verb, v.
 
 var (
 	versionOnlySelectNoObject   = fmt.Sprintf(versionOnlyColumns, "NULL::json", "false")
-	versionOnlySelectWithObject = fmt.Sprintf(versionOnlyColumns, "v.object", "false")
+	versionOnlySelectWithObject = fmt.Sprintf(versionOnlyColumns, stateColumn, "false")
 )
 
 // versionWithEvent is a VersionRecord with the key of its event (nil for a
@@ -148,7 +148,7 @@ func (s *Store) versions(ctx context.Context, what, cluster, sql string, args ..
 
 // objectsSQL reads the stored objects of versions named by (uid, key).
 const objectsSQL = `
-SELECT v.uid, v.version_key, v.object
+SELECT v.uid, v.version_key, ` + stateColumn + `
 FROM object_versions v
 WHERE v.cluster = $1 AND (v.uid, v.version_key) IN (SELECT * FROM unnest($2::text[], $3::bytea[]))
   AND v.object IS NOT NULL`

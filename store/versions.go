@@ -79,8 +79,12 @@ func (v *VersionRecord) HasState() bool {
 	return v.HasObject && (v.Complete || v.Deleted)
 }
 
+// stateColumn is a version's state as the apiserver sent it: object_exact
+// when object had to differ from it (see migration 00013).
+const stateColumn = "coalesce(v.object_exact, v.object)"
+
 // versionSelect lists the columns of a VersionRecord; %s is the object
-// column ("v.object" or "NULL::json") and the stale expression.
+// column (stateColumn or "NULL::json") and the stale expression.
 const versionSelect = `
 SELECT v.cluster, v.uid, v.version_key, v.resource_version, v.origin, v.verb, v.changed_at,
        v.api_group, v.api_version, v.kind, v.resource, v.subresource, v.namespace, v.name,
@@ -92,7 +96,7 @@ SELECT v.cluster, v.uid, v.version_key, v.resource_version, v.origin, v.verb, v.
 
 var (
 	versionSelectNoObject   = fmt.Sprintf(versionSelect, "NULL::json", "false")
-	versionSelectWithObject = fmt.Sprintf(versionSelect, "v.object", "false")
+	versionSelectWithObject = fmt.Sprintf(versionSelect, stateColumn, "false")
 )
 
 const versionFromEvents = `
@@ -337,7 +341,7 @@ func (s *Store) oneVersion(ctx context.Context, what, cluster, sql string, args 
 
 // asOfSQL is objects_as_of with the identity of each version: the newest
 // recorded version of each object of a namespace that existed at $3.
-var asOfSQL = fmt.Sprintf(versionSelect, "v.object", `EXISTS (SELECT 1 FROM object_versions x
+var asOfSQL = fmt.Sprintf(versionSelect, stateColumn, `EXISTS (SELECT 1 FROM object_versions x
            WHERE x.cluster = v.cluster AND x.uid = v.uid AND NOT x.complete AND NOT x.deleted
              AND x.resource_version > v.resource_version AND x.changed_at <= $3)`) + `
 FROM (

@@ -20,7 +20,7 @@ var eventColumns = []string{
 var versionColumns = []string{
 	"cluster", "uid", "version_key", "resource_version", "origin", "verb", "changed_at", "event_key",
 	"api_group", "api_version", "kind", "resource", "subresource", "namespace", "name", "created",
-	"deleted", "complete", "object", "secret_digested", "rules",
+	"deleted", "complete", "object", "secret_digested", "rules", "object_exact",
 }
 
 // Both lookups only read rows the batch could collide with: the events of
@@ -259,7 +259,7 @@ func versionRow(v *model.Version) []any {
 	return []any{
 		v.Cluster, v.UID, v.Key, v.ResourceVersion, string(v.Origin), v.Verb, v.ChangedAt, v.EventKey,
 		v.APIGroup, v.APIVersion, v.Kind, v.Resource, v.Subresource, v.Namespace, v.Name, v.Created,
-		v.Deleted, v.Complete, nullJSON(v.Object), v.SecretDigested, nonNil(v.Rules),
+		v.Deleted, v.Complete, nullJSON(v.Object), v.SecretDigested, nonNil(v.Rules), nullJSON(v.ObjectExact),
 	}
 }
 

@@ -73,6 +73,7 @@ type versionRecord struct {
 	Deleted         bool      `json:"deleted,omitempty"`
 	Complete        bool      `json:"complete,omitempty"`
 	Object          []byte    `json:"object"`
+	ObjectExact     []byte    `json:"object_exact,omitempty"`
 	SecretDigested  bool      `json:"secret_digested,omitempty"`
 	Rules           []string  `json:"rules"`
 }
@@ -137,6 +138,7 @@ func toRecord(b *model.Batch) *batchRecord {
 			Deleted:         v.Deleted,
 			Complete:        v.Complete,
 			Object:          v.Object,
+			ObjectExact:     v.ObjectExact,
 			SecretDigested:  v.SecretDigested,
 			Rules:           v.Rules,
 		}
@@ -204,6 +206,7 @@ func (r *batchRecord) batch() *model.Batch {
 			Deleted:         v.Deleted,
 			Complete:        v.Complete,
 			Object:          v.Object,
+			ObjectExact:     v.ObjectExact,
 			SecretDigested:  v.SecretDigested,
 			Rules:           v.Rules,
 		}

@@ -68,6 +68,7 @@ type versionV1 struct {
 	Deleted         bool      `json:"Deleted"`
 	Complete        bool      `json:"Complete"`
 	Object          []byte    `json:"Object"`
+	ObjectExact     []byte    `json:"ObjectExact,omitempty"` // never written by version 1: here so that the record converts
 	SecretDigested  bool      `json:"SecretDigested"`
 	Rules           []string  `json:"Rules"`
 }

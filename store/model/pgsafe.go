@@ -80,9 +80,21 @@ func (c *Converted) pgSafe() bool {
 			long(s, maxKeyBytes)
 		}
 		long(&v.Name, maxNameBytes)
+		orig := v.Object
 		js(&v.Object)
+		if !bytes.Equal(orig, v.Object) && exactStorable(orig) {
+			// The restore gives back what the apiserver sent.
+			v.ObjectExact = orig
+		}
 	}
 	return changed
+}
+
+// exactStorable tells whether PostgreSQL's json type takes raw as it is:
+// valid UTF-8 without NUL bytes, and JSON. Escapes it cannot read as text
+// (\u0000, lone surrogates) it stores all the same.
+func exactStorable(raw []byte) bool {
+	return len(raw) > 0 && utf8.Valid(raw) && bytes.IndexByte(raw, 0) < 0 && json.Valid(raw)
 }
 
 // shorten keeps a prefix of s and the digest of all of it, max bytes in

@@ -70,8 +70,12 @@ type Version struct {
 	Deleted         bool
 	Complete        bool
 	Object          []byte // JSON or nil
-	SecretDigested  bool
-	Rules           []string
+	// ObjectExact is the state as the apiserver sent it, when Object had to
+	// differ from it (characters PostgreSQL cannot read; see pgSafe); nil
+	// otherwise.
+	ObjectExact    []byte
+	SecretDigested bool
+	Rules          []string
 }
 
 // Batch is what one webhook request (or one import chunk) stores: its events
