@@ -166,8 +166,10 @@ func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigest
 	if keepRequestObject(ev, e.ResponseCode) {
 		raw := withoutManagedFields(withoutCredentials(ref, ev.RequestObject.Raw))
 		// The decoder skipped the objects without validating them (wire.go);
-		// what PostgreSQL's json column would refuse is not stored.
-		if !sonic.Valid(raw) {
+		// what PostgreSQL's json column would refuse is not stored. sonic
+		// stops at 4,096 levels, the apiserver at 10,000: encoding/json
+		// (whose limit is the apiserver's) judges what sonic refuses.
+		if !sonic.Valid(raw) && !json.Valid(raw) {
 			raw = nil
 			c.Sanitized = true
 		} else if digest {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +57,34 @@ func TestStatesAreStoredWithoutManagedFields(t *testing.T) {
 	}
 	if rq := string(c.Event.RequestObject); rq != "" && rq != want {
 		t.Errorf("the stored request body: %s", rq)
+	}
+}
+
+// TestADeepPatchIsKept: the apiserver takes patches nested up to 10,000
+// levels; a valid one deeper than the fast validator goes (4,096) is kept,
+// not dropped as invalid. Invalid JSON is still left out.
+func TestADeepPatchIsKept(t *testing.T) {
+	at := metav1.NewMicroTime(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
+	patch := func(body string) *auditv1.Event {
+		return &auditv1.Event{
+			AuditID: "a1", Stage: auditv1.StageResponseComplete, Verb: "patch", RequestURI: "/api/v1/namespaces/prod/configmaps/a",
+			User:           authnv1.UserInfo{Username: "alice"},
+			ObjectRef:      &auditv1.ObjectReference{APIVersion: "v1", Resource: "configmaps", Namespace: "prod", Name: "a"},
+			ResponseStatus: &metav1.Status{Code: 422}, StageTimestamp: at, RequestReceivedTimestamp: at,
+			RequestObject: &runtime.Unknown{Raw: []byte(body)},
+		}
+	}
+	deep := `{"data":` + strings.Repeat(`{"a":`, 5000) + `1` + strings.Repeat(`}`, 5000) + `}`
+	for _, tt := range []struct {
+		body string
+		kept bool
+	}{{deep, true}, {`{"data":tru}`, false}} {
+		c, err := Convert("c", patch(tt.body), Selection{Rules: []string{"r"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kept := c.Event.RequestObject != nil; kept != tt.kept || c.Sanitized == tt.kept {
+			t.Errorf("%.40s…: kept %v (sanitized %v), want kept %v", tt.body, kept, c.Sanitized, tt.kept)
+		}
 	}
 }
