@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/options-record/options-record/api/history"
@@ -230,7 +231,7 @@ func (s *attemptStorage) object(e *history.Event, withRequest bool) runtime.Obje
 	if withRequest && len(e.RequestObject) > 0 {
 		rec.RequestObject = &runtime.RawExtension{Raw: e.RequestObject}
 	}
-	meta := metav1.ObjectMeta{Name: attemptName(e.At, e.Key), Namespace: e.Namespace, CreationTimestamp: metav1.NewTime(e.At)}
+	meta := metav1.ObjectMeta{Name: attemptName(e.At, e.Key), Namespace: attemptNamespace(e.Namespace), CreationTimestamp: metav1.NewTime(e.At)}
 	if s.namespaced {
 		return &recordv1alpha1.Attempt{TypeMeta: metav1.TypeMeta{Kind: "Attempt", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
 			ObjectMeta: meta, AttemptRecord: rec}
@@ -238,6 +239,17 @@ func (s *attemptStorage) object(e *history.Event, withRequest bool) runtime.Obje
 	meta.Namespace = ""
 	return &recordv1alpha1.ClusterAttempt{TypeMeta: metav1.TypeMeta{Kind: "ClusterAttempt", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
 		ObjectMeta: meta, AttemptRecord: rec}
+}
+
+// attemptNamespace is the metadata namespace of a refused request's
+// attempt. kubectl shows it as is in its NAMESPACE column (-A), and a
+// refused request names whatever namespace its sender wrote: one that is
+// not a namespace name is shown quoted (the record body keeps it as sent).
+func attemptNamespace(ns string) string {
+	if ns == "" || len(validation.IsDNS1123Label(ns)) == 0 {
+		return ns
+	}
+	return cell(ns)
 }
 
 // messageCells is how many characters of the apiserver's message the

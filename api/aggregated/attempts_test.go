@@ -334,3 +334,22 @@ func TestAttemptTable(t *testing.T) {
 		t.Errorf("a short message: %q", m)
 	}
 }
+
+// TestAttemptNamespaceIsOneCell: a refused request names any namespace
+// its sender wrote; kubectl get attempts -A prints metadata.namespace as
+// is, so one that is not a namespace name is quoted there.
+func TestAttemptNamespaceIsOneCell(t *testing.T) {
+	t.Parallel()
+	s := newAttemptStorage(nil, nil, "e2e", true)
+	for ns, want := range map[string]string{
+		"prod":                           "prod",
+		"x\tfake\tsecrets\u202e\b":       `"x\tfake\tsecrets\u202e\b"`,
+		"Not-A-Label but printable text": "Not-A-Label but printable text",
+	} {
+		e := &history.Event{Namespace: ns, At: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC), Key: make([]byte, 32), Verb: "create"}
+		a := s.object(e, false).(*recordv1alpha1.Attempt)
+		if a.Namespace != want || a.Object.Namespace != ns {
+			t.Errorf("namespace %q: metadata %q, object %q; want metadata %q and the object's as sent", ns, a.Namespace, a.Object.Namespace, want)
+		}
+	}
+}

@@ -128,17 +128,24 @@ func (a *activityOptions) run(ctx context.Context) error {
 		fmt.Fprintf(a.streams.ErrOut, "No activity of %s recorded (that you may see).\n", cell(a.window.user))
 		return nil
 	}
-	cols := []column{{"WHEN", 0}, {"VERB", 0}, {"RESOURCE", 0}, {"NAMESPACE", 0}, {"OBJECT", 0}, {"RESULT", 0}, {"AS", 1}, {"USER-AGENT", 1}}
+	return printTable(a.streams.Out, activityColumns, activityRows(acts), false, a.wide)
+}
+
+var activityColumns = []column{{"WHEN", 0}, {"VERB", 0}, {"RESOURCE", 0}, {"NAMESPACE", 0}, {"OBJECT", 0}, {"RESULT", 0}, {"AS", 1}, {"USER-AGENT", 1}}
+
+// activityRows are the table rows of acts. Every recorded string is a cell:
+// a refused request's subresource is whatever its sender wrote.
+func activityRows(acts []act) []metav1.TableRow {
 	var rows []metav1.TableRow
 	for _, x := range acts {
 		verb := x.verb
 		if x.subresource != "" {
-			verb += "/" + x.subresource
+			verb += "/" + cell(x.subresource)
 		}
 		rows = append(rows, metav1.TableRow{Cells: []any{age(x.at), verb, resourceCell(x.object), cellOrNone(cell(x.object.Namespace)),
 			cell(x.object.Name), x.result, cellOrNone(x.as), cellOrNone(x.agent)}})
 	}
-	return printTable(a.streams.Out, cols, rows, false, a.wide)
+	return rows
 }
 
 func changeAct(c record.ChangeRecord) act {

@@ -114,14 +114,14 @@ func (h *historyOptions) run(cmd *cobra.Command, args []string) error {
 		}
 		verb := r.Verb
 		if r.Subresource != "" {
-			verb += "/" + r.Subresource
+			verb += "/" + cell(r.Subresource)
 		}
 		initiated := ""
 		if r.InitiatedVia != "" {
 			initiated = cell(r.InitiatedBy) + " (" + r.InitiatedVia + ")"
 		}
 		rows = append(rows, metav1.TableRow{Cells: []any{age(r.ChangedAt.Time), verb, by, short(r.Object.UID, 8),
-			fmt.Sprint(r.Restorable), metas[i].Name, cellOrNone(r.ResourceVersion), cellOrNone(r.Subresource),
+			fmt.Sprint(r.Restorable), metas[i].Name, cellOrNone(cell(r.ResourceVersion)), cellOrNone(cell(r.Subresource)),
 			cellOrNone(initiated), cellOrNone(agent)}})
 	}
 	return printTable(h.streams.Out, cols, rows, false, wide)
