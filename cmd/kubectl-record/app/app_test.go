@@ -16,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
@@ -290,6 +292,54 @@ func TestActivityCellsAreEscaped(t *testing.T) {
 		}
 		if strings.ContainsAny(out.String(), "\t\b\u202e") || !strings.Contains(out.String(), strconv.QuoteToGraphic(hostile)) {
 			t.Errorf("activity table:\n%q", out.String())
+		}
+	}
+}
+
+// TestYAMLKeepsEveryRecordedString: -o yaml prints strings YAML does not
+// take raw (C1 controls, NEL, DEL), on which kubectl's YAML printer fails
+// or which it folds, and they read back as recorded; typed as served.
+func TestYAMLKeepsEveryRecordedString(t *testing.T) {
+	agent := "a\u0080b\u0085c\u007fd\u2028e"
+	ch := &record.Change{ObjectMeta: metav1.ObjectMeta{Name: "u-1.key", Namespace: "prod"},
+		ChangeRecord: record.ChangeRecord{Verb: "update", Actor: &record.Actor{Username: "mallory", UserAgent: agent}}}
+	for _, obj := range []runtime.Object{ch, &record.ChangeList{Items: []record.Change{*ch}}} {
+		cmd := &cobra.Command{}
+		o := newOutput(cmd)
+		if err := cmd.Flags().Set("output", "yaml"); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := o.print(&out, obj); err != nil {
+			t.Fatalf("%T -o yaml: %v", obj, err)
+		}
+		var got struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Actor      struct {
+				UserAgent string `json:"userAgent"`
+			} `json:"actor"`
+			Items []struct {
+				Kind  string `json:"kind"`
+				Actor struct {
+					UserAgent string `json:"userAgent"`
+				} `json:"actor"`
+			} `json:"items"`
+		}
+		if err := yaml.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("%T: %v\n%s", obj, err, out.String())
+		}
+		switch {
+		case got.Kind == "Change":
+			if got.Actor.UserAgent != agent || got.APIVersion != record.SchemeGroupVersion.String() {
+				t.Errorf("change: %+v\n%s", got, out.String())
+			}
+		case got.Kind == "List" && len(got.Items) == 1:
+			if got.Items[0].Actor.UserAgent != agent || got.Items[0].Kind != "Change" {
+				t.Errorf("list: %+v\n%s", got, out.String())
+			}
+		default:
+			t.Errorf("%T: %s", obj, out.String())
 		}
 	}
 }

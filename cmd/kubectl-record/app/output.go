@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	record "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/api/restore/manifest"
 )
 
 // output is -o: a table (the default, or wide) or one of kubectl's
@@ -64,6 +66,9 @@ func (o *output) print(w io.Writer, obj runtime.Object) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if *o.flags.OutputFormat == "yaml" {
+		return printYAML(w, obj)
+	}
 	if meta.IsListType(obj) {
 		items, err := meta.ExtractList(obj)
 		if err != nil {
@@ -86,6 +91,58 @@ func (o *output) print(w io.Writer, obj runtime.Object) error {
 		obj = list
 	}
 	return p.PrintObj(obj, w)
+}
+
+// printYAML writes obj as -o yaml, typed as the record serves it, with the
+// record's YAML encoding: recorded strings may hold characters YAML does
+// not take raw (C0 and C1 controls, NEL), on which kubectl's YAML printer
+// fails or which it folds (manifest.JSONToYAML).
+func printYAML(w io.Writer, obj runtime.Object) error {
+	typed := func(o runtime.Object) (map[string]any, error) {
+		gvks, _, err := served.ObjectKinds(o)
+		if err != nil {
+			return nil, err
+		}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return nil, err
+		}
+		item := unstructured.Unstructured{Object: u}
+		item.SetGroupVersionKind(gvks[0])
+		return item.Object, nil
+	}
+	var doc any
+	if meta.IsListType(obj) {
+		items, err := meta.ExtractList(obj)
+		if err != nil {
+			return err
+		}
+		list := make([]any, 0, len(items))
+		for _, it := range items {
+			u, err := typed(it)
+			if err != nil {
+				return err
+			}
+			list = append(list, u)
+		}
+		doc = map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}, "items": list}
+	} else {
+		u, err := typed(obj)
+		if err != nil {
+			return err
+		}
+		doc = u
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	y, err := manifest.JSONToYAML(data)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(y)
+	return err
 }
 
 // column is one column of a table: Priority 1 shows only with -o wide.
