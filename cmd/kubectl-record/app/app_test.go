@@ -175,10 +175,13 @@ func TestManifestFileNames(t *testing.T) {
 		{record.ObjectReference{Resource: "configmaps", Name: "app-config"}, "configmaps_app-config.yaml"},
 		{record.ObjectReference{APIGroup: "apps", Resource: "deployments", Name: "web"}, "deployments.apps_web.yaml"},
 		{record.ObjectReference{APIGroup: "rbac.authorization.k8s.io", Resource: "roles", Name: "system:viewer"}, "roles.rbac.authorization.k8s.io_system:viewer.yaml"},
-		{record.ObjectReference{Resource: "configmaps", Name: "../../etc/passwd"}, ""},
-		{record.ObjectReference{Resource: "configmaps", Name: ".."}, ""},
-		{record.ObjectReference{Resource: "configmaps", Name: "a\nb"}, ""},
-		{record.ObjectReference{Resource: "configmaps", Name: `a\b`}, ""},
+		{record.ObjectReference{Resource: "configmaps", Name: "../../etc/passwd"}, "configmaps_..%2F..%2Fetc%2Fpasswd.yaml"},
+		{record.ObjectReference{Resource: "configmaps", Name: ".."}, "configmaps_...yaml"},
+		{record.ObjectReference{Resource: "configmaps", Name: "a\nb"}, "configmaps_a%0Ab.yaml"},
+		{record.ObjectReference{Resource: "configmaps", Name: `a\b`}, "configmaps_a%5Cb.yaml"},
+		{record.ObjectReference{APIGroup: "rbac.authorization.k8s.io", Resource: "roles", Name: "x\u202elmay.exe"}, "roles.rbac.authorization.k8s.io_x%E2%80%AElmay.exe.yaml"},
+		{record.ObjectReference{Resource: "configmaps", Name: "50%\u200b"}, "configmaps_50%25%E2%80%8B.yaml"},
+		{record.ObjectReference{Resource: "configmaps", Name: "naïve-日本"}, "configmaps_naïve-日本.yaml"},
 		{record.ObjectReference{Resource: "", Name: "x"}, ""},
 		{record.ObjectReference{Resource: "configmaps", Name: ""}, ""},
 	} {
@@ -341,5 +344,17 @@ func TestYAMLKeepsEveryRecordedString(t *testing.T) {
 		default:
 			t.Errorf("%T: %s", obj, out.String())
 		}
+	}
+}
+
+// TestExportFileNamesDifferInMoreThanCase: Roles "Edit" and "edit" would be
+// one file on a case-insensitive file system; the second gets its uid.
+func TestExportFileNamesDifferInMoreThanCase(t *testing.T) {
+	var e exportOptions
+	a := e.claim("roles.rbac.authorization.k8s.io_Edit.yaml", "1111aaaa-0000")
+	b := e.claim("roles.rbac.authorization.k8s.io_edit.yaml", "2222bbbb-0000")
+	c := e.claim("roles.rbac.authorization.k8s.io_view.yaml", "3333cccc-0000")
+	if a != "roles.rbac.authorization.k8s.io_Edit.yaml" || b != "roles.rbac.authorization.k8s.io_edit.2222bbbb.yaml" || c != "roles.rbac.authorization.k8s.io_view.yaml" {
+		t.Errorf("file names %q %q %q", a, b, c)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +24,7 @@ type exportOptions struct {
 	asOf      string
 	dir       string
 	resources []string
+	written   map[string]bool // the file names written, lower-cased
 }
 
 func newExportCommand(o *options) *cobra.Command {
@@ -155,7 +158,7 @@ func (e *exportOptions) write(ctx context.Context, ns string, c *record.Change) 
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(e.dir, name)
+	path := filepath.Join(e.dir, e.claim(name, full.Object.UID))
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return "", fmt.Errorf("%w (export never overwrites a file: use an empty directory)", err)
@@ -168,17 +171,56 @@ func (e *exportOptions) write(ctx context.Context, ns string, c *record.Change) 
 }
 
 // manifestFile names an object's file: resource[.group]_name.yaml. The
-// names were written by cluster users: one that could leave the directory
-// or hide a file is refused.
+// names were written by cluster users (a Role's name may hold almost
+// anything): a character that could leave the directory, or that a
+// terminal or a file browser would not show as itself (controls,
+// direction overrides, invisible characters), is percent-encoded, as is %.
 func manifestFile(o record.ObjectReference) (string, error) {
+	if o.Resource == "" || o.Name == "" {
+		return "", fmt.Errorf("no file name for an object without a resource and a name (%s)", cell(o.Name))
+	}
 	base := o.Resource
 	if o.APIGroup != "" {
 		base += "." + o.APIGroup
 	}
-	base += "_" + o.Name + ".yaml"
-	if o.Resource == "" || o.Name == "" || o.Name == "." || o.Name == ".." || strings.HasPrefix(base, ".") ||
-		strings.ContainsAny(base, "/\\\x00") || strings.ContainsFunc(base, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return "", fmt.Errorf("no safe file name for %q", o.Name)
+	return fileSafe(base + "_" + o.Name + ".yaml"), nil
+}
+
+// fileSafe percent-encodes the characters of name that are not safe in
+// one file name shown to a person.
+func fileSafe(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if r == utf8.RuneError || r == '/' || r == '\\' || r == '%' || !unicode.IsGraphic(r) || unicode.Is(unicode.Cf, r) {
+			var buf [utf8.UTFMax]byte
+			for _, c := range buf[:utf8.EncodeRune(buf[:], r)] {
+				fmt.Fprintf(&b, "%%%02X", c)
+			}
+			continue
+		}
+		b.WriteRune(r)
 	}
-	return base, nil
+	return b.String()
+}
+
+// claim returns the file name of the object uid named name in this export:
+// names that differ in case only are one file on a case-insensitive file
+// system (macOS, Windows), so the second gets its uid, wherever the export
+// runs.
+func (e *exportOptions) claim(name, uid string) string {
+	if e.written == nil {
+		e.written = map[string]bool{}
+	}
+	if e.written[strings.ToLower(name)] {
+		name = uniqueFile(name, uid)
+	}
+	e.written[strings.ToLower(name)] = true
+	return name
+}
+
+// uniqueFile is the name of a second object whose file name is taken (on a
+// case-insensitive file system, Role "Edit" beside Role "edit"): its uid
+// makes it distinct.
+func uniqueFile(name, uid string) string {
+	return strings.TrimSuffix(name, ".yaml") + "." + fileSafe(uid[:min(8, len(uid))]) + ".yaml"
 }
