@@ -123,6 +123,14 @@ func (s *Server) routes() chi.Router {
 		"executePlan":     s.executePlan,
 	}
 	r := chi.NewRouter()
+	// Every answer says what it is (JSON, YAML), and a browser must not
+	// guess otherwise from recorded content.
+	r.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			next.ServeHTTP(w, r)
+		})
+	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, fmt.Errorf("%w: no route %s %s (see %s/openapi.json)", history.ErrNotFound, r.Method, r.URL.Path, apiPrefix))
 	})

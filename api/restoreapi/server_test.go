@@ -223,8 +223,8 @@ func TestAuthentication(t *testing.T) {
 	// The document is public.
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/openapi.json", nil))
-	if rec.Code != http.StatusOK {
-		t.Errorf("openapi.json: %d", rec.Code)
+	if rec.Code != http.StatusOK || rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("openapi.json: %d, X-Content-Type-Options %q", rec.Code, rec.Header().Get("X-Content-Type-Options"))
 	}
 	if _, _, err := StaticToken("short"); err == nil {
 		t.Error("a short static token was accepted")
