@@ -479,6 +479,10 @@ func (s *Service) tooManySteps(n int) error {
 // defaultMaxUndoRows bounds the changes an undo plan reads.
 const defaultMaxUndoRows = 20000
 
+// undoScanFactor bounds the rows an undo plan scans, hidden ones included,
+// as a multiple of its cap.
+const undoScanFactor = 10
+
 // planUndo plans reverting what req.User changed between since and until:
 // every object they changed gets the state it had before their first change
 // in the range (deleted when they created it).
@@ -520,13 +524,18 @@ func (s *Service) planUndo(ctx context.Context, cluster string, req *PlanRequest
 	if len(req.Namespaces) > 0 {
 		q.Namespaces = req.Namespaces
 	}
-	for read := 0; ; {
+	// The cap counts the changes the caller may read: the ones they may not
+	// must not refuse (or let through) a plan. Scanning past hidden rows is
+	// bounded too, as a list's scan is (history.MaxScanRows): a range that
+	// holds more than undoScanFactor times the cap is refused, whoever's
+	// rows they are.
+	for scanned, read := 0, 0; ; {
 		rows, err := s.reader.Changes(ctx, q)
 		if err != nil {
 			return nil, err
 		}
-		if read += len(rows); read > s.maxUndo {
-			return nil, fmt.Errorf("%w: more than %d changes of %s in this range: narrow it (namespaces, resources, names, since/until)", history.ErrInvalid, s.maxUndo, req.User)
+		if scanned += len(rows); scanned > undoScanFactor*s.maxUndo {
+			return nil, fmt.Errorf("%w: more than %d changes to scan in this range: narrow it (namespaces, resources, names, since/until)", history.ErrInvalid, undoScanFactor*s.maxUndo)
 		}
 		for i := range rows {
 			v := rows[i]
@@ -539,6 +548,9 @@ func (s *Service) planUndo(ctx context.Context, cluster string, req *PlanRequest
 			}
 			if !ok {
 				continue // not the caller's to see: left out, unnamed
+			}
+			if read++; read > s.maxUndo {
+				return nil, fmt.Errorf("%w: more than %d changes of %s in this range: narrow it (namespaces, resources, names, since/until)", history.ErrInvalid, s.maxUndo, req.User)
 			}
 			if _, ok := first[v.UID]; !ok {
 				first[v.UID] = v

@@ -79,4 +79,34 @@ func TestPlanCapsRefuseBeforeLoading(t *testing.T) {
 	if kept != 0 {
 		t.Errorf("%d plans were kept; a refused plan keeps nothing", kept)
 	}
+
+	// trudy's 1,001 changes in a namespace alice may not read, and one in
+	// hers: alice's undo of trudy covers the one, and the others neither
+	// refuse it nor show in it (no count, no error of theirs).
+	const hidden = "e2e-caps-hidden"
+	b = model.Batch{}
+	for i := range 1002 {
+		at := since.Add(time.Duration(i) * time.Millisecond)
+		where, name := hidden, fmt.Sprintf("secret-%d", i%2)
+		if i == 1001 {
+			where, name = ns, "trudy-visible"
+		}
+		ek := sha256.Sum256([]byte(fmt.Sprintf("undo-hidden/%d", i)))
+		rv := int64(2_000_000 + i)
+		b.Events = append(b.Events, model.Event{Cluster: "e2e", Key: ek[:], StageAt: at, AuditID: fmt.Sprintf("undo-hidden-%d", i), Stage: "ResponseComplete",
+			Verb: "update", RequestURI: "/api/v1/namespaces/" + where + "/configmaps", Username: "trudy", APIVersion: "v1",
+			Resource: "configmaps", Namespace: where, Name: name, ObjectUID: "uid-" + where + "-" + name, ResponseCode: 200})
+		vk := sha256.Sum256(ek[:])
+		b.Versions = append(b.Versions, model.Version{Cluster: "e2e", UID: "uid-" + where + "-" + name, Key: vk[:], ResourceVersion: &rv,
+			Origin: model.OriginChange, Verb: "update", ChangedAt: at, EventKey: ek[:], APIVersion: "v1", Kind: "ConfigMap",
+			Resource: "configmaps", Namespace: where, Name: name, Complete: true,
+			Object: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `","namespace":"` + where + `","uid":"uid-` + where + `-` + name + `"}}`)})
+	}
+	if _, err := st.WriteBatch(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	code, body = w.call(t, "alice", http.MethodPost, plans, map[string]any{"kind": "undo", "user": "trudy", "since": since})
+	if code != http.StatusCreated || !strings.Contains(string(body), "trudy-visible") || strings.Contains(string(body), hidden) || strings.Contains(string(body), "more than") {
+		t.Errorf("alice's undo of trudy, whose 1,001 other changes she may not read: %d %.500s", code, body)
+	}
 }

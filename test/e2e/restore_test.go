@@ -492,7 +492,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 		if cm.Data["mode"] != "blue" || !reflect.DeepEqual(dep.Spec, wantDep.Spec) {
 			t.Errorf("after the namespace restore: data %v, Deployment spec equal %t", cm.Data, reflect.DeepEqual(dep.Spec, wantDep.Spec))
 		}
-		code, body := w.call(t, controlplane.AdminUser, http.MethodPost, plan.Execute, nil)
+		code, body = w.call(t, controlplane.AdminUser, http.MethodPost, plan.Execute, nil)
 		if code != http.StatusConflict || !strings.Contains(string(body), "a plan executes once") {
 			t.Errorf("second execution: %d %s", code, body)
 		}
