@@ -19,8 +19,8 @@ type pageScan[R any, T any] struct {
 	// get by its resource and namespace is checked by name too. Set for
 	// the lists of one object, whose caller was authorized by its name.
 	name func(*R) string
-	conv  func(*R) T
-	cur   func(*R) store.Cursor
+	conv func(*R) T
+	cur  func(*R) store.Cursor
 	// redact, when set, leaves out of a row the caller may read what it
 	// may not (who started a cascade), before conv.
 	redact func(*R, *ReadFilter) error
