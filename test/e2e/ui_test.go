@@ -82,7 +82,7 @@ func TestTimelineInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := evil.CoreV1().ConfigMaps(ns).Patch(context.Background(), "xss", "application/merge-patch+json",
-		[]byte(`{"metadata":{"annotations":{"note":"<b onmouseover=alert(4)>bold</b>"}}}`), metav1.PatchOptions{}); err != nil {
+		[]byte(`{"metadata":{"annotations":{"note":"<b onmouseover=alert(4)>bold</b>","rtl":"txt.\u202eexe"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	kubectlOK(t, w, "bob", nil, "delete", "-n", ns, "configmap", "app-config")
@@ -124,6 +124,10 @@ func TestTimelineInABrowser(t *testing.T) {
 		}
 		if !strings.Contains(diffText, "<img src=x onerror=alert(1)>") || !strings.Contains(diffText, "<b onmouseover=alert(4)>bold</b>") {
 			t.Errorf("the annotation, as text in the diff:\n%s", diffText)
+		}
+		// A direction override would show the rest of its line reversed.
+		if !strings.Contains(diffText, `txt.\u{202e}exe`) || strings.Contains(diffText, "\u202e") {
+			t.Errorf("the direction override, escaped in the diff:\n%s", diffText)
 		}
 	})
 

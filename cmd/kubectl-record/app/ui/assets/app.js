@@ -4,16 +4,25 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
+
+// shown makes a recorded string show as itself: the characters that
+// reorder or hide text (direction overrides and isolates, zero-width and
+// other invisible format characters, controls other than tab and newline)
+// are shown as \u{...} escapes, as the plugin's tables quote them.
+const hidden = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]/g;
+const shown = (s) => String(s).replace(hidden, (c) => "\\u{" + c.codePointAt(0).toString(16).padStart(4, "0") + "}");
+
 const el = (tag, props, ...children) => {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(props || {})) {
     if (k === "class") e.className = v;
     else if (k === "style") e.style.cssText = v; // CSSOM: allowed by the CSP, unlike a style attribute
-    else if (k === "text") e.textContent = v;
+    else if (k === "text") e.textContent = shown(v);
     else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (k === "title") e.setAttribute(k, shown(v));
     else e.setAttribute(k, v);
   }
-  for (const c of children) e.append(c);
+  for (const c of children) e.append(typeof c === "string" ? shown(c) : c);
   return e;
 };
 
@@ -21,7 +30,7 @@ const state = { lanes: [], from: 0, to: 0, object: null, versions: [], pendingRe
 
 function showError(err) {
   const box = $("error");
-  box.textContent = err ? String(err) : "";
+  box.textContent = err ? shown(err) : "";
   box.hidden = !err;
 }
 
@@ -187,7 +196,7 @@ async function openObject(lane) {
   showError("");
   state.object = { namespace: lane.namespace, group: lane.group, resource: lane.resource, name: lane.name };
   $("object").hidden = false;
-  $("object-title").textContent = objectLabel(lane);
+  $("object-title").textContent = shown(objectLabel(lane));
   $("diff").replaceChildren();
   $("restore-panel").hidden = true;
   const tbody = $("versions").tBodies[0];
