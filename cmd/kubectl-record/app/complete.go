@@ -57,6 +57,12 @@ func (o *options) recordedNames(ctx context.Context, typ string) []string {
 	seen := map[string]bool{}
 	var names []string
 	for _, r := range recs {
+		// A name that is not plain text (a newline makes two suggestions,
+		// controls reach the terminal) is not offered: it can still be
+		// typed, quoted.
+		if cell(r.Object.Name) != r.Object.Name {
+			continue
+		}
 		if !seen[r.Object.Name] {
 			seen[r.Object.Name] = true
 			names = append(names, r.Object.Name)
