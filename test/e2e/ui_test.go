@@ -74,7 +74,7 @@ func TestTimelineInABrowser(t *testing.T) {
 	kubectlOK(t, w, "bob", nil, "patch", "-n", ns, "configmap", "app-config", "--type=merge", "-p", `{"data":{"mode":"live"}}`)
 	// Hostile content: markup in an annotation and in the user agent.
 	cfg := w.cp.UserConfig("bob")
-	cfg.UserAgent = `<script>alert("ua")</script><img src=x onerror=alert(2)>`
+	cfg.UserAgent = `<script>alert("ua")</script><img src=x onerror=alert(2)>` + "rtl\u202eexe"
 	evil := kubernetes.NewForConfigOrDie(cfg)
 	if _, err := evil.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "xss",
 		Annotations: map[string]string{"note": `<img src=x onerror=alert(1)><script>alert(3)</script>`}}, Data: map[string]string{"k": "v"}},
@@ -125,9 +125,13 @@ func TestTimelineInABrowser(t *testing.T) {
 		if !strings.Contains(diffText, "<img src=x onerror=alert(1)>") || !strings.Contains(diffText, "<b onmouseover=alert(4)>bold</b>") {
 			t.Errorf("the annotation, as text in the diff:\n%s", diffText)
 		}
-		// A direction override would show the rest of its line reversed.
-		if !strings.Contains(diffText, `txt.\u{202e}exe`) || strings.Contains(diffText, "\u202e") {
+		// A direction override would show the rest of its line reversed:
+		// the diff quotes values, the page escapes what it writes.
+		if !strings.Contains(diffText, `txt.\u202eexe`) || strings.Contains(diffText, "\u202e") {
 			t.Errorf("the direction override, escaped in the diff:\n%s", diffText)
+		}
+		if !strings.Contains(title, `rtl\u{202e}exe`) || strings.Contains(title, "\u202e") {
+			t.Errorf("the direction override in the user agent, escaped in the mark's title: %q", title)
 		}
 	})
 
