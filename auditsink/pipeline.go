@@ -182,6 +182,10 @@ func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1
 	res, err := p.writer.WriteBatch(ctx, batch)
 	p.metrics.write.Observe(time.Since(start).Seconds())
 	out.Retained = batch.Retained
+	stored := batch.Events
+	if err != nil && model.IsInvalidData(err) && len(batch.Events) > 1 {
+		res, stored, err = p.eventByEvent(ctx, batch, &out)
+	}
 	if err != nil {
 		return out, fmt.Errorf("store batch: %w", err)
 	}
@@ -189,10 +193,55 @@ func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1
 	p.record(cluster, &out)
 	// A redelivered batch was counted the first time (a partly redelivered
 	// one, rare, is not counted: statistics are approximate by design).
-	if p.onStored != nil && len(batch.Events) > 0 && res.DuplicateEvents == 0 {
-		p.onStored(cluster, batch.Events)
+	if p.onStored != nil && len(stored) > 0 && res.DuplicateEvents == 0 {
+		p.onStored(cluster, stored)
 	}
 	return out, nil
+}
+
+// reasonRejected drops an event PostgreSQL refused as invalid data that
+// the conversion did not make safe (pgSafe): the others of its batch are
+// stored.
+const reasonRejected = "rejected_by_database"
+
+// eventByEvent stores a batch PostgreSQL refused as invalid data one event
+// (with its versions) at a time, so that one event the conversion did not
+// make safe costs only itself, dropped and counted, not its whole batch:
+// the apiserver would retry that forever, then lose it. Another failure
+// stops it: the batch is answered 503 and redelivered, and the events
+// stored by then are found stored.
+func (p *Pipeline) eventByEvent(ctx context.Context, batch *model.Batch, out *Outcome) (model.WriteResult, []model.Event, error) {
+	byEvent := make(map[string][]model.Version, len(batch.Events))
+	for _, v := range batch.Versions {
+		k := v.Cluster + "\x00" + string(v.EventKey)
+		byEvent[k] = append(byEvent[k], v)
+	}
+	var (
+		total  model.WriteResult
+		stored []model.Event
+	)
+	for i := range batch.Events {
+		e := &batch.Events[i]
+		one := &model.Batch{Events: batch.Events[i : i+1], Versions: byEvent[e.Cluster+"\x00"+string(e.Key)]}
+		res, err := p.writer.WriteBatch(ctx, one)
+		out.Retained = out.Retained || one.Retained
+		if err != nil && model.IsInvalidData(err) {
+			p.log.Warn("event refused by the database as invalid data: skipped, the rest of its batch stored",
+				"audit_id", e.AuditID, "verb", e.Verb, "resource", e.Resource, "namespace", e.Namespace, "name", e.Name, "err", err)
+			out.Kept--
+			out.drop(reasonRejected, 1)
+			continue
+		}
+		if err != nil {
+			return total, stored, err
+		}
+		total.Events += res.Events
+		total.Versions += res.Versions
+		total.DuplicateEvents += res.DuplicateEvents
+		total.NoopVersions += res.NoopVersions
+		stored = append(stored, *e)
+	}
+	return total, stored, nil
 }
 
 func (p *Pipeline) record(cluster string, o *Outcome) {

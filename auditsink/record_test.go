@@ -580,3 +580,39 @@ func TestTokenReviewsNeverKeepTheToken(t *testing.T) {
 		t.Errorf("a bearer token under review was stored: %s", dump)
 	}
 }
+
+// TestAnEventTheDatabaseRefusesCostsOnlyItself: an event PostgreSQL refuses
+// as invalid data, which the conversion did not make safe (here a CHECK
+// constraint stands in for whatever that might be), is skipped and
+// counted; the others of its batch are stored, once, also when the batch
+// comes again.
+func TestAnEventTheDatabaseRefusesCostsOnlyItself(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.pool.Exec(t.Context(), `ALTER TABLE events ADD CONSTRAINT refuse_poison CHECK (username <> 'poison')`); err != nil {
+		t.Fatal(err)
+	}
+	batch := func() []*auditv1.Event {
+		var evs []*auditv1.Event
+		for i, user := range []string{"alice", "poison", "bob"} {
+			name := fmt.Sprintf("cm-%d", i)
+			cm := ConfigMap("prod", name, "uid-"+name, int64(100+i), map[string]string{"k": user})
+			evs = append(evs, Event(User(user), Namespace("prod"), Name(name), Response(cm)))
+		}
+		return evs
+	}()
+	for range 2 {
+		out := e.send(batch...)
+		if out.Kept != 2 || out.Dropped["rejected_by_database"] != 1 {
+			t.Errorf("outcome %+v; want 2 kept and 1 rejected_by_database", out)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM events WHERE username IN ('alice', 'bob')`); n != 2 {
+		t.Errorf("events of the batch stored: %d, want 2", n)
+	}
+	if n := e.count(`SELECT count(*) FROM object_versions WHERE namespace = 'prod' AND name IN ('cm-0', 'cm-2')`); n != 2 {
+		t.Errorf("versions of the batch stored: %d, want 2", n)
+	}
+	if n := e.count(`SELECT count(*) FROM object_versions WHERE name = 'cm-1'`); n != 0 {
+		t.Errorf("the refused event's version was stored: %d", n)
+	}
+}

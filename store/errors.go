@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/options-record/options-record/store/model"
 )
 
 // ErrNotFound is returned by reads that find no row.
@@ -48,16 +50,4 @@ func isConflict(err error) bool {
 // an index entry) and integrity violations (class 23) other than a unique
 // violation, which is retryable. Anything else, including an error that is
 // not PostgreSQL's (a refused connection, a timeout), is not permanent.
-func IsPermanent(err error) bool {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || len(pe.Code) != 5 {
-		return false
-	}
-	switch pe.Code[:2] {
-	case "22", "54":
-		return true
-	case "23":
-		return pe.Code != "23505"
-	}
-	return false
-}
+func IsPermanent(err error) bool { return model.IsInvalidData(err) }
