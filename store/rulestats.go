@@ -60,8 +60,8 @@ func (s *Store) RuleStats(ctx context.Context, cluster string) (map[string]RuleS
 
 const insertBaselineSQL = `
 INSERT INTO object_versions (cluster, uid, version_key, resource_version, origin, verb, changed_at,
-    api_group, api_version, kind, resource, namespace, name, complete, object, secret_digested, rules)
-VALUES ($1, $2, $3, $4, 'baseline', 'baseline', $5, $6, $7, $8, $9, $10, $11, true, $12, $13, $14)
+    api_group, api_version, kind, resource, namespace, name, complete, object, secret_digested, rules, object_exact)
+VALUES ($1, $2, $3, $4, 'baseline', 'baseline', $5, $6, $7, $8, $9, $10, $11, true, $12, $13, $14, $15)
 ON CONFLICT DO NOTHING`
 
 const versionExistsSQL = `
@@ -99,7 +99,7 @@ func (s *Store) WriteBaseline(ctx context.Context, vs []model.Version) (int, err
 		ins := &pgx.Batch{}
 		for _, v := range fresh {
 			ins.Queue(insertBaselineSQL, v.Cluster, v.UID, v.Key, v.ResourceVersion, v.ChangedAt, v.APIGroup,
-				v.APIVersion, v.Kind, v.Resource, v.Namespace, v.Name, nullJSON(v.Object), v.SecretDigested, nonNil(v.Rules))
+				v.APIVersion, v.Kind, v.Resource, v.Namespace, v.Name, nullJSON(v.Object), v.SecretDigested, nonNil(v.Rules), nullJSON(v.ObjectExact))
 		}
 		n = len(fresh)
 		return tx.SendBatch(ctx, ins).Close()

@@ -155,3 +155,31 @@ SELECT coalesce(array_agg(r ORDER BY r), '{}') FROM (
 		t.Errorf("after CopyRows of a redelivery: %d rows, want %d", len(got), len(want))
 	}
 }
+
+// TestABaselineStateIsReadableAndExact: a listed object holding a NUL (a
+// ConfigMap made from a file) is stored as a baseline that every query
+// reads as jsonb, and given back to the restore exactly as listed.
+func TestABaselineStateIsReadableAndExact(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	raw := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"from-file","namespace":"prod","uid":"u-ff","resourceVersion":"42"},"data":{"k":"a\u0000b"}}`)
+	v, err := model.BaselineVersion(model.BaselineObject{Cluster: "default", Resource: "configmaps", APIVersion: "v1", Raw: raw,
+		ObservedAt: time.Now().UTC()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.WriteBaseline(ctx, []model.Version{v}); err != nil || n != 1 {
+		t.Fatalf("write baseline: %d %v", n, err)
+	}
+	var k string
+	if err := s.Pool().QueryRow(ctx, `SELECT object::jsonb->'data'->>'k' FROM object_versions WHERE uid = 'u-ff'`).Scan(&k); err != nil || k != "a\uFFFDb" {
+		t.Errorf("the baseline read as jsonb: %q %v", k, err)
+	}
+	got, err := s.Objects(ctx, "default", []string{"u-ff"}, [][]byte{v.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state := got[ObjectID("u-ff", v.Key)]; !strings.Contains(string(state), `"k":"a\u0000b"`) {
+		t.Errorf("the state given back: %s", state)
+	}
+}

@@ -49,7 +49,7 @@ func BaselineVersion(o BaselineObject) (Version, error) {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "baseline\x00%s\x00%s\x00%d", o.Cluster, meta.Metadata.UID, *rv)
-	return Version{
+	v := Version{
 		Cluster:         o.Cluster,
 		UID:             meta.Metadata.UID,
 		Key:             h.Sum(nil),
@@ -69,5 +69,9 @@ func BaselineVersion(o BaselineObject) (Version, error) {
 		Object:         compactJSON(withoutManagedFields(raw)),
 		SecretDigested: digested,
 		Rules:          o.Rules,
-	}, nil
+	}
+	// As for a change: a state PostgreSQL cannot read as sent (a NUL in a
+	// ConfigMap's data) is stored readable, and exactly beside.
+	safeState(&v)
+	return v, nil
 }

@@ -80,14 +80,27 @@ func (c *Converted) pgSafe() bool {
 			long(s, maxKeyBytes)
 		}
 		long(&v.Name, maxNameBytes)
-		orig := v.Object
-		js(&v.Object)
-		if !bytes.Equal(orig, v.Object) && exactStorable(orig) {
-			// The restore gives back what the apiserver sent.
-			v.ObjectExact = orig
+		if safeState(v) {
+			changed = true
 		}
 	}
 	return changed
+}
+
+// safeState makes v's state one PostgreSQL reads as jsonb (see safeJSON),
+// keeping the text as sent in ObjectExact when it had to change it and
+// can store it: the restore gives back what the apiserver sent. It
+// reports whether it changed the state.
+func safeState(v *Version) bool {
+	out, changed := safeJSON(v.Object)
+	if !changed {
+		return false
+	}
+	if exactStorable(v.Object) {
+		v.ObjectExact = v.Object
+	}
+	v.Object = out
+	return true
 }
 
 // exactStorable tells whether PostgreSQL's json type takes raw as it is:
