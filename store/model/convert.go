@@ -264,20 +264,11 @@ func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigest
 // addObjectVersion records raw (the object in a response) as the state after
 // the change. Secrets are digested unless recordSecrets.
 func (c *Converted) addObjectVersion(e *Event, ev *auditv1.Event, meta *objectMeta, raw []byte, redactSecrets bool, dg *SecretDigester) {
-	if meta.Metadata.UID == "" {
-		c.Skips = append(c.Skips, skipNoUID)
+	v, ok := c.objectVersion(e, meta)
+	if !ok {
 		return
 	}
-	rv, err := parseRV(meta.Metadata.ResourceVersion)
-	if err != nil {
-		c.Skips = append(c.Skips, skipBadRV)
-		return
-	}
-	v := baseVersion(e, meta.Metadata.UID)
-	v.Key = versionKey(e.Key, meta.Metadata.UID)
-	v.ResourceVersion = rv
 	v.APIVersion, v.Kind = splitAPIVersion(meta.APIVersion, v.APIVersion), meta.Kind
-	v.Namespace, v.Name = meta.Metadata.Namespace, meta.Metadata.Name
 	v.Created = ev.ObjectRef.Subresource == "" && (ev.Verb == "create" || e.ResponseCode == 201)
 	if ev.Verb == "delete" || ev.Verb == "deletecollection" || removedLastFinalizer(meta) {
 		v.Deleted = gone(meta)
@@ -307,25 +298,36 @@ func (c *Converted) addObjectVersion(e *Event, ev *auditv1.Event, meta *objectMe
 // last full state is the newest one recorded before it) but says which
 // object went, and when.
 func (c *Converted) addMetadataVersion(e *Event, meta *objectMeta, apiVersion, kind string) {
+	v, ok := c.objectVersion(e, meta)
+	if !ok {
+		return
+	}
+	if kind != "" && kind != "PartialObjectMetadata" {
+		v.APIVersion, v.Kind = splitAPIVersion(apiVersion, v.APIVersion), kind
+	}
+	v.Deleted = gone(meta)
+	v.Complete = false
+	c.Versions = append(c.Versions, v)
+}
+
+// objectVersion is the version of the object meta describes (its uid,
+// resourceVersion, namespace and name), changed by e; an object without a
+// uid or with a bad resourceVersion is skipped and counted (false).
+func (c *Converted) objectVersion(e *Event, meta *objectMeta) (Version, bool) {
 	if meta.Metadata.UID == "" {
 		c.Skips = append(c.Skips, skipNoUID)
-		return
+		return Version{}, false
 	}
 	rv, err := parseRV(meta.Metadata.ResourceVersion)
 	if err != nil {
 		c.Skips = append(c.Skips, skipBadRV)
-		return
+		return Version{}, false
 	}
 	v := baseVersion(e, meta.Metadata.UID)
 	v.Key = versionKey(e.Key, meta.Metadata.UID)
 	v.ResourceVersion = rv
-	if kind != "" && kind != "PartialObjectMetadata" {
-		v.APIVersion, v.Kind = splitAPIVersion(apiVersion, v.APIVersion), kind
-	}
 	v.Namespace, v.Name = meta.Metadata.Namespace, meta.Metadata.Name
-	v.Deleted = gone(meta)
-	v.Complete = false
-	c.Versions = append(c.Versions, v)
+	return v, true
 }
 
 // listItemType is the apiVersion and kind of the items of a List answered
