@@ -166,10 +166,8 @@ func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigest
 	if keepRequestObject(ev, e.ResponseCode) {
 		raw := withoutManagedFields(withoutCredentials(ref, ev.RequestObject.Raw))
 		// The decoder skipped the objects without validating them (wire.go);
-		// what PostgreSQL's json column would refuse is not stored. sonic
-		// stops at 4,096 levels, the apiserver at 10,000: encoding/json
-		// (whose limit is the apiserver's) judges what sonic refuses.
-		if !sonic.Valid(raw) && !json.Valid(raw) {
+		// what PostgreSQL's json column would refuse is not stored.
+		if !validJSON(raw) {
 			raw = nil
 			c.Sanitized = true
 		} else if digest {
@@ -328,6 +326,36 @@ func (c *Converted) objectVersion(e *Event, meta *objectMeta) (Version, bool) {
 	v.ResourceVersion = rv
 	v.Namespace, v.Name = meta.Metadata.Namespace, meta.Metadata.Name
 	return v, true
+}
+
+// validJSON reports whether raw is JSON that PostgreSQL's json type takes.
+// sonic's fast check settles most: but it lets raw control characters
+// through inside strings (PostgreSQL refuses them, SQLSTATE 22P02), and it
+// stops at 4,096 levels where the apiserver goes to 10,000. encoding/json,
+// strict and with the apiserver's limit, judges the rest.
+func validJSON(raw []byte) bool {
+	if sonic.Valid(raw) && !controlInString(raw) {
+		return true
+	}
+	return json.Valid(raw)
+}
+
+// controlInString reports whether a string of raw holds a raw control
+// character, which JSON wants escaped.
+func controlInString(raw []byte) bool {
+	in := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			in = !in
+		case !in:
+		case c == '\\':
+			i++ // the escaped byte
+		case c < 0x20:
+			return true
+		}
+	}
+	return false
 }
 
 // listItemType is the apiVersion and kind of the items of a List answered

@@ -78,7 +78,8 @@ func TestADeepPatchIsKept(t *testing.T) {
 	for _, tt := range []struct {
 		body string
 		kept bool
-	}{{deep, true}, {`{"data":tru}`, false}} {
+	}{{deep, true}, {`{"data":tru}`, false}, {"[{\"op\":\"add\",\"path\":\"/data/k\",\"val\x00\":\"v\"}]", false},
+		{"{\"data\":{\"k\":\"tab\there\"}}", false}, {`{"data":{"k":"\"quoted\\\\\" ok"}}`, true}} {
 		c, err := Convert("c", patch(tt.body), Selection{Rules: []string{"r"}}, nil)
 		if err != nil {
 			t.Fatal(err)
