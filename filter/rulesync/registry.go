@@ -230,6 +230,19 @@ func (c *clusterObjects) upsert(o v1alpha1.OptionsRecordController) bool {
 	if k, ok := c.objs[o.UID]; ok && k.rv >= rv {
 		return false
 	}
+	// One name is one object at a time: of two uids under a name, the
+	// older (resourceVersions are etcd's revisions, ordered across
+	// objects) was deleted without its delete being seen.
+	for u, k := range c.objs {
+		if u == o.UID || k.obj.Namespace != o.Namespace || k.obj.Name != o.Name {
+			continue
+		}
+		if k.rv > rv {
+			c.remove(o.UID, o.Namespace, o.Name)
+			return false
+		}
+		c.remove(u, k.obj.Namespace, k.obj.Name)
+	}
 	c.objs[o.UID] = known{obj: o, rv: rv}
 	return true
 }
@@ -415,7 +428,17 @@ func (r *Registry) apply(c *clusterObjects, ev *auditv1.Event) bool {
 	switch ev.Verb {
 	case "create", "update", "patch":
 		var o v1alpha1.OptionsRecordController
-		if json.Unmarshal(raw, &o) != nil || o.Kind != "OptionsRecordController" || o.UID == "" {
+		if json.Unmarshal(raw, &o) != nil || o.UID == "" {
+			return false
+		}
+		// A write that removes the last finalizer of an object being
+		// deleted deletes it, and no delete event follows. The garbage
+		// collector removes finalizers through the metadata API, which
+		// answers with the object's metadata.
+		if (o.Kind == v1alpha1.Kind || o.Kind == "PartialObjectMetadata") && o.DeletionTimestamp != nil && len(o.Finalizers) == 0 {
+			return c.remove(o.UID, o.Namespace, o.Name)
+		}
+		if o.Kind != v1alpha1.Kind {
 			return false
 		}
 		return c.upsert(o)
@@ -456,6 +479,11 @@ func (r *Registry) apply(c *clusterObjects, ev *auditv1.Event) bool {
 		}
 		changed := false
 		for _, o := range l.Items {
+			// The items are the objects as they were: one a finalizer
+			// holds is not gone yet (see the last finalizer's removal).
+			if len(o.Finalizers) > 0 {
+				continue
+			}
 			changed = c.remove(o.UID, o.Namespace, o.Name) || changed
 		}
 		return changed

@@ -238,3 +238,76 @@ func TestDeletionOutlivesTheEventsMemory(t *testing.T) {
 		t.Error("a late update brought back a deleted rule: the registry kept the uid in the event's memory")
 	}
 }
+
+// TestRemovingTheLastFinalizerEndsTheRule: a delete held by a finalizer
+// keeps the rule pending; the write that removes the last finalizer (an
+// update by a client, or a patch through the metadata API by the garbage
+// collector) deletes the object, and no delete event follows: the rule
+// ends with that write.
+func TestRemovingTheLastFinalizerEndsTheRule(t *testing.T) {
+	deleting := func(o v1alpha1.OptionsRecordController, rv string, finalizers ...string) v1alpha1.OptionsRecordController {
+		now := metav1.NewTime(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
+		o.DeletionTimestamp, o.Finalizers, o.ResourceVersion = &now, finalizers, rv
+		return o
+	}
+	for _, tt := range []struct {
+		name string
+		last func(o v1alpha1.OptionsRecordController) auditv1.Event
+	}{
+		{"an update", func(o v1alpha1.OptionsRecordController) auditv1.Event {
+			return orcEvent("update", deleting(o, "11")) // the apiserver answers with the deleted state's resourceVersion
+		}},
+		{"a metadata patch", func(o v1alpha1.OptionsRecordController) auditv1.Event {
+			m := deleting(o, "11")
+			m.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}
+			return orcEvent("patch", m)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewRegistry(nil, RegistryOptions{Compile: filter.Options{SinkNamespace: "options-record"}, HomeCluster: "c"})
+			o := orc("options-record", "r", "u1", "10", "prod")
+			r.ObserveEvents("c", []auditv1.Event{orcEvent("create", o)})
+			r.ObserveEvents("c", []auditv1.Event{orcEvent("delete", deleting(o, "11", "example.com/hold"))})
+			if !keeps(r, "prod") {
+				t.Fatal("a deletion held by a finalizer ended the rule at once")
+			}
+			r.ObserveEvents("c", []auditv1.Event{tt.last(o)})
+			if keeps(r, "prod") {
+				t.Error("the rule outlived the removal of its object's last finalizer")
+			}
+		})
+	}
+}
+
+// TestARecreatedRuleReplacesTheOldCopy: a rule deleted without the registry
+// seeing it (a lost event) and made again under its name: the newer object
+// is the rule, every time, and the old copy is gone.
+func TestARecreatedRuleReplacesTheOldCopy(t *testing.T) {
+	for range 20 { // map order once decided it
+		r := NewRegistry(nil, RegistryOptions{Compile: filter.Options{SinkNamespace: "options-record"}, HomeCluster: "c"})
+		r.ObserveEvents("c", []auditv1.Event{orcEvent("create", orc("options-record", "r", "u1", "10", "prod"))})
+		r.ObserveEvents("c", []auditv1.Event{orcEvent("create", orc("options-record", "r", "u2", "20", "staging"))})
+		r.ObserveEvents("c", []auditv1.Event{orcEvent("update", orc("options-record", "r", "u1", "15", "prod"))}) // late, of the old copy
+		if keeps(r, "prod") || !keeps(r, "staging") {
+			t.Fatalf("prod kept %v, staging kept %v: want the recreated rule (staging) only", keeps(r, "prod"), keeps(r, "staging"))
+		}
+		if objs := r.Objects("c"); len(objs) != 1 || objs[0].UID != "u2" {
+			t.Fatalf("objects %v, want u2 only", objs)
+		}
+	}
+}
+
+// TestDeleteCollectionLeavesPendingDeletions: a deletecollection answers
+// the objects as they were; one a finalizer holds is not gone yet.
+func TestDeleteCollectionLeavesPendingDeletions(t *testing.T) {
+	r := NewRegistry(nil, RegistryOptions{Compile: filter.Options{SinkNamespace: "options-record"}, HomeCluster: "c"})
+	held := orc("options-record", "r", "u1", "10", "prod")
+	held.Finalizers = []string{"example.com/hold"}
+	r.ObserveEvents("c", []auditv1.Event{orcEvent("create", held)})
+	r.ObserveEvents("c", []auditv1.Event{orcEvent("deletecollection", v1alpha1.OptionsRecordControllerList{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "OptionsRecordControllerList"},
+		Items:    []v1alpha1.OptionsRecordController{held}})})
+	if !keeps(r, "prod") {
+		t.Error("a deletecollection ended a rule whose object a finalizer still holds")
+	}
+}
