@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -68,8 +69,8 @@ type Syncer struct {
 	dyn     dynamic.Interface
 	kube    kubernetes.Interface
 	log     *slog.Logger
-	self    string
-	ready   chan struct{}
+	self    atomic.Pointer[string] // the sink's user name, once known
+	started atomic.Bool            // the first LIST is done
 	stats   *ruleCounter
 	wakeup  chan struct{}
 	mu      sync.Mutex
@@ -112,7 +113,7 @@ func New(o Options) (*Syncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rulesync: %w", err)
 	}
-	s := &Syncer{opts: o, dyn: dyn, kube: kube, log: o.Logger, ready: make(chan struct{}),
+	s := &Syncer{opts: o, dyn: dyn, kube: kube, log: o.Logger,
 		stats: newRuleCounter(), wakeup: make(chan struct{}, 1), written: map[string]string{}}
 	s.base = newBaseliner(s)
 	o.Registry.OnChange(func(cluster string) {
@@ -126,25 +127,57 @@ func New(o Options) (*Syncer, error) {
 	return s, nil
 }
 
+// startTimeout bounds Start's attempt; Run keeps trying after it.
+const startTimeout = 15 * time.Second
+
 // Start learns the sink's own identity and does the first LIST, so the
-// webhook starts with the cluster's rules. Run continues in the background.
+// webhook starts with the cluster's rules. When the cluster cannot answer
+// yet (the CRD not installed, RBAC not bound, the apiserver starting), it
+// says so and returns: the webhook starts with the static and shared rules,
+// the apiserver's batches are taken, and Run keeps trying until the LIST
+// succeeds. Exiting instead would lose the batches the apiserver sends
+// meanwhile. The error it returns is ctx's only.
 func (s *Syncer) Start(ctx context.Context) error {
-	ssr, err := s.kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("rulesync: who am I (SelfSubjectReview): %w", err)
-	}
-	s.self = ssr.Status.UserInfo.Username
-	s.log.Info("sink identity in the cluster", "user", s.self, "cluster", s.opts.Cluster)
-	if err := s.list(ctx); err != nil {
-		return err
+	actx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := s.first(actx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.log.Warn("cannot read the cluster's OptionsRecordControllers yet: the webhook starts with the static and shared rules, and the sink keeps trying",
+			"cluster", s.opts.Cluster, "err", err)
 	}
 	return nil
 }
 
+// first learns the sink's identity, then does the first LIST.
+func (s *Syncer) first(ctx context.Context) error {
+	if s.self.Load() == nil {
+		ssr, err := s.kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("rulesync: who am I (SelfSubjectReview): %w", err)
+		}
+		name := ssr.Status.UserInfo.Username
+		s.self.Store(&name)
+		s.log.Info("sink identity in the cluster", "user", name, "cluster", s.opts.Cluster)
+	}
+	if err := s.list(ctx); err != nil {
+		return err
+	}
+	if !s.started.Swap(true) {
+		s.log.Info("rules read from the cluster", "cluster", s.opts.Cluster)
+	}
+	return nil
+}
+
+// Started reports whether the cluster's OptionsRecordControllers were read.
+func (s *Syncer) Started() bool { return s.started.Load() }
+
 // IsSelf reports whether an event of this cluster was caused by the sink's
 // own request (not impersonating anyone): those are never recorded.
 func (s *Syncer) IsSelf(cluster string, ev *auditv1.Event) bool {
-	return cluster == s.opts.Cluster && s.self != "" && ev.User.Username == s.self && ev.ImpersonatedUser == nil
+	self := s.self.Load()
+	return cluster == s.opts.Cluster && self != nil && *self != "" && ev.User.Username == *self && ev.ImpersonatedUser == nil
 }
 
 // OnStored counts the kept events of a stored batch per rule.
@@ -189,6 +222,17 @@ func (s *Syncer) Run(ctx context.Context) {
 }
 
 func (s *Syncer) resyncLoop(ctx context.Context) {
+	// Until the first LIST succeeds, try again soon, backing off.
+	for wait := time.Second; !s.started.Load(); wait = min(2*wait, 30*time.Second) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		if err := s.first(ctx); err != nil {
+			s.log.Warn("cannot read the cluster's OptionsRecordControllers yet; retrying", "cluster", s.opts.Cluster, "in", min(2*wait, 30*time.Second).String(), "err", err)
+		}
+	}
 	t := time.NewTicker(s.opts.Resync)
 	defer t.Stop()
 	for {
