@@ -52,3 +52,18 @@ func TestErrorClassification(t *testing.T) {
 		})
 	}
 }
+
+// TestAdvisoryLockKeysAreDistinct: each advisory lock serialises one kind
+// of work; two sharing a key make one wait for the other (partition DDL,
+// and so every write of a replica, behind the restore API's migrations).
+func TestAdvisoryLockKeysAreDistinct(t *testing.T) {
+	keys := map[string]int64{"migration": migrationLockID, "api migration": apiMigrationLockID,
+		"partition": partitionLockID, "retention": retentionLock}
+	seen := map[int64]string{}
+	for name, k := range keys {
+		if other, ok := seen[k]; ok {
+			t.Errorf("the %s and %s locks share the key %#x", name, other, k)
+		}
+		seen[k] = name
+	}
+}

@@ -11,7 +11,7 @@ import (
 )
 
 // partitionLockID serialises partition DDL across sink replicas.
-const partitionLockID = 0x6f70747265630002
+const partitionLockID = 0x6f70747265630003
 
 // partitions remembers which daily partitions of events exist, so the write
 // path only runs DDL for a day it has not seen (backfills, clock skew).
