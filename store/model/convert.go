@@ -450,18 +450,16 @@ func removedLastFinalizer(m *objectMeta) bool {
 	return m.Metadata.DeletionTimestamp != nil && len(m.Metadata.Finalizers) == 0
 }
 
+// A Namespace is held by spec.finalizers while the namespace controller
+// empties it; the controller's last step (PUT namespaces/X/finalize)
+// empties them, and the apiserver deletes the Namespace with that write,
+// answering it as sent: still phase Terminating. So the finalizer lists
+// decide, not the phase.
 func gone(m *objectMeta) bool {
 	if len(m.Metadata.Finalizers) > 0 || len(m.Spec.Finalizers) > 0 {
 		return false
 	}
-	if m.Metadata.DeletionGracePeriodSeconds != nil && *m.Metadata.DeletionGracePeriodSeconds > 0 {
-		return false
-	}
-	var st struct {
-		Phase string `json:"phase"` // Namespace: Terminating
-	}
-	_ = json.Unmarshal(m.Status, &st)
-	return st.Phase != "Terminating"
+	return m.Metadata.DeletionGracePeriodSeconds == nil || *m.Metadata.DeletionGracePeriodSeconds <= 0
 }
 
 // withoutCredentials returns a request body without the credentials some

@@ -89,3 +89,37 @@ func TestADeepPatchIsKept(t *testing.T) {
 		}
 	}
 }
+
+// TestANamespaceGoesWithItsFinalize: the namespace controller's last
+// step, PUT namespaces/X/finalize emptying spec.finalizers, deletes the
+// Namespace; the apiserver answers with the object as sent, phase
+// Terminating. Its DELETE, with the kubernetes finalizer left, does not.
+func TestANamespaceGoesWithItsFinalize(t *testing.T) {
+	at := metav1.NewMicroTime(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
+	ns := func(finalizers string) string {
+		return `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"team-a","uid":"u-ns","resourceVersion":"9",` +
+			`"deletionTimestamp":"2026-11-25T09:59:00Z"},"spec":{` + finalizers + `},"status":{"phase":"Terminating"}}`
+	}
+	for _, tt := range []struct {
+		verb, subresource, body string
+		gone                    bool
+	}{
+		{"delete", "", ns(`"finalizers":["kubernetes"]`), false},
+		{"update", "finalize", ns(``), true},
+	} {
+		ev := &auditv1.Event{
+			AuditID: "a1", Stage: auditv1.StageResponseComplete, Verb: tt.verb, RequestURI: "/api/v1/namespaces/team-a",
+			User:           authnv1.UserInfo{Username: "system:serviceaccount:kube-system:namespace-controller"},
+			ObjectRef:      &auditv1.ObjectReference{APIVersion: "v1", Resource: "namespaces", Namespace: "team-a", Name: "team-a", Subresource: tt.subresource},
+			ResponseStatus: &metav1.Status{Code: 200}, StageTimestamp: at, RequestReceivedTimestamp: at,
+			ResponseObject: &runtime.Unknown{Raw: []byte(tt.body)},
+		}
+		c, err := Convert("c", ev, Selection{Rules: []string{"r"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Versions) != 1 || c.Versions[0].Deleted != tt.gone {
+			t.Errorf("%s %s: versions %+v, want one with deleted=%v", tt.verb, tt.subresource, c.Versions, tt.gone)
+		}
+	}
+}
