@@ -2,12 +2,15 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // partitionLockID serialises partition DDL across sink replicas.
@@ -45,6 +48,22 @@ func (p *partitions) around(now time.Time) []time.Time {
 		days = append(days, now.AddDate(0, 0, i))
 	}
 	return days
+}
+
+// forget drops the days of times from what the store knows exists.
+func (p *partitions) forget(times []time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range times {
+		delete(p.known, partitionName(day(t)))
+	}
+}
+
+// isMissingPartition reports whether err is PostgreSQL finding no
+// partition of events for a row (23514, "no partition of relation").
+func isMissingPartition(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23514" && strings.Contains(pe.Message, "no partition of relation")
 }
 
 // EnsurePartitionsFor creates the event partitions of the days of times

@@ -318,3 +318,37 @@ func TestNamedRestoresArePaged(t *testing.T) {
 		t.Errorf("every namespace but the cluster scope: %d rows, want 8", len(all))
 	}
 }
+
+// TestALateEventOfADayAnotherReplicaDropped: one replica's retention drops
+// a day's partition (a rule's retention of hours) that another replica has
+// written to and still knows; that replica's next event of the day (late,
+// from a journal, say) makes the partition again rather than failing.
+func TestALateEventOfADayAnotherReplicaDropped(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t)
+	a, err := store.Open(ctx, store.Options{URL: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := store.Open(ctx, store.Options{URL: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	now := time.Now().UTC()
+	yesterday := now.AddDate(0, 0, -1)
+	e, v := change("late", "first", yesterday, 1, false)
+	if _, err := a.WriteBatch(ctx, &model.Batch{Events: e, Versions: v}); err != nil {
+		t.Fatal(err)
+	}
+	// b keeps two hours, and its pass runs a day later: yesterday ended
+	// long before its cutoff, so its partition goes.
+	if res, err := b.ApplyRetention(ctx, now.Add(24*time.Hour), 2*time.Hour); err != nil || len(res.DroppedPartitions) == 0 {
+		t.Fatalf("retention: %+v, %v; want yesterday's partition dropped", res, err)
+	}
+	e, v = change("late", "second", yesterday.Add(time.Second), 2, false)
+	if _, err := a.WriteBatch(ctx, &model.Batch{Events: e, Versions: v}); err != nil {
+		t.Fatalf("a late event of the dropped day: %v", err)
+	}
+}

@@ -69,11 +69,21 @@ func (s *Store) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteResu
 		return model.WriteResult{}, err
 	}
 	var res model.WriteResult
-	err := s.Transact(ctx, func(tx pgx.Tx) error {
+	write := func(tx pgx.Tx) error {
 		var err error
 		res, err = writeBatch(ctx, tx, b)
 		return err
-	})
+	}
+	err := s.Transact(ctx, write)
+	if isMissingPartition(err) {
+		// Another replica's retention dropped a day this one still knew
+		// (a late event of a day a short retention expired): make it again.
+		s.parts.forget(days)
+		if err := s.EnsurePartitionsFor(ctx, days); err != nil {
+			return model.WriteResult{}, err
+		}
+		err = s.Transact(ctx, write)
+	}
 	if err != nil {
 		return model.WriteResult{}, fmt.Errorf("store: write batch of %d events: %w", len(b.Events), err)
 	}
