@@ -160,7 +160,15 @@ func (j *Journal) writeGroup(f *os.File, group []*appendReq) *os.File {
 		// After a failed fsync the kernel may have dropped the dirty pages:
 		// nothing in this segment written since the last good fsync can be
 		// trusted, so none of it is acknowledged and the segment is closed.
-		j.m.errors.WithLabelValues("sync").Inc()
+		// A full disk may first be reported here (delayed allocation):
+		// then the journal is full, as when a write says so.
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			j.setFull(true)
+			j.m.errors.WithLabelValues("full").Add(float64(len(admitted)))
+			err = fmt.Errorf("%w: %v", ErrFull, err)
+		} else {
+			j.m.errors.WithLabelValues("sync").Inc()
+		}
 		j.log.Error("journal fsync failed; closing the segment", "segment", seg.path, "err", err)
 		_ = f.Close()
 		j.mu.Lock()
@@ -226,8 +234,14 @@ func (j *Journal) rotate(f *os.File) (*os.File, error) {
 	if f != nil {
 		_ = f.Close()
 		j.mu.Lock()
+		old := j.active
 		j.active = nil
 		j.mu.Unlock()
+		// The drainer may have emptied it since retire looked: it skipped
+		// the segment then, as the active one.
+		if old != nil {
+			j.removeIfDrained(old)
+		}
 	}
 	j.mu.Lock()
 	seq := j.nextSeq

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -213,8 +214,16 @@ func (j *Journal) quarantine(e entry, cause error) error {
 	if err != nil {
 		return fmt.Errorf("journal: quarantine: %w", err)
 	}
-	path := filepath.Join(j.dir, quarantineDir, fmt.Sprintf("%020d-%012d.rec", e.seg.seq, e.off))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	// Segment numbers can repeat after the cursor is lost (it is only a
+	// hint): a name already taken gets a suffix, and no quarantined batch
+	// is ever written over.
+	base := filepath.Join(j.dir, quarantineDir, fmt.Sprintf("%020d-%012d", e.seg.seq, e.off))
+	path := base + ".rec"
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	for n := 1; errors.Is(err, fs.ErrExist) && n < 1000; n++ {
+		path = fmt.Sprintf("%s.%d.rec", base, n)
+		f, err = os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	}
 	if err != nil {
 		return fmt.Errorf("journal: quarantine: %w", err)
 	}

@@ -630,3 +630,43 @@ func value(t *testing.T, c prometheus.Metric) float64 {
 	t.Fatalf("not a counter or gauge: %v", &m)
 	return 0
 }
+
+// TestQuarantineNeverOverwrites: the drain cursor is only a hint; lost, the
+// next journal numbers its segments from 1 again, and the next batch set
+// aside at the same place must not replace the one set aside before.
+func TestQuarantineNeverOverwrites(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, id := range []string{"bad1", "bad2"} {
+		fs := &fakeStore{down: true, poison: map[string]bool{id: true}}
+		j := open(t, dir, fs, fast)
+		write(t, j, id)
+		fs.set(func(f *fakeStore) { f.down = false })
+		stop := run(t, j)
+		waitDrained(t, j)
+		stop()
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(filepath.Join(dir, cursorFile)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	q, _ := filepath.Glob(filepath.Join(dir, quarantineDir, "*.rec"))
+	var ids []string
+	for _, p := range q {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := decodePayload(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, b.Events[0].AuditID)
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"bad1", "bad2"}) {
+		t.Errorf("quarantined %v (files %v), want both batches", ids, q)
+	}
+}
