@@ -37,8 +37,9 @@ func (j *Journal) Run(ctx context.Context) error {
 	}
 	defer func() { <-j.running }()
 	backoff := j.opts.RetryMin
-	single := 0   // records to drain one at a time (after a permanent error in a merged write)
-	rejected := 0 // permanent failures of the head record alone
+	single := 0     // records to drain one at a time (after a permanent error in a merged write)
+	rejected := 0   // permanent failures of the head record alone
+	unreadable := 0 // failures to read the head record from disk
 	var failingSince time.Time
 	for {
 		head := j.head(single > 0)
@@ -64,7 +65,7 @@ func (j *Journal) Run(ctx context.Context) error {
 				j.log.Info("store answers again; draining the journal", "failing_for", time.Since(failingSince).Round(time.Millisecond).String())
 				failingSince = time.Time{}
 			}
-			backoff, rejected = j.opts.RetryMin, 0
+			backoff, rejected, unreadable = j.opts.RetryMin, 0, 0
 			single = max(0, single-n)
 			if j.Backlog() == 0 {
 				j.log.Info("journal drained")
@@ -72,7 +73,25 @@ func (j *Journal) Run(ctx context.Context) error {
 			continue
 		}
 		j.m.errors.WithLabelValues("drain").Inc()
-		if !store.IsPermanent(err) {
+		switch {
+		case errors.Is(err, errUnreadable):
+			// The disk failed, not the store: new batches still go to the
+			// store. A record that cannot be read a few times over is lost
+			// to the journal: counted and skipped, the others drain.
+			if unreadable++; unreadable >= quarantineAfter {
+				j.m.corrupt.Inc()
+				j.log.Error("journaled batch cannot be read from disk; skipping it", "err", err)
+				j.skip(head[:1], "unreadable")
+				unreadable = 0
+				single = max(0, single-1)
+				if j.Backlog() == 0 {
+					// Nothing left to learn the store's state from: let the
+					// next batch try it (it falls back here if it is down).
+					j.storeDown.Store(false)
+				}
+				continue
+			}
+		case !store.IsPermanent(err):
 			j.storeDown.Store(true)
 		}
 		if store.IsPermanent(err) {
@@ -137,7 +156,11 @@ func (j *Journal) drain(ctx context.Context, head []entry) (int, error) {
 	for i, e := range head {
 		rec, err := readRecord(e)
 		if err != nil {
-			return 0, fmt.Errorf("journal: read %s at %d: %w", e.seg.path, e.off, err)
+			if i > 0 {
+				head = head[:i] // store the good ones before it first
+				break
+			}
+			return 0, fmt.Errorf("journal: read %s at %d: %w: %w", e.seg.path, e.off, errUnreadable, err)
 		}
 		var b *model.Batch
 		if _, _, err = parseRecord(rec); err == nil {

@@ -205,7 +205,15 @@ func (j *Journal) recover() error {
 		}
 		data, err := os.ReadFile(s.path)
 		if err != nil {
-			return fmt.Errorf("journal: read segment: %w", err)
+			// One unreadable segment must not keep the sink from starting
+			// (and ingest down with it): it is moved aside, for an
+			// operator, and counted.
+			aside := filepath.Join(j.dir, quarantineDir, filepath.Base(s.path)+".unreadable")
+			rerr := os.Rename(s.path, aside)
+			j.log.Error("journal segment cannot be read; set aside, its batches are not drained", "segment", s.path,
+				"moved_to", aside, "err", err, "move_err", rerr)
+			corrupt++
+			continue
 		}
 		sc := scanSegment(data)
 		corrupt += sc.corrupt
@@ -216,7 +224,9 @@ func (j *Journal) recover() error {
 			j.log.Warn("journal segment ends in a torn record (an append cut short); truncating it",
 				"segment", s.path, "size", len(data), "intact", sc.validEnd)
 			if err := os.Truncate(s.path, sc.validEnd); err != nil {
-				return fmt.Errorf("journal: truncate torn tail: %w", err)
+				// Not needed for correctness: recovered segments are never
+				// appended to, and reads stop at validEnd.
+				j.log.Warn("journal: cannot truncate a torn tail; leaving it", "segment", s.path, "err", err)
 			}
 		}
 		s.size = sc.validEnd

@@ -670,3 +670,49 @@ func TestQuarantineNeverOverwrites(t *testing.T) {
 		t.Errorf("quarantined %v (files %v), want both batches", ids, q)
 	}
 }
+
+// TestAnUnreadableSegmentDoesNotStopTheJournal: a segment the disk does not
+// give back keeps neither the journal from opening (and ingest from
+// starting) nor the store from taking new batches: it is set aside and
+// counted, and a record that cannot be read while draining is skipped
+// after a few tries without the store being taken for down.
+func TestAnUnreadableSegmentDoesNotStopTheJournal(t *testing.T) {
+	t.Parallel()
+	t.Run("at open", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, segmentName(99)), 0o700); err != nil { // read fails: a directory
+			t.Fatal(err)
+		}
+		j := open(t, dir, &fakeStore{}, fast)
+		if value(t, j.m.corrupt) != 1 {
+			t.Errorf("corrupt %v, want 1", value(t, j.m.corrupt))
+		}
+		if _, err := os.Stat(filepath.Join(dir, quarantineDir, segmentName(99)+".unreadable")); err != nil {
+			t.Errorf("not set aside: %v", err)
+		}
+	})
+	t.Run("while draining", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		fs := &fakeStore{down: true}
+		j := open(t, dir, fs, fast)
+		write(t, j, "a")
+		segs, _ := filepath.Glob(filepath.Join(dir, "*"+segmentExt))
+		for _, s := range segs {
+			if err := os.Remove(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fs.set(func(f *fakeStore) { f.down = false })
+		run(t, j)
+		waitDrained(t, j)
+		if j.storeDown.Load() {
+			t.Error("the store is taken for down for a record the disk lost")
+		}
+		write(t, j, "b")
+		if got := fs.ids(); !slices.Equal(got, []string{"b"}) {
+			t.Errorf("stored %v, want the new batch", got)
+		}
+	})
+}

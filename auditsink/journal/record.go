@@ -40,6 +40,8 @@ var (
 	errTruncate = errors.New("record extends past the end of the segment")
 	// errDecode marks an intact record whose payload this version cannot read.
 	errDecode = errors.New("undecodable journal payload")
+	// errUnreadable is a record the disk does not give back (an I/O error).
+	errUnreadable = errors.New("journal record unreadable")
 )
 
 // envelope is a record's payload as written: the payload version and the
