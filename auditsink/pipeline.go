@@ -23,9 +23,11 @@ type StaticRules struct{ Rules *filter.Rules }
 // RulesFor implements RuleSource.
 func (s StaticRules) RulesFor(string) *filter.Rules { return s.Rules }
 
-// Observer sees every decoded batch before it is filtered: a rule source
-// follows OptionsRecordController changes through it, so a changed rule
-// applies to the rest of the same batch.
+// Observer sees every decoded event, in the batch's order, before it is
+// filtered: a rule source follows OptionsRecordController changes through
+// it, so a changed rule applies to the events after it in the same batch,
+// and the events before it are judged by the rules they were made under.
+// It reports whether the rules changed.
 type Observer interface {
 	ObserveEvents(cluster string, evs []auditv1.Event) bool
 }
@@ -143,13 +145,13 @@ func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1
 		out.Received += n
 		out.drop(reason, n)
 	}
-	if p.observer != nil {
-		p.observer.ObserveEvents(cluster, events)
-	}
 	rules := p.rules.RulesFor(cluster)
 	batch := &model.Batch{}
 	for i := range events {
 		ev := &events[i]
+		if p.observer != nil && p.observer.ObserveEvents(cluster, events[i:i+1]) {
+			rules = p.rules.RulesFor(cluster) // changed: from this event on
+		}
 		if p.self != nil && p.self(cluster, ev) {
 			out.drop(reasonSelf, 1)
 			continue

@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
+	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
 	. "github.com/options-record/options-record/test/gen"
@@ -614,5 +616,48 @@ func TestAnEventTheDatabaseRefusesCostsOnlyItself(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM object_versions WHERE name = 'cm-1'`); n != 0 {
 		t.Errorf("the refused event's version was stored: %d", n)
+	}
+}
+
+// swappingRules is a rule source whose rules a rule event in the batch
+// replaces (as a deleted OptionsRecordController does), observed in order.
+type swappingRules struct {
+	now, after *filter.Rules
+}
+
+func (s *swappingRules) RulesFor(string) *filter.Rules { return s.now }
+
+func (s *swappingRules) ObserveEvents(_ string, evs []auditv1.Event) bool {
+	changed := false
+	for i := range evs {
+		if evs[i].ObjectRef != nil && evs[i].ObjectRef.Resource == "optionsrecordcontrollers" {
+			s.now, changed = s.after, true
+		}
+	}
+	return changed
+}
+
+// TestARuleChangeAppliesFromItsEventOn: a batch holding a change made while
+// a rule was in force and, after it, that rule's deletion keeps the change;
+// what comes after the deletion is judged without the rule.
+func TestARuleChangeAppliesFromItsEventOn(t *testing.T) {
+	e := newEnv(t)
+	none, _ := filter.Compile(nil, filter.Options{SinkNamespace: "options-record"})
+	src := &swappingRules{now: testRules(t), after: none}
+	pipe := auditsink.NewPipeline(src, e.st, nil, nil).WithObserver(src)
+	cm := func(name string) *auditv1.Event {
+		return Event(Namespace("prod"), Name(name), Response(ConfigMap("prod", name, "uid-"+name, 10, nil)))
+	}
+	del := Event(Verb("delete"), Resource("optionsrecord.io", "v1alpha1", "optionsrecordcontrollers"), Namespace("options-record"),
+		Name("prod"), Response(Status("optionsrecord.io", "OptionsRecordController", "prod", "u-rule")))
+	out, err := pipe.Process(t.Context(), "default", []auditv1.Event{*cm("before"), *del, *cm("after")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT count(*) FROM events WHERE name = 'before'`); n != 1 {
+		t.Errorf("the change made under the rule: %d stored, want 1 (outcome %+v)", n, out)
+	}
+	if n := e.count(`SELECT count(*) FROM events WHERE name = 'after'`); n != 0 {
+		t.Errorf("the change after the rule's deletion: %d stored, want 0", n)
 	}
 }
