@@ -90,7 +90,7 @@ FROM (
     ORDER BY o.uid, o.resource_version DESC NULLS FIRST, o.deleted DESC, o.changed_at DESC
 ) v
 LEFT JOIN events e ON e.cluster = v.cluster AND e.event_key = v.event_key AND e.stage_at = v.changed_at
-WHERE NOT v.deleted
+WHERE NOT v.deleted AND NOT ` + fmt.Sprintf(succeeded, at) + `
 ORDER BY ` + order + `
 LIMIT ` + strconv.Itoa(q.Limit), b.args
 }
