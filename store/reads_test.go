@@ -992,3 +992,20 @@ func TestAsOfListsOneObjectPerName(t *testing.T) {
 		}
 	}
 }
+
+// TestNewestGoesByResourceVersion: two apiservers' clocks disagree by a few
+// milliseconds; the newest version of an object is the one of its highest
+// resourceVersion, not the one stamped last (else a restore's guard sees a
+// change that is not there).
+func TestNewestGoesByResourceVersion(t *testing.T) {
+	s := openStore(t)
+	write(t, s,
+		change{verb: "create", user: "alice", resource: "configmaps", ns: "prod", name: "x", uid: "a", rv: 99, at: 0, data: "v0", created: true},
+		change{verb: "update", user: "alice", resource: "configmaps", ns: "prod", name: "x", uid: "a", rv: 101, at: time.Second + 3*time.Millisecond, data: "v2"},
+		change{verb: "update", user: "bob", resource: "configmaps", ns: "prod", name: "x", uid: "a", rv: 100, at: time.Second + 5*time.Millisecond, data: "v1"},
+	)
+	n, err := s.Newest(context.Background(), "default", "", "configmaps", "prod", "x")
+	if err != nil || n.ResourceVersion == nil || *n.ResourceVersion != 101 {
+		t.Errorf("newest: %+v %v; want resourceVersion 101", n, err)
+	}
+}
