@@ -2,17 +2,20 @@ package filter
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
 // Coverage describes, one entry per Ready rule, what the rules that could
 // record a change of an object of group and resource select of it: the
 // rule's name, its namespace scope and whether it records Secret data —
-// what Covers decides from. Verbs, users, noise settings and retention are
-// left out: they do not change which objects a baseline stores. Two rule
-// sets with the same Coverage of a resource baseline it alike, and a
-// Coverage whose entries are all in an earlier one covers nothing the
-// earlier one did not. The entries are sorted; nil when no rule covers
+// what Covers decides from. Verbs, users, noise settings, retention and
+// the rule's name are left out: they do not change which objects a
+// baseline stores (a rule made again under another name must not LIST
+// the cluster again: a tenant could repeat that at will). Two rule sets
+// with the same Coverage of a resource baseline it alike, and a Coverage
+// whose entries are all in an earlier one covers nothing the earlier one
+// did not. The entries are sorted and distinct; nil when no rule covers
 // the resource.
 func (r *Rules) Coverage(group, resource string) []string {
 	excluded := WildcardExclusion(group, resource, "")
@@ -23,10 +26,11 @@ func (r *Rules) Coverage(group, resource string) []string {
 		if m == matchNone || (m == matchWildcard && excluded != "") {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s|own=%s|ns=%s|exclude=%s|secrets=%t",
-			ru.name, ru.ownNamespace, ru.namespaces.patterns(), ru.excludeNamespaces.patterns(), ru.recordSecretData))
+		out = append(out, fmt.Sprintf("own=%s|ns=%s|exclude=%s|secrets=%t",
+			ru.ownNamespace, ru.namespaces.patterns(), ru.excludeNamespaces.patterns(), ru.recordSecretData))
 	}
-	return out // r.rules are sorted by name
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func (gs globSet) patterns() string {

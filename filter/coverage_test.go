@@ -30,6 +30,10 @@ func TestCoverage(t *testing.T) {
 		{"excluded namespace", []v1alpha1.OptionsRecordController{sinkORC("r", namespaces("prod"), excludeNamespaces("x"), resources("", "configmaps"))}, false},
 		{"Secret data", []v1alpha1.OptionsRecordController{sinkORC("r", namespaces("prod"), resources("", "configmaps"), recordSecretData())}, false},
 		{"another rule of the resource", []v1alpha1.OptionsRecordController{base, orc("team-a", "t", resources("", "configmaps"))}, false},
+		// A tenant making its rule again under new names must not make
+		// the sink LIST the cluster each time.
+		{"the rule renamed", []v1alpha1.OptionsRecordController{sinkORC("r2", namespaces("prod"), resources("", "configmaps"))}, true},
+		{"a second rule of the same scope", []v1alpha1.OptionsRecordController{base, sinkORC("r2", namespaces("prod"), resources("", "configmaps"))}, true},
 	}
 	want := cov(base)
 	if want == "" {
