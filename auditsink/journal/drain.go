@@ -100,7 +100,7 @@ func (j *Journal) Run(ctx context.Context) error {
 				continue
 			}
 			if rejected++; rejected >= quarantineAfter {
-				if qerr := j.quarantine(head[0], err); qerr == nil {
+				if qerr := j.setAside(ctx, head[0], err); qerr == nil {
 					rejected = 0
 					single = max(0, single-1)
 					continue
@@ -173,7 +173,7 @@ func (j *Journal) drain(ctx context.Context, head []entry) (int, error) {
 			}
 			if errors.Is(err, errDecode) {
 				// Intact but unreadable to this version: keep it for an operator.
-				return 0, j.quarantine(e, err)
+				return 0, j.quarantine(e, rec, err)
 			}
 			j.m.corrupt.Inc()
 			j.log.Error("journaled batch damaged on disk; skipping it", "segment", e.seg.path, "offset", e.off, "err", err)
@@ -230,13 +230,69 @@ func (j *Journal) skip(done []entry, reason string) {
 	}
 }
 
-// quarantine moves a record the store cannot take aside, durably, and
-// removes it from the journal.
-func (j *Journal) quarantine(e entry, cause error) error {
+// setAside deals with a record the store keeps rejecting as invalid data:
+// its events are stored one at a time (each with its versions), and only
+// those the store rejects are quarantined, so that one bad event does not
+// keep a batch's others, acknowledged long ago, out of the record. A
+// failure of the store itself leaves the record at the head, to retry
+// (what was stored by then is found stored).
+func (j *Journal) setAside(ctx context.Context, e entry, cause error) error {
 	rec, err := readRecord(e)
 	if err != nil {
-		return fmt.Errorf("journal: quarantine: %w", err)
+		return fmt.Errorf("journal: set aside: %w: %w", errUnreadable, err)
 	}
+	b, err := decodePayload(rec)
+	if err != nil || len(b.Events) < 2 {
+		return j.quarantine(e, rec, cause)
+	}
+	byEvent := make(map[string][]model.Version, len(b.Events))
+	var loose []model.Version // versions of no event of the batch
+	keys := make(map[string]bool, len(b.Events))
+	for _, ev := range b.Events {
+		keys[ev.Cluster+"\x00"+string(ev.Key)] = true
+	}
+	for _, v := range b.Versions {
+		if k := v.Cluster + "\x00" + string(v.EventKey); keys[k] {
+			byEvent[k] = append(byEvent[k], v)
+		} else {
+			loose = append(loose, v)
+		}
+	}
+	var rejected model.Batch
+	for i := range b.Events {
+		ev := &b.Events[i]
+		one := &model.Batch{Events: b.Events[i : i+1], Versions: byEvent[ev.Cluster+"\x00"+string(ev.Key)]}
+		if i == 0 {
+			one.Versions = append(one.Versions, loose...)
+		}
+		wctx, cancel := context.WithTimeout(ctx, j.opts.DrainTimeout)
+		_, werr := j.inner.WriteBatch(wctx, one)
+		cancel()
+		switch {
+		case werr == nil:
+		case store.IsPermanent(werr):
+			rejected.Events = append(rejected.Events, one.Events...)
+			rejected.Versions = append(rejected.Versions, one.Versions...)
+		default:
+			return werr
+		}
+	}
+	if len(rejected.Events) == 0 {
+		j.skip([]entry{e}, "")
+		return nil
+	}
+	part, err := encodeRecord(&rejected, e.at)
+	if err != nil {
+		return fmt.Errorf("journal: set aside: %w", err)
+	}
+	j.log.Error("journaled events the store rejects as invalid data: the others of their batch stored, these set aside",
+		"events", len(rejected.Events), "of", len(b.Events))
+	return j.quarantine(e, part, cause)
+}
+
+// quarantine writes rec (the record of e, or the part of it the store
+// rejects) aside, durably, and removes e from the journal.
+func (j *Journal) quarantine(e entry, rec []byte, cause error) error {
 	// Segment numbers can repeat after the cursor is lost (it is only a
 	// hint): a name already taken gets a suffix, and no quarantined batch
 	// is ever written over.

@@ -716,3 +716,42 @@ func TestAnUnreadableSegmentDoesNotStopTheJournal(t *testing.T) {
 		}
 	})
 }
+
+// TestOnlyTheRejectedEventsAreSetAside: a journaled batch of which the
+// store rejects one event as invalid data has its other events stored
+// (they were acknowledged when journaled); only the rejected one, with its
+// versions, is quarantined.
+func TestOnlyTheRejectedEventsAreSetAside(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fs := &fakeStore{down: true, poison: map[string]bool{"bad": true}}
+	j := open(t, dir, fs, fast)
+	b := &model.Batch{}
+	for _, id := range []string{"ok1", "bad", "ok2"} {
+		one := batch(id)
+		one.Versions[0].EventKey = one.Events[0].Key
+		b.Events = append(b.Events, one.Events...)
+		b.Versions = append(b.Versions, one.Versions...)
+	}
+	if _, err := j.WriteBatch(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	fs.set(func(f *fakeStore) { f.down = false })
+	run(t, j)
+	waitDrained(t, j)
+	if got := fs.ids(); !slices.Equal(got, []string{"ok1", "ok2"}) {
+		t.Errorf("stored %v, want ok1 and ok2", got)
+	}
+	q, _ := filepath.Glob(filepath.Join(dir, quarantineDir, "*.rec"))
+	if len(q) != 1 {
+		t.Fatalf("quarantined %v, want one file", q)
+	}
+	data, err := os.ReadFile(q[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodePayload(data)
+	if err != nil || len(got.Events) != 1 || got.Events[0].AuditID != "bad" || len(got.Versions) != 1 || got.Versions[0].UID != "uid-bad" {
+		t.Errorf("quarantined %+v, %v; want the bad event and its version only", got, err)
+	}
+}
