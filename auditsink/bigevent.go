@@ -20,13 +20,20 @@ const metadataOnlyItem = `{"apiVersion":"meta.k8s.io/v1","kind":"PartialObjectMe
 
 // deleteCollectionAhead tells whether the event whose opening brace was
 // just read may be a deletecollection: the kube-apiserver writes the verb
-// before the objects, within the bytes buffered ahead. Other events are
+// before the objects. Other events are
 // copied as they are (value), as before: event parses more strictly, and
 // a malformed event must cost only itself, at the decoder.
 func (s *itemStream) deleteCollectionAhead() bool {
-	b, _ := s.r.Peek(s.r.Size())
-	return bytes.Contains(b, []byte(`"verb":"deletecollection"`))
+	// The first verb ahead is this event's: the kube-apiserver writes it
+	// within its first few hundred bytes (after level, auditID, stage and
+	// requestURI). 4 KiB rarely makes bufio read ahead.
+	b, _ := s.r.Peek(min(verbWindow, s.r.Size()))
+	i := bytes.Index(b, []byte(`"verb":"`))
+	return i >= 0 && bytes.HasPrefix(b[i+len(`"verb":"`):], []byte(`deletecollection"`))
 }
+
+// verbWindow is how far ahead deleteCollectionAhead looks for the verb.
+const verbWindow = 4 << 10
 
 // event copies one event, a JSON object whose opening brace was read, to
 // dst. An event longer than limit is skipped whole (errItemTooLarge, dst as
@@ -74,7 +81,7 @@ func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, err error) 
 		}
 		first = false
 		nameAt := dst.Len()
-		lw := &limitWriter{w: dst, max: limit - used()}
+		lw := &limitWriter{w: dst, max: max(0, limit-used())}
 		if c, err = s.memberName(lw); err != nil {
 			return 0, err
 		}
@@ -140,7 +147,7 @@ func (s *itemStream) list(dst *bytes.Buffer, start int, limit int64) (cut int, e
 			return cut, s.errorf("list: want a member name")
 		}
 		nameAt := dst.Len()
-		lw := &limitWriter{w: dst, max: limit - used()}
+		lw := &limitWriter{w: dst, max: max(0, limit-used())}
 		if c, err = s.memberName(lw); err != nil {
 			return cut, err
 		}

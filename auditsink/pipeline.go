@@ -185,7 +185,7 @@ func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1
 	p.metrics.write.Observe(time.Since(start).Seconds())
 	out.Retained = batch.Retained
 	stored := batch.Events
-	if err != nil && model.IsInvalidData(err) && len(batch.Events) > 1 {
+	if err != nil && model.IsInvalidData(err) && len(batch.Events) > 0 {
 		res, stored, err = p.eventByEvent(ctx, batch, &out)
 	}
 	if err != nil {

@@ -617,6 +617,11 @@ func TestAnEventTheDatabaseRefusesCostsOnlyItself(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM object_versions WHERE name = 'cm-1'`); n != 0 {
 		t.Errorf("the refused event's version was stored: %d", n)
 	}
+	// Alone in its batch, it is dropped and counted all the same (else the
+	// apiserver would retry it, then drop it uncounted).
+	if out := e.send(batch[1]); out.Kept != 0 || out.Dropped["rejected_by_database"] != 1 {
+		t.Errorf("alone: outcome %+v; want it dropped as rejected_by_database", out)
+	}
 }
 
 // swappingRules is a rule source whose rules a rule event in the batch

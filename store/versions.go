@@ -313,16 +313,18 @@ func (s *Store) StateBefore(ctx context.Context, v *VersionRecord) (*VersionReco
 	return s.oneVersion(ctx, "state before", v.Cluster, stateBeforeSQL, v.Cluster, v.UID, v.Key, v.ResourceVersion, v.Deleted)
 }
 
-// newestByNameSQL orders by resourceVersion, not by the apiservers'
-// clocks: the object is the one of the name's highest resourceVersion
-// (ordered across objects), and its newest version the one of its highest
-// resourceVersion, a delete without one (answered by a Status) last of all.
+// newestByNameSQL orders an object's versions by resourceVersion, not by
+// the apiservers' clocks: the object is the name's latest (by time, which
+// the name's index serves: incarnations are apart by a delete and a
+// create, far more than clocks are), and its newest version the one of
+// its highest resourceVersion (object_versions_uid_rv), a delete without
+// one (answered by a Status) last of all.
 var newestByNameSQL = versionOnlySelectWithObject + `
 FROM object_versions v
-WHERE v.cluster = $1 AND v.api_group = $2 AND v.resource = $3 AND v.namespace = $4 AND v.name = $5
+WHERE v.cluster = $1
   AND v.uid = (SELECT o.uid FROM object_versions o
                WHERE o.cluster = $1 AND o.api_group = $2 AND o.resource = $3 AND o.namespace = $4 AND o.name = $5
-               ORDER BY o.resource_version DESC NULLS LAST, o.changed_at DESC
+               ORDER BY o.changed_at DESC
                LIMIT 1)
 ORDER BY v.resource_version DESC NULLS FIRST, v.deleted DESC, v.changed_at DESC
 LIMIT 1`

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/options-record/options-record/store"
@@ -76,8 +78,13 @@ func (j *Journal) Run(ctx context.Context) error {
 		switch {
 		case errors.Is(err, errUnreadable):
 			// The disk failed, not the store: new batches still go to the
-			// store. A record that cannot be read a few times over is lost
-			// to the journal: counted and skipped, the others drain.
+			// store. A record the disk has lost (an I/O error, a short
+			// read, its file gone) is counted and skipped after a few
+			// tries, and the others drain; any other read error (out of
+			// file descriptors, say) passes: the record is retried.
+			if !recordLost(err) {
+				break
+			}
 			if unreadable++; unreadable >= quarantineAfter {
 				j.m.corrupt.Inc()
 				j.log.Error("journaled batch cannot be read from disk; skipping it", "err", err)
@@ -228,6 +235,13 @@ func (j *Journal) skip(done []entry, reason string) {
 	for _, s := range segs {
 		j.removeIfDrained(s)
 	}
+}
+
+// recordLost reports whether a read error means the record is gone for
+// good rather than for now.
+func recordLost(err error) bool {
+	return errors.Is(err, syscall.EIO) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EISDIR)
 }
 
 // setAside deals with a record the store keeps rejecting as invalid data:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -181,6 +182,20 @@ func Open(dir string, inner model.Writer, opts Options) (*Journal, error) {
 	return j, nil
 }
 
+// freeName is base+ext, or base.N+ext for the first N that names no file:
+// what is set aside is never written over (segment numbers repeat once the
+// cursor is lost). The journal's lock keeps other processes out.
+func freeName(base, ext string) string {
+	name := base + ext
+	for n := 1; n < 1000; n++ {
+		if _, err := os.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		name = fmt.Sprintf("%s.%d%s", base, n, ext)
+	}
+	return name
+}
+
 // recover rebuilds the queue from the segments on disk.
 func (j *Journal) recover() error {
 	cur, _ := readCursor(j.dir)
@@ -208,7 +223,7 @@ func (j *Journal) recover() error {
 			// One unreadable segment must not keep the sink from starting
 			// (and ingest down with it): it is moved aside, for an
 			// operator, and counted.
-			aside := filepath.Join(j.dir, quarantineDir, filepath.Base(s.path)+".unreadable")
+			aside := freeName(filepath.Join(j.dir, quarantineDir, filepath.Base(s.path)), ".unreadable")
 			rerr := os.Rename(s.path, aside)
 			j.log.Error("journal segment cannot be read; set aside, its batches are not drained", "segment", s.path,
 				"moved_to", aside, "err", err, "move_err", rerr)

@@ -357,4 +357,12 @@ func TestExportFileNamesDifferInMoreThanCase(t *testing.T) {
 	if a != "roles.rbac.authorization.k8s.io_Edit.yaml" || b != "roles.rbac.authorization.k8s.io_edit.2222bbbb.yaml" || c != "roles.rbac.authorization.k8s.io_view.yaml" {
 		t.Errorf("file names %q %q %q", a, b, c)
 	}
+	// A name composed (é) and decomposed (e and U+0301) is one file on
+	// macOS; and an object may be named as a twin's file would be.
+	d := e.claim("roles.rbac.authorization.k8s.io_caf\u00e9.yaml", "4444dddd-0000")
+	f := e.claim("roles.rbac.authorization.k8s.io_cafe\u0301.yaml", "5555eeee-0000")
+	g := e.claim("roles.rbac.authorization.k8s.io_edit.2222bbbb.yaml", "2222bbbb-0000")
+	if f == d || !strings.Contains(f, "5555eeee") || g == b {
+		t.Errorf("file names %q %q, %q after %q", d, f, g, b)
+	}
 }

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/text/unicode/norm"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	record "github.com/options-record/options-record/api/record/v1alpha1"
@@ -211,10 +213,17 @@ func (e *exportOptions) claim(name, uid string) string {
 	if e.written == nil {
 		e.written = map[string]bool{}
 	}
-	if e.written[strings.ToLower(name)] {
-		name = uniqueFile(name, uid)
+	// One file to a case-insensitive file system that also equates
+	// Unicode normalization forms (macOS's APFS).
+	fold := func(s string) string { return strings.ToLower(norm.NFC.String(s)) }
+	if e.written[fold(name)] {
+		first := uniqueFile(name, uid)
+		name = first
+		for n := 2; e.written[fold(name)]; n++ { // a real object may be named like a twin
+			name = strings.TrimSuffix(first, ".yaml") + "." + strconv.Itoa(n) + ".yaml"
+		}
 	}
-	e.written[strings.ToLower(name)] = true
+	e.written[fold(name)] = true
 	return name
 }
 
