@@ -10,10 +10,13 @@ import (
 // takes requests of a few MiB), but a deletecollection answers the List of
 // every object it deleted: the namespace controller's, in a namespace of
 // large Secrets, can be far longer. Skipping such an event would lose who
-// deleted what, so the stream keeps it, cut: its List's items in full up to
-// half of MaxEventBytes, the others as their metadata only
-// (PartialObjectMetadata items, which the model records as deletions
-// without a state: their last state is the one recorded before).
+// deleted what, so the stream keeps it, cut when it must be: its List's
+// items in full up to half of MaxEventBytes, the others as their metadata
+// only (PartialObjectMetadata items, which the model records as deletions
+// without a state: their last state is the one recorded before), and the
+// first half too if the rest's metadata needs its room. One that fits is
+// kept whole. Cutting rewrites the items copied whole, holding at most an
+// event's length more for a moment.
 
 // metadataOnlyItem opens an item cut to its metadata.
 const metadataOnlyItem = `{"apiVersion":"meta.k8s.io/v1","kind":"PartialObjectMetadata","metadata":`
@@ -179,10 +182,18 @@ func (s *itemStream) list(dst *bytes.Buffer, start int, limit int64) (cut int, e
 	}
 }
 
-// items copies the items array (its opening bracket read) of a List: in
-// full while the event stays under half of limit, then as their metadata.
+// items copies the items array (its opening bracket read) of a List, in
+// full while the event fits under limit. When an item would go over it,
+// that item and the next are kept as their metadata, and so are the items
+// already copied past half of limit (compact): the first half keeps its
+// states, the rest of the List its deletions.
 func (s *itemStream) items(dst *bytes.Buffer, start int, limit int64) (cut int, err error) {
 	used := func() int64 { return int64(dst.Len() - start) }
+	// What follows the items in the event (the List's end, the
+	// timestamps, the annotations) needs room too.
+	full := limit - max(limit/16, 64)
+	var early, late []fullItem // items copied whole before and past half of limit
+	cutting := false
 	dst.WriteByte('[')
 	for first := true; ; first = false {
 		c, err := s.space()
@@ -204,115 +215,81 @@ func (s *itemStream) items(dst *bytes.Buffer, start int, limit int64) (cut int, 
 		}
 		if c != '{' {
 			err = s.value(c, dst, max(0, limit-used()))
-		} else {
-			var wasCut bool
-			wasCut, err = s.item(dst, start, limit, cut > 0)
-			if wasCut {
-				cut++
+			if errors.Is(err, errItemTooLarge) {
+				return cut, s.tooLarge(1)
 			}
+			if err != nil {
+				return cut, err
+			}
+			continue
 		}
+		at := dst.Len()
+		it, err := s.item(dst, start, full, cutting)
 		if errors.Is(err, errItemTooLarge) {
 			return cut, s.tooLarge(1)
 		}
 		if err != nil {
 			return cut, err
 		}
+		if !it.cut {
+			w := fullItem{start: at, end: dst.Len(), metaStart: it.metaStart, metaEnd: it.metaEnd}
+			if int64(at-start) >= limit/2 {
+				late = append(late, w)
+			} else {
+				early = append(early, w)
+			}
+			continue
+		}
+		if !cutting {
+			cutting = true
+			cut += compact(dst, late)
+			late = nil
+		}
+		cut++
+		writeMetadataOnly(dst, it.meta)
+		if used() >= full && len(early) > 0 {
+			// Still no room: the first half goes to metadata too.
+			cut += compact(dst, early)
+			early = nil
+		}
+		if used() >= full {
+			return cut, s.tooLarge(1)
+		}
 	}
 }
 
-// item copies one item (its opening brace read): whole if the event stays
-// under half of limit and cutting is false, else its metadata only.
-func (s *itemStream) item(dst *bytes.Buffer, start int, limit int64, cutting bool) (wasCut bool, err error) {
-	used := func() int64 { return int64(dst.Len() - start) }
-	full := limit / 2
-	at := dst.Len()
-	dst.WriteByte('{')
-	var meta []byte // the metadata's JSON, once the item is cut
-	metaAt, metaEnd := -1, -1
-	for first := true; ; first = false {
-		c, err := s.space()
-		if err != nil {
-			return false, err
-		}
-		if c == '}' {
-			break
-		}
-		if !first {
-			if c != ',' {
-				return false, s.errorf("item: want , or }")
-			}
-			if c, err = s.space(); err != nil {
-				return false, err
-			}
-		}
-		if c != '"' {
-			return false, s.errorf("item: want a member name")
-		}
-		if cutting {
-			var name bytes.Buffer
-			nw := &limitWriter{w: &name, max: 16} // only "metadata" matters
-			if c, err = s.memberName(nw); err != nil {
-				return false, err
-			}
-			if nw.over || name.String() != `"metadata"` {
-				if err := s.value(c, io.Discard, -1); err != nil {
-					return false, err
-				}
-				continue
-			}
-			var b bytes.Buffer
-			if err := s.value(c, &b, max(0, limit-used()-int64(len(metadataOnlyItem))-1)); err != nil {
-				if errors.Is(err, errItemTooLarge) {
-					return false, s.tooLarge(1) // metadata that long: the event is skipped
-				}
-				return false, err
-			}
-			meta = b.Bytes()
-			continue
-		}
-		mark := dst.Len()
-		if !first {
-			dst.WriteByte(',')
-		}
-		nameAt := dst.Len()
-		lw := &limitWriter{w: dst, max: max(0, full-used())}
-		if c, err = s.memberName(lw); err != nil {
-			return false, err
-		}
-		isMeta := !lw.over && string(dst.Bytes()[nameAt:]) == `"metadata"`
-		if lw.over {
-			if err = s.value(c, io.Discard, -1); err == nil {
-				err = errItemTooLarge
-			}
-		} else {
-			dst.WriteByte(':')
-			valueAt := dst.Len()
-			err = s.value(c, dst, max(0, full-used()))
-			if err == nil && isMeta {
-				metaAt, metaEnd = valueAt, dst.Len()
-			}
-		}
-		if err == nil {
-			continue
-		}
-		if !errors.Is(err, errItemTooLarge) {
-			return false, err
-		}
-		if isMeta {
-			return false, s.tooLarge(1) // metadata alone that long: the event is skipped
-		}
-		// Past half of limit: this item and the next are kept as metadata.
-		cutting = true
-		if metaAt >= 0 {
-			meta = bytes.Clone(dst.Bytes()[metaAt:metaEnd])
-		}
-		dst.Truncate(mark)
+// fullItem is where an item copied whole lies in the buffer, and its
+// metadata's value (metaStart < 0: none).
+type fullItem struct {
+	start, end, metaStart, metaEnd int
+}
+
+// compact rewrites the items of whole (in order, the last ones of dst but
+// for what follows them) as their metadata only, and returns how many.
+func compact(dst *bytes.Buffer, whole []fullItem) int {
+	if len(whole) == 0 {
+		return 0
 	}
-	if !cutting {
-		dst.WriteByte('}')
-		return false, nil
+	b := dst.Bytes()
+	var tail bytes.Buffer
+	pos := whole[0].start
+	for _, w := range whole {
+		tail.Write(b[pos:w.start]) // the separators
+		var meta []byte
+		if w.metaStart >= 0 {
+			meta = b[w.metaStart:w.metaEnd]
+		}
+		writeMetadataOnly(&tail, meta)
+		pos = w.end
 	}
-	dst.Truncate(at)
+	tail.Write(b[pos:])
+	dst.Truncate(whole[0].start)
+	dst.Write(tail.Bytes())
+	return len(whole)
+}
+
+// writeMetadataOnly writes an item of the given metadata (nil: none).
+func writeMetadataOnly(dst *bytes.Buffer, meta []byte) {
 	dst.WriteString(metadataOnlyItem)
 	if meta == nil {
 		dst.WriteString("{}")
@@ -320,10 +297,115 @@ func (s *itemStream) item(dst *bytes.Buffer, start int, limit int64, cutting boo
 		dst.Write(meta)
 	}
 	dst.WriteByte('}')
-	if used() >= limit {
-		return true, errItemTooLarge
+}
+
+// copiedItem is what item copied: an item whole (where its metadata's
+// value lies in the buffer), or, cut, the metadata to keep of it.
+type copiedItem struct {
+	cut                bool
+	meta               []byte // cut: the metadata's JSON (nil: none)
+	metaStart, metaEnd int    // whole: the metadata's value in the buffer, or -1
+}
+
+// item copies one item (its opening brace read): whole if the event stays
+// under limit and cutting is false; else it reads the item and returns
+// its metadata, leaving dst as it was, for the caller to write.
+func (s *itemStream) item(dst *bytes.Buffer, start int, limit int64, cutting bool) (copiedItem, error) {
+	used := func() int64 { return int64(dst.Len() - start) }
+	at := dst.Len()
+	it := copiedItem{metaStart: -1, metaEnd: -1}
+	if !cutting {
+		dst.WriteByte('{')
 	}
-	return true, nil
+	wrote := false // a member was written (a comma goes before the next)
+	for first := true; ; first = false {
+		c, err := s.space()
+		if err != nil {
+			return it, err
+		}
+		if c == '}' {
+			break
+		}
+		if !first {
+			if c != ',' {
+				return it, s.errorf("item: want , or }")
+			}
+			if c, err = s.space(); err != nil {
+				return it, err
+			}
+		}
+		if c != '"' {
+			return it, s.errorf("item: want a member name")
+		}
+		var name bytes.Buffer
+		nw := &limitWriter{w: &name, max: 1 << 10}
+		if c, err = s.memberName(nw); err != nil {
+			return it, err
+		}
+		if !nw.over && name.String() == `"metadata"` {
+			// Read aside first: kept whatever becomes of the item.
+			var b bytes.Buffer
+			if err := s.value(c, &b, max(0, limit-int64(len(metadataOnlyItem))-1)); err != nil {
+				if errors.Is(err, errItemTooLarge) {
+					return it, s.tooLarge(1) // metadata that long: the event is skipped
+				}
+				return it, err
+			}
+			if !cutting && used()+int64(name.Len()+b.Len()+2) < limit {
+				if wrote {
+					dst.WriteByte(',')
+				}
+				dst.Write(name.Bytes())
+				dst.WriteByte(':')
+				it.metaStart = dst.Len()
+				dst.Write(b.Bytes())
+				it.metaEnd, wrote = dst.Len(), true
+				continue
+			}
+			it.meta, cutting = b.Bytes(), true
+			continue
+		}
+		if cutting {
+			if err := s.value(c, io.Discard, -1); err != nil {
+				return it, err
+			}
+			continue
+		}
+		mark := dst.Len()
+		if wrote {
+			dst.WriteByte(',')
+		}
+		if nw.over || used()+int64(name.Len()+1) >= limit {
+			err = s.value(c, io.Discard, -1)
+			if err == nil {
+				err = errItemTooLarge
+			}
+		} else {
+			dst.Write(name.Bytes())
+			dst.WriteByte(':')
+			err = s.value(c, dst, max(0, limit-used()))
+		}
+		if err == nil {
+			wrote = true
+			continue
+		}
+		if !errors.Is(err, errItemTooLarge) {
+			return it, err
+		}
+		// Over limit: this item is kept as its metadata, read on.
+		cutting = true
+		if it.metaStart >= 0 {
+			it.meta = bytes.Clone(dst.Bytes()[it.metaStart:it.metaEnd])
+		}
+		dst.Truncate(mark)
+	}
+	if cutting {
+		it.cut, it.metaStart, it.metaEnd = true, -1, -1
+		dst.Truncate(at)
+		return it, nil
+	}
+	dst.WriteByte('}')
+	return it, nil
 }
 
 // memberName reads a member name whose opening quote was read, and the
