@@ -38,7 +38,7 @@ type HandlerOptions struct {
 	// above the largest event a kube-apiserver writes for an object it
 	// accepts): a longer event is skipped and counted (reason "too_large"),
 	// the others are stored. A deletecollection's List can be longer: it is
-	// kept with the items past half of the cap as their metadata only (see
+	// kept with its later items as their metadata only (see
 	// itemStream.event), so each deletion is still recorded.
 	MaxEventBytes int64
 	// MaxInFlight caps the batches processed at once (default 8). Beyond it
