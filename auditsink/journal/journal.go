@@ -390,7 +390,9 @@ func (j *Journal) Ready() error {
 	case j.pending > j.opts.HighWater:
 		return fmt.Errorf("journal backlog of %d batches (%d bytes) is above the high-water mark of %d bytes",
 			len(j.queue), j.pending, j.opts.HighWater)
-	case j.full:
+	case j.full && (len(j.queue) > 0 || j.storeDown.Load()):
+		// Full with nothing journaled and the store answering: batches go
+		// to the store, and the next append says whether there is room.
 		return fmt.Errorf("journal full (%d batches, %d bytes on disk): batches the database cannot take are refused", len(j.queue), j.disk)
 	}
 	return nil

@@ -755,3 +755,19 @@ func TestOnlyTheRejectedEventsAreSetAside(t *testing.T) {
 		t.Errorf("quarantined %+v, %v; want the bad event and its version only", got, err)
 	}
 }
+
+// TestAFullJournalWithNothingInItIsReady: a disk that was full once does
+// not keep the sink unready while nothing is journaled and the store
+// answers (batches go to the store); with the store down, it does.
+func TestAFullJournalWithNothingInItIsReady(t *testing.T) {
+	t.Parallel()
+	j := open(t, t.TempDir(), &fakeStore{}, fast)
+	j.setFull(true)
+	if err := j.Ready(); err != nil {
+		t.Errorf("empty, store answering: %v", err)
+	}
+	j.storeDown.Store(true)
+	if err := j.Ready(); err == nil {
+		t.Error("full and the store down: ready")
+	}
+}
