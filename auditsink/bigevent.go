@@ -23,9 +23,9 @@ const metadataOnlyItem = `{"apiVersion":"meta.k8s.io/v1","kind":"PartialObjectMe
 
 // deleteCollectionAhead tells whether the event whose opening brace was
 // just read may be a deletecollection: the kube-apiserver writes the verb
-// before the objects. Other events are
-// copied as they are (value), as before: event parses more strictly, and
-// a malformed event must cost only itself, at the decoder.
+// before the objects. Other events are copied as they are (value): event
+// parses more strictly, and a malformed event must cost only itself, at
+// the decoder.
 func (s *itemStream) deleteCollectionAhead() bool {
 	// The first verb ahead is this event's: the kube-apiserver writes it
 	// within its first few hundred bytes (after level, auditID, stage and

@@ -72,7 +72,7 @@ func (h *Handler) stream(ctx context.Context, cluster string, prefix []byte, res
 		}
 		buf.WriteString(chunkTrailer)
 		if s.cut > cut {
-			h.opts.Logger.Warn("deletecollection answers longer than the largest event taken: items past half of it kept as their metadata only",
+			h.opts.Logger.Warn("deletecollection answers longer than the largest event taken: their later items kept as their metadata only",
 				"cluster", cluster, "items", s.cut-cut, "max_event_bytes", h.opts.MaxEventBytes)
 			cut = s.cut
 		}

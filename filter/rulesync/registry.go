@@ -297,6 +297,17 @@ func (r *Registry) recompile(cluster string, changed bool) []func(string) {
 // OptionsRecordControllers in evs: their responseObject is the object as
 // written; a delete removes it. It returns whether the rules changed.
 func (r *Registry) ObserveEvents(cluster string, evs []auditv1.Event) bool {
+	// The pipeline asks for every event: most are no rule's, and take no lock.
+	found := false
+	for i := range evs {
+		if isControllerEvent(&evs[i]) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return false
+	}
 	var changed, any bool
 	var observed []store.RuleObject
 	r.mu.Lock()
