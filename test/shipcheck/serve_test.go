@@ -287,6 +287,7 @@ func (rw *runningWorkload) waitReady(t *testing.T) {
 	eventually(t, 2*time.Minute, rw.name+": readiness probe", func() error {
 		select {
 		case err := <-rw.exited:
+			rw.exited <- err // for the cleanup, which waits for the exit
 			t.Fatalf("%s exited: %v\n%s", rw.name, err, rw.logs.String())
 		default:
 		}
