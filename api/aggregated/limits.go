@@ -3,7 +3,9 @@ package aggregated
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 
+	"github.com/options-record/options-record/api/authlimit"
 	"github.com/options-record/options-record/api/history"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,4 +37,16 @@ func perCaller(next http.Handler, callers *history.CallerLimiter) http.Handler {
 		defer release()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// DirectMaxStreamsPerConnection is the HTTP/2 streams one connection to the
+// direct door may have open at once (the aggregated door allows the
+// kube-apiserver's proxy 1,000).
+const DirectMaxStreamsPerConnection = 32
+
+// refuseUnauthenticated answers a request the limit of unauthenticated
+// requests refused (package authlimit): 429, a Status, Retry-After.
+func refuseUnauthenticated(w http.ResponseWriter, r *http.Request, ref *authlimit.Refusal) {
+	secs, _ := strconv.Atoi(ref.RetryAfterSeconds())
+	responsewriters.ErrorNegotiated(apierrors.NewTooManyRequests(ref.Reason, secs), Codecs, schema.GroupVersion{}, w, r)
 }

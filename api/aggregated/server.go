@@ -23,6 +23,7 @@ import (
 	"k8s.io/component-base/compatibility"
 
 	generatedopenapi "github.com/options-record/options-record/api/aggregated/openapi"
+	"github.com/options-record/options-record/api/authlimit"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/restore"
@@ -40,9 +41,12 @@ type Options struct {
 	// authenticator takes (TokenReview), and no front-proxy header is
 	// read (RequestHeaderCAFile and RequestHeaderAllowedNames unused).
 	Authenticator authenticator.Request
-	// WrapHandler, when set, wraps the whole handler chain (a limit of
-	// failed authentications per address, for the direct door).
-	WrapHandler func(http.Handler) http.Handler
+	// AuthLimit limits, when served directly (Authenticator set), the
+	// requests not yet authenticated: each takes a failure of its
+	// address's budget and a place among those being authenticated before
+	// its TokenReview, and is answered 429 when none is left. Nil: one of
+	// its own with authlimit's defaults.
+	AuthLimit *authlimit.Limiter
 	// RequestHeaderCAFile is the front-proxy CA (the kube-apiserver's
 	// --requestheader-client-ca-file), re-read when it changes.
 	RequestHeaderCAFile string
@@ -146,10 +150,15 @@ func New(opts Options) (*Server, error) {
 	if callers == nil {
 		callers = history.NewCallerLimiter(opts.MaxInFlightPerUser)
 	}
+	authLimit := opts.AuthLimit
+	if direct && authLimit == nil {
+		authLimit = authlimit.New(authlimit.Options{})
+	}
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
 		chain := refuseImpersonation(genericapiserver.DefaultBuildHandlerChain(perCaller(h, callers), c))
-		if opts.WrapHandler != nil {
-			chain = opts.WrapHandler(chain)
+		if direct {
+			// Outside the whole chain: a refused request costs nothing.
+			chain = authLimit.Handler(chain, refuseUnauthenticated)
 		}
 		return chain
 	}
@@ -161,8 +170,13 @@ func New(opts Options) (*Server, error) {
 	serving.Listener = opts.Listener
 	serving.ServerCert.CertKey.CertFile = opts.CertFile
 	serving.ServerCert.CertKey.KeyFile = opts.KeyFile
-	// The aggregator multiplexes many requests into one HTTP/2 connection.
+	// The aggregator multiplexes many requests into one HTTP/2 connection;
+	// a caller of the direct door is one client, and every stream it opens
+	// is a request to authenticate.
 	serving.HTTP2MaxStreamsPerConnection = 1000
+	if direct {
+		serving.HTTP2MaxStreamsPerConnection = DirectMaxStreamsPerConnection
+	}
 	if err := serving.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
 		return nil, fmt.Errorf("aggregated: secure serving: %w", err)
 	}
@@ -194,7 +208,7 @@ func New(opts Options) (*Server, error) {
 	if direct {
 		// Served directly: the bearer tokens the caller's authenticator
 		// takes (TokenReview), nothing else.
-		cfg.Authentication.Authenticator = opts.Authenticator
+		cfg.Authentication.Authenticator = authLimit.Authenticator(opts.Authenticator)
 		cfg.Authentication.RequestHeaderConfig = nil
 	} else {
 		frontProxyOnly, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/options-record/options-record/api/authlimit"
 	"github.com/options-record/options-record/api/history"
 )
 
@@ -139,13 +140,12 @@ func (readOnly) Authorize(_ context.Context, a authorizer.Attributes) (authorize
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := bearer(r); !ok {
-			s.failures.fail(r, time.Now())
+			authlimit.Done(r.Context(), false)
 			writeError(w, r, s.log, fmt.Errorf("%w: send a bearer token (Authorization: Bearer <token>)", history.ErrUnauthenticated))
 			return
 		}
 		resp, ok, err := s.authn.AuthenticateRequest(r)
 		if err != nil || !ok {
-			s.failures.fail(r, time.Now())
 			s.log.Info("restore API authentication failed", "path", r.URL.Path, "err", err)
 			writeError(w, r, s.log, fmt.Errorf("%w: the bearer token was not accepted", history.ErrUnauthenticated))
 			return

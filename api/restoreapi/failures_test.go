@@ -50,3 +50,61 @@ func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
 		t.Errorf("an operator from another address: %d", code)
 	}
 }
+
+// blockingAuth refuses every token, each answer held until release is
+// closed; entered receives one value per request it is asked about (a
+// TokenReview each in production).
+type blockingAuth struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingAuth) AuthenticateRequest(*http.Request) (*authenticator.Response, bool, error) {
+	b.entered <- struct{}{}
+	<-b.release
+	return nil, false, nil
+}
+
+// TestConcurrentBadTokensReachAtMostTheBurst: the failure budget is taken
+// before authentication, so 500 bad tokens sent at once from one address
+// cost at most the burst of TokenReviews, however long each takes.
+func TestConcurrentBadTokensReachAtMostTheBurst(t *testing.T) {
+	t.Parallel()
+	const n, burst = 500, 5
+	auth := &blockingAuth{entered: make(chan struct{}, n), release: make(chan struct{})}
+	s := newServer(t, recordOptions{Reader: &fakeReader{versions: testVersions()}, Authorizer: denySecrets{}},
+		Options{Authenticator: auth, AuthFailureRate: 0.001, AuthFailureBurst: burst, MaxInFlight: n})
+	answered := make(chan int, n)
+	for range n {
+		go func() {
+			req := httptest.NewRequest(http.MethodGet, "/api/v1/clusters/default/changes", nil)
+			req.RemoteAddr = "10.0.0.66:4000"
+			req.Header.Set("Authorization", "Bearer forged")
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, req)
+			answered <- rec.Code
+		}()
+	}
+	// Every request is either answered (refused before authentication) or
+	// held in the authenticator.
+	reached, refused, codes := 0, 0, map[int]int{}
+	for reached+refused < n {
+		select {
+		case <-auth.entered:
+			reached++
+		case c := <-answered:
+			refused++
+			codes[c]++
+		}
+	}
+	close(auth.release)
+	for range reached {
+		codes[<-answered]++
+	}
+	if reached > burst {
+		t.Errorf("%d of %d concurrent bad tokens reached the authenticator; want at most the burst, %d", reached, n, burst)
+	}
+	if codes[http.StatusTooManyRequests] != n-reached || codes[http.StatusUnauthorized] != reached {
+		t.Errorf("answers: %v; want %d refused 401 and the rest 429", codes, reached)
+	}
+}

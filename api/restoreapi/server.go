@@ -1,7 +1,6 @@
 package restoreapi
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,13 +8,13 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
+	"github.com/options-record/options-record/api/authlimit"
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore"
 )
@@ -45,11 +44,16 @@ type Options struct {
 	// Callers, when set, is the per-caller cap shared with the other front
 	// door (MaxInFlightPerUser is then unused).
 	Callers *history.CallerLimiter
-	// AuthFailureRate and AuthFailureBurst limit failed authentications
-	// per client address (defaults 1 a second, a burst of 10): past them
-	// the address gets 429 before it takes an in-flight place or costs a
-	// TokenReview (a caller behind the same address waits too). A request
-	// that authenticates does not count.
+	// AuthLimit limits the requests not yet authenticated (package
+	// authlimit): failed authentications per client address, taken from
+	// the address's budget before the TokenReview and given back if it
+	// authenticates, and the requests being authenticated at once. Share
+	// one with the record door so that both spend one budget. Nil: one
+	// of its own, with AuthFailureRate and AuthFailureBurst (defaults 1 a
+	// second, a burst of 10). Past it the address gets 429 before it takes
+	// an in-flight place or costs a TokenReview (a caller behind the same
+	// address waits too).
+	AuthLimit        *authlimit.Limiter
 	AuthFailureRate  float64
 	AuthFailureBurst int
 	Logger           *slog.Logger
@@ -57,16 +61,16 @@ type Options struct {
 
 // Server is the restore API's HTTP front door.
 type Server struct {
-	hist     *history.Service
-	svc      *restore.Service
-	log      *slog.Logger
-	authn    authenticator.Request
-	maxBody  int64
-	router   chi.Router
-	openapi  []byte
-	timeout  time.Duration
-	limits   *inFlight
-	failures *failures
+	hist    *history.Service
+	svc     *restore.Service
+	log     *slog.Logger
+	authn   authenticator.Request
+	maxBody int64
+	router  chi.Router
+	openapi []byte
+	timeout time.Duration
+	limits  *inFlight
+	authLim *authlimit.Limiter
 }
 
 // New builds the API. Serve it over TLS: bearer tokens travel in it.
@@ -89,7 +93,10 @@ func New(o Options) (*Server, error) {
 		callers = history.NewCallerLimiter(o.MaxInFlightPerUser)
 	}
 	s.limits = newInFlight(o.MaxInFlight, callers)
-	s.failures = newFailures(cmp.Or(o.AuthFailureRate, 1), cmp.Or(o.AuthFailureBurst, 10))
+	if s.authLim = o.AuthLimit; s.authLim == nil {
+		s.authLim = authlimit.New(authlimit.Options{FailureRate: o.AuthFailureRate, FailureBurst: o.AuthFailureBurst})
+	}
+	s.authn = s.authLim.Authenticator(s.authn)
 	doc, err := json.MarshalIndent(OpenAPI(), "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("restoreapi: OpenAPI document: %w", err)
@@ -146,10 +153,11 @@ func (s *Server) routes() chi.Router {
 			var hh http.Handler = s.handle(op, h)
 			if !op.Public {
 				// The global cap comes before authentication (a TokenReview
-				// each), the caller's after.
-				// Before both, an address that keeps failing to
-				// authenticate is refused (failures).
-				hh = s.failures.guard(s.limits.global(s.authenticate(s.limits.perCaller(hh, s.log)), s.log), s.tooManyFailures)
+				// each), the caller's after. Before both, the limit of
+				// unauthenticated requests (authLim) takes a failure of
+				// the address's budget, given back once the token is
+				// accepted.
+				hh = s.authLim.Handler(s.limits.global(s.authenticate(s.limits.perCaller(hh, s.log)), s.log), s.tooManyFailures)
 			}
 			r.Method(op.Method, op.Path, hh)
 		}
@@ -209,8 +217,10 @@ func (s *Server) getOpenAPI(w http.ResponseWriter, _ *http.Request) error {
 	return nil
 }
 
-// tooManyFailures answers an address past its failed authentications.
-func (s *Server) tooManyFailures(w http.ResponseWriter, r *http.Request, wait time.Duration) {
-	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-	writeError(w, r, s.log, fmt.Errorf("%w: too many failed authentications from this address; retry later", history.ErrTooManyRequests))
+// tooManyFailures answers a request refused before authentication (an
+// address past its failed authentications, or too many requests being
+// authenticated).
+func (s *Server) tooManyFailures(w http.ResponseWriter, r *http.Request, ref *authlimit.Refusal) {
+	w.Header().Set("Retry-After", ref.RetryAfterSeconds())
+	writeError(w, r, s.log, fmt.Errorf("%w: %s", history.ErrTooManyRequests, ref.Reason))
 }

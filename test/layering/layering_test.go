@@ -28,8 +28,10 @@ var allowed = map[string][]string{
 	"store/pgtest":         {"store/pgembed"},
 	"filter":               {"api/v1alpha1"},
 	"api/restore/manifest": nil,
+	// The one limiter of unauthenticated callers, for every front door.
+	"api/authlimit": nil,
 	// services
-	"auditsink":               {"filter", "store/model"},
+	"auditsink":               {"api/authlimit", "filter", "store/model"},
 	"auditsink/journal":       {"store", "store/model"},
 	"filter/rulesync":         {"api/v1alpha1", "filter", "store", "store/model"},
 	"api/history/diff":        nil,
@@ -37,16 +39,16 @@ var allowed = map[string][]string{
 	"api/restore/impersonate": {"api/history", "api/restore/manifest"},
 	"api/restore":             {"api/history", "api/restore/impersonate", "api/restore/manifest", "store", "store/model"},
 	// front doors
-	"api/restoreapi":         {"api/history", "api/restore", "api/restore/manifest"},
+	"api/restoreapi":         {"api/authlimit", "api/history", "api/restore", "api/restore/manifest"},
 	"api/aggregated/openapi": {"api/record/v1alpha1"},
 	// The record's typed client (client-gen): the types, and client-go.
 	"api/record/clientset/versioned/scheme":                {"api/record/v1alpha1"},
 	"api/record/clientset/versioned/typed/record/v1alpha1": {"api/record/clientset/versioned/scheme", "api/record/v1alpha1"},
 	"api/record/clientset/versioned":                       {"api/record/clientset/versioned/typed/record/v1alpha1"},
-	"api/aggregated":                                       {"api/aggregated/openapi", "api/history", "api/record/v1alpha1", "api/restore"},
+	"api/aggregated":                                       {"api/aggregated/openapi", "api/authlimit", "api/history", "api/record/v1alpha1", "api/restore"},
 	"cmd/options-record/app/certs":                         nil,
 	// wiring and mains
-	"cmd/options-record/app": {"api/aggregated", "api/history", "api/restore", "api/restoreapi", "api/v1alpha1",
+	"cmd/options-record/app": {"api/aggregated", "api/authlimit", "api/history", "api/restore", "api/restoreapi", "api/v1alpha1",
 		"auditsink", "auditsink/journal", "cmd/options-record/app/certs", "filter", "filter/rulesync",
 		"store", "store/model", "store/pgembed"},
 	"cmd/options-record/app/options": {"api/history", "cmd/options-record/app"},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/options-record/options-record/api/aggregated"
+	"github.com/options-record/options-record/api/authlimit"
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore"
 	"github.com/options-record/options-record/api/restoreapi"
@@ -140,8 +140,10 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log, MaxPlanSteps: o.MaxPlanObjects, MaxUndoRows: o.MaxUndoRows}
 	// One per-caller cap for both front doors: a caller gets no more
 	// requests at once by using the direct API and kubectl together.
+	// And one limit of unauthenticated requests: bad tokens spend one budget
+	// per address at both doors.
 	apiOpts := restoreapi.Options{Logger: log, RequestTimeout: o.RequestTimeout, MaxInFlight: o.MaxInFlight,
-		Callers: history.NewCallerLimiter(o.MaxInFlightPerUser)}
+		Callers: history.NewCallerLimiter(o.MaxInFlightPerUser), AuthLimit: authlimit.New(authlimit.Options{})}
 	if so.Kube != nil {
 		if o.TokenFile != "" {
 			return nil, errors.New("--api-token-file is for the standalone mode (no cluster): with a cluster, callers present Kubernetes tokens")
@@ -362,9 +364,8 @@ func runRecordDirect(ctx context.Context, o *APIOptions, so *ServeOptions, api r
 		return nil, fmt.Errorf("record listener: %w", err)
 	}
 	srv, err := aggregated.New(aggregated.Options{Listener: ln, CertFile: certFile, KeyFile: keyFile,
-		Authenticator: api.Authenticator,
-		WrapHandler:   func(h http.Handler) http.Handler { return restoreapi.FailedAuthGuard(h, 1, 10) },
-		Kubeconfig:    kubeconfig, History: api.History, Restore: api.Restore, Cluster: so.Cluster,
+		Authenticator: api.Authenticator, AuthLimit: api.AuthLimit,
+		Kubeconfig: kubeconfig, History: api.History, Restore: api.Restore, Cluster: so.Cluster,
 		MaxInFlight: o.MaxInFlight, Callers: api.Callers, RequestTimeout: o.RequestTimeout,
 		Logger: log.With("component", "record-direct")})
 	if err != nil {

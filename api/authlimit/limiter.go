@@ -1,0 +1,169 @@
+package authlimit
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	DefaultFailureRate        = 1  // failed authentications a second, per address
+	DefaultFailureBurst       = 10 // failed authentications at once, per address
+	DefaultMaxInFlight        = 64 // requests being authenticated at once, in all
+	DefaultMaxInFlightPerAddr = 8  // requests being authenticated at once, per address
+)
+
+// maxAddrs bounds the addresses remembered.
+const maxAddrs = 10000
+
+// Options configure a Limiter; a zero is its default.
+type Options struct {
+	// FailureRate and FailureBurst are each address's budget of failed
+	// authentications: FailureBurst at once, then FailureRate a second.
+	FailureRate  float64
+	FailureBurst int
+	// MaxInFlight and MaxInFlightPerAddr cap the requests being
+	// authenticated at once, in all and per address.
+	MaxInFlight, MaxInFlightPerAddr int
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+// Limiter limits unauthenticated requests per client address. Its methods
+// are safe for concurrent use.
+type Limiter struct {
+	rate              float64
+	burst             float64
+	maxAll, maxPerAdr int
+	now               func() time.Time
+
+	mu       sync.Mutex
+	inFlight int
+	addrs    map[string]*addrState
+}
+
+// addrState is one address's token bucket of failures and its requests
+// being authenticated.
+type addrState struct {
+	tokens   float64
+	at       time.Time // when tokens was last brought up to date
+	inFlight int
+}
+
+// New builds a Limiter.
+func New(o Options) *Limiter {
+	l := &Limiter{
+		rate:      cmp.Or(o.FailureRate, DefaultFailureRate),
+		burst:     float64(cmp.Or(o.FailureBurst, DefaultFailureBurst)),
+		maxAll:    cmp.Or(o.MaxInFlight, DefaultMaxInFlight),
+		maxPerAdr: cmp.Or(o.MaxInFlightPerAddr, DefaultMaxInFlightPerAddr),
+		now:       o.Now,
+		addrs:     map[string]*addrState{},
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	return l
+}
+
+// Refusal is the error of a request refused before authentication: answer
+// it 429 with Retry-After.
+type Refusal struct {
+	// RetryAfter is when to try again (at least a second).
+	RetryAfter time.Duration
+	// Reason says which limit refused, for the caller.
+	Reason string
+}
+
+func (e *Refusal) Error() string { return e.Reason }
+
+// RetryAfterSeconds is the Retry-After header's value.
+func (e *Refusal) RetryAfterSeconds() string {
+	return fmt.Sprint(max(int((e.RetryAfter+time.Second-1)/time.Second), 1))
+}
+
+// Addr is r's client address: the connection's. A header
+// (X-Forwarded-For) is the caller's to choose.
+func Addr(r *http.Request) string {
+	a, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return a
+}
+
+// Admit takes, before r is authenticated, one failure of its address's
+// budget and a place among the requests being authenticated (per address
+// and in all); or refuses r with a *Refusal. Call done once authentication
+// is decided: authenticated gives the failure back; both release the
+// places. Calls of done after the first do nothing.
+func (l *Limiter) Admit(r *http.Request) (done func(authenticated bool), err error) {
+	addr := Addr(r)
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inFlight >= l.maxAll {
+		return nil, &Refusal{RetryAfter: time.Second, Reason: fmt.Sprintf("%d requests are being authenticated; retry later", l.maxAll)}
+	}
+	s, ok := l.addrs[addr]
+	if !ok {
+		if len(l.addrs) >= maxAddrs {
+			l.forget(now)
+		}
+		s = &addrState{tokens: l.burst, at: now}
+		l.addrs[addr] = s
+	}
+	l.refill(s, now)
+	if s.inFlight >= l.maxPerAdr {
+		return nil, &Refusal{RetryAfter: time.Second, Reason: fmt.Sprintf("%d requests from this address are being authenticated; retry later", l.maxPerAdr)}
+	}
+	if s.tokens < 1 {
+		wait := time.Duration((1 - s.tokens) / l.rate * float64(time.Second))
+		return nil, &Refusal{RetryAfter: wait, Reason: "too many failed authentications from this address; retry later"}
+	}
+	s.tokens--
+	s.inFlight++
+	l.inFlight++
+	var once sync.Once
+	return func(authenticated bool) { once.Do(func() { l.finish(s, authenticated) }) }, nil
+}
+
+func (l *Limiter) finish(s *addrState, authenticated bool) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inFlight--
+	s.inFlight--
+	if authenticated {
+		l.refill(s, now)
+		s.tokens = min(s.tokens+1, l.burst)
+	}
+}
+
+// refill adds the failures earned since s was last brought up to date.
+func (l *Limiter) refill(s *addrState, now time.Time) {
+	if d := now.Sub(s.at); d > 0 {
+		s.tokens = min(s.tokens+d.Seconds()*l.rate, l.burst)
+		s.at = now
+	}
+}
+
+// forget drops the addresses as good as new (a full budget, nothing being
+// authenticated), or all of them if none is: memory stays bounded whatever
+// the number of addresses. A request being authenticated keeps its own
+// state and still releases the global place.
+func (l *Limiter) forget(now time.Time) {
+	for a, s := range l.addrs {
+		l.refill(s, now)
+		if s.tokens >= l.burst && s.inFlight == 0 {
+			delete(l.addrs, a)
+		}
+	}
+	if len(l.addrs) >= maxAddrs {
+		clear(l.addrs)
+	}
+}
