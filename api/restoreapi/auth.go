@@ -27,24 +27,26 @@ import (
 const AuthCacheTTL = 10 * time.Second
 
 // DelegatingAuth returns an authenticator that checks bearer tokens with
-// TokenReview and an authorizer that asks SubjectAccessReview, both through
-// the sink's client and cached for ttl (denials for ttl/2, so a new
-// RoleBinding takes effect soon). The sink's identity needs "create" on
-// tokenreviews and subjectaccessreviews.
+// TokenReview through tokenReviews and an authorizer that asks
+// SubjectAccessReview through accessReviews, both cached for ttl (denials
+// for ttl/2, so a new RoleBinding takes effect soon). Give each its own
+// client (its own rate limit): the per-object checks of one caller's reads
+// must not delay everyone's authentication. The sink's identity needs
+// "create" on tokenreviews and subjectaccessreviews.
 //
 // With audiences, a token is accepted only if it was issued for one of them
 // (`kubectl create token SA --audience options-record`): a token made for
 // the restore API is then worth nothing against the kube-apiserver, and a
 // token made for another service is refused here. Without, TokenReview
 // checks the apiserver's own audiences, and callers' ordinary tokens work.
-func DelegatingAuth(kube kubernetes.Interface, ttl time.Duration, audiences ...string) (authenticator.Request, authorizer.Authorizer, error) {
+func DelegatingAuth(tokenReviews, accessReviews kubernetes.Interface, ttl time.Duration, audiences ...string) (authenticator.Request, authorizer.Authorizer, error) {
 	if ttl <= 0 {
 		ttl = AuthCacheTTL
 	}
 	backoff := retry.DefaultBackoff
 	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
 		APIAudiences:             authenticator.Audiences(audiences),
-		TokenAccessReviewClient:  kube.AuthenticationV1(),
+		TokenAccessReviewClient:  tokenReviews.AuthenticationV1(),
 		TokenAccessReviewTimeout: 10 * time.Second,
 		WebhookRetryBackoff:      &backoff,
 		CacheTTL:                 ttl,
@@ -56,7 +58,7 @@ func DelegatingAuth(kube kubernetes.Interface, ttl time.Duration, audiences ...s
 		authn = audienceBound{Request: authn, audiences: audiences}
 	}
 	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
-		SubjectAccessReviewClient: kube.AuthorizationV1(),
+		SubjectAccessReviewClient: accessReviews.AuthorizationV1(),
 		AllowCacheTTL:             ttl,
 		DenyCacheTTL:              ttl / 2,
 		WebhookRetryBackoff:       &backoff,

@@ -37,7 +37,7 @@ func TestAPIAudiencesOnARealControlPlane(t *testing.T) {
 
 	check := func(audiences []string, tok string) bool {
 		t.Helper()
-		authn, _, err := restoreapi.DelegatingAuth(admin, restoreapi.AuthCacheTTL, audiences...)
+		authn, _, err := restoreapi.DelegatingAuth(admin, admin, restoreapi.AuthCacheTTL, audiences...)
 		if err != nil {
 			t.Fatal(err)
 		}

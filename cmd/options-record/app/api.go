@@ -377,19 +377,10 @@ func runRecordDirect(ctx context.Context, o *APIOptions, so *ServeOptions, api r
 	return stop, nil
 }
 
-// delegatingAuth asks the cluster: TokenReview, SubjectAccessReview.
+// delegatingAuth asks the cluster: TokenReview, SubjectAccessReview, each
+// through a client of its own (reviewClients).
 func delegatingAuth(cfg *rest.Config, audiences []string) (authenticator.Request, authorizer.Authorizer, error) {
-	// Every caller's TokenReview and SubjectAccessReviews go through this
-	// one client: client-go's default 5 requests/s would let a burst of
-	// requests with bad tokens starve everyone's authentication (the
-	// delegated authentication of k8s.io/apiserver uses 200/400 too).
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = 200, 400
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("restore API: kube client: %w", err)
-	}
-	return restoreapi.DelegatingAuth(kube, restoreapi.AuthCacheTTL, audiences...)
+	return delegatingAuthWith(cfg, audiences, defaultReviewRates)
 }
 
 // standaloneAuth reads (or generates) the static token.

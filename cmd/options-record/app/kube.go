@@ -7,9 +7,13 @@ import (
 	"log/slog"
 	"time"
 
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/options-record/options-record/api/restoreapi"
 	"github.com/options-record/options-record/filter/rulesync"
 	"github.com/options-record/options-record/store/model"
 )
@@ -84,4 +88,37 @@ func startSyncer(ctx context.Context, o ServeOptions, reg *rulesync.Registry, st
 		return nil, err
 	}
 	return s, nil
+}
+
+// reviewRates are the client-side rate limits of the delegated checks.
+type reviewRates struct {
+	tokenQPS    float32
+	tokenBurst  int
+	accessQPS   float32
+	accessBurst int
+}
+
+// defaultReviewRates: client-go's default of 5 requests a second would let
+// a few callers starve everyone; k8s.io/apiserver's delegated
+// authentication uses 200/400 too.
+var defaultReviewRates = reviewRates{tokenQPS: 200, tokenBurst: 400, accessQPS: 200, accessBurst: 400}
+
+// delegatingAuthWith builds the authenticator (TokenReview) and the
+// authorizer (SubjectAccessReview) of the API doors on two clients, each
+// with its own rate limit: the per-object checks of one caller's reads (up
+// to 200 a request) cannot delay anyone's authentication, nor bad tokens
+// the checks of authenticated callers.
+func delegatingAuthWith(cfg *rest.Config, audiences []string, r reviewRates) (authenticator.Request, authorizer.Authorizer, error) {
+	tokens, access := rest.CopyConfig(cfg), rest.CopyConfig(cfg)
+	tokens.QPS, tokens.Burst = r.tokenQPS, r.tokenBurst
+	access.QPS, access.Burst = r.accessQPS, r.accessBurst
+	tokenClient, err := kubernetes.NewForConfig(tokens)
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore API: TokenReview client: %w", err)
+	}
+	accessClient, err := kubernetes.NewForConfig(access)
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore API: SubjectAccessReview client: %w", err)
+	}
+	return restoreapi.DelegatingAuth(tokenClient, accessClient, restoreapi.AuthCacheTTL, audiences...)
 }

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http2"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -360,5 +361,50 @@ func TestRecordDoorStreamsPerConnection(t *testing.T) {
 			t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS = %d (sent %v); want %d", v, ok, aggregated.DirectMaxStreamsPerConnection)
 		}
 		return
+	}
+}
+
+// TestTokenReviewsDoNotWaitForAccessChecks: the per-object
+// SubjectAccessReviews go through a client of their own, so a caller
+// whose reads exhaust that client's rate does not delay anyone's
+// authentication: with the access checks' client throttled, a TokenReview
+// is still asked and answered.
+func TestTokenReviewsDoNotWaitForAccessChecks(t *testing.T) {
+	t.Parallel()
+	kube := newFakeKube(t, false)
+	cfg, err := (&KubeOptions{Kubeconfig: kube.kubeconfig}).RestConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rates := defaultReviewRates
+	rates.accessQPS, rates.accessBurst = 0.001, 1 // one check, then one every 1,000 s
+	authn, authz, err := delegatingAuthWith(cfg, nil, rates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(ctx context.Context, name string) error {
+		_, _, err := authz.Authorize(ctx, authorizer.AttributesRecord{User: &user.DefaultInfo{Name: "alice"},
+			Verb: "get", Resource: "configmaps", Namespace: "prod", Name: name, ResourceRequest: true})
+		return err
+	}
+	if err := check(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	throttled := make(chan error, 1)
+	go func() { throttled <- check(ctx, "b") }()
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("Authorization", "Bearer good-1")
+	resp, ok, err := authn.AuthenticateRequest(req)
+	if !ok || err != nil || resp.User.GetName() != "alice" {
+		t.Errorf("TokenReview while the access checks are throttled: ok %v, err %v; want alice", ok, err)
+	}
+	cancel()
+	<-throttled
+	if n := kube.accessChecks.Load(); n != 1 {
+		t.Errorf("%d access checks reached the kube-apiserver; want 1 (the second throttled)", n)
+	}
+	if n := kube.tokenReviews.Load(); n != 1 {
+		t.Errorf("%d TokenReviews; want 1", n)
 	}
 }
