@@ -8,11 +8,18 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/options-record/options-record/cmd/options-record/app/certs"
 	"github.com/options-record/options-record/store/pgtest"
+	"github.com/options-record/options-record/test/framework/controlplane"
 	"github.com/options-record/options-record/test/gen"
 )
 
@@ -128,5 +135,73 @@ func TestServeFollowsTheClientsFile(t *testing.T) {
 		if n := count(t, dsn, "SELECT count(*) FROM object_history WHERE name = '"+tc.name+"' AND cluster = '"+tc.cluster+"'"); n != 1 {
 			t.Errorf("%s: %d rows under cluster %s, want 1", tc.name, n, tc.cluster)
 		}
+	}
+}
+
+// TestSecretDigestsAgreeAcrossPaths: a Secret value is stored as the same
+// digest whichever way it comes in, with one key file: the webhook, the
+// baseline LIST of rule sync (against a real kube-apiserver) and import.
+func TestSecretDigestsAgreeAcrossPaths(t *testing.T) {
+	t.Parallel()
+	cp := controlplane.Start(t, controlplane.Options{DisableControllerManager: true})
+	ctx := context.Background()
+	admin := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	secret, err := admin.CoreV1().Secrets("prod").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Data: map[string][]byte{"password": []byte("hunter2")}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	key := writeFile(t, dir, "digest-key", "the one key of serve and import, thirty-two bytes or more\n")
+	token := writeFile(t, dir, "token", "webhook-token\n")
+	webhook, c, dsn := serveInProcess(t, ServeOptions{Cluster: "default", TokenFile: token, SecretDigestKeyFile: key,
+		Kube: &KubeOptions{Config: cp.AdminConfig(), Baseline: true, Identity: "digest-test", StatusInterval: time.Second}})
+	digests := func(dsn, origin string) []string {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		rows, _ := conn.Query(ctx, `SELECT object::jsonb->'data'->>'password' FROM object_versions
+			WHERE cluster = 'default' AND name = 'db' AND origin = $1`, origin)
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// The baseline: rule sync LISTs the Secrets the rules cover.
+	var baseline []string
+	for i := 0; len(baseline) == 0; i++ {
+		if i == 600 {
+			t.Fatal("no baseline of the Secret prod/db")
+		}
+		time.Sleep(50 * time.Millisecond)
+		baseline = digests(dsn, "baseline")
+	}
+	// The webhook and import: the same value in an update of the same Secret.
+	obj := gen.Secret("prod", "db", string(secret.UID), 1<<40, map[string]string{"password": "hunter2"})
+	events := gen.EventList(gen.Event(gen.At(time.Now()), gen.Verb("update"), gen.Resource("", "v1", "secrets"),
+		gen.Namespace("prod"), gen.Name("db"), gen.Response(obj)))
+	if code := post(t, c, webhook, "webhook-token", events); code != http.StatusOK {
+		t.Fatalf("webhook: %d", code)
+	}
+	importDSN := pgtest.NewDatabase(t)
+	file := writeFile(t, dir, "audit.json", string(events))
+	var out bytes.Buffer
+	if err := Import(ctx, ImportOptions{Database: DatabaseOptions{URL: importDSN}, Rules: RulesOptions{Files: []string{rulesFile}, Namespace: "options-record"},
+		SecretDigestKeyFile: key, Files: []string{file}, Out: &out}); err != nil {
+		t.Fatalf("import: %v\n%s", err, out.String())
+	}
+	webhookDigests, imported := digests(dsn, "change"), digests(importDSN, "change")
+	if len(baseline) != 1 || len(webhookDigests) != 1 || len(imported) != 1 || !strings.HasPrefix(baseline[0], "hmac-sha256-") {
+		t.Fatalf("digests: baseline %q, webhook %q, import %q; want one each", baseline, webhookDigests, imported)
+	}
+	if baseline[0] != webhookDigests[0] || imported[0] != webhookDigests[0] {
+		t.Errorf("one value, one key, three digests: baseline %s, webhook %s, import %s", baseline[0], webhookDigests[0], imported[0])
 	}
 }
