@@ -85,6 +85,9 @@ type AggregatedOptions struct {
 	// SubjectAccessReview; empty: the sink's --kubeconfig, or the in-cluster
 	// config.
 	Kubeconfig string
+	// caRefresh is how often the CA read from the cluster is read again
+	// (default 10 minutes; tests shorten it).
+	caRefresh time.Duration
 }
 
 // apiIdleInTransaction ends an API session left idle in a transaction.
@@ -293,7 +296,7 @@ func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *h
 			return nil, fmt.Errorf("aggregated API: kube client: %w", err)
 		}
 		caFile = filepath.Join(so.Database.DataDir, "front-proxy-ca.crt")
-		fromCluster = &aggregated.FrontProxyCA{Client: kc, File: caFile, Logger: log}
+		fromCluster = &aggregated.FrontProxyCA{Client: kc, File: caFile, Interval: a.caRefresh, Logger: log}
 		published, err := fromCluster.Start(ctx)
 		if err != nil {
 			return nil, err

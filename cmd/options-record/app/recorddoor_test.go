@@ -20,6 +20,8 @@ import (
 	"golang.org/x/net/http2"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/tools/clientcmd"
@@ -43,6 +45,9 @@ type fakeKube struct {
 	entered      chan struct{} // one value per TokenReview received
 	release      chan struct{}
 	kubeconfig   string
+	// frontProxyCA is the CA published in
+	// kube-system/extension-apiserver-authentication.
+	frontProxyCA atomic.Pointer[[]byte]
 }
 
 func newFakeKube(t *testing.T, hold bool) *fakeKube {
@@ -80,6 +85,17 @@ func newFakeKube(t *testing.T, hold bool) *fakeKube {
 			}
 			sar.Status.Allowed = true
 			_ = json.NewEncoder(w).Encode(sar)
+		case r.Method == http.MethodGet && r.URL.Path == "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication":
+			ca := k.frontProxyCA.Load()
+			if ca == nil {
+				http.NotFound(w, r)
+				return
+			}
+			_ = json.NewEncoder(w).Encode(&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "extension-apiserver-authentication"},
+				Data: map[string]string{"requestheader-client-ca-file": string(*ca), "requestheader-allowed-names": `["front-proxy-client"]`}})
+		case r.Method == http.MethodGet && r.URL.Path == "/version":
+			_ = json.NewEncoder(w).Encode(map[string]string{"major": "1", "minor": "36", "gitVersion": "v1.36.3"})
 		default:
 			http.NotFound(w, r)
 		}
