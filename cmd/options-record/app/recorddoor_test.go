@@ -93,7 +93,7 @@ func newFakeKube(t *testing.T, hold bool) *fakeKube {
 			}
 			_ = json.NewEncoder(w).Encode(&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 				ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "extension-apiserver-authentication"},
-				Data: map[string]string{"requestheader-client-ca-file": string(*ca), "requestheader-allowed-names": `["front-proxy-client"]`}})
+				Data:       map[string]string{"requestheader-client-ca-file": string(*ca), "requestheader-allowed-names": `["front-proxy-client"]`}})
 		case r.Method == http.MethodGet && r.URL.Path == "/version":
 			_ = json.NewEncoder(w).Encode(map[string]string{"major": "1", "minor": "36", "gitVersion": "v1.36.3"})
 		default:
@@ -197,7 +197,7 @@ func startRecordDoor(t *testing.T, kube *fakeKube, api restoreapi.Options) (stri
 		api.Callers = history.NewCallerLimiter(0)
 	}
 	logs := &addrLogger{msg: "serving the record directly to bearer tokens", addr: make(chan string, 1)}
-	stop, err := runRecordDirect(context.Background(), &APIOptions{RecordAddr: "127.0.0.1:0"}, so, api, slog.New(logs))
+	stop, err := runRecordDirect(context.Background(), &APIOptions{RecordAddr: "127.0.0.1:0", MaxInFlight: 1000}, so, api, slog.New(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
