@@ -2,7 +2,9 @@ package auditsink
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 )
 
@@ -21,106 +23,347 @@ import (
 // metadataOnlyItem opens an item cut to its metadata.
 const metadataOnlyItem = `{"apiVersion":"meta.k8s.io/v1","kind":"PartialObjectMetadata","metadata":`
 
-// deleteCollectionAhead tells whether the event whose opening brace was
-// just read may be a deletecollection: the kube-apiserver writes the verb
-// before the objects. Other events are copied as they are (value): event
-// parses more strictly, and a malformed event must cost only itself, at
-// the decoder.
-func (s *itemStream) deleteCollectionAhead() bool {
-	// The first verb ahead is this event's: the kube-apiserver writes it
-	// within its first few hundred bytes (after level, auditID, stage and
-	// requestURI). 4 KiB rarely makes bufio read ahead.
-	b, _ := s.r.Peek(min(verbWindow, s.r.Size()))
-	i := bytes.Index(b, []byte(`"verb":"`))
-	return i >= 0 && bytes.HasPrefix(b[i+len(`"verb":"`):], []byte(`deletecollection"`))
-}
+// truncatedAnnotation marks an event kept without some of what the
+// apiserver wrote, as the kube-apiserver's own truncating backend marks
+// the events whose bodies it dropped (k8s.io/apiserver's
+// plugin/pkg/audit/truncate).
+const (
+	truncatedAnnotation = `"audit.k8s.io/truncated":"true"`
+	// markRoom is what the mark may add to an event.
+	markRoom = int64(len(`"annotations":{` + truncatedAnnotation + `},`))
+)
 
-// verbWindow is how far ahead deleteCollectionAhead looks for the verb.
-const verbWindow = 4 << 10
+// Every envelope is kept, whatever its length: who did what, and when,
+// must survive an event too long to keep whole. A client chooses the
+// Audit-ID, the query string and the user agent, which the apiserver
+// writes before the verb and the objects: a window of bytes would let it
+// pad them until a mutation is skipped. So event walks the event's
+// members in order, holding at most limit bytes of it:
+//   - the bodies (requestObject, responseObject) are copied while the event
+//     fits; one that does not is dropped (a deletecollection's List is cut
+//     instead, see above), and dropped first when a later member needs room;
+//   - any other member's strings longer than maxMetaString are shortened
+//     to a prefix and the digest of all of it (as the store shortens long
+//     names, so distinct values stay distinct); a member longer than a
+//     quarter of limit, or for which there is no room, is dropped;
+//   - an event that lost anything is marked audit.k8s.io/truncated.
+// An event that fits, with no string that long, is copied as it is.
+
+// maxMetaString is the longest string kept in an event's members other
+// than its bodies: above any Audit-ID, URI or user agent a client sends in
+// earnest, far below what it may send.
+const maxMetaString = 64 << 10
+
+// metaStringCap is maxMetaString, smaller for a small limit.
+func metaStringCap(limit int64) int { return int(min(maxMetaString, max(limit/32, 96))) }
+
+// span is where a member lies in the buffer, its trailing comma included.
+type span struct{ start, end int }
 
 // event copies one event, a JSON object whose opening brace was read, to
-// dst. An event longer than limit is skipped whole (errItemTooLarge, dst as
-// it was), unless it is a deletecollection whose List makes it long: then
-// the List is cut as said above, and cut counts the items kept as metadata.
-func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, err error) {
+// dst, under limit whatever its length (see above). It returns how many of
+// a deletecollection's List items it kept as their metadata only, and
+// whether it left anything out (the event is then marked).
+func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, marked bool, err error) {
 	start := dst.Len()
-	used := func() int64 { return int64(dst.Len() - start) }
+	room := func() int64 { return limit - markRoom - 1 - int64(dst.Len()-start) }
+	strCap, memberCap := metaStringCap(limit), max(limit/4, 256)
 	dst.WriteByte('{')
 	var (
-		first      = true
-		tooLarge   bool // the rest is read and dropped
-		collection bool // the event's verb is deletecollection
+		collection bool   // the event's verb is deletecollection
+		bodies     []span // bodies copied, which a later member may evict
+		list       = -1   // bodies' index of a deletecollection's List
+		ann        []byte // the annotations' value, written last
+		scratch    bytes.Buffer
 	)
-	for {
+	// evict drops the bodies copied, a deletecollection's List too if all
+	// is true, and tells whether it dropped any.
+	evict := func(all bool) bool {
+		var keep []span
+		for i, b := range bodies {
+			if i == list && !all {
+				keep = append(keep, b)
+			}
+		}
+		var drop []span
+		for i, b := range bodies {
+			if i != list || all {
+				drop = append(drop, b)
+			}
+		}
+		if len(drop) == 0 {
+			return false
+		}
+		removeSpans(dst, drop)
+		// The List, if kept, moved by what was dropped before it.
+		if len(keep) == 1 {
+			shift := 0
+			for _, d := range drop {
+				if d.start < keep[0].start {
+					shift += d.end - d.start
+				}
+			}
+			bodies, list = []span{{keep[0].start - shift, keep[0].end - shift}}, 0
+		} else {
+			bodies, list = nil, -1
+		}
+		marked = true
+		return true
+	}
+	for first := true; ; first = false {
 		c, err := s.space()
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if c == '}' {
 			break
 		}
 		if !first {
 			if c != ',' {
-				return 0, s.errorf("event: want , or }")
+				return 0, false, s.errorf("event: want , or }")
 			}
 			if c, err = s.space(); err != nil {
-				return 0, err
+				return 0, false, err
 			}
 		}
 		if c != '"' {
-			return 0, s.errorf("event: want a member name")
+			return 0, false, s.errorf("event: want a member name")
 		}
-		if tooLarge {
-			if c, err = s.memberName(discardBytes{}); err != nil {
-				return 0, err
-			}
+		var name bytes.Buffer
+		nw := &limitWriter{w: &name, max: 256}
+		if c, err = s.memberName(nw); err != nil {
+			return 0, false, err
+		}
+		if nw.over { // no member of an event's: dropped
 			if err := s.value(c, io.Discard, -1); err != nil {
-				return 0, err
+				return 0, false, err
 			}
+			marked = true
 			continue
 		}
-		if !first {
+		at := dst.Len()
+		switch n := name.String(); n {
+		case `"requestObject"`, `"responseObject"`:
+			dst.Write(name.Bytes())
+			dst.WriteByte(':')
+			isList := n == `"responseObject"` && collection && c == '{'
+			if isList {
+				var k int
+				k, err = s.list(dst, start, limit-markRoom)
+				cut += k
+				marked = marked || k > 0
+			} else {
+				err = s.value(c, dst, max(0, room()))
+			}
+			if errors.Is(err, errItemTooLarge) {
+				dst.Truncate(at)
+				marked = true
+				continue
+			}
+			if err != nil {
+				return 0, false, err
+			}
 			dst.WriteByte(',')
-		}
-		first = false
-		nameAt := dst.Len()
-		lw := &limitWriter{w: dst, max: max(0, limit-used())}
-		if c, err = s.memberName(lw); err != nil {
-			return 0, err
-		}
-		name := string(dst.Bytes()[nameAt:])
-		dst.WriteByte(':')
-		valueAt := dst.Len()
-		switch {
-		case lw.over:
-			err = s.value(c, io.Discard, -1)
-			if err == nil {
-				err = errItemTooLarge
+			if isList {
+				list = len(bodies)
 			}
-		case name == `"responseObject"` && collection && c == '{':
-			var n int
-			n, err = s.list(dst, start, limit)
-			cut += n
+			bodies = append(bodies, span{at, dst.Len()})
 		default:
-			err = s.value(c, dst, max(0, limit-used()))
-			if err == nil && name == `"verb"` {
-				collection = string(dst.Bytes()[valueAt:]) == `"deletecollection"`
+			scratch.Reset()
+			shortened, err := s.boundedValue(c, &scratch, strCap, int(memberCap))
+			if errors.Is(err, errItemTooLarge) {
+				marked = true
+				continue
 			}
-		}
-		if errors.Is(err, errItemTooLarge) {
-			tooLarge = true
-			continue
-		}
-		if err != nil {
-			return 0, err
+			if err != nil {
+				return 0, false, err
+			}
+			marked = marked || shortened
+			if n == `"annotations"` {
+				ann = bytes.Clone(scratch.Bytes())
+				continue
+			}
+			need := int64(name.Len() + 2 + scratch.Len())
+			if need > room() {
+				evict(essential[n])
+			}
+			if need > room() {
+				marked = true
+				continue
+			}
+			dst.Write(name.Bytes())
+			dst.WriteByte(':')
+			dst.Write(scratch.Bytes())
+			dst.WriteByte(',')
+			if n == `"verb"` {
+				collection = scratch.String() == `"deletecollection"`
+			}
 		}
 	}
-	if tooLarge || used() >= limit {
-		dst.Truncate(start)
-		return 0, errItemTooLarge
+	if ann != nil || marked {
+		if marked {
+			ann = markTruncated(ann)
+		}
+		need := int64(len(`"annotations":,`)+len(ann)) - markRoom
+		if need > room() {
+			evict(false)
+		}
+		if need > room() {
+			marked = true
+			ann = markTruncated(nil)
+		}
+		dst.WriteString(`"annotations":`)
+		dst.Write(ann)
+		dst.WriteByte(',')
+	}
+	if b := dst.Bytes(); b[len(b)-1] == ',' {
+		dst.Truncate(dst.Len() - 1)
 	}
 	dst.WriteByte('}')
-	return cut, nil
+	return cut, marked, nil
+}
+
+// essential are the members that say who did what, and when: a body is
+// dropped, the List of a deletecollection too, before one of them is.
+var essential = map[string]bool{
+	`"auditID"`: true, `"stage"`: true, `"verb"`: true, `"user"`: true, `"impersonatedUser"`: true,
+	`"objectRef"`: true, `"requestReceivedTimestamp"`: true, `"stageTimestamp"`: true, `"responseStatus"`: true,
+}
+
+// markTruncated returns annotations (a JSON value; nil: none) with the
+// truncation mark, last so that it wins over a key of the same name.
+func markTruncated(ann []byte) []byte {
+	ann = bytes.TrimSpace(ann)
+	if len(ann) < 2 || ann[0] != '{' {
+		return []byte(`{` + truncatedAnnotation + `}`)
+	}
+	inner := bytes.TrimSpace(ann[1 : len(ann)-1])
+	if len(inner) == 0 {
+		return []byte(`{` + truncatedAnnotation + `}`)
+	}
+	out := make([]byte, 0, len(ann)+len(truncatedAnnotation)+1)
+	out = append(out, ann[:len(ann)-1]...)
+	out = append(out, ',')
+	out = append(out, truncatedAnnotation...)
+	return append(out, '}')
+}
+
+// removeSpans removes spans (in order, not overlapping) from dst.
+func removeSpans(dst *bytes.Buffer, spans []span) {
+	b := dst.Bytes()
+	w := spans[0].start
+	for i, sp := range spans {
+		next := len(b)
+		if i+1 < len(spans) {
+			next = spans[i+1].start
+		}
+		w += copy(b[w:], b[sp.end:next])
+	}
+	dst.Truncate(w)
+}
+
+// boundedValue copies one JSON value that starts with c to w, its strings
+// longer than maxStr shortened (see boundedString). A value longer than
+// max is read to its end and dropped (errItemTooLarge, w as it was). It
+// holds at most max + maxStr bytes whatever the value's length.
+func (s *itemStream) boundedValue(c byte, w *bytes.Buffer, maxStr, max int) (shortened bool, err error) {
+	start := w.Len()
+	switch c {
+	case '"':
+		w.WriteByte('"')
+		return s.boundedString(w, maxStr)
+	case '{', '[':
+		w.WriteByte(c)
+		for depth := 1; depth > 0; {
+			if w.Len()-start > max {
+				w.Truncate(start)
+				return false, s.tooLarge(depth)
+			}
+			c, err := s.readByte()
+			if err != nil {
+				return false, err
+			}
+			w.WriteByte(c)
+			switch c {
+			case '"':
+				sh, err := s.boundedString(w, maxStr)
+				if err != nil {
+					return false, err
+				}
+				shortened = shortened || sh
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+		}
+		if w.Len()-start > max {
+			w.Truncate(start)
+			return false, errItemTooLarge
+		}
+		return shortened, nil
+	default:
+		if err := s.value(c, w, int64(max)); err != nil {
+			w.Truncate(start)
+			return false, err
+		}
+		return false, nil
+	}
+}
+
+// boundedString copies the rest of a string whose opening quote was read,
+// closing quote included. One longer than max bytes is cut to a prefix
+// that ends on a character boundary outside an escape, followed by
+// "…sha256:" and 16 hex digits of the digest of its whole text as sent:
+// distinct values stay distinct, and the reader sees it was shortened.
+func (s *itemStream) boundedString(w *bytes.Buffer, max int) (shortened bool, err error) {
+	const suffix = len("…sha256:") + 16
+	start := w.Len()
+	h := sha256.New()
+	var one [1]byte
+	n, safe := 0, start // bytes of the string read; where a cut may be made
+	escape := 0         // bytes left of an escape sequence
+	for {
+		c, err := s.readByte()
+		if err != nil {
+			return false, err
+		}
+		if escape == 0 && c == '"' {
+			break
+		}
+		one[0] = c
+		h.Write(one[:])
+		n++
+		startsChar := false // a cut may be made before c
+		switch {
+		case escape > 0:
+			if escape == 1 && c == 'u' {
+				escape = 5 // the u and four hex digits
+			}
+			escape--
+		case c == '\\':
+			escape, startsChar = 1, true
+		default:
+			startsChar = c&0xC0 != 0x80
+		}
+		if shortened {
+			continue
+		}
+		if n > max {
+			shortened = true
+			continue
+		}
+		if startsChar && n-1 <= max-suffix {
+			safe = w.Len()
+		}
+		w.WriteByte(c)
+	}
+	if shortened {
+		w.Truncate(safe)
+		fmt.Fprintf(w, "…sha256:%x", h.Sum(nil)[:8])
+	}
+	w.WriteByte('"')
+	return shortened, nil
 }
 
 // list copies the List (its opening brace read) a deletecollection

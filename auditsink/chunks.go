@@ -11,8 +11,9 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
-// reasonTooLarge skips an event of a streamed body longer than
-// MaxEventBytes.
+// reasonTooLarge skips an item of a streamed body longer than
+// MaxEventBytes that is not an event (not a JSON object): an event is
+// kept whatever its length (see itemStream.event).
 const reasonTooLarge = "too_large"
 
 // maxChunkItems bounds the events of one chunk as ChunkBytes bounds its
@@ -40,7 +41,7 @@ func (h *Handler) stream(ctx context.Context, cluster string, prefix []byte, res
 	if s.kind != "EventList" || s.apiVersion != auditv1.SchemeGroupVersion.String() {
 		return total, http.StatusBadRequest, wrongKind(s.kind, s.apiVersion)
 	}
-	cut := 0 // s.cut already logged
+	cut, truncated := 0, 0 // s.cut and s.truncated already logged
 	for done := false; !done; {
 		var (
 			buf     bytes.Buffer
@@ -75,6 +76,12 @@ func (h *Handler) stream(ctx context.Context, cluster string, prefix []byte, res
 			h.opts.Logger.Warn("deletecollection answers longer than the largest event taken: their later items kept as their metadata only",
 				"cluster", cluster, "items", s.cut-cut, "max_event_bytes", h.opts.MaxEventBytes)
 			cut = s.cut
+		}
+		if s.truncated > truncated {
+			h.opts.Metrics.truncated.WithLabelValues(cluster).Add(float64(s.truncated - truncated))
+			h.opts.Logger.Warn("events longer than the largest event taken: kept without their bodies or longest values, marked audit.k8s.io/truncated",
+				"cluster", cluster, "events", s.truncated-truncated, "max_event_bytes", h.opts.MaxEventBytes)
+			truncated = s.truncated
 		}
 		rest.pause() // the sender waits for the chunk to be stored
 		now := h.now()

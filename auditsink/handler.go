@@ -36,10 +36,11 @@ type HandlerOptions struct {
 	ChunkBytes int64
 	// MaxEventBytes caps one event of a streamed body (default 32 MiB,
 	// above the largest event a kube-apiserver writes for an object it
-	// accepts): a longer event is skipped and counted (reason "too_large"),
-	// the others are stored. A deletecollection's List can be longer: it is
-	// kept with its later items as their metadata only (see
-	// itemStream.event), so each deletion is still recorded.
+	// accepts). A longer event is kept all the same, so that who did what,
+	// and when, is never lost for a length a client can pad: without its
+	// bodies (a deletecollection's List with its later items as their
+	// metadata only), its longest values shortened, marked
+	// audit.k8s.io/truncated (see itemStream.event).
 	MaxEventBytes int64
 	// MaxInFlight caps the batches processed at once (default 8). Beyond it
 	// the handler answers 429 with Retry-After, and the apiserver retries.

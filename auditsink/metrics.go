@@ -9,6 +9,7 @@ type Metrics struct {
 	received  *prometheus.CounterVec
 	kept      *prometheus.CounterVec
 	sanitized *prometheus.CounterVec
+	truncated *prometheus.CounterVec
 	dropped   *prometheus.CounterVec
 	skipped   *prometheus.CounterVec
 	versions  *prometheus.CounterVec
@@ -32,6 +33,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"cluster"}),
 		sanitized: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "options_record_events_sanitized_total", Help: "Kept events in which NUL characters, invalid UTF-8 or unpaired UTF-16 surrogate escapes, which PostgreSQL cannot store or read as jsonb, were replaced with U+FFFD.",
+		}, []string{"cluster"}),
+		truncated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "options_record_events_truncated_total", Help: "Events of a streamed batch longer than --webhook-max-event-bytes, kept without their bodies (or a deletecollection's List items as their metadata) or longest values, and marked audit.k8s.io/truncated.",
 		}, []string{"cluster"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "options_record_events_dropped_total", Help: "Audit events not stored, by reason (filtered out, malformed, invalid).",
@@ -61,7 +65,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.received, m.kept, m.sanitized, m.dropped, m.skipped, m.versions, m.batches, m.ack, m.write, m.inFlight, m.authFailures)
+		reg.MustRegister(m.received, m.kept, m.sanitized, m.truncated, m.dropped, m.skipped, m.versions, m.batches, m.ack, m.write, m.inFlight, m.authFailures)
 	}
 	return m
 }

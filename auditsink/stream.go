@@ -27,6 +27,7 @@ type itemStream struct {
 	state      int // where in the envelope the stream is
 	first      bool
 	cut        int // List items kept as their metadata only (see event)
+	truncated  int // events kept without a body or a member (see event)
 }
 
 const (
@@ -196,9 +197,9 @@ func (s *itemStream) literal(rest string) error {
 
 // next appends the next item to dst. It returns io.EOF after the last item
 // (with the envelope read to its end), errItemTooLarge for an item longer
-// than maxItem (skipped: dst is as it was, and the stream goes on; but see
-// event for a deletecollection's long List), and any other error for a body
-// that is not an EventList.
+// than maxItem that is not an object (skipped: dst is as it was, and the
+// stream goes on; an event, an object, is kept whatever its length: see
+// event), and any other error for a body that is not an EventList.
 func (s *itemStream) next(dst *bytes.Buffer) error {
 	for s.state == inItems {
 		c, err := s.space()
@@ -222,10 +223,16 @@ func (s *itemStream) next(dst *bytes.Buffer) error {
 		}
 		s.first = false
 		mark := dst.Len()
-		if c == '{' && s.maxItem >= 0 && s.deleteCollectionAhead() {
-			var cut int
-			cut, err = s.event(dst, s.maxItem)
+		if c == '{' && s.maxItem >= 0 {
+			var (
+				cut    int
+				marked bool
+			)
+			cut, marked, err = s.event(dst, s.maxItem)
 			s.cut += cut
+			if marked {
+				s.truncated++
+			}
 		} else {
 			err = s.value(c, dst, s.maxItem)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -63,15 +64,30 @@ func TestItemStreamAgreesWithSplit(t *testing.T) {
 	}
 }
 
-func TestItemStreamSkipsOversizedItems(t *testing.T) {
+// TestItemStreamKeepsOversizedEvents: an event longer than the largest
+// taken is kept, marked, without what made it long (its long string
+// shortened); an item that is no event (not an object) is skipped.
+func TestItemStreamKeepsOversizedEvents(t *testing.T) {
 	big := `{"data":"` + strings.Repeat("x", 5000) + `","nested":{"s":"]}\"]}"}}`
-	body := `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{"a":1},` + big + `,{"b":2}]}`
-	items, skipped, _, err := streamItems(body, 1000)
+	body := `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{"a":1},` + big + `,"` + strings.Repeat("y", 5000) + `",{"b":2}]}`
+	items, skipped, s, err := streamItems(body, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if skipped != 1 || len(items) != 2 || items[0] != `{"a":1}` || items[1] != `{"b":2}` {
-		t.Errorf("items %q, skipped %d; want the two small items and one skipped", items, skipped)
+	if skipped != 1 || len(items) != 3 || items[0] != `{"a":1}` || items[2] != `{"b":2}` || s.truncated != 1 {
+		t.Fatalf("items %q, skipped %d, truncated %d; want three items (the long one kept) and the long string skipped", items, skipped, s.truncated)
+	}
+	var got struct {
+		Data        string            `json:"data"`
+		Nested      map[string]string `json:"nested"`
+		Annotations map[string]string `json:"annotations"`
+	}
+	if err := json.Unmarshal([]byte(items[1]), &got); err != nil || len(items[1]) >= 1000 {
+		t.Fatalf("the long event: %d bytes, %v", len(items[1]), err)
+	}
+	if !strings.HasPrefix(got.Data, "xxx") || !strings.Contains(got.Data, "…sha256:") || got.Nested["s"] != `]}"]}` ||
+		got.Annotations["audit.k8s.io/truncated"] != "true" {
+		t.Errorf("the long event kept as %+v; want its string shortened, the rest whole, and the mark", got)
 	}
 }
 
@@ -122,9 +138,28 @@ func TestItemStreamCutsALongDeleteCollection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if skipped != 2 || len(items) != 3 || items[2] != `{"small":true}` {
-		t.Fatalf("%d items, %d skipped, %d cut: %q; want the two deletecollections and the small item, 2 skipped", len(items), skipped, s.cut, items)
+	if skipped != 0 || len(items) != 5 || items[4] != `{"small":true}` || s.truncated != 3 {
+		t.Fatalf("%d items, %d skipped, %d cut, %d truncated: %q; want every item kept, 3 marked", len(items), skipped, s.cut, s.truncated, items)
 	}
+	// The update keeps its envelope, marked, without its body; so does the
+	// deletecollection whose List's metadata alone is too long.
+	for _, i := range []int{1, 2} {
+		var ev struct {
+			Verb           string            `json:"verb"`
+			ObjectRef      map[string]string `json:"objectRef"`
+			StageTimestamp string            `json:"stageTimestamp"`
+			ResponseObject json.RawMessage   `json:"responseObject"`
+			Annotations    map[string]string `json:"annotations"`
+		}
+		if err := json.Unmarshal([]byte(items[i]), &ev); err != nil || len(items[i]) >= 2000 {
+			t.Fatalf("item %d: %d bytes, %v", i, len(items[i]), err)
+		}
+		if ev.Verb == "" || ev.ObjectRef["resource"] != "configmaps" || ev.StageTimestamp == "" || ev.ResponseObject != nil ||
+			ev.Annotations["audit.k8s.io/truncated"] != "true" {
+			t.Errorf("item %d: %s; want the envelope without the body, marked", i, items[i])
+		}
+	}
+	items = []string{items[0], items[3]}
 	type listItem struct {
 		Kind     string            `json:"kind"`
 		Metadata map[string]any    `json:"metadata"`
@@ -191,17 +226,13 @@ func TestItemStreamDeleteCollectionProperties(t *testing.T) {
 		limit := int64(300 + rng.IntN(6000))
 		body := `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[` + ev + `,{"sentinel":true}]}`
 		got, skipped, _, err := streamItems(body, limit)
-		if err != nil || len(got)+skipped != 2 || got[len(got)-1] != `{"sentinel":true}` {
+		if err != nil || skipped != 0 || len(got) != 2 || got[1] != `{"sentinel":true}` {
 			t.Fatalf("case %d (limit %d): %d items, %d skipped, %v", n, limit, len(got), skipped, err)
 		}
-		if skipped == 1 {
-			if int64(len(ev)) < limit-max(limit/16, 64) {
-				t.Fatalf("case %d: an event of %d bytes under the limit %d was skipped", n, len(ev), limit)
-			}
-			continue
-		}
 		var out struct {
-			ResponseObject struct {
+			Verb           string            `json:"verb"`
+			Annotations    map[string]string `json:"annotations"`
+			ResponseObject *struct {
 				Items []struct {
 					Kind     string         `json:"kind"`
 					Metadata map[string]any `json:"metadata"`
@@ -210,6 +241,16 @@ func TestItemStreamDeleteCollectionProperties(t *testing.T) {
 		}
 		if err := json.Unmarshal([]byte(got[0]), &out); err != nil || int64(len(got[0])) >= limit {
 			t.Fatalf("case %d: %d bytes under limit %d, %v", n, len(got[0]), limit, err)
+		}
+		if out.Verb != "deletecollection" {
+			t.Fatalf("case %d: the envelope lost: %s", n, got[0])
+		}
+		if out.ResponseObject == nil {
+			// Even the metadata does not fit: the event is kept without its List, marked.
+			if out.Annotations["audit.k8s.io/truncated"] != "true" || int64(len(ev)) < limit-max(limit/16, 64) {
+				t.Fatalf("case %d: an event of %d bytes (limit %d) kept without its List: %s", n, len(ev), limit, got[0])
+			}
+			continue
 		}
 		if len(out.ResponseObject.Items) != len(items) {
 			t.Fatalf("case %d: %d items of %d", n, len(out.ResponseObject.Items), len(items))
@@ -220,6 +261,94 @@ func TestItemStreamDeleteCollectionProperties(t *testing.T) {
 			}
 			if it.Kind != "" && int64(len(ev)) < limit-max(limit/16, 64) {
 				t.Fatalf("case %d: an event that fits (%d bytes, limit %d) was cut", n, len(ev), limit)
+			}
+		}
+	}
+}
+
+// TestItemStreamPaddedEnvelopeHoldsLittle: an event padded with megabytes
+// of Audit-ID, URI and user agent is kept, its envelope whole but for
+// those values, shortened and marked; reading it allocates a small
+// multiple of the limit, never the padding.
+func TestItemStreamPaddedEnvelopeHoldsLittle(t *testing.T) {
+	pad := strings.Repeat("p", 8<<20)
+	ev := `{"kind":"Event","level":"RequestResponse","auditID":"` + pad + `","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/prod/configmaps?x=` + pad + `",` +
+		`"verb":"deletecollection","user":{"username":"mallory","groups":["system:authenticated"]},"userAgent":"` + pad + `",` +
+		`"objectRef":{"resource":"configmaps","namespace":"prod","apiVersion":"v1"},"responseObject":{"kind":"ConfigMapList","apiVersion":"v1","items":[` +
+		`{"metadata":{"name":"a","namespace":"prod","uid":"uid-a","resourceVersion":"7"},"data":{"v":"` + strings.Repeat("x", 2<<20) + `"}},` +
+		`{"metadata":{"name":"b","namespace":"prod","uid":"uid-b","resourceVersion":"8"}}]},` +
+		`"requestReceivedTimestamp":"2026-11-25T10:00:00Z","stageTimestamp":"2026-11-25T10:00:01Z","annotations":{"authorization.k8s.io/decision":"allow"}}`
+	body := `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[` + ev + `]}`
+	const limit = 1 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := newItemStream(strings.NewReader(body), limit)
+	var b bytes.Buffer
+	err := s.start()
+	if err == nil {
+		err = s.next(&b)
+	}
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4*limit {
+		t.Errorf("reading a %d-byte event allocated %d bytes; want at most %d", len(ev), got, 4*limit)
+	}
+	var got struct {
+		AuditID        string            `json:"auditID"`
+		RequestURI     string            `json:"requestURI"`
+		Verb           string            `json:"verb"`
+		User           map[string]any    `json:"user"`
+		UserAgent      string            `json:"userAgent"`
+		ObjectRef      map[string]string `json:"objectRef"`
+		StageTimestamp string            `json:"stageTimestamp"`
+		Annotations    map[string]string `json:"annotations"`
+		ResponseObject struct {
+			Items []struct {
+				Metadata map[string]string `json:"metadata"`
+			} `json:"items"`
+		} `json:"responseObject"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil || b.Len() >= limit {
+		t.Fatalf("kept %d bytes (limit %d): %v", b.Len(), limit, err)
+	}
+	for _, v := range []string{got.AuditID, got.RequestURI, got.UserAgent} {
+		if len(v) > maxMetaString || !strings.HasPrefix(v, "p") && !strings.HasPrefix(v, "/api/v1/namespaces/prod/configmaps?x=p") || !strings.Contains(v, "…sha256:") {
+			t.Errorf("a padded value kept as %d bytes: %.80q…; want it shortened, with its digest", len(v), v)
+		}
+	}
+	if got.Verb != "deletecollection" || got.User["username"] != "mallory" || got.ObjectRef["namespace"] != "prod" || got.StageTimestamp == "" ||
+		got.Annotations["audit.k8s.io/truncated"] != "true" || got.Annotations["authorization.k8s.io/decision"] != "allow" {
+		t.Errorf("the envelope: %.500s", b.String())
+	}
+	if n := len(got.ResponseObject.Items); n != 2 || got.ResponseObject.Items[1].Metadata["uid"] != "uid-b" {
+		t.Errorf("the List kept %d items: %+v; want both", n, got.ResponseObject.Items)
+	}
+}
+
+// TestBoundedStringCutsWhereJSONAllows: a long string is cut outside an
+// escape and on a character boundary, so what is kept decodes; a short one
+// is kept as it is.
+func TestBoundedStringCutsWhereJSONAllows(t *testing.T) {
+	for _, unit := range []string{`\"`, `\\`, `\u00e9`, "é", "😀", `\ud83d\ude00`, "a"} {
+		for _, n := range []int{1, 40, 200} {
+			str := `"` + strings.Repeat(unit, n) + `"`
+			s := newItemStream(strings.NewReader(str[1:]), -1)
+			var b bytes.Buffer
+			b.WriteByte('"')
+			shortened, err := s.boundedString(&b, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v string
+			if err := json.Unmarshal(b.Bytes(), &v); err != nil {
+				t.Fatalf("%q × %d: kept %q, not JSON: %v", unit, n, b.String(), err)
+			}
+			long := len(str)-2 > 100
+			if shortened != long || long && (b.Len() > 102 || !strings.Contains(v, "…sha256:")) || !long && b.String() != str {
+				t.Errorf("%q × %d: kept %q (shortened %v)", unit, n, b.String(), shortened)
 			}
 		}
 	}

@@ -68,7 +68,7 @@ func (o *Serve) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ClientsFile, "webhook-clients-file", "", "YAML list of apiservers (token file or certificate CN) and their cluster names")
 	fs.Int64Var(&o.MaxBodyBytes, "webhook-max-body-bytes", 0, "largest EventList body accepted; 0: any (the kube-apiserver never retries a 413: every event of a larger batch would be lost)")
 	fs.Int64Var(&o.ChunkBytes, "webhook-chunk-bytes", 16<<20, "most of a body held in memory: a longer EventList is decoded as a stream and stored in chunks of about this size, each in its own transaction, and acknowledged once all are stored")
-	fs.Int64Var(&o.MaxEventBytes, "webhook-max-event-bytes", 32<<20, "largest single event taken from a streamed EventList (above any event a kube-apiserver writes for an object it accepts); a longer one is skipped and counted (reason too_large)")
+	fs.Int64Var(&o.MaxEventBytes, "webhook-max-event-bytes", 32<<20, "largest single event kept whole from a streamed EventList (above any event a kube-apiserver writes for an object it accepts); a longer one is kept without its bodies and longest values, marked audit.k8s.io/truncated")
 	fs.IntVar(&o.MaxInFlight, "webhook-max-in-flight", 8, "batches processed at once; more get 429 and are retried")
 	fs.Int64Var(&o.MaxInFlightBytes, "webhook-max-in-flight-bytes", 96<<20, "request bytes held at once, a streamed body counting --webhook-chunk-bytes plus --webhook-max-event-bytes; more get 429 and are retried (bounds memory)")
 	fs.Int64Var(&o.MinBodyRate, "webhook-min-body-rate", 32<<10, "slowest a request body may arrive, in bytes per second after its first 2 s; slower ones get 408 (bodies are read before they take an in-flight slot)")
