@@ -49,6 +49,9 @@ type hostileOptions struct {
 	writer      func(model.Writer) model.Writer // wraps the store
 	clientCA    *certs.Pair                     // require client certificates from this CA (no token)
 	horizon     time.Duration                   // how far back the record keeps events (0: unknown)
+	// chunk, maxEvent and maxBytes set ChunkBytes, MaxEventBytes and
+	// MaxInFlightBytes (0: the defaults).
+	chunk, maxEvent, maxBytes int64
 }
 
 func newHostile(t *testing.T, o hostileOptions) *hostile {
@@ -84,6 +87,7 @@ func newHostile(t *testing.T, o hostileOptions) *hostile {
 	}
 	h, err := auditsink.NewHandler(auditsink.HandlerOptions{Pipeline: e.pipe, Authenticator: auth,
 		MaxBodyBytes: o.maxBody, MaxInFlight: o.maxInFlight, Metrics: m,
+		ChunkBytes: o.chunk, MaxEventBytes: o.maxEvent, MaxInFlightBytes: o.maxBytes,
 		Horizon: func() time.Duration { return o.horizon }})
 	if err != nil {
 		t.Fatal(err)
