@@ -285,15 +285,18 @@ func (p *ingestProcess) serveWebhook(ctx context.Context) (func(context.Context)
 	if err != nil {
 		return nil, err
 	}
-	// No connection can hold the others up: headers within 10 s, bodies as
-	// the handler's minimum rate and body timeout say (it reads them before
-	// taking a processing slot), the whole request within a minute, and
-	// the answer written within the handler's write deadline (90 s at most).
-	p.webhook = newHTTPServer("webhook", h, p.tlsCfg, limits{readHeader: 10 * time.Second, read: 60 * time.Second,
-		write: 90 * time.Second, idle: 120 * time.Second, maxHeaderBytes: 64 << 10}, p.log)
+	p.webhook = newHTTPServer("webhook", h, p.tlsCfg, webhookLimits, p.log)
 	p.webhook.Protocols = webhookProtocols(o.WebhookHTTP2)
 	return p.webhook.component(o.WebhookAddr, p.lc).start(ctx)
 }
+
+// webhookLimits: no connection can hold the others up: headers within
+// 10 s, bodies as the handler's minimum rate and body timeout say (it
+// reads them before taking a processing slot), the whole request within a
+// minute, and the answer written within the handler's write deadline (90 s
+// at most).
+var webhookLimits = limits{readHeader: 10 * time.Second, read: 60 * time.Second,
+	write: 90 * time.Second, idle: 120 * time.Second, maxHeaderBytes: 64 << 10}
 
 // metricsServer serves /metrics, /healthz and /readyz (ready says whether
 // this process can do its work). It is plain HTTP on the pod network, so no
