@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -769,5 +770,51 @@ func TestAFullJournalWithNothingInItIsReady(t *testing.T) {
 	j.storeDown.Store(true)
 	if err := j.Ready(); err == nil {
 		t.Error("full and the store down: ready")
+	}
+}
+
+// TestAnUnknownPayloadVersionIsQuarantined: a record of a payload version
+// this release cannot read (one written by a newer release, before a
+// downgrade) is never skipped nor stored: it is moved, byte for byte, to
+// quarantine/ and counted, and the records around it drain.
+func TestAnUnknownPayloadVersionIsQuarantined(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	down := &fakeStore{down: true}
+	j := open(t, dir, down, fast)
+	write(t, j, "a")
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	future, err := frame([]byte(`{"v":99,"batch":{"events":[{"audit_id":"from-the-future"}],"shape":"unknown"}}`), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs := segments(t, dir)
+	f, err := os.OpenFile(segs[len(segs)-1], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(future); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	up := &fakeStore{}
+	j2 := open(t, dir, up, fast)
+	write(t, j2, "c") // the store answers: not journaled
+	run(t, j2)
+	waitDrained(t, j2)
+	if got := up.ids(); !slices.Equal(got, []string{"c", "a"}) {
+		t.Errorf("stored %v, want c then a (the unreadable record neither stored nor in the way)", got)
+	}
+	q, _ := filepath.Glob(filepath.Join(dir, quarantineDir, "*.rec"))
+	if len(q) != 1 || value(t, j2.m.quarantined) != 1 || value(t, j2.m.corrupt) != 0 {
+		t.Fatalf("quarantined %v (metric %v, corrupt %v), want the record in one file", q, value(t, j2.m.quarantined), value(t, j2.m.corrupt))
+	}
+	if data, err := os.ReadFile(q[0]); err != nil || !bytes.Equal(data, future) {
+		t.Errorf("quarantined %q, %v; want the record as it was written", data, err)
 	}
 }
