@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
@@ -92,6 +93,15 @@ func decodeEvent(raw []byte, now time.Time) (auditv1.Event, string) {
 	var ev auditv1.Event
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return ev, reasonMalformed
+	}
+	if !utf8.Valid(raw) {
+		// encoding/json replaced the invalid UTF-8 of the strings unseen:
+		// decoded again with it left in place, for the store's sanitizer
+		// to replace and count (see wireKeepAPI).
+		var w wireEvent
+		if err := wireKeepAPI.Unmarshal(raw, &w); err == nil {
+			ev = w.event()
+		}
 	}
 	if err := validateEvent(&ev, now); err != nil {
 		return ev, reasonInvalid

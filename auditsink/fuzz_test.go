@@ -186,16 +186,67 @@ func equalEvents(got, want *auditv1.Event) bool {
 	}
 	g.StageTimestamp, w.StageTimestamp = metav1.MicroTime{}, metav1.MicroTime{}
 	g.RequestReceivedTimestamp, w.RequestReceivedTimestamp = metav1.MicroTime{}, metav1.MicroTime{}
-	// The fast decoder replaces invalid UTF-8 inside objects as encoding/json
-	// does in strings, one U+FFFD per byte; encoding/json leaves raw objects be.
-	for _, u := range []**runtime.Unknown{&w.RequestObject, &w.ResponseObject} {
-		if *u != nil {
-			c := **u
-			c.Raw = validUTF8(c.Raw)
-			*u = &c
+	// The decoder leaves invalid UTF-8 in place, for the store to replace
+	// and count; encoding/json replaces it in strings, one U+FFFD per
+	// byte, and leaves raw objects be. Compared with it replaced in both.
+	for _, e := range []*auditv1.Event{&g, &w} {
+		for _, u := range []**runtime.Unknown{&e.RequestObject, &e.ResponseObject} {
+			if *u != nil {
+				c := **u
+				c.Raw = validUTF8(c.Raw)
+				*u = &c
+			}
 		}
 	}
+	g = *validStrings(reflect.ValueOf(&g)).Interface().(*auditv1.Event)
 	return reflect.DeepEqual(g, w)
+}
+
+// validStrings returns a copy of v (a pointer, struct, slice, map or
+// string) with the invalid UTF-8 of its strings replaced as encoding/json
+// replaces it.
+func validStrings(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.String:
+		out := reflect.New(v.Type()).Elem()
+		out.SetString(string(validUTF8([]byte(v.String()))))
+		return out
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.New(v.Type().Elem())
+		out.Elem().Set(validStrings(v.Elem()))
+		return out
+	case reflect.Struct:
+		out := reflect.New(v.Type()).Elem()
+		out.Set(v)
+		for i := range v.NumField() {
+			if out.Field(i).CanSet() && v.Type().Field(i).Type != reflect.TypeFor[[]byte]() {
+				out.Field(i).Set(validStrings(v.Field(i)))
+			}
+		}
+		return out
+	case reflect.Slice:
+		if v.IsNil() || v.Type().Elem().Kind() == reflect.Uint8 {
+			return v
+		}
+		out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			out.Index(i).Set(validStrings(v.Index(i)))
+		}
+		return out
+	case reflect.Map:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			out.SetMapIndex(validStrings(it.Key()), validStrings(it.Value()))
+		}
+		return out
+	}
+	return v
 }
 
 func validUTF8(b []byte) []byte {

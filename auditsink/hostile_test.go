@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -388,7 +389,6 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 		badPatchValue        string // data.k of the stored patch, when set
 		badK                 string // data.k of the stored object (no pair), when set
 		badUser              string // the stored event's username, when set
-		uncounted            bool   // sanitized before the counter sees it
 		// exact is in the state the store gives the restore, the manifest
 		// and the diff: the text the apiserver sent, not the one the
 		// views show.
@@ -417,11 +417,31 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 				b := EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), Response(bad)))
 				return bytes.Replace(b, []byte("MARK"), []byte("a\xff\xfeb"), 1)
 			},
-			badK: "a\uFFFD\uFFFDb",
-			// The fast decoder (sonic, ValidateString) already replaces
-			// invalid UTF-8 inside an object, before the sanitizer sees
-			// it: stored right, not counted as sanitized.
-			uncounted: true,
+			// A run of invalid bytes becomes one U+FFFD, as
+			// strings.ToValidUTF8 does.
+			badK: "a\uFFFDb",
+		},
+		{
+			name: "invalid UTF-8 in a text field",
+			body: func(p string) []byte {
+				b := EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), User("eveMARK"), Response(cm(p+"-bad"))))
+				return bytes.Replace(b, []byte("MARK"), []byte("\xff"), 1)
+			},
+			badUser: "eve\uFFFD",
+		},
+		{
+			// Too deep for the fast decoder: the body is decoded item by
+			// item, and the invalid UTF-8 still counted.
+			name: "invalid UTF-8 in a text field, beside an object too deep",
+			body: func(p string) []byte {
+				b := EventList(now(Name(p+"-good"), Response(cm(p+"-good"))), now(Name(p+"-bad"), User("eveMARK"), Response(cm(p+"-bad"))),
+					now(Name(p+"-deep"), Response(cm(p+"-deep"))))
+				b = bytes.Replace(b, []byte("MARK"), []byte("\xff"), 1)
+				nest := strings.Repeat(`{"a":`, 10010) + "1" + strings.Repeat("}", 10010)
+				i := bytes.LastIndex(b, []byte(`"data":{}`)) // the third event's
+				return slices.Concat(b[:i], []byte(`"data":{},"spec":`+nest), b[i+len(`"data":{}`):])
+			},
+			badUser: "eve\uFFFD",
 		},
 		{
 			// PostgreSQL's json accepts the escape, its jsonb does not:
@@ -545,7 +565,7 @@ func TestHostileEventsThatPostgreSQLRejects(t *testing.T) {
 					t.Errorf("the patch was not stored with the surrogate replaced by U+FFFD")
 				}
 			}
-			if (tt.badValue != "" || tt.badPatchValue != "" || tt.badK != "" || tt.badUser != "") && !tt.uncounted {
+			if tt.badValue != "" || tt.badPatchValue != "" || tt.badK != "" || tt.badUser != "" {
 				if got := h.metric("options_record_events_sanitized_total") - sanitized; got != 1 {
 					t.Errorf("sanitized events counted %v, want 1", got)
 				}

@@ -23,10 +23,17 @@ import (
 // stays a slice of the body. This is safe because a body that is not JSON
 // fails the envelope decode anyway, and an object that is kept is parsed or
 // validated before it is stored (convertRaw). Strings are not copied
-// (CopyString off) but are UTF-8-checked (ValidateString): a body with
-// invalid UTF-8 in the envelope takes the item-by-item path, where
-// encoding/json replaces it, so both paths give the same events.
+// (CopyString off) but are checked (ValidateString): a raw control
+// character in a string is refused, as encoding/json refuses it.
 var wireAPI = sonic.Config{NoValidateJSONSkip: true, ValidateString: true}.Froze()
+
+// wireKeepAPI is wireAPI but for the UTF-8 check. ValidateString replaces
+// invalid UTF-8 in a copy of the whole body before decoding it, so the
+// store's sanitizer would never see it: it replaces it too, but counts the
+// event (options_record_events_sanitized_total), as the operations guide
+// promises. A body that wireAPI took but copied is decoded again with
+// wireKeepAPI, which differs only in leaving the invalid bytes in place.
+var wireKeepAPI = sonic.Config{NoValidateJSONSkip: true}.Froze()
 
 // wireList is an audit.k8s.io/v1 EventList as the fast path decodes it.
 type wireList struct {
@@ -120,8 +127,27 @@ func warmDecoder() error { return sonic.Pretouch(reflect.TypeFor[wireList]()) }
 // copy: it must not change while anything decoded from it is in use.
 func decodeWire(body []byte) (*wireList, error) {
 	var wl wireList
-	if err := wireAPI.UnmarshalFromString(unsafe.String(unsafe.SliceData(body), len(body)), &wl); err != nil {
+	str := unsafe.String(unsafe.SliceData(body), len(body))
+	if err := wireAPI.UnmarshalFromString(str, &wl); err != nil {
 		return nil, err
 	}
+	if len(wl.Kind) > 0 && !within(unsafe.StringData(wl.Kind), body) {
+		// Decoded from a copy: most likely one with invalid UTF-8
+		// replaced (or a kind written with escapes, which costs a second
+		// decode and changes nothing).
+		var keep wireList
+		if err := wireKeepAPI.UnmarshalFromString(str, &keep); err == nil {
+			return &keep, nil
+		}
+	}
 	return &wl, nil
+}
+
+// within tells whether p points into b.
+func within(p *byte, b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return uintptr(unsafe.Pointer(p))-start < uintptr(len(b))
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bytedance/sonic"
 	fastjson "github.com/goccy/go-json"
@@ -131,6 +132,9 @@ func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigest
 	}
 	if len(ev.User.Extra) > 0 {
 		e.UserExtra, _ = json.Marshal(ev.User.Extra)
+		for k, vs := range ev.User.Extra {
+			c.Sanitized = c.Sanitized || !utf8.ValidString(k) || !validStrings(vs) // json.Marshal replaced it
+		}
 	}
 	if ev.ImpersonatedUser != nil {
 		e.ImpersonatedUser = ev.ImpersonatedUser.Username
@@ -162,6 +166,9 @@ func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigest
 			}
 		}
 		e.Annotations, _ = json.Marshal(ann)
+		for k, v := range ev.Annotations {
+			c.Sanitized = c.Sanitized || !utf8.ValidString(k) || !utf8.ValidString(v) // json.Marshal replaced it
+		}
 	}
 	if keepRequestObject(ev, e.ResponseCode) {
 		raw := withoutManagedFields(withoutCredentials(ref, ev.RequestObject.Raw))

@@ -123,3 +123,34 @@ func TestANamespaceGoesWithItsFinalize(t *testing.T) {
 		}
 	}
 }
+
+// TestInvalidUTF8InMapsIsCounted: json.Marshal replaces invalid UTF-8 in
+// the annotations and the user's extras without a word; the event is
+// still reported sanitized, as is one with it in a text field.
+func TestInvalidUTF8InMapsIsCounted(t *testing.T) {
+	at := metav1.NewMicroTime(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
+	for _, mod := range []func(*auditv1.Event){
+		func(ev *auditv1.Event) { ev.Annotations = map[string]string{"k": "v\xff"} },
+		func(ev *auditv1.Event) { ev.Annotations = map[string]string{"k\xfe": "v"} },
+		func(ev *auditv1.Event) { ev.User.Extra = map[string]authnv1.ExtraValue{"scope": {"a\xff"}} },
+		func(ev *auditv1.Event) { ev.User.Username = "eve\xff" },
+		nil,
+	} {
+		ev := &auditv1.Event{
+			AuditID: "a1", Stage: auditv1.StageResponseComplete, Verb: "delete", RequestURI: "/api/v1/namespaces/x/configmaps/y",
+			User:           authnv1.UserInfo{Username: "alice"},
+			ObjectRef:      &auditv1.ObjectReference{APIVersion: "v1", Resource: "configmaps", Namespace: "x", Name: "y", UID: "u1"},
+			ResponseStatus: &metav1.Status{Code: 200}, StageTimestamp: at, RequestReceivedTimestamp: at,
+		}
+		if mod != nil {
+			mod(ev)
+		}
+		c, err := Convert("c", ev, Selection{Rules: []string{"r"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Sanitized != (mod != nil) {
+			t.Errorf("annotations %q, extra %q, user %q: sanitized %v", ev.Annotations, ev.User.Extra, ev.User.Username, c.Sanitized)
+		}
+	}
+}

@@ -123,6 +123,16 @@ func shorten(s string, max int) string {
 	return s[:cut] + suffix
 }
 
+// validStrings tells whether every string of ss is valid UTF-8.
+func validStrings(ss []string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
+
 // safeJSON returns raw re-encoded without NUL characters, invalid UTF-8 and
 // unpaired UTF-16 surrogate escapes, and true, when raw has any; else raw and
 // false. PostgreSQL's json type accepts a lone surrogate escape such as
