@@ -3,11 +3,15 @@
 // append-only file, fsynced, and only then acknowledged; a drainer stores the
 // journaled batches in PostgreSQL, in order, when it answers again.
 //
-// It owns one directory: segment files (NNNNNNNNNNNNNNNNNNNN.seg, rotated by
-// size and deleted once drained), a cursor file (how far the drain got, a
-// hint: losing it only re-stores batches), a lock file that keeps a second
-// process out, and quarantine/ (records PostgreSQL rejected as invalid data,
-// kept for an operator instead of blocking the drain or being deleted).
+// It owns one directory, which no other user or group may write to (Open
+// refuses it otherwise: records planted there would be stored as events):
+// segment files (NNNNNNNNNNNNNNNNNNNN.seg, rotated by size and deleted once
+// drained), a cursor file (how far the drain got, a hint: losing it only
+// re-stores batches; written aside, synced and renamed into place, never
+// through a link), a lock file that keeps a second process out, and
+// quarantine/ (records PostgreSQL rejected as invalid data, or of a payload
+// version this release cannot read, kept for an operator instead of
+// blocking the drain or being deleted).
 //
 // A record is a 20-byte header (magic, payload length, CRC32C of length,
 // time and payload, append time) and a JSON payload: a payload version and

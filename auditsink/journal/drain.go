@@ -200,6 +200,9 @@ func (j *Journal) drain(ctx context.Context, head []entry) (int, error) {
 	j.m.drainSeconds.Observe(time.Since(start).Seconds())
 	j.log.Debug("stored journaled batches", "batches", len(head), "events", res.Events,
 		"duplicates", res.DuplicateEvents, "elapsed", time.Since(start))
+	// The store answers: new batches go to it again from now on, not once
+	// the cursor is saved (see skip).
+	j.storeDown.Store(false)
 	j.skip(head, "")
 	return len(head), nil
 }
@@ -358,12 +361,37 @@ func writeCursor(dir string, c cursor) error {
 	b := binary.LittleEndian.AppendUint64(nil, c.seq)
 	b = binary.LittleEndian.AppendUint64(b, c.off)
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	return os.WriteFile(filepath.Join(dir, cursorFile), b, 0o600)
+	// Written aside, synced, then renamed over the cursor: a crash leaves
+	// the old cursor or the new, and nothing is written through a link.
+	tmp := filepath.Join(dir, cursorFile+".tmp")
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(b)
+	serr := f.Sync()
+	if err := errors.Join(werr, serr, f.Close()); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, cursorFile)); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
 }
 
 // readCursor returns the saved cursor, or the zero cursor (drain everything).
 func readCursor(dir string) (cursor, error) {
-	b, err := os.ReadFile(filepath.Join(dir, cursorFile))
+	f, err := os.OpenFile(filepath.Join(dir, cursorFile), os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		return cursor{}, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64))
 	if err != nil {
 		return cursor{}, err
 	}

@@ -153,6 +153,11 @@ func Open(dir string, inner model.Writer, opts Options) (*Journal, error) {
 	if err := os.MkdirAll(filepath.Join(dir, quarantineDir), 0o700); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
+	for _, d := range []string{dir, filepath.Join(dir, quarantineDir)} {
+		if err := checkDir(d); err != nil {
+			return nil, err
+		}
+	}
 	lock, err := lockDir(dir)
 	if err != nil {
 		return nil, err

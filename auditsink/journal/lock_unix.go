@@ -13,7 +13,7 @@ import (
 // lockDir takes an exclusive lock on dir/LOCK, held until the returned file
 // is closed, so that two processes never append to one journal.
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR|oNoFollow, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("journal: lock: %w", err)
 	}
