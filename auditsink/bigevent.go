@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 )
 
@@ -46,7 +47,8 @@ const (
 //     to a prefix and the digest of all of it (as the store shortens long
 //     names, so distinct values stay distinct); a member longer than a
 //     quarter of limit, or for which there is no room, is dropped;
-//   - an event that lost anything is marked audit.k8s.io/truncated.
+//   - an event that lost anything is marked audit.k8s.io/truncated, in its
+//     annotations.
 // An event that fits, with no string that long, is copied as it is.
 
 // maxMetaString is the longest string kept in an event's members other
@@ -73,42 +75,41 @@ func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, marked bool
 		collection bool   // the event's verb is deletecollection
 		bodies     []span // bodies copied, which a later member may evict
 		list       = -1   // bodies' index of a deletecollection's List
-		ann        []byte // the annotations' value, written last
+		ann        = span{-1, -1}
 		scratch    bytes.Buffer
+		name       bytes.Buffer
 	)
 	// evict drops the bodies copied, a deletecollection's List too if all
-	// is true, and tells whether it dropped any.
-	evict := func(all bool) bool {
-		var keep []span
+	// is true; what follows them moves up.
+	evict := func(all bool) {
+		var keep, drop []span
 		for i, b := range bodies {
 			if i == list && !all {
 				keep = append(keep, b)
-			}
-		}
-		var drop []span
-		for i, b := range bodies {
-			if i != list || all {
+			} else {
 				drop = append(drop, b)
 			}
 		}
 		if len(drop) == 0 {
-			return false
+			return
 		}
 		removeSpans(dst, drop)
-		// The List, if kept, moved by what was dropped before it.
-		if len(keep) == 1 {
-			shift := 0
+		moved := func(pos int) int {
 			for _, d := range drop {
-				if d.start < keep[0].start {
-					shift += d.end - d.start
+				if d.start < pos {
+					pos -= d.end - d.start
 				}
 			}
-			bodies, list = []span{{keep[0].start - shift, keep[0].end - shift}}, 0
-		} else {
-			bodies, list = nil, -1
+			return pos
+		}
+		if ann.start >= 0 {
+			ann = span{moved(ann.start), moved(ann.end)}
+		}
+		bodies, list = nil, -1
+		if len(keep) == 1 {
+			bodies, list = []span{{moved(keep[0].start), moved(keep[0].end)}}, 0
 		}
 		marked = true
-		return true
 	}
 	for first := true; ; first = false {
 		c, err := s.space()
@@ -129,7 +130,7 @@ func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, marked bool
 		if c != '"' {
 			return 0, false, s.errorf("event: want a member name")
 		}
-		var name bytes.Buffer
+		name.Reset()
 		nw := &limitWriter{w: &name, max: 256}
 		if c, err = s.memberName(nw); err != nil {
 			return 0, false, err
@@ -179,10 +180,6 @@ func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, marked bool
 				return 0, false, err
 			}
 			marked = marked || shortened
-			if n == `"annotations"` {
-				ann = bytes.Clone(scratch.Bytes())
-				continue
-			}
 			need := int64(name.Len() + 2 + scratch.Len())
 			if need > room() {
 				evict(essential[n])
@@ -195,26 +192,28 @@ func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, marked bool
 			dst.WriteByte(':')
 			dst.Write(scratch.Bytes())
 			dst.WriteByte(',')
-			if n == `"verb"` {
+			switch n {
+			case `"verb"`:
 				collection = scratch.String() == `"deletecollection"`
+			case `"annotations"`:
+				ann = span{at, dst.Len()} // the last, as the decoder takes
 			}
 		}
 	}
-	if ann != nil || marked {
-		if marked {
-			ann = markTruncated(ann)
+	if marked {
+		// The mark goes into the annotations (markRoom keeps room for it).
+		if ann.start < 0 {
+			dst.WriteString(`"annotations":{` + truncatedAnnotation + `},`)
+		} else {
+			b := dst.Bytes()
+			value := markTruncated(b[ann.start+len(`"annotations":`) : ann.end-1])
+			rest := bytes.Clone(b[ann.end:])
+			dst.Truncate(ann.start)
+			dst.WriteString(`"annotations":`)
+			dst.Write(value)
+			dst.WriteByte(',')
+			dst.Write(rest)
 		}
-		need := int64(len(`"annotations":,`)+len(ann)) - markRoom
-		if need > room() {
-			evict(false)
-		}
-		if need > room() {
-			marked = true
-			ann = markTruncated(nil)
-		}
-		dst.WriteString(`"annotations":`)
-		dst.Write(ann)
-		dst.WriteByte(',')
 	}
 	if b := dst.Bytes(); b[len(b)-1] == ',' {
 		dst.Truncate(dst.Len() - 1)
@@ -319,7 +318,7 @@ func (s *itemStream) boundedValue(c byte, w *bytes.Buffer, maxStr, max int) (sho
 func (s *itemStream) boundedString(w *bytes.Buffer, max int) (shortened bool, err error) {
 	const suffix = len("…sha256:") + 16
 	start := w.Len()
-	h := sha256.New()
+	var h hash.Hash // of the whole text, once it is known to be long
 	var one [1]byte
 	n, safe := 0, start // bytes of the string read; where a cut may be made
 	escape := 0         // bytes left of an escape sequence
@@ -332,7 +331,9 @@ func (s *itemStream) boundedString(w *bytes.Buffer, max int) (shortened bool, er
 			break
 		}
 		one[0] = c
-		h.Write(one[:])
+		if h != nil {
+			h.Write(one[:])
+		}
 		n++
 		startsChar := false // a cut may be made before c
 		switch {
@@ -351,6 +352,9 @@ func (s *itemStream) boundedString(w *bytes.Buffer, max int) (shortened bool, er
 		}
 		if n > max {
 			shortened = true
+			h = sha256.New()
+			h.Write(w.Bytes()[start:]) // what was copied of it
+			h.Write(one[:])
 			continue
 		}
 		if startsChar && n-1 <= max-suffix {

@@ -353,3 +353,35 @@ func TestBoundedStringCutsWhereJSONAllows(t *testing.T) {
 		}
 	}
 }
+
+// FuzzItemStreamEvents: whatever the events of a streamed body, and the
+// limit, each item kept from a well-formed body is JSON, an object kept
+// under the limit, and an event that fits is kept as it was.
+func FuzzItemStreamEvents(f *testing.F) {
+	f.Add(`{"auditID":"a","verb":"deletecollection","responseObject":{"items":[{"metadata":{"uid":"u"},"data":{"v":"xxxxxxxxxxxxxxxxxxxxxxxx"}}]},"annotations":{"k":"v"}}`, uint16(200))
+	f.Add(`{"auditID":"`+strings.Repeat("p", 500)+`","verb":"delete","requestObject":{"a":"\"\\\u00e9é"},"annotations":{}}`, uint16(300))
+	f.Add(`{"user":{"username":"`+strings.Repeat("é", 300)+`","groups":["a","b"]},"requestURI":"/x?\u0000\ud83d\ude00","verb":"patch"}`, uint16(120))
+	f.Add(`{"a":[1,2,{"b":null}],"annotations":null,"c":-1.5e3,"d":true}`, uint16(64))
+	f.Fuzz(func(t *testing.T, ev string, limit uint16) {
+		var in map[string]json.RawMessage
+		if json.Unmarshal([]byte(ev), &in) != nil {
+			return
+		}
+		limit = 160 + limit%8000 // room for the mark and a little
+		body := `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[` + ev + `,{"sentinel":true}]}`
+		items, skipped, s, err := streamItems(body, int64(limit))
+		if err != nil || skipped != 0 || len(items) != 2 || items[1] != `{"sentinel":true}` {
+			t.Fatalf("limit %d: %q, %d skipped, %v", limit, items, skipped, err)
+		}
+		var out map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(items[0]), &out); err != nil {
+			t.Fatalf("limit %d: kept %q: %v", limit, items[0], err)
+		}
+		if len(items[0]) >= int(limit) {
+			t.Fatalf("limit %d: kept %d bytes", limit, len(items[0]))
+		}
+		if s.truncated == 0 && items[0] != ev && !strings.ContainsAny(ev, " \t\r\n") {
+			t.Fatalf("limit %d: %q kept unmarked as %q", limit, ev, items[0])
+		}
+	})
+}
