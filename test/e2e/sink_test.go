@@ -100,6 +100,9 @@ type worldOptions struct {
 	// batchMaxWait is the apiserver's --audit-webhook-batch-max-wait
 	// (default 1s).
 	batchMaxWait time.Duration
+	// chunkBytes and maxEventBytes, when set, are the sink's
+	// --webhook-chunk-bytes and --webhook-max-event-bytes.
+	chunkBytes, maxEventBytes int64
 	// dsn, when set, is the record's database instead of a throwaway one
 	// (make bench-read BENCH_READ_DSN=..., to time a record filled before).
 	dsn string
@@ -191,6 +194,7 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 			Cluster:     "e2e",
 			WebhookAddr: "127.0.0.1:" + strconv.Itoa(port), MetricsAddr: "127.0.0.1:0",
 			TLSCertFile: certFile, TLSKeyFile: keyFile, TokenFile: tokenFile,
+			ChunkBytes: wo.chunkBytes, MaxEventBytes: wo.maxEventBytes,
 			Kube: &app.KubeOptions{Config: w.config(sinkUser), Resync: 20 * time.Second,
 				StatusInterval: time.Second, Baseline: true, Identity: "e2e-sink",
 				// Small passes: baselines go on across several of them.
