@@ -210,6 +210,13 @@ func (j *Journal) drain(ctx context.Context, head []entry) (int, error) {
 // skip removes the oldest len(done) entries, which are done, from the
 // journal: it moves the cursor past them and deletes drained segments.
 func (j *Journal) skip(done []entry, reason string) {
+	// The cursor first (synced, so it takes a moment): the backlog is seen
+	// to shrink only once the work is done.
+	last := done[len(done)-1]
+	if err := writeCursor(j.dir, cursor{seq: last.seg.seq, off: uint64(last.off + last.size)}); err != nil {
+		// Only a hint: without it the next Open stores these batches again.
+		j.log.Warn("journal: cannot save the drain cursor", "err", err)
+	}
 	j.mu.Lock()
 	segs := make([]*segment, 0, 2)
 	for i := range done {
@@ -229,11 +236,6 @@ func (j *Journal) skip(done []entry, reason string) {
 	j.mu.Unlock()
 	if reason == "" {
 		j.m.drained.Add(float64(len(done)))
-	}
-	last := done[len(done)-1]
-	if err := writeCursor(j.dir, cursor{seq: last.seg.seq, off: uint64(last.off + last.size)}); err != nil {
-		// Only a hint: without it the next Open stores these batches again.
-		j.log.Warn("journal: cannot save the drain cursor", "err", err)
 	}
 	for _, s := range segs {
 		j.removeIfDrained(s)
