@@ -45,8 +45,8 @@ const (
 //     instead, see above), and dropped first when a later member needs room;
 //   - any other member's strings longer than maxMetaString are shortened
 //     to a prefix and the digest of all of it (as the store shortens long
-//     names, so distinct values stay distinct); a member longer than a
-//     quarter of limit, or for which there is no room, is dropped;
+//     names, so distinct values stay distinct); a member longer than an
+//     eighth of limit, or for which there is no room, is dropped;
 //   - an event that lost anything is marked audit.k8s.io/truncated, in its
 //     annotations.
 // An event that fits, with no string that long, is copied as it is.
@@ -69,7 +69,7 @@ type span struct{ start, end int }
 func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, marked bool, err error) {
 	start := dst.Len()
 	room := func() int64 { return limit - markRoom - 1 - int64(dst.Len()-start) }
-	strCap, memberCap := metaStringCap(limit), max(limit/4, 256)
+	strCap, memberCap := metaStringCap(limit), max(limit/8, 256)
 	dst.WriteByte('{')
 	var (
 		collection bool   // the event's verb is deletecollection

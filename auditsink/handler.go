@@ -48,7 +48,9 @@ type HandlerOptions struct {
 	// MaxInFlightBytes caps the bodies held at once (default 96 MiB), so
 	// memory stays bounded whatever the load: a request beyond it gets 429.
 	// A body is counted as it arrives; a streamed one holds ChunkBytes +
-	// MaxEventBytes while it is decoded.
+	// MaxEventBytes while it is decoded (and, for a moment, up to an eighth
+	// of MaxEventBytes more for a long event's member, see
+	// itemStream.event).
 	MaxInFlightBytes int64
 	// WriteTimeout bounds the store write of one batch (default 20 s, below
 	// the apiserver's 30 s request timeout).
