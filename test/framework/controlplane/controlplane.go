@@ -287,43 +287,41 @@ func (cp *ControlPlane) start(ctx context.Context, bins binaries, opts Options, 
 		}
 	}
 
-	ports, err := freePorts(4)
-	if err != nil {
-		return err
-	}
-	etcdClient, etcdPeer, apiPort, kcmPort := ports[0], ports[1], ports[2], ports[3]
-	cp.host = "https://" + hostPort(apiPort)
-	cp.etcdURL = "http://" + hostPort(etcdClient)
-	peerURL := "http://" + hostPort(etcdPeer)
-
-	// etcd
-	etcdArgs := append([]string{
-		"--name=default",
-		"--data-dir=" + filepath.Join(dir, "etcd"),
-		"--listen-client-urls=" + cp.etcdURL,
-		"--advertise-client-urls=" + cp.etcdURL,
-		"--listen-peer-urls=" + peerURL,
-		"--initial-advertise-peer-urls=" + peerURL,
-		"--initial-cluster=default=" + peerURL,
-		"--initial-cluster-state=new",
-		"--unsafe-no-fsync=true", // throwaway data; fsync only slows tests
-		"--log-level=warn",
-	}, opts.ExtraEtcdArgs...)
-	etcd, err := startProcess("etcd", bins.etcd, etcdArgs, logDir)
+	// etcd. Each process is given free ports (which another process may
+	// take before it binds them); startBound starts it again on new ones
+	// when it exits for that reason.
+	peerURL := ""
+	etcd, err := startBound(ctx, "etcd", bins.etcd, 2, logDir, func(ports []int) []string {
+		cp.etcdURL = "http://" + hostPort(ports[0])
+		peerURL = "http://" + hostPort(ports[1])
+		// A member bootstrapped on ports it then failed to bind must not
+		// be taken for this one.
+		_ = os.RemoveAll(filepath.Join(dir, "etcd"))
+		return append([]string{
+			"--name=default",
+			"--data-dir=" + filepath.Join(dir, "etcd"),
+			"--listen-client-urls=" + cp.etcdURL,
+			"--advertise-client-urls=" + cp.etcdURL,
+			"--listen-peer-urls=" + peerURL,
+			"--initial-advertise-peer-urls=" + peerURL,
+			"--initial-cluster=default=" + peerURL,
+			"--initial-cluster-state=new",
+			"--unsafe-no-fsync=true", // throwaway data; fsync only slows tests
+			"--log-level=warn",
+		}, opts.ExtraEtcdArgs...)
+	}, func(p *process) error {
+		return waitFor(ctx, p, "etcd /health", func() error { return cp.etcdHealthy(ctx) })
+	})
 	if err != nil {
 		return err
 	}
 	cp.procs = append(cp.procs, etcd)
-	if err := waitFor(ctx, etcd, "etcd /health", func() error { return cp.etcdHealthy(ctx) }); err != nil {
-		return err
-	}
 
 	// kube-apiserver
 	apiArgs := []string{
 		"--etcd-servers=" + cp.etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", apiPort),
 		"--cert-dir=" + filepath.Join(dir, "apiserver-certs"),
 		"--tls-cert-file=" + filepath.Join(dir, "apiserver.crt"),
 		"--tls-private-key-file=" + filepath.Join(dir, "apiserver.key"),
@@ -356,21 +354,22 @@ func (cp *ControlPlane) start(ctx context.Context, bins binaries, opts Options, 
 		}
 		apiArgs = append(apiArgs, aggArgs...)
 	}
-	apiArgs = append(apiArgs, opts.ExtraAPIServerArgs...)
-	api, err := startProcess("kube-apiserver", bins.apiserver, apiArgs, logDir)
+	api, err := startBound(ctx, "kube-apiserver", bins.apiserver, 1, logDir, func(ports []int) []string {
+		cp.host = "https://" + hostPort(ports[0])
+		return append(append(slices.Clone(apiArgs), fmt.Sprintf("--secure-port=%d", ports[0])), opts.ExtraAPIServerArgs...)
+	}, func(p *process) error {
+		adminHTTP, err := rest.HTTPClientFor(cp.AdminConfig())
+		if err != nil {
+			return fmt.Errorf("admin HTTP client: %w", err)
+		}
+		return waitFor(ctx, p, "kube-apiserver /readyz", func() error {
+			return getOK(ctx, adminHTTP, cp.host+"/readyz")
+		})
+	})
 	if err != nil {
 		return err
 	}
 	cp.procs = append(cp.procs, api)
-	adminHTTP, err := rest.HTTPClientFor(cp.AdminConfig())
-	if err != nil {
-		return fmt.Errorf("admin HTTP client: %w", err)
-	}
-	if err := waitFor(ctx, api, "kube-apiserver /readyz", func() error {
-		return getOK(ctx, adminHTTP, cp.host+"/readyz")
-	}); err != nil {
-		return err
-	}
 	if opts.DisableControllerManager {
 		return nil
 	}
@@ -389,32 +388,32 @@ func (cp *ControlPlane) start(ctx context.Context, bins binaries, opts Options, 
 	if err := cp.writeKubeconfig(kcmKubeconfig, ControllerManagerUser); err != nil {
 		return err
 	}
-	kcmArgs := append([]string{
-		"--kubeconfig=" + kcmKubeconfig,
-		"--authentication-kubeconfig=" + kcmKubeconfig,
-		"--authorization-kubeconfig=" + kcmKubeconfig,
-		"--bind-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", kcmPort),
-		"--cert-dir=" + filepath.Join(dir, "kcm-certs"),
-		"--controllers=" + strings.Join(opts.Controllers, ","),
-		fmt.Sprintf("--use-service-account-credentials=%t", !opts.SharedControllerCredentials),
-		"--leader-elect=false",
-		"--v=2",
-	}, opts.ExtraControllerManagerArgs...)
-	kcm, err := startProcess("kube-controller-manager", bins.kcm, kcmArgs, logDir)
+	// kube-controller-manager serves a self-signed certificate from --cert-dir;
+	// this client only probes its health on loopback.
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health probe
+	kcm, err := startBound(ctx, "kube-controller-manager", bins.kcm, 1, logDir, func(ports []int) []string {
+		cp.kcmHealthz = "https://" + hostPort(ports[0]) + "/healthz"
+		return append([]string{
+			"--kubeconfig=" + kcmKubeconfig,
+			"--authentication-kubeconfig=" + kcmKubeconfig,
+			"--authorization-kubeconfig=" + kcmKubeconfig,
+			"--bind-address=127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", ports[0]),
+			"--cert-dir=" + filepath.Join(dir, "kcm-certs"),
+			"--controllers=" + strings.Join(opts.Controllers, ","),
+			fmt.Sprintf("--use-service-account-credentials=%t", !opts.SharedControllerCredentials),
+			"--leader-elect=false",
+			"--v=2",
+		}, opts.ExtraControllerManagerArgs...)
+	}, func(p *process) error {
+		return waitFor(ctx, p, "kube-controller-manager /healthz", func() error {
+			return getOK(ctx, insecure, cp.kcmHealthz)
+		})
+	})
 	if err != nil {
 		return err
 	}
 	cp.procs = append(cp.procs, kcm)
-	cp.kcmHealthz = "https://" + hostPort(kcmPort) + "/healthz"
-	// kube-controller-manager serves a self-signed certificate from --cert-dir;
-	// this client only probes its health on loopback.
-	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health probe
-	if err := waitFor(ctx, kcm, "kube-controller-manager /healthz", func() error {
-		return getOK(ctx, insecure, cp.kcmHealthz)
-	}); err != nil {
-		return err
-	}
 	if slices.Contains(opts.Controllers, "clusterrole-aggregation-controller") {
 		// Tests bind users to edit/view/admin; make sure those are filled.
 		if err := waitFor(ctx, kcm, "aggregated ClusterRole edit", func() error {

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,5 +138,40 @@ func TestControllers(t *testing.T) {
 				t.Fatalf("namespace controller did not finish deleting the namespace: %v", err)
 			}
 		})
+	}
+}
+
+// TestStartTakesAnotherPortWhenOneIsTaken: a port chosen free and taken by
+// another process before etcd or the kube-apiserver binds it costs a
+// restart on new ports, not the test.
+func TestStartTakesAnotherPortWhenOneIsTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	handedOut := 0
+	pickPorts = func(n int) ([]int, error) {
+		ports, err := freePorts(n)
+		if err == nil && handedOut < 2 { // etcd's client port, then the apiserver's
+			handedOut++
+			ports[0] = port
+		}
+		return ports, err
+	}
+	t.Cleanup(func() { pickPorts = freePorts })
+	before := bindRetries.Load()
+
+	cp := Start(t, Options{DisableControllerManager: true})
+	if got := bindRetries.Load() - before; got != 2 {
+		t.Errorf("%d processes started again, want 2 (etcd and the kube-apiserver)", got)
+	}
+	c, err := kubernetes.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("the control plane started on other ports does not answer: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -95,9 +97,64 @@ func (p *process) tail(n int) string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
+// bindAttempts bounds how often startBound starts a process again on new
+// ports.
+const bindAttempts = 5
+
+// pickPorts chooses the ports startBound passes to a process (a variable so
+// the test can hand out a taken one).
+var pickPorts = freePorts
+
+// startBound starts a process that binds the n loopback ports args is given
+// and waits with ready. The binaries take no listener, so a free port is
+// chosen and passed by number; another process can take it before the
+// binary binds it. A process that exits because its address is in use is
+// therefore started again on new ports, up to bindAttempts times: the race
+// costs a restart, never the test.
+func startBound(ctx context.Context, name, bin string, n int, logDir string, args func(ports []int) []string, ready func(*process) error) (*process, error) {
+	for attempt := 1; ; attempt++ {
+		ports, err := pickPorts(n)
+		if err != nil {
+			return nil, err
+		}
+		offset := int64(0)
+		if st, err := os.Stat(filepath.Join(logDir, name+".log")); err == nil {
+			offset = st.Size()
+		}
+		p, err := startProcess(name, bin, args(ports), logDir)
+		if err != nil {
+			return nil, err
+		}
+		err = ready(p)
+		if err == nil {
+			return p, nil
+		}
+		dead, _ := p.exited()
+		if !dead || attempt == bindAttempts || !p.addressInUse(offset) {
+			p.stop(10 * time.Second)
+			return nil, err
+		}
+		p.stop(10 * time.Second)
+		bindRetries.Add(1)
+	}
+}
+
+// bindRetries counts the processes started again because a port was taken.
+var bindRetries atomic.Int64
+
+// addressInUse reports whether the process' log, from offset on, says that
+// it could not bind an address because it was in use.
+func (p *process) addressInUse(offset int64) bool {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil || int64(len(data)) < offset {
+		return false
+	}
+	return bytes.Contains(data[offset:], []byte("address already in use"))
+}
+
 // freePorts returns n distinct free TCP ports on 127.0.0.1. All listeners are
 // held until every port is chosen, so the ports differ; another process may
-// still grab one before the control plane binds it, which is rare enough.
+// still take one before the control plane binds it (see startBound).
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	var ls []io.Closer
