@@ -27,7 +27,7 @@ func TestKill9(t *testing.T) {
 	t.Run("database up", func(t *testing.T) {
 		stop := make(chan struct{})
 		r, wait := runLoad(s, loadSpec{workers: 4, size: 100, prefix: "up"}, stop)
-		time.Sleep(2 * time.Second)
+		r.waitAcked(t, 8, "acknowledged before the kill")
 		s.kill()
 		close(stop)
 		wait()
@@ -44,7 +44,7 @@ func TestKill9(t *testing.T) {
 		c.stopPG()
 		stop := make(chan struct{})
 		r, wait := runLoad(s, loadSpec{workers: 4, size: 100, prefix: "down"}, stop)
-		time.Sleep(2 * time.Second)
+		r.waitAcked(t, 8, "acknowledged from the journal before the kill")
 		journaled := s.metric("options_record_journal_batches")
 		s.kill()
 		close(stop)
@@ -83,10 +83,15 @@ func TestDatabaseOutage(t *testing.T) {
 	spec.prefix, spec.workers = "plain", 1
 	rp, waitP := runLoad(plain, spec, stop)
 
-	time.Sleep(time.Second)
+	rj.waitAcked(t, 3, "acknowledged with the database up")
 	c.stopPG()
 	outage := time.Now()
-	time.Sleep(6 * time.Second) // > the simulated retry window
+	// While the database is down the sink with a journal keeps
+	// acknowledging (six more batches: at most one a worker was sent
+	// before the outage), and the one without runs the simulated
+	// apiserver out of retries.
+	rj.waitAcked(t, rj.ackedCount()+2*3, "acknowledged from the journal while the database was down")
+	rp.waitDropped(t, "dropped by the simulated apiserver (the sink without a journal, database down)")
 	if code, _, err := plain.post(newBatch("probe", 1).body); code != http.StatusServiceUnavailable {
 		t.Errorf("sink without a journal, database down: %d (%v), want 503", code, err)
 	}
@@ -105,14 +110,8 @@ func TestDatabaseOutage(t *testing.T) {
 	if len(rj.dropped) > 0 {
 		t.Errorf("with a journal, %d batches got no 2xx within the retry window", len(rj.dropped))
 	}
-	if rj.slowest > 10*time.Second {
-		t.Errorf("with a journal, slowest answer %s: acknowledgements must continue from the journal", rj.slowest)
-	}
 	if n := j.metric("options_record_journal_appended_batches_total"); n == 0 {
 		t.Error("nothing was journaled during the outage")
-	}
-	if len(rp.dropped) == 0 {
-		t.Error("without a journal no batch was dropped: the outage did not outlast the simulated retry window")
 	}
 	j.waitDrained(time.Minute)
 	c.checkStoredOnce(rj.ackedIDs())
@@ -141,33 +140,58 @@ func TestSlowDatabase(t *testing.T) {
 	if _, err := tx.Exec(ctx, `LOCK TABLE events IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
-	const held = 8 * time.Second
-	locked := time.Now()
-
 	type answer struct {
-		sink string
-		code int
-		took time.Duration
-		at   time.Time // when the answer came
-		b    batch
+		sink     string
+		code     int
+		took     time.Duration
+		released bool // the table was unlocked when the answer came
+		b        batch
 	}
-	var mu sync.Mutex
-	var answers []answer
-	var wg sync.WaitGroup
+	var (
+		mu       sync.Mutex
+		answers  []answer
+		released bool
+		wg       sync.WaitGroup
+		came     = make(chan answer, 11)
+	)
 	for _, s := range []*sink{j, j, j, j, j, j, plain, plain, plain, plain, plain} {
 		wg.Go(func() {
 			b := newBatch(s.name, 50)
 			code, took, _ := s.post(b.body)
 			mu.Lock()
-			answers = append(answers, answer{s.name, code, took, time.Now(), b})
+			a := answer{s.name, code, took, released, b}
+			answers = append(answers, a)
 			mu.Unlock()
+			came <- a
 		})
 	}
-	time.Sleep(held - time.Since(locked))
+	// The table stays locked until every journaled batch is answered and
+	// the plain sink has refused the three over its two slots: an answer
+	// while it is locked is one that did not wait for the database. The
+	// minute only ends a test whose sink never answers.
+	journaled, refused := 0, 0
+	guard := time.After(time.Minute)
+wait:
+	for journaled < 6 || refused < 3 {
+		select {
+		case a := <-came:
+			switch {
+			case a.sink == "journaled":
+				journaled++
+			case a.code == http.StatusTooManyRequests:
+				refused++
+			}
+		case <-guard:
+			t.Errorf("with the table locked for a minute: %d of 6 journaled batches answered, %d of 3 refused by the plain sink", journaled, refused)
+			break wait
+		}
+	}
+	mu.Lock()
+	released = true
+	mu.Unlock()
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	released := time.Now()
 	wg.Wait()
 
 	var acked []string
@@ -179,10 +203,10 @@ func TestSlowDatabase(t *testing.T) {
 			t.Errorf("%s: no answer within 30 s", a.sink)
 		case a.sink == "journaled" && a.code != http.StatusOK:
 			t.Errorf("journaled: %d, want 200 from the journal", a.code)
-		case a.sink == "journaled" && !a.at.Before(released):
+		case a.sink == "journaled" && a.released:
 			// No write reaches the table while it is locked: an answer
 			// after the release waited for the database, not the deadline.
-			t.Errorf("journaled: answered after %s, once the table was unlocked; want it at the %s write deadline, from the journal", a.took, "5 s")
+			t.Errorf("journaled: answered after %s, once the table was unlocked; want it at the write deadline, from the journal", a.took)
 		case a.code == http.StatusTooManyRequests:
 			throttled++
 		case a.code != http.StatusOK:
@@ -232,7 +256,14 @@ func TestGracefulShutdown(t *testing.T) {
 			mu.Unlock()
 		})
 	}
-	time.Sleep(time.Second)
+	// SIGTERM once the four are in the sink, held by the lock.
+	deadline := time.Now().Add(time.Minute)
+	for s.metric("options_record_batches_in_flight") < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v of 4 batches in flight after a minute", s.metric("options_record_batches_in_flight"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := s.terminate(45 * time.Second); err != nil {
 		t.Errorf("sink exit after SIGTERM: %v", err)
 	}

@@ -6,9 +6,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -199,7 +199,7 @@ type sink struct {
 // newSink prepares (does not start) a sink using the cluster's database.
 func (c *cluster) newSink(name, journalDir string, extra ...string) *sink {
 	s := &sink{t: c.t, name: name, dir: filepath.Join(c.dir, name), journal: journalDir,
-		log: filepath.Join(c.dir, name+".log"), webhook: freeAddr(c.t), metrics: freeAddr(c.t), extraFlags: extra}
+		log: filepath.Join(c.dir, name+".log"), extraFlags: extra}
 	if err := os.WriteFile(filepath.Join(c.dir, "rules.yaml"), []byte(rulesYAML), 0o644); err != nil {
 		c.t.Fatal(err)
 	}
@@ -212,24 +212,17 @@ func (c *cluster) newSink(name, journalDir string, extra ...string) *sink {
 	return s
 }
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// start runs the sink and waits until /readyz answers 200.
+// start runs the sink and waits until /readyz answers 200. The sink binds
+// port 0 and the addresses are read from its "serving the audit webhook"
+// log line: a port chosen here and bound later could be taken meanwhile.
 func (s *sink) start(dsn string) {
 	s.t.Helper()
 	args := []string{"serve",
 		"--database-url", dsn,
 		"--data-dir", s.dir,
 		"--rules-file", filepath.Join(filepath.Dir(s.dir), "rules.yaml"),
-		"--webhook-bind-address", s.webhook,
-		"--metrics-bind-address", s.metrics,
+		"--webhook-bind-address", "127.0.0.1:0",
+		"--metrics-bind-address", "127.0.0.1:0",
 		"--log-level", "info",
 	}
 	if s.journal != "" {
@@ -242,6 +235,10 @@ func (s *sink) start(dsn string) {
 	}
 	defer logf.Close()
 	fmt.Fprintf(logf, "--- start %s\n", time.Now().Format(time.RFC3339Nano))
+	logStart, err := logf.Seek(0, io.SeekEnd)
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	cmd := exec.Command(binPath, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "OPTIONS_RECORD_DATABASE_URL=")
@@ -253,9 +250,15 @@ func (s *sink) start(dsn string) {
 	go func() { s.err = cmd.Wait(); close(s.done) }()
 
 	deadline := time.Now().Add(60 * time.Second)
+	s.webhook, s.metrics = "", ""
 	for {
-		if code, _ := s.get("/readyz"); code == http.StatusOK {
-			break
+		if s.metrics == "" {
+			s.webhook, s.metrics = s.listening(logStart)
+		}
+		if s.metrics != "" {
+			if code, _ := s.get("/readyz"); code == http.StatusOK {
+				break
+			}
 		}
 		select {
 		case <-s.done:
@@ -275,6 +278,28 @@ func (s *sink) start(dsn string) {
 				"serve does not put the journal in front of the store (cmd/options-record/app.wrapJournal)", s.name)
 		}
 	}
+}
+
+// listening returns the addresses the sink's announcement (written after
+// offset of its log) names, or empty strings before it is written.
+func (s *sink) listening(offset int64) (webhook, metrics string) {
+	f, err := os.Open(s.log)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		s.t.Fatal(err)
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l struct{ Msg, Webhook, Metrics string }
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "serving the audit webhook" && l.Webhook != "" && l.Metrics != "" {
+			return l.Webhook, l.Metrics
+		}
+	}
+	return "", ""
 }
 
 func (s *sink) newClient() *http.Client {
@@ -454,6 +479,42 @@ func (r *loadResult) String() string {
 	defer r.mu.Unlock()
 	return fmt.Sprintf("%d batches acknowledged, %d dropped, answers %v, slowest %s",
 		len(r.acked), len(r.dropped), r.codes, r.slowest.Round(time.Millisecond))
+}
+
+func (r *loadResult) ackedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.acked)
+}
+
+// waitAcked waits until n batches in all are acknowledged; the minute only
+// stops a test whose sink acknowledges nothing ("did not happen").
+func (r *loadResult) waitAcked(t *testing.T, n int, what string) {
+	t.Helper()
+	r.waitFor(t, what, func() bool { return len(r.acked) >= n })
+}
+
+// waitDropped waits until a batch has been given up on.
+func (r *loadResult) waitDropped(t *testing.T, what string) {
+	t.Helper()
+	r.waitFor(t, what, func() bool { return len(r.dropped) > 0 })
+}
+
+func (r *loadResult) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r.mu.Lock()
+		ok := cond()
+		r.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not %s within a minute: %s", what, r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // loadSpec describes a load run: workers post batches of size events; a
