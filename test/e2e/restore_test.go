@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -877,22 +876,23 @@ func TestRestoreAPIStandalone(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	ls := newListeners(t)
 	serve := func(ctx context.Context, addr string, started chan<- struct{}) error {
 		return app.Serve(ctx, app.ServeOptions{
 			Database: app.DatabaseOptions{URL: dsn, DataDir: dir}, Rules: app.RulesOptions{Namespace: sinkNS},
 			WebhookAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
 			API:    &app.APIOptions{Addr: addr, TokenFile: tokenFile},
-			Logger: testLogger(t), OnListening: func(_, _ net.Addr) { close(started) },
+			Logger: testLogger(t), OnListening: func(_, _ net.Addr) { close(started) }, Listen: ls.listen,
 		})
 	}
 	if err := serve(context.Background(), "0.0.0.0:0", make(chan struct{})); err == nil || !strings.Contains(err.Error(), "loopback only") {
 		t.Fatalf("standalone API on 0.0.0.0: %v, want a refusal", err)
 	}
 
-	port := freePort(t)
+	addr := ls.addr()
 	ctx, cancel := context.WithCancel(context.Background())
 	started, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- serve(ctx, "127.0.0.1:"+strconv.Itoa(port), started) }()
+	go func() { done <- serve(ctx, addr, started) }()
 	select {
 	case <-started:
 	case err := <-done:
@@ -912,7 +912,7 @@ func TestRestoreAPIStandalone(t *testing.T) {
 	pool.AppendCertsFromPEM(caPEM)
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	call := func(method, path, tok string) (int, string) {
-		req, _ := http.NewRequest(method, "https://127.0.0.1:"+strconv.Itoa(port)+path, nil)
+		req, _ := http.NewRequest(method, "https://"+addr+path, nil)
 		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}

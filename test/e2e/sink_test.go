@@ -2,12 +2,11 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,9 +137,10 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	ls := newListeners(t)
+	webhookAddr := ls.addr()
 	webhook := controlplane.WriteWebhookKubeconfig(t, controlplane.WebhookKubeconfig{
-		Server: fmt.Sprintf("https://127.0.0.1:%d/audit", port), CAData: ca.CertPEM, Token: token,
+		Server: "https://" + webhookAddr + "/audit", CAData: ca.CertPEM, Token: token,
 	})
 	w := &world{auditLog: filepath.Join(dir, "audit.log"), caPEM: ca.CertPEM, dsn: dsn}
 	w.cp = controlplane.Start(t, controlplane.Options{
@@ -168,18 +168,18 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 	}
 	var api *app.APIOptions
 	if wo.api || wo.aggregated {
-		apiAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+		apiAddr := ls.addr()
 		api, w.apiURL = &app.APIOptions{Addr: apiAddr, MaxPlanObjects: wo.maxPlanObjects, MaxUndoRows: wo.maxUndoRows,
 			MaxInFlight: wo.apiMaxInFlight, MaxInFlightPerUser: wo.apiMaxInFlightPerUser, RequestTimeout: wo.apiRequestTimeout}, "https://"+apiAddr
 	}
 	if wo.aggregated {
-		w.aggAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))
+		w.aggAddr = ls.addr()
 		// The front-proxy CA and allowed names as the kube-apiserver
 		// publishes them (read by the sink with a GET); delegated
 		// authentication and authorization as the sink.
 		api.Aggregated = &app.AggregatedOptions{Addr: w.aggAddr, Kubeconfig: w.cp.WriteKubeconfig(t, sinkUser)}
 		if wo.recordDirect {
-			w.recordAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))
+			w.recordAddr = ls.addr()
 			api.RecordAddr = w.recordAddr
 		}
 	}
@@ -192,7 +192,7 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 			Database:    app.DatabaseOptions{URL: dsn, DataDir: dir},
 			Rules:       app.RulesOptions{Namespace: sinkNS},
 			Cluster:     "e2e",
-			WebhookAddr: "127.0.0.1:" + strconv.Itoa(port), MetricsAddr: "127.0.0.1:0",
+			WebhookAddr: webhookAddr, MetricsAddr: "127.0.0.1:0", Listen: ls.listen,
 			TLSCertFile: certFile, TLSKeyFile: keyFile, TokenFile: tokenFile,
 			ChunkBytes: wo.chunkBytes, MaxEventBytes: wo.maxEventBytes,
 			Kube: &app.KubeOptions{Config: w.config(sinkUser), Resync: 20 * time.Second,
@@ -255,14 +255,48 @@ func instrumentedPolicy(t *testing.T, dir string) string {
 	return path
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
+// listeners are loopback listeners bound on port 0 before the sink starts,
+// for app.ServeOptions.Listen: the sink serves an address handed out by
+// addr on the listener bound for it, so no port is chosen free and bound
+// later (when another process may have taken it).
+type listeners struct {
+	mu sync.Mutex
+	m  map[string]net.Listener
+}
+
+func newListeners(t *testing.T) *listeners {
+	ls := &listeners{m: map[string]net.Listener{}}
+	t.Cleanup(func() {
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		for _, l := range ls.m {
+			l.Close() // never handed to the sink
+		}
+	})
+	return ls
+}
+
+// addr binds a listener and returns its address.
+func (ls *listeners) addr() string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		panic(err) // loopback port 0: only a broken host refuses it
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.m[l.Addr().String()] = l
+	return l.Addr().String()
+}
+
+// listen returns the listener bound for addr (once), or binds addr.
+func (ls *listeners) listen(addr string) (net.Listener, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if l, ok := ls.m[addr]; ok {
+		delete(ls.m, addr)
+		return l, nil
+	}
+	return net.Listen("tcp", addr)
 }
 
 // eventually polls check until it returns nil or the timeout passes.

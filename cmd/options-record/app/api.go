@@ -210,7 +210,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 	if err != nil {
 		return nil, fmt.Errorf("restore API: %w", err)
 	}
-	ln, err := net.Listen("tcp", o.Addr)
+	ln, err := so.listen(o.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("restore API listener: %w", err)
 	}
@@ -309,7 +309,7 @@ func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *h
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", a.Addr)
+	ln, err := so.listen(a.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("aggregated API listener: %w", err)
 	}
@@ -362,7 +362,7 @@ func runRecordDirect(ctx context.Context, o *APIOptions, so *ServeOptions, api r
 	if o.Aggregated != nil && o.Aggregated.Kubeconfig != "" {
 		kubeconfig = o.Aggregated.Kubeconfig
 	}
-	ln, err := net.Listen("tcp", o.RecordAddr)
+	ln, err := so.listen(o.RecordAddr)
 	if err != nil {
 		return nil, fmt.Errorf("record listener: %w", err)
 	}

@@ -71,11 +71,11 @@ func (s *httpServer) stop(ctx context.Context) error {
 	return errors.Join(err, <-s.done)
 }
 
-// component listens on addr and serves until stopped; a server that stops
+// component listens on addr (with listen) and serves until stopped; a server that stops
 // serving on its own ends l's run.
-func (s *httpServer) component(addr string, l *lifecycle) component {
+func (s *httpServer) component(addr string, listen func(string) (net.Listener, error), l *lifecycle) component {
 	return component{s.name, func(context.Context) (func(context.Context) error, error) {
-		ln, err := net.Listen("tcp", addr)
+		ln, err := listen(addr)
 		if err != nil {
 			return nil, fmt.Errorf("%s listener: %w", s.name, err)
 		}

@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,15 +89,47 @@ func startServe(t *testing.T, o ServeOptions) (webhook, metrics net.Addr) {
 	return a.webhook, a.metrics
 }
 
-// freeLoopback returns a loopback address nothing listens on (now).
-func freeLoopback(t *testing.T) string {
+// listenRecorder hands Serve a listener bound in advance for one address
+// (no port chosen free and bound later) and records every address Serve
+// asks to listen on.
+type listenRecorder struct {
+	mu    sync.Mutex
+	addrs []string
+	bound map[string]net.Listener
+}
+
+// bind binds a loopback listener and returns its address.
+func (r *listenRecorder) bind(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bound == nil {
+		r.bound = map[string]net.Listener{}
+	}
+	r.bound[l.Addr().String()] = l
+	t.Cleanup(func() { l.Close() })
 	return l.Addr().String()
+}
+
+func (r *listenRecorder) listen(addr string) (net.Listener, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.addrs = append(r.addrs, addr)
+	if l, ok := r.bound[addr]; ok {
+		delete(r.bound, addr)
+		return l, nil
+	}
+	return net.Listen("tcp", addr)
+}
+
+func (r *listenRecorder) asked(addr string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.addrs, addr)
 }
 
 func tlsClient(t *testing.T, dataDir string) *http.Client {
@@ -109,21 +143,16 @@ func tlsClient(t *testing.T, dataDir string) *http.Client {
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 }
 
-func refused(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err == nil {
-		c.Close()
-	}
-	return err != nil
-}
-
 // TestServeAPIRoleOnly: with --roles=api the process answers the restore
 // API and its probes, opens no webhook port and needs no webhook
 // credentials (it generates none).
 func TestServeAPIRoleOnly(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	webhookAddr, apiAddr := freeLoopback(t), freeLoopback(t)
+	var ls listenRecorder
+	// The webhook address is never bound: an api-only process must not
+	// ask for it.
+	webhookAddr, apiAddr := "127.0.0.1:1", ls.bind(t)
 	// Ingest owns the schema: on a database of its own the API role does
 	// not migrate it (so it can log in with a role that only reads the
 	// record), and reads what ingest prepared.
@@ -137,12 +166,12 @@ func TestServeAPIRoleOnly(t *testing.T) {
 		Roles:       []Role{RoleAPI},
 		Database:    DatabaseOptions{URL: dsn, DataDir: dir},
 		WebhookAddr: webhookAddr, MetricsAddr: "127.0.0.1:0",
-		API: &APIOptions{Addr: apiAddr},
+		API: &APIOptions{Addr: apiAddr}, Listen: ls.listen,
 	})
 	if webhook != nil {
 		t.Errorf("an api-only process reports a webhook listener at %s", webhook)
 	}
-	if !refused(webhookAddr) {
+	if ls.asked(webhookAddr) {
 		t.Errorf("an api-only process listens on the webhook address %s", webhookAddr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "webhook-token")); !os.IsNotExist(err) {
@@ -223,7 +252,7 @@ func TestServeIngestRoleOnly(t *testing.T) {
 		}
 	}
 	// An API address with the ingest role alone is refused, not ignored.
-	err = Serve(context.Background(), ServeOptions{Roles: []Role{RoleIngest}, API: &APIOptions{Addr: freeLoopback(t)},
+	err = Serve(context.Background(), ServeOptions{Roles: []Role{RoleIngest}, API: &APIOptions{Addr: "127.0.0.1:0"},
 		Database: DatabaseOptions{DataDir: dir}})
 	if err == nil || !strings.Contains(err.Error(), "without the role api") {
 		t.Errorf("ingest with --api-bind-address: %v, want it refused", err)

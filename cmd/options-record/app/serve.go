@@ -97,6 +97,19 @@ type ServeOptions struct {
 	// listeners are up (tests listen on port 0); webhook is nil without
 	// RoleIngest.
 	OnListening func(webhook, metrics net.Addr)
+	// Listen, if set, replaces net.Listen("tcp", addr) for every server
+	// (webhook, metrics, restore API, aggregated, record): a test hands
+	// over listeners it bound on port 0 instead of a port chosen free and
+	// bound later, which another process can take meanwhile.
+	Listen func(addr string) (net.Listener, error)
+}
+
+// listen binds addr with o.Listen, or net.Listen.
+func (o *ServeOptions) listen(addr string) (net.Listener, error) {
+	if o.Listen != nil {
+		return o.Listen(addr)
+	}
+	return net.Listen("tcp", addr)
 }
 
 // roles says which roles o runs, and refuses options of a role it does not.
@@ -178,7 +191,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	// The metrics server starts before the webhook and stops after it; it
 	// answers /readyz with 200 once every component has started.
 	cs = append(cs, once("what needs the record", p.prepared, log, late...),
-		p.metricsSrv.component(o.MetricsAddr, p.lc),
+		p.metricsSrv.component(o.MetricsAddr, o.listen, p.lc),
 		component{"webhook", p.serveWebhook},
 		component{"announce", func(context.Context) (func(context.Context) error, error) {
 			log.Info("serving the audit webhook", "webhook", p.webhook.addr.String(), "metrics", p.metricsSrv.addr.String(),
@@ -287,7 +300,7 @@ func (p *ingestProcess) serveWebhook(ctx context.Context) (func(context.Context)
 	}
 	p.webhook = newHTTPServer("webhook", h, p.tlsCfg, webhookLimits, p.log)
 	p.webhook.Protocols = webhookProtocols(o.WebhookHTTP2)
-	return p.webhook.component(o.WebhookAddr, p.lc).start(ctx)
+	return p.webhook.component(o.WebhookAddr, o.listen, p.lc).start(ctx)
 }
 
 // webhookLimits: no connection can hold the others up: headers within

@@ -32,7 +32,7 @@ func serveAPI(ctx context.Context, o ServeOptions, log *slog.Logger) error {
 		// database it starts itself, it prepares.
 		p.openStore(store.Options{Logger: log, MaxConns: 2, Secondary: o.Database.URL != ""}, false),
 		// Ready (/readyz) once every component has started.
-		p.metricsSrv.component(o.MetricsAddr, p.lc),
+		p.metricsSrv.component(o.MetricsAddr, o.listen, p.lc),
 		component{"restore API", p.startAPI},
 		component{"announce", func(context.Context) (func(context.Context) error, error) {
 			log.Info("serving the restore API only (--roles=api)", "metrics", p.metricsSrv.addr.String())
