@@ -5,9 +5,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,12 +157,59 @@ func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 // runningWorkload is the product binary started with a workload's command
 // line.
 type runningWorkload struct {
-	name   string
-	ctr    corev1.Container
-	args   []string
-	ports  map[string]string // --*-bind-address flag -> loopback address
-	logs   *bytes.Buffer
+	name string
+	ctr  corev1.Container
+	args []string
+	// ports maps each --*-bind-address flag to the address the workload
+	// bound for it (port 0 given), known once it is ready.
+	ports  map[string]string
+	logs   *logBuffer
 	exited chan error
+}
+
+// logBuffer is the workload's output, written by the process' copier and
+// read by the test.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// announced returns the addresses the workload's "serving ..." log lines
+// name, by --*-bind-address flag.
+func (rw *runningWorkload) announced() map[string]string {
+	got := map[string]string{}
+	for line := range strings.Lines(rw.logs.String()) {
+		var l struct{ Msg, Webhook, Metrics, Addr string }
+		if json.Unmarshal([]byte(line), &l) != nil || !strings.HasPrefix(l.Msg, "serving ") {
+			continue
+		}
+		for flag, addr := range map[string]string{"webhook-bind-address": l.Webhook, "metrics-bind-address": l.Metrics} {
+			if addr != "" {
+				got[flag] = addr
+			}
+		}
+		switch l.Msg {
+		case "serving the restore API":
+			got["api-bind-address"] = l.Addr
+		case "serving the aggregated API":
+			got["aggregated-bind-address"] = l.Addr
+		case "serving the record directly to bearer tokens":
+			got["record-bind-address"] = l.Addr
+		}
+	}
+	return got
 }
 
 // startWorkload starts the binary with the command line and environment of
@@ -230,7 +279,7 @@ func startWorkload(t *testing.T, c *cluster, bin, dir string, objs []*unstructur
 	// in-cluster config replaced by the ServiceAccount's kubeconfig, paths
 	// and ports mapped.
 	kubeconfig := writeKubeconfig(t, dir, c.saConfigFor(t, w.template.Spec.ServiceAccountName))
-	rw := &runningWorkload{name: kind + " " + name, ctr: ctr, ports: map[string]string{}, logs: &bytes.Buffer{}, exited: make(chan error, 1)}
+	rw := &runningWorkload{name: kind + " " + name, ctr: ctr, ports: map[string]string{}, logs: &logBuffer{}, exited: make(chan error, 1)}
 	varRef := regexp.MustCompile(`\$\(([A-Z_][A-Z0-9_]*)\)`)
 	for _, a := range ctr.Args {
 		a = varRef.ReplaceAllStringFunc(a, func(ref string) string { return env[ref[2:len(ref)-1]] })
@@ -239,9 +288,10 @@ func startWorkload(t *testing.T, c *cluster, bin, dir string, objs []*unstructur
 		case a == "--in-cluster":
 			a = "--kubeconfig=" + kubeconfig
 		case hasVal && strings.HasSuffix(name, "-bind-address"):
-			addr := freeAddr(t)
-			rw.ports[name] = addr
-			a = "--" + name + "=" + addr
+			// Port 0: the workload announces the addresses it bound (a
+			// port chosen free here could be taken before it binds).
+			rw.ports[name] = ""
+			a = "--" + name + "=127.0.0.1:0"
 		case hasVal && strings.HasPrefix(val, "/"):
 			for mp, local := range mounts {
 				if val == mp || strings.HasPrefix(val, mp+"/") {
@@ -283,7 +333,6 @@ func startWorkload(t *testing.T, c *cluster, bin, dir string, objs []*unstructur
 func (rw *runningWorkload) waitReady(t *testing.T) {
 	t.Helper()
 	plain := &http.Client{Timeout: 5 * time.Second}
-	metrics := "http://" + rw.ports["metrics-bind-address"]
 	eventually(t, 2*time.Minute, rw.name+": readiness probe", func() error {
 		select {
 		case err := <-rw.exited:
@@ -291,6 +340,11 @@ func (rw *runningWorkload) waitReady(t *testing.T) {
 			t.Fatalf("%s exited: %v\n%s", rw.name, err, rw.logs.String())
 		default:
 		}
+		addr := rw.announced()["metrics-bind-address"]
+		if addr == "" {
+			return errors.New("not serving yet")
+		}
+		metrics := "http://" + addr
 		for _, p := range []*corev1.Probe{rw.ctr.StartupProbe, rw.ctr.LivenessProbe, rw.ctr.ReadinessProbe} {
 			code, body, err := httpGet(context.Background(), plain, metrics+p.HTTPGet.Path, "")
 			if err != nil {
@@ -302,6 +356,14 @@ func (rw *runningWorkload) waitReady(t *testing.T) {
 		}
 		return nil
 	})
+	// Ready: every server has started and announced its address.
+	got := rw.announced()
+	for flag := range rw.ports {
+		if got[flag] == "" {
+			t.Fatalf("%s is ready but announced no address for --%s\n%s", rw.name, flag, rw.logs.String())
+		}
+		rw.ports[flag] = got[flag]
+	}
 }
 
 func httpGet(ctx context.Context, client *http.Client, url, token string) (int, string, error) {
@@ -319,16 +381,6 @@ func httpGet(ctx context.Context, client *http.Client, url, token string) (int, 
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, string(body), nil
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // writeKubeconfig writes a kubeconfig for a bearer-token client config.
