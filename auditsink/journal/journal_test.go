@@ -122,12 +122,14 @@ func write(t *testing.T, j *Journal, ids ...string) {
 	}
 }
 
+// waitDrained waits until the journal holds nothing; the minute only ends
+// a test whose journal never drains (the rate is BenchmarkDrainIntoPostgreSQL's).
 func waitDrained(t *testing.T, j *Journal) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for j.Backlog() > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("journal not drained: %+v", j.Stats())
+			t.Fatalf("journal not drained within a minute: %+v", j.Stats())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -137,7 +139,7 @@ func waitDrained(t *testing.T, j *Journal) {
 // the backlog reaches zero).
 func waitNoSegments(t *testing.T, dir string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for len(segments(t, dir)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
