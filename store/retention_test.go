@@ -152,7 +152,9 @@ func TestRetentionDoesNotBlockIngest(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// The reader holds the lock until after this write: a write held
+	// behind it would wait the whole minute, which only ends the test.
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	e, v = change("new", "n", now, 2, false)
 	if _, err := st.WriteBatch(wctx, &model.Batch{Events: e, Versions: v}); err != nil {
