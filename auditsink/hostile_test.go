@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +43,8 @@ type hostile struct {
 	*env
 	reg *prometheus.Registry
 	srv *httptest.Server
+	// entered counts the requests that reached the handler.
+	entered *atomic.Int64
 }
 
 type hostileOptions struct {
@@ -93,7 +96,11 @@ func newHostile(t *testing.T, o hostileOptions) *hostile {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(h)
+	entered := new(atomic.Int64)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered.Add(1)
+		h.ServeHTTP(w, r)
+	}))
 	if o.clientCA != nil {
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(o.clientCA.CertPEM)
@@ -101,7 +108,7 @@ func newHostile(t *testing.T, o hostileOptions) *hostile {
 	}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	return &hostile{env: e, reg: reg, srv: srv}
+	return &hostile{env: e, reg: reg, srv: srv, entered: entered}
 }
 
 // metric returns the value of the series name{labels...} (label pairs), 0
@@ -791,7 +798,15 @@ func TestSlowBodiesDoNotHoldSlots(t *testing.T) {
 			c.Close()
 		}
 	})
-	time.Sleep(500 * time.Millisecond) // every slow body has started
+	// Every slow body is in the handler before the good batch is sent
+	// (a sleep would pass if they had not started yet).
+	deadline := time.Now().Add(time.Minute)
+	for h.entered.Load() < slow {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d slow bodies reached the handler within a minute", h.entered.Load(), slow)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	goodStart := time.Now()
 	h.healthy()
