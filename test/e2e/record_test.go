@@ -271,13 +271,7 @@ func TestRecordOnARealControlPlane(t *testing.T) {
 			return nil
 		})
 		// Deleting the rule stops the recording, again within a batch.
-		unanswered := func() float64 { // batches the apiserver would send again, later and out of order
-			var n float64
-			for _, o := range []string{"rejected", "slow_body", "throttled", "unavailable", "unauthenticated"} {
-				n += w.metric(t, `options_record_batches_total{outcome="`+o+`"}`)
-			}
-			return n
-		}
+		unanswered := func() float64 { return unansweredBatches(t, w) }
 		failedBefore := unanswered()
 		if err := w.dynAdmin.Resource(v1alpha1.GroupVersionResource).Namespace("tenant-a").Delete(ctx, "mine", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -326,9 +320,23 @@ func TestRecordOnARealControlPlane(t *testing.T) {
 				Data: map[string]string{"level": "before-rule"}}, metav1.CreateOptions{})
 			return err
 		})
-		// Let the create's batch pass before the rule exists (a rule created
-		// in the same batch would select it).
-		time.Sleep(3 * time.Second)
+		// The create's batch must be answered before the rule exists (a
+		// rule created in the same batch would select it): a sentinel
+		// created after it is recorded, no batch is in flight at the sink
+		// and none was refused meanwhile (it would come again later),
+		// instead of 3 s and hoping.
+		refusedBefore := unansweredBatches(t, w)
+		ok(alice.CoreV1().ConfigMaps("e2e-late").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sentinel-base"}}, metav1.CreateOptions{}))(t)
+		w.waitHistory(t, "e2e-late", "configmaps", "sentinel-base", []row{{Verb: "create", User: "alice", PriorKnown: true}})
+		eventually(t, 30*time.Second, "no batch in flight", func() error {
+			if n := w.metric(t, `options_record_batches_in_flight`); n != 0 {
+				return fmt.Errorf("%v in flight", n)
+			}
+			return nil
+		})
+		if n := unansweredBatches(t, w); n != refusedBefore {
+			t.Fatalf("%v batches were refused meanwhile: the create's may come again after the rule", n-refusedBefore)
+		}
 		w.apply.create(t, []byte(`{"apiVersion":"optionsrecord.io/v1alpha1","kind":"OptionsRecordController",
 			"metadata":{"name":"zz-base-x","namespace":"options-record"},"spec":{"namespaces":["zz-base-x"],"resources":[{"group":"","resources":["configmaps"]}]}}`), "")
 		eventually(t, 60*time.Second, "baseline stored", func() error {
@@ -516,4 +524,15 @@ func ok[T any](v T, err error) func(*testing.T) T {
 		}
 		return v
 	}
+}
+
+// unansweredBatches counts the batches the apiserver would send again,
+// later and out of order.
+func unansweredBatches(t *testing.T, w *world) float64 {
+	t.Helper()
+	var n float64
+	for _, o := range []string{"rejected", "slow_body", "throttled", "unavailable", "unauthenticated"} {
+		n += w.metric(t, `options_record_batches_total{outcome="`+o+`"}`)
+	}
+	return n
 }
