@@ -132,7 +132,8 @@ func startBound(ctx context.Context, name, bin string, n int, logDir string, arg
 		dead, _ := p.exited()
 		if !dead || attempt == bindAttempts || !p.addressInUse(offset) {
 			p.stop(10 * time.Second)
-			return nil, err
+			// Not among the control plane's processes: its log is shown here.
+			return nil, fmt.Errorf("%w\nlast lines of %s (%s):\n%s", err, p.name, p.logPath, p.tail(60))
 		}
 		p.stop(10 * time.Second)
 		bindRetries.Add(1)
