@@ -214,7 +214,7 @@ func planOf(p *restore.Plan) *recordv1alpha1.RestorePlan {
 		ObjectMeta: metav1.ObjectMeta{UID: types.UID(p.ID), CreationTimestamp: metav1.NewTime(p.CreatedAt), ResourceVersion: "1"},
 		Spec: recordv1alpha1.RestorePlanSpec{Kind: p.Request.Kind, User: p.Request.User, Names: p.Request.Names,
 			At: metaTime(p.Request.At), Since: metaTime(p.Request.Since), Until: metaTime(p.Request.Until)},
-		Status: recordv1alpha1.RestorePlanStatus{State: phaseOf(p.State), RestoreID: p.ID, Summary: map[string]int32{}},
+		Status: recordv1alpha1.RestorePlanStatus{State: phaseOf(p.State), RestoreID: p.ID, PlanDigest: p.Digest, Summary: map[string]int32{}},
 	}
 	if p.Record != nil {
 		out.Namespace, out.Name = p.Record.Namespace, p.Record.Name

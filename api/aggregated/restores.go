@@ -204,8 +204,12 @@ func (s *restoreStorage) execute(ctx context.Context, r *recordv1alpha1.Restore,
 	if err != nil {
 		return nil, statusError(s.log, err, s.resource, r.Name)
 	}
+	if !dryRun && r.Spec.PlanDigest == "" {
+		return nil, apierrors.NewInvalid(s.kind, r.Name, field.ErrorList{field.Required(field.NewPath("spec", "planDigest"),
+			"the digest of the plan you reviewed (status.planDigest of the "+planKind(s.namespaced)+" or of a dry run of this Restore) is required to execute it")})
+	}
 	p, err := s.svc.ExecutePlan(ctx, s.cluster, plan.ID, restore.ExecuteRequest{Force: r.Spec.Force, DryRun: dryRun,
-		Record: &restore.RecordName{Namespace: r.Namespace, Name: r.Name}})
+		Digest: r.Spec.PlanDigest, Record: &restore.RecordName{Namespace: r.Namespace, Name: r.Name}})
 	if p == nil {
 		if errors.Is(err, history.ErrExists) {
 			return nil, apierrors.NewAlreadyExists(s.resource, r.Name)
@@ -375,6 +379,7 @@ func restoreOf(p *restore.Plan) *recordv1alpha1.Restore {
 	r.Status.Phase = phaseOf(p.State)
 	if p.Kind != restore.KindVersion {
 		// The run of a plan: one result per step.
+		r.Status.PlanDigest = p.Digest
 		for _, o := range p.Outcome {
 			sr := recordv1alpha1.StepResult{Index: int32(o.Index), Action: o.Action, Result: o.Result, Code: int32(o.Code), Message: o.Message}
 			if o.Index >= 0 && o.Index < len(p.Steps) {

@@ -36,14 +36,25 @@ func (s *Service) ExecutePlan(ctx context.Context, cluster, id string, req Execu
 	if rec.DryRun || rec.Kind == "version" {
 		return nil, fmt.Errorf("%w: restore %s is the record of a restore, not a plan", history.ErrInvalid, rec.ID)
 	}
+	if !req.DryRun && req.Digest == "" {
+		return nil, fmt.Errorf("%w: digest is required to execute a plan for real: the digest of the plan you reviewed (the plan and each dry run of it answer it)", history.ErrInvalid)
+	}
+	steps, err := stepsOf(rec)
+	if err != nil {
+		return nil, err
+	}
+	// What was reviewed is what runs: the plan's steps and the states they
+	// restore, checked before anything is written (and each state again
+	// when its step loads it).
+	if req.Digest != "" {
+		if err := checkDigest(rec.ID, steps, req.Digest); err != nil {
+			return nil, err
+		}
+	}
 	u := history.Caller(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), executeTimeout)
 	defer cancel()
 	if req.DryRun {
-		steps, err := stepsOf(rec)
-		if err != nil {
-			return nil, err
-		}
 		id := rec.ID
 		run, err := s.begin(ctx, rec.Kind, map[string]any{"planId": rec.ID, "options": req}, steps, true, &id, req.Record)
 		if err != nil {
@@ -51,8 +62,11 @@ func (s *Service) ExecutePlan(ctx context.Context, cluster, id string, req Execu
 		}
 		return s.run(ctx, u, run, steps, req)
 	}
+	if err := s.checkStates(ctx, rec.Cluster, steps); err != nil {
+		return nil, err
+	}
 	if req.Record != nil {
-		return s.runNamed(ctx, u, rec, req)
+		return s.runNamed(ctx, u, rec, steps, req)
 	}
 	claimed, err := s.restores.ClaimRestore(ctx, rec.Cluster, rec.ID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -61,22 +75,36 @@ func (s *Service) ExecutePlan(ctx context.Context, cluster, id string, req Execu
 	if err != nil {
 		return nil, err
 	}
-	steps, err := stepsOf(claimed)
-	if err != nil {
+	if steps, err = s.claimedSteps(ctx, claimed, req.Digest); err != nil {
 		return nil, err
 	}
 	return s.run(ctx, u, claimed, steps, req)
+}
+
+// claimedSteps are the steps of a plan as claimed, checked against the
+// digest again (the row was read anew); a plan claimed with other steps is
+// finished as refused, unrun.
+func (s *Service) claimedSteps(ctx context.Context, claimed *store.RestoreRecord, digest string) ([]Step, error) {
+	steps, err := stepsOf(claimed)
+	if err == nil {
+		err = checkDigest(claimed.ID, steps, digest)
+	}
+	if err != nil {
+		out := StepOutcome{Result: ResultFailed, Message: err.Error()}
+		out.Code, _, _ = history.Status(err)
+		if ferr := s.finish(ctx, claimed.ID, store.RestoreRefused, []StepOutcome{out}); ferr != nil {
+			return nil, errors.Join(err, ferr)
+		}
+		return nil, err
+	}
+	return steps, nil
 }
 
 // runNamed executes a plan for a Restore of the aggregated API: the run is
 // recorded under the Restore's name first (which refuses a name taken
 // before anything happens), then the plan is claimed so it runs once, and
 // the outcome is written to both rows.
-func (s *Service) runNamed(ctx context.Context, u user.Info, plan *store.RestoreRecord, req ExecuteRequest) (*Plan, error) {
-	steps, err := stepsOf(plan)
-	if err != nil {
-		return nil, err
-	}
+func (s *Service) runNamed(ctx context.Context, u user.Info, plan *store.RestoreRecord, steps []Step, req ExecuteRequest) (*Plan, error) {
 	id := plan.ID
 	exec, err := s.begin(ctx, plan.Kind, map[string]any{"planId": plan.ID, "options": req}, steps, false, &id, req.Record)
 	if err != nil {
@@ -85,6 +113,9 @@ func (s *Service) runNamed(ctx context.Context, u user.Info, plan *store.Restore
 	claimed, err := s.restores.ClaimRestore(ctx, plan.Cluster, plan.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		err = fmt.Errorf("%w: restore plan %s is %s: a plan executes once; make a new plan", history.ErrConflict, plan.ID, plan.State)
+	}
+	if err == nil {
+		_, err = s.claimedSteps(ctx, claimed, req.Digest)
 	}
 	if err != nil {
 		out := StepOutcome{Result: ResultFailed, Message: err.Error()}
@@ -316,6 +347,9 @@ func (e *execution) source(ctx context.Context, st *Step) (*store.VersionRecord,
 	}
 	if err := restorable(v); err != nil {
 		return nil, err
+	}
+	if st.StateDigest != "" && !sameDigest(stateDigest(v.Object), st.StateDigest) {
+		return nil, errStateChanged(st.Index)
 	}
 	return v, nil
 }

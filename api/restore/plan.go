@@ -162,6 +162,7 @@ func planOf(rec *store.RestoreRecord) (*Plan, error) {
 	for _, st := range p.Steps {
 		p.Summary[st.Action]++
 	}
+	p.Digest = PlanDigest(p.Steps)
 	id := rec.ID
 	if rec.PlanID != nil {
 		id = *rec.PlanID

@@ -225,6 +225,7 @@ func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, lv liveOb
 		st.Action, st.Reason = ActionRefuse, err.Error()
 		return st, nil
 	}
+	st.StateDigest = stateDigest(t.Object)
 	obj, err := history.DecodeObject(t.Object)
 	if err != nil {
 		return st, err

@@ -95,6 +95,8 @@ type Step struct {
 	Changes  []history.DiffChange `json:"changes,omitempty" doc:"what an update changes in the live object (at most 50 shown)"`
 	// Owners are the uids of the step's owners (ordering, owner rewrites).
 	Owners []string `json:"owners,omitempty" doc:"uids of the object's owners, as recorded"`
+	// StateDigest pins the state a create or update restores.
+	StateDigest string `json:"stateDigest,omitempty" doc:"sha256: of the recorded state the step restores (create, update): a run refuses a state the record no longer holds as planned"`
 }
 
 // StepOutcome is what executing a step did.
@@ -124,6 +126,7 @@ type Plan struct {
 	Steps     []Step         `json:"steps"`
 	Outcome   []StepOutcome  `json:"outcome,omitempty" doc:"one entry per step once executed"`
 	Execute   string         `json:"execute" doc:"POST here to execute the plan"`
+	Digest    string         `json:"digest" doc:"sha256: digest of the steps (each create or update pinning its state): pass it as digest to execute the plan for real; a plan whose steps differ is refused (409)"`
 	// Record is the object name of a restore created through the
 	// aggregated API.
 	Record *RecordName `json:"-"`
@@ -133,6 +136,7 @@ type Plan struct {
 type ExecuteRequest struct {
 	Force  bool `json:"force,omitempty" doc:"carry out steps whose live object changed since the plan"`
 	DryRun bool `json:"dryRun,omitempty" doc:"server-side dry run of every step; the plan stays planned (also ?dryRun=true)"`
+	Digest string `json:"digest,omitempty" doc:"the digest of the plan you reviewed (the plan and each dry run answer it): required to execute for real; a plan whose steps, or a state they restore, differ from it is refused (409) before anything is written"`
 	// Record names the execution when it is created as a Restore of the
 	// aggregated API: it is recorded as a run of its own (plan_id names
 	// the plan), whose outcome the plan's row gets too.

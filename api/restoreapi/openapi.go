@@ -144,6 +144,7 @@ var operations = []operation{
 	{Method: http.MethodPost, Path: "/clusters/{cluster}/restore-plans/{id}/execute", ID: "executePlan", Tag: "restore",
 		Summary: "Execute a plan",
 		Description: "Carries out the steps in order as the caller (impersonation), each refused if its live object changed since the plan unless force, and reports each step's outcome: partial failures are listed, not hidden (state partial, HTTP 207). A plan executes once; a dry run leaves it planned and is recorded on its own. " +
+			"A real run needs the digest of the plan the caller reviewed (the plan and each dry run answer it): a plan whose steps, or a recorded state they restore, differ from it is refused (409) before anything is written. " +
 			"Only the plan's author may execute it.",
 		Params: []param{pDryRun}, Body: restore.ExecuteRequest{}, Response: restore.Plan{}, Status: 200},
 }

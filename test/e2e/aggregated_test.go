@@ -435,7 +435,12 @@ func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
 					Steps []map[string]any
 				}
 			}
-			out := kubectlOK(t, w, "alice", []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"Restore","metadata":{"name":"`+name+`"},"spec":{"plan":"`+planName+`"}}`), args...)
+			digest := ""
+			if !dry {
+				// What was reviewed: the plan's digest, carried by the real run.
+				digest = kubectlOK(t, w, "alice", nil, "get", "restoreplan", planName, "-n", ns, "-o", "jsonpath={.status.planDigest}")
+			}
+			out := kubectlOK(t, w, "alice", []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"Restore","metadata":{"name":"`+name+`"},"spec":{"plan":"`+planName+`","planDigest":"`+digest+`"}}`), args...)
 			if err := yaml.Unmarshal([]byte(out), &r); err != nil {
 				t.Fatal(err)
 			}
@@ -456,6 +461,10 @@ func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
 		}
 		if m := mode(); m != "broken" {
 			t.Errorf("the dry run changed app-config: mode %q", m)
+		}
+		if _, errOut, err := w.cp.Kubectl(t, "alice", []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"Restore","metadata":{"name":"undo-bob-nodigest"},"spec":{"plan":"undo-bob"}}`),
+			"create", "-n", ns, "-f", "-"); err == nil || !strings.Contains(errOut, "spec.planDigest") {
+			t.Errorf("a real run without the plan's digest: %v %s", err, errOut)
 		}
 		if phase, steps := run("undo-bob-run", "undo-bob", false); phase != "Succeeded" || len(steps) != 2 {
 			t.Fatalf("the undo plan: %s %v", phase, steps)
@@ -671,7 +680,8 @@ func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
 			t.Errorf("a cluster plan is listed as a namespaced one: %q", out)
 		}
 		decode(kubectlOK(t, w, controlplane.AdminUser, []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"ClusterRestore",
-			"metadata":{"name":"run-roles-as-of"},"spec":{"plan":"roles-as-of"}}`), "create", "-f", "-", "-o", "yaml"))
+			"metadata":{"name":"run-roles-as-of"},"spec":{"plan":"roles-as-of","planDigest":"`+
+			kubectlOK(t, w, controlplane.AdminUser, nil, "get", "clusterrestoreplan", "roles-as-of", "-o", "jsonpath={.status.planDigest}")+`"}}`), "create", "-f", "-", "-o", "yaml"))
 		if r.Status.Phase != "Succeeded" {
 			t.Errorf("the run of the cluster plan: %+v", r.Status)
 		}

@@ -467,8 +467,14 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 			t.Errorf("a dry run created the namespace: %v", err)
 		}
 
+		if dry.Digest != plan.Digest || !strings.HasPrefix(plan.Digest, "sha256:") {
+			t.Errorf("the dry run's digest %q is not the plan's %q", dry.Digest, plan.Digest)
+		}
+		if code, body := w.call(t, controlplane.AdminUser, http.MethodPost, plan.Execute, nil); code != http.StatusBadRequest || !strings.Contains(string(body), "digest is required") {
+			t.Errorf("a real run without the digest: %d %s, want 400", code, body)
+		}
 		var done restore.Plan
-		w.postJSON(t, controlplane.AdminUser, plan.Execute, nil, http.StatusMultiStatus, &done)
+		w.postJSON(t, controlplane.AdminUser, plan.Execute, restore.ExecuteRequest{Digest: dry.Digest}, http.StatusMultiStatus, &done)
 		if done.State != "partial" {
 			t.Errorf("execution state %s", done.State)
 		}
@@ -491,7 +497,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 		if cm.Data["mode"] != "blue" || !reflect.DeepEqual(dep.Spec, wantDep.Spec) {
 			t.Errorf("after the namespace restore: data %v, Deployment spec equal %t", cm.Data, reflect.DeepEqual(dep.Spec, wantDep.Spec))
 		}
-		code, body = w.call(t, controlplane.AdminUser, http.MethodPost, plan.Execute, nil)
+		code, body = w.call(t, controlplane.AdminUser, http.MethodPost, plan.Execute, restore.ExecuteRequest{Digest: plan.Digest})
 		if code != http.StatusConflict || !strings.Contains(string(body), "a plan executes once") {
 			t.Errorf("second execution: %d %s", code, body)
 		}
@@ -560,7 +566,7 @@ func TestRestoreAPIOnARealControlPlane(t *testing.T) {
 			t.Fatalf("undo plan: %v", got)
 		}
 		var done restore.Plan
-		w.postJSON(t, "alice", plan.Execute, nil, http.StatusOK, &done)
+		w.postJSON(t, "alice", plan.Execute, restore.ExecuteRequest{Digest: plan.Digest}, http.StatusOK, &done)
 		if _, err := alice.CoreV1().ConfigMaps(ns).Get(ctx, "bobs", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("bob's ConfigMap is still there: %v", err)
 		}

@@ -2255,6 +2255,13 @@ func schema_options_record_api_record_v1alpha1_RestorePlanStatus(ref common.Refe
 							Format:      "",
 						},
 					},
+					"planDigest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PlanDigest is the digest of the steps (sha256:, each create and update pinning the recorded state it restores): a Restore executes the plan for real only with it in spec.planDigest.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},
@@ -2302,6 +2309,13 @@ func schema_options_record_api_record_v1alpha1_RestoreSpec(ref common.ReferenceC
 						SchemaProps: spec.SchemaProps{
 							Description: "Force restores even if the live object changed.",
 							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"planDigest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PlanDigest is the digest of the plan you reviewed: status.planDigest of the RestorePlan, or of a dry run of this Restore. Required to execute a plan for real (not for a dry run): a plan whose steps, or a recorded state they restore, differ from it is refused (409) before anything is written.",
+							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
@@ -2426,6 +2440,13 @@ func schema_options_record_api_record_v1alpha1_RestoreStatus(ref common.Referenc
 					"restoreID": {
 						SchemaProps: spec.SchemaProps{
 							Description: "RestoreID is the restore's row in the restores table.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"planDigest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PlanDigest is, for the run of a plan, the digest of the steps it ran (or, in a dry run, would run): pass it as spec.planDigest to execute the plan for real.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

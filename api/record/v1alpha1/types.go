@@ -191,6 +191,13 @@ type RestoreSpec struct {
 	// Force restores even if the live object changed.
 	// +optional
 	Force bool `json:"force,omitempty"`
+	// PlanDigest is the digest of the plan you reviewed: status.planDigest
+	// of the RestorePlan, or of a dry run of this Restore. Required to
+	// execute a plan for real (not for a dry run): a plan whose steps, or
+	// a recorded state they restore, differ from it is refused (409)
+	// before anything is written.
+	// +optional
+	PlanDigest string `json:"planDigest,omitempty"`
 }
 
 // RestoreStatus is the outcome of a restore.
@@ -237,6 +244,11 @@ type RestoreStatus struct {
 	// RestoreID is the restore's row in the restores table.
 	// +optional
 	RestoreID string `json:"restoreID,omitempty"`
+	// PlanDigest is, for the run of a plan, the digest of the steps it
+	// ran (or, in a dry run, would run): pass it as spec.planDigest to
+	// execute the plan for real.
+	// +optional
+	PlanDigest string `json:"planDigest,omitempty"`
 	// CreatedBy is the user the restore ran as.
 	// +optional
 	CreatedBy string `json:"createdBy,omitempty"`
@@ -603,6 +615,11 @@ type RestorePlanStatus struct {
 	// RestoreID is the plan's row in the restores table.
 	// +optional
 	RestoreID string `json:"restoreID,omitempty"`
+	// PlanDigest is the digest of the steps (sha256:, each create and
+	// update pinning the recorded state it restores): a Restore executes
+	// the plan for real only with it in spec.planDigest.
+	// +optional
+	PlanDigest string `json:"planDigest,omitempty"`
 }
 
 // PlanStep is one planned step.

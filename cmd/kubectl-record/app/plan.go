@@ -214,7 +214,7 @@ func (p *planOptions) execute(ctx context.Context, name string) error {
 		return err
 	}
 	out := p.streams.Out
-	fmt.Fprintf(out, "Dry run of plan %s:\n", cell(name))
+	fmt.Fprintf(out, "Dry run of plan %s (digest %s):\n", cell(name), cellOrNone(cell(dry.PlanDigest)))
 	writeSteps(out, dry.Steps)
 	if dry.Phase != "Succeeded" {
 		describe(out, dry)
@@ -231,6 +231,9 @@ func (p *planOptions) execute(ctx context.Context, name string) error {
 			return &codedError{2, fmt.Errorf("not executed")}
 		}
 	}
+	// The real run carries the digest of what the dry run showed: a plan
+	// changed since is refused, nothing written.
+	spec.PlanDigest = dry.PlanDigest
 	done, err := r.create(ctx, t, spec, false)
 	if err != nil {
 		return err
@@ -252,6 +255,9 @@ func writePlan(w io.Writer, name string, st *record.RestorePlanStatus) error {
 		}
 	}
 	fmt.Fprintln(w)
+	if st.PlanDigest != "" {
+		fmt.Fprintf(w, "  digest %s (a real run executes exactly these steps, or nothing)\n", cell(st.PlanDigest))
+	}
 	if len(st.Steps) == 0 {
 		fmt.Fprintln(w, "  nothing to do")
 		return nil

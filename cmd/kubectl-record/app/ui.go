@@ -288,7 +288,7 @@ func (b *uiBackend) Restore(ctx context.Context, obj ui.ObjectQuery, version str
 }
 
 func restoreResult(st *record.RestoreStatus, dryRun bool) *ui.RestoreResult {
-	res := &ui.RestoreResult{Phase: st.Phase, Action: st.Action, Message: st.Message, DryRun: dryRun}
+	res := &ui.RestoreResult{Phase: st.Phase, Action: st.Action, Message: st.Message, DryRun: dryRun, PlanDigest: st.PlanDigest}
 	for _, c := range st.Changes {
 		dc := ui.DiffChange{Op: c.Op, Path: c.Path}
 		if c.From != nil {
@@ -343,7 +343,7 @@ func (b *uiBackend) Plan(ctx context.Context, q ui.PlanQuery) (*ui.Plan, error) 
 	return p, nil
 }
 
-func (b *uiBackend) ExecutePlan(ctx context.Context, namespace, name string, dryRun bool) (*ui.RestoreResult, error) {
+func (b *uiBackend) ExecutePlan(ctx context.Context, namespace, name, digest string, dryRun bool) (*ui.RestoreResult, error) {
 	ns := namespace
 	if ns == "" {
 		var err error
@@ -353,7 +353,7 @@ func (b *uiBackend) ExecutePlan(ctx context.Context, namespace, name string, dry
 	}
 	r := &restoreOptions{options: b.o.inNamespace(ns)}
 	t := &target{namespaced: true, name: name, resource: schema.GroupResource{Group: record.GroupName, Resource: "restoreplans"}}
-	st, err := r.create(ctx, t, record.RestoreSpec{Plan: name}, dryRun)
+	st, err := r.create(ctx, t, record.RestoreSpec{Plan: name, PlanDigest: digest}, dryRun)
 	if err != nil {
 		return nil, err
 	}

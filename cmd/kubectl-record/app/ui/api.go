@@ -92,6 +92,9 @@ type RestoreResult struct {
 	DryRun  bool         `json:"dryRun"`
 	Changes []DiffChange `json:"changes,omitempty"`
 	Steps   []string     `json:"steps,omitempty"`
+	// PlanDigest is, for a plan's run, the digest of its steps: the page
+	// sends its dry run's back to execute what it showed.
+	PlanDigest string `json:"planDigest,omitempty"`
 }
 
 // PlanQuery asks for a plan: as of a time, or undoing a user.
@@ -167,11 +170,12 @@ func (s *Server) api(mux *http.ServeMux) {
 			Namespace string `json:"namespace"`
 			Name      string `json:"name"`
 			DryRun    bool   `json:"dryRun"`
+			Digest    string `json:"digest"`
 		}
 		if !decode(w, r, &req) {
 			return
 		}
-		res, err := s.opts.Backend.ExecutePlan(r.Context(), req.Namespace, req.Name, req.DryRun)
+		res, err := s.opts.Backend.ExecutePlan(r.Context(), req.Namespace, req.Name, req.Digest, req.DryRun)
 		answer(w, res, err)
 	})
 }

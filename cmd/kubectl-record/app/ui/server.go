@@ -28,7 +28,9 @@ type Backend interface {
 	Diff(ctx context.Context, obj ObjectQuery, from, to string) (*Diff, error)
 	Restore(ctx context.Context, obj ObjectQuery, version string, dryRun bool) (*RestoreResult, error)
 	Plan(ctx context.Context, p PlanQuery) (*Plan, error)
-	ExecutePlan(ctx context.Context, namespace, name string, dryRun bool) (*RestoreResult, error)
+	// ExecutePlan runs a plan: a dry run, or for real with the digest of
+	// the plan that was reviewed (its dry run's).
+	ExecutePlan(ctx context.Context, namespace, name, digest string, dryRun bool) (*RestoreResult, error)
 }
 
 // Options configure the server.

@@ -23,7 +23,7 @@ func (nothing) Restore(context.Context, ObjectQuery, string, bool) (*RestoreResu
 	return &RestoreResult{Phase: "Succeeded"}, nil
 }
 func (nothing) Plan(context.Context, PlanQuery) (*Plan, error) { return &Plan{}, nil }
-func (nothing) ExecutePlan(context.Context, string, string, bool) (*RestoreResult, error) {
+func (nothing) ExecutePlan(context.Context, string, string, string, bool) (*RestoreResult, error) {
 	return &RestoreResult{}, nil
 }
 

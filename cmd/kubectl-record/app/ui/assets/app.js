@@ -293,7 +293,8 @@ async function plan(evt) {
         out.append(el("button", { type: "button", id: "plan-confirm", text: "Confirm: execute the plan, as me", onclick: async (e) => {
           e.target.disabled = true;
           try {
-            const done = await call("POST", "/api/plan/execute", { namespace: ns, name: p.name, dryRun: false });
+            // The plan as its dry run showed it, or nothing: its digest says which.
+            const done = await call("POST", "/api/plan/execute", { namespace: ns, name: p.name, dryRun: false, digest: dry.planDigest });
             out.append(el("p", { id: "plan-executed", text: `Executed: ${done.phase}` }), ...(done.steps || []).map((s) => el("div", { text: s })));
           } catch (err) { showError(err.message); }
         } }));

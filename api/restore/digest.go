@@ -1,0 +1,110 @@
+package restore
+
+// Pinning what was reviewed: a plan's digest and its steps' state digests.
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/store"
+)
+
+// digestPrefix names the hash of a digest.
+const digestPrefix = "sha256:"
+
+// PlanDigest is the digest of a plan's steps: SHA-256 over their JSON
+// encoding (the steps as this package decodes them, fields in the order
+// Step declares them, maps with sorted keys). Each create and update step
+// carries the digest of the state it restores (StateDigest), so the digest
+// pins the states too. A plan and every dry run of it answer it; a real
+// run must carry it, and is refused when the plan's steps, or a state they
+// restore, no longer match it.
+func PlanDigest(steps []Step) string {
+	if steps == nil {
+		steps = []Step{}
+	}
+	b, err := json.Marshal(steps)
+	if err != nil {
+		// Steps hold strings, numbers and decoded JSON values only.
+		panic(fmt.Sprintf("restore: encode steps: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return digestPrefix + hex.EncodeToString(sum[:])
+}
+
+// stateDigest is the digest of a stored state, as the record holds it.
+func stateDigest(obj []byte) string {
+	sum := sha256.Sum256(obj)
+	return digestPrefix + hex.EncodeToString(sum[:])
+}
+
+// sameDigest compares digests in constant time.
+func sameDigest(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// errDigestMismatch is the refusal of a run whose plan is not the one
+// reviewed. It names no object: only the plan's own steps differ.
+func errDigestMismatch(id, want, got string) error {
+	return fmt.Errorf("%w: restore plan %s is not the plan you reviewed: its steps (digest %s) differ from the digest given (%s); nothing was written: review it again (a dry run answers its digest) or make a new plan", history.ErrConflict, id, got, want)
+}
+
+// checkDigest refuses steps whose digest is not want.
+func checkDigest(id string, steps []Step, want string) error {
+	if got := PlanDigest(steps); !sameDigest(got, want) {
+		return errDigestMismatch(id, want, got)
+	}
+	return nil
+}
+
+// checkStates refuses a plan a state of which the record no longer holds as
+// it was planned (a version rewritten since), before anything is written.
+// Each state is checked again when its step loads it.
+func (s *Service) checkStates(ctx context.Context, cluster string, steps []Step) error {
+	for start := 0; start < len(steps); start += planLoadBatch {
+		batch := steps[start:min(start+planLoadBatch, len(steps))]
+		var uids []string
+		var keys [][]byte
+		for i := range batch {
+			st := &batch[i]
+			if st.StateDigest == "" || st.Source == nil || (st.Action != ActionCreate && st.Action != ActionUpdate) {
+				continue
+			}
+			key, err := history.ParseVersionKey(st.Source.VersionKey)
+			if err != nil {
+				return err
+			}
+			uids, keys = append(uids, st.Source.UID), append(keys, key)
+		}
+		if len(uids) == 0 {
+			continue
+		}
+		objs, err := s.reader.Objects(ctx, cluster, uids, keys)
+		if err != nil {
+			return err
+		}
+		for i := range batch {
+			st := &batch[i]
+			if st.StateDigest == "" || st.Source == nil || (st.Action != ActionCreate && st.Action != ActionUpdate) {
+				continue
+			}
+			key, _ := history.ParseVersionKey(st.Source.VersionKey)
+			obj, ok := objs[store.ObjectID(st.Source.UID, key)]
+			if !ok || !sameDigest(stateDigest(obj), st.StateDigest) {
+				return errStateChanged(st.Index)
+			}
+		}
+	}
+	return nil
+}
+
+// errStateChanged refuses a step whose recorded state is not the one
+// planned.
+func errStateChanged(index int) error {
+	return fmt.Errorf("%w: the recorded state step %d restores is not the one planned (the record was changed since): nothing of it was written; make a new plan", history.ErrConflict, index)
+}
