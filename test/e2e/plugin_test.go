@@ -278,6 +278,20 @@ func TestPluginIncident(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.out, "Plan "+m[1]+": Succeeded") {
 			t.Fatalf("exit %d\n%s%s", r.code, r.out, r.errOut)
 		}
+		// The real run carried the dry run's digest: the server refuses a real
+		// run without one, and the plugin showed the digest it sent.
+		if d := regexp.MustCompile(`digest (sha256:[0-9a-f]{64})`).FindStringSubmatch(r.out); d == nil {
+			t.Errorf("the plugin showed no digest of the dry run:\n%s", r.out)
+		} else if got := kubectlOK(t, w, "alice", nil, "get", "restores", "-n", ns, "-o", "jsonpath={.items[?(@.spec.plan==\""+m[1]+"\")].spec.planDigest}"); !strings.Contains(got, d[1]) {
+			t.Errorf("no Restore of plan %s carries the digest %s: %q", m[1], d[1], got)
+		}
+		// Generated names are valid whoever the user is: a ServiceAccount,
+		// an e-mail user (no --name given).
+		for _, u := range []string{"system:serviceaccount:" + ns + ":deployer", "Bob@Example.com"} {
+			if r := plugin(t, bin, alice, nil, "plan", "undo", "--user", u, "--since", before, "-n", ns, "--resources", "cm"); r.code != 0 || !strings.Contains(r.out, "nothing to do") {
+				t.Errorf("plan undo --user %s: exit %d\n%s%s", u, r.code, r.out, r.errOut)
+			}
+		}
 		if cm, err := kube.Get(context.Background(), "app-config", metav1.GetOptions{}); err != nil || cm.Data["mode"] != "live" {
 			t.Errorf("app-config after the undo: %v %v", err, cm.Data)
 		}

@@ -134,15 +134,36 @@ func (r *restoreOptions) create(ctx context.Context, t *target, spec record.Rest
 	return &got.Status, nil
 }
 
-// restoreName names a Restore after the object, unique enough: names are
-// each user's own.
+// restoreName names a Restore (or a plan) after the object, unique enough:
+// names are each user's own. The name is a DNS-1123 label whatever the
+// object's name or the user's is (a Role system:controller:foo, a
+// ServiceAccount system:serviceaccount:ns:sa, an e-mail user): lower case,
+// every run of other characters one dash, at most 40 of them kept, then 8
+// random hex digits.
 func restoreName(object string) string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	if len(object) > 40 {
-		object = object[:40]
+	var sb strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(object) {
+		if sb.Len() >= 40 {
+			break
+		}
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			if dash && sb.Len() > 0 {
+				sb.WriteByte('-')
+			}
+			sb.WriteRune(r)
+			dash = false
+			continue
+		}
+		dash = true
 	}
-	return strings.Trim(fmt.Sprintf("%s-%x", strings.ToLower(object), b), "-.")
+	prefix := strings.Trim(sb.String(), "-")
+	if prefix == "" {
+		prefix = "restore"
+	}
+	return fmt.Sprintf("%s-%x", prefix, b)
 }
 
 // describe writes what a restore did or would do.
