@@ -40,7 +40,9 @@ review before anything is written: "as-of" puts a namespace's (or, with
 --cluster, the cluster's) recorded objects back as they were at a time; "undo"
 reverts what one user changed in a time range. Plans are yours: only you see
 and execute them. "plan execute" runs one as a server-side dry run, asks, then
-runs it for real, as you.`,
+runs it for real, as you, carrying the dry run's digest: if the plan's steps or
+a recorded state they restore changed since the dry run, the real run is
+refused and nothing is written.`,
 		Example: `  kubectl record plan as-of 2026-11-25T09:00:00Z -n shop
   kubectl record plan as-of 2h -n shop --resources configmaps,deployments.apps
   kubectl record plan undo --user mallory --since 3h -n shop
