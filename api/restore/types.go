@@ -134,8 +134,8 @@ type Plan struct {
 
 // ExecuteRequest is the body of a plan execution (optional).
 type ExecuteRequest struct {
-	Force  bool `json:"force,omitempty" doc:"carry out steps whose live object changed since the plan"`
-	DryRun bool `json:"dryRun,omitempty" doc:"server-side dry run of every step; the plan stays planned (also ?dryRun=true)"`
+	Force  bool   `json:"force,omitempty" doc:"carry out steps whose live object changed since the plan"`
+	DryRun bool   `json:"dryRun,omitempty" doc:"server-side dry run of every step; the plan stays planned (also ?dryRun=true)"`
 	Digest string `json:"digest,omitempty" doc:"the digest of the plan you reviewed (the plan and each dry run answer it): required to execute for real; a plan whose steps, or a state they restore, differ from it is refused (409) before anything is written"`
 	// Record names the execution when it is created as a Restore of the
 	// aggregated API: it is recorded as a run of its own (plan_id names

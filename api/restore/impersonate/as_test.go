@@ -41,7 +41,7 @@ func TestAsSendsTheWholeIdentity(t *testing.T) {
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:shop", "system:authenticated"},
 		Extra: map[string][]string{
 			"authentication.kubernetes.io/credential-id": {"JTI=abc"},
-			"scopes.example.com/with space":               {"a", "b"},
+			"scopes.example.com/with space":              {"a", "b"},
 		},
 	}
 	c, err := k.As(caller)
