@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -488,6 +490,74 @@ subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: agg-dave}]
 		if r := direct(carol, "deletions", "-n", ns); r.code != 2 || !strings.Contains(r.errOut, "needs a bearer token") {
 			t.Errorf("a certificate user, directly: exit %d\n%s%s", r.code, r.out, r.errOut)
 		}
+		// A ServiceAccount's token carries extras (its credential id): a
+		// restore through the direct door impersonates them too, so the
+		// cluster's RBAC, admission and audit log see the whole identity.
+		kubectlOK(t, w, controlplane.AdminUser, []byte(`apiVersion: v1
+kind: ServiceAccount
+metadata: {name: restorer, namespace: `+ns+`}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sa-restores, namespace: `+ns+`}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: options-record-e2e-record-restorer}
+subjects: [{kind: ServiceAccount, name: restorer, namespace: `+ns+`}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sa-reads, namespace: `+ns+`}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: options-record-e2e-record-reader}
+subjects: [{kind: ServiceAccount, name: restorer, namespace: `+ns+`}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sa-edits, namespace: `+ns+`}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects: [{kind: ServiceAccount, name: restorer, namespace: `+ns+`}]
+`), "apply", "-f", "-")
+		tok, err := w.kube(t, controlplane.AdminUser).CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), "restorer",
+			&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kubectlOK(t, w, "bob", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"sa-restored"},"data":{"k":"v"}}`), "create", "-n", ns, "-f", "-")
+		kubectlOK(t, w, "bob", nil, "delete", "-n", ns, "configmap", "sa-restored")
+		eventually(t, time.Minute, "the deletion of sa-restored, for the ServiceAccount", func() error {
+			if r := direct(alice, "--record-token", tok.Status.Token, "deletions", "cm/sa-restored", "-n", ns); r.code != 0 || !strings.Contains(r.out, "sa-restored") {
+				return fmt.Errorf("exit %d %s%s", r.code, r.out, r.errOut)
+			}
+			return nil
+		})
+		if r := direct(alice, "--record-token", tok.Status.Token, "restore", "cm/sa-restored", "-n", ns, "--yes"); r.code != 0 {
+			t.Fatalf("the ServiceAccount's restore, directly: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		sa := "system:serviceaccount:" + ns + ":restorer"
+		eventually(t, 30*time.Second, "the impersonated create of sa-restored in the audit log", func() error {
+			data, err := os.ReadFile(w.auditLog)
+			if err != nil {
+				return err
+			}
+			for _, line := range strings.Split(string(data), "\n") {
+				var ev struct {
+					Verb, Stage      string
+					ImpersonatedUser *struct {
+						Username, UID string
+						Extra         map[string][]string
+					}
+					ObjectRef *struct{ Resource, Namespace, Name string }
+				}
+				if json.Unmarshal([]byte(line), &ev) != nil || ev.Verb != "create" || ev.Stage != "ResponseComplete" || ev.ImpersonatedUser == nil ||
+					ev.ObjectRef == nil || ev.ObjectRef.Resource != "configmaps" || ev.ObjectRef.Namespace != ns || !strings.Contains(line, `"sa-restored"`) {
+					continue
+				}
+				iu := ev.ImpersonatedUser
+				if iu.Username != sa || iu.UID == "" || len(iu.Extra["authentication.kubernetes.io/credential-id"]) == 0 {
+					t.Errorf("the direct door's restore impersonated %+v; want %s with its uid and its credential-id extra", iu, sa)
+				}
+				return nil
+			}
+			return errors.New("not logged yet")
+		})
 	})
 
 	t.Run("kubectl runs it as a plugin", func(t *testing.T) {
