@@ -11,7 +11,9 @@
 //   - restores (restore.go): a version written back, refused when the live
 //     object changed after the version the caller saw;
 //   - plans (plan.go, steps.go) and their execution (execute.go), bounded
-//     before anything is loaded, covering only what the caller may read.
+//     before anything is loaded, covering only what the caller may read;
+//   - the digest that pins a plan as reviewed (digest.go): a real run
+//     carries it and runs those steps, restoring those states, or nothing.
 //
 // Every version a caller names is loaded, and every object a plan covers is
 // authorized, through package history. Every write to the cluster goes
