@@ -43,8 +43,10 @@ that shows the server-side dry run before asking; plans as of a time or
 undoing a user. It reads and writes with your kubeconfig's credentials, as
 the other verbs do: nothing new runs in the cluster.
 
-The URL printed (and opened in your browser) carries a one-time token: the
-page answers nobody else. Filters stay in the page's address.`,
+The URL printed carries a one-time token and a random path: the page answers
+nobody else. The browser is not given the token on its command line (which
+every local user can read) but a private file that sends it on. Filters stay
+in the page's address.`,
 		Example: `  kubectl record ui -n shop
   kubectl record ui -A --no-browser`,
 		Args: cobra.NoArgs,
@@ -66,33 +68,47 @@ func (u *uiOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	open := srv.URL() + "&since=" + neturl.QueryEscape(u.since.String())
+	query := "&since=" + neturl.QueryEscape(u.since.String())
 	if u.all {
-		open += "&all=true"
+		query += "&all=true"
 	}
 	if u.link != "" {
 		l, err := neturl.Parse(u.link)
 		if err != nil {
+			_ = srv.Close(context.Background())
 			return usageError{fmt.Errorf("--link: %w", err)}
 		}
 		q := l.Query()
 		q.Del("token")
 		if len(q) > 0 {
-			open = srv.URL() + "&" + q.Encode()
+			query = "&" + q.Encode()
 		}
 	}
-	fmt.Fprintf(u.streams.Out, "The timeline is at %s (only this URL opens it; Ctrl-C stops it)\n", open)
+	defer func() {
+		stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Close(stop)
+	}()
+	fmt.Fprintf(u.streams.Out, "The timeline is at %s (only this URL opens it; Ctrl-C stops it)\n", srv.URL()+query)
 	if !u.noBrowser {
-		openBrowser(open)
+		// The browser is started with a file of ours (0600, in a 0700
+		// directory) that sends it on: the token is on no command line,
+		// where every local user could read it.
+		open, err := srv.Handover(query)
+		if err != nil {
+			return err
+		}
+		if err := openBrowser(open); err != nil {
+			fmt.Fprintf(u.streams.ErrOut, "no browser opened (%v): open the URL above\n", escapeText(err.Error()))
+		}
 	}
 	<-ctx.Done()
-	stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return srv.Close(stop)
+	return nil
 }
 
-// openBrowser opens url in the desktop's browser, when there is one.
-func openBrowser(url string) {
+// openBrowser opens url (a file:// URL, never one with a secret) in the
+// desktop's browser, when there is one.
+func openBrowser(url string) error {
 	var cmd *exec.Cmd
 	switch runtime.GOOS {
 	case "darwin":
@@ -102,7 +118,11 @@ func openBrowser(url string) {
 	default:
 		cmd = exec.Command("xdg-open", url)
 	}
-	_ = cmd.Start()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() { _ = cmd.Wait() }() // reaped, not waited for
+	return nil
 }
 
 // uiBackend answers the page with the typed client, as the caller.

@@ -8,10 +8,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"html/template"
 	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +44,9 @@ type Options struct {
 	// 127.0.0.1:0, a random port).
 	Addr   string
 	Logger *slog.Logger
+	// HandoverDir is where the hand-over file's private directory is
+	// made (default: the system's temporary directory).
+	HandoverDir string
 }
 
 // Server is the running page.
@@ -48,14 +55,15 @@ type Server struct {
 	ln      net.Listener
 	srv     *http.Server
 	host    string // host:port the page must be reached as
+	base    string // the random path every request must be under ("/<hex>/")
+	cookie  string // the session cookie's name, this server's own
 	token   string // the one-time token of the printed URL
 	session string // the cookie's value once the token was used
 
-	mu   sync.Mutex
-	used bool
+	mu       sync.Mutex
+	used     bool
+	handover string // the hand-over file's directory, removed by Close
 }
-
-const cookieName = "record-ui-session"
 
 // Start listens and serves until Close.
 func Start(opts Options) (*Server, error) {
@@ -79,7 +87,12 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ui: listen: %w", err)
 	}
-	s := &Server{opts: opts, ln: ln, host: ln.Addr().String(), token: secret(), session: secret()}
+	// Cookies are not bound to ports: every server on loopback is sent
+	// every loopback cookie. The session is therefore scoped to a random
+	// path no other server knows (the browser sends it nowhere else), and
+	// its name is this server's own (no other server's cookie shadows it).
+	s := &Server{opts: opts, ln: ln, host: ln.Addr().String(), base: "/" + secret()[:32] + "/",
+		cookie: "record-ui-" + secret()[:16], token: secret(), session: secret()}
 	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
 	go func() {
@@ -90,11 +103,56 @@ func Start(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// URL is the address to open, with its one-time token.
-func (s *Server) URL() string { return "http://" + s.host + "/?token=" + s.token }
+// URL is the address to open, with its one-time token. Print it, never
+// pass it on a command line: /proc/PID/cmdline is world-readable.
+func (s *Server) URL() string { return "http://" + s.host + s.base + "?token=" + s.token }
 
-// Close stops the server.
-func (s *Server) Close(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+// handoverPage sends the browser on to the URL (the way notebook servers
+// hand a browser their token): a meta refresh, and a link for a browser
+// that does not follow it.
+var handoverPage = template.Must(template.New("open").Parse(`<!DOCTYPE html>
+<html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">
+<meta http-equiv="refresh" content="0;url={{.}}"><title>kubectl record ui</title></head>
+<body><p><a href="{{.}}">Open the timeline</a></p></body></html>
+`))
+
+// Handover writes a page that opens URL (query appended to it, as
+// "&k=v") into a new private directory (0700, the file 0600, created,
+// never followed) and returns its file:// URL: what a browser is started
+// with instead of the token. Close removes it.
+func (s *Server) Handover(query string) (string, error) {
+	dir, err := os.MkdirTemp(s.opts.HandoverDir, "kubectl-record-ui-")
+	if err != nil {
+		return "", fmt.Errorf("ui: hand-over directory: %w", err)
+	}
+	s.mu.Lock()
+	s.handover = dir
+	s.mu.Unlock()
+	path := filepath.Join(dir, "open.html")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // O_EXCL: never through a link
+	if err != nil {
+		return "", fmt.Errorf("ui: hand-over file: %w", err)
+	}
+	err = handoverPage.Execute(f, template.URL(s.URL()+query))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("ui: hand-over file: %w", err)
+	}
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String(), nil
+}
+
+// Close stops the server and removes the hand-over file.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	dir := s.handover
+	s.mu.Unlock()
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
+	return s.srv.Shutdown(ctx)
+}
 
 func secret() string {
 	b := make([]byte, 32)
@@ -125,12 +183,18 @@ func (s *Server) handler() http.Handler {
 		http.ServeFileFS(w, r, static, "index.html")
 	})
 	s.api(mux)
+	page := http.StripPrefix(strings.TrimSuffix(s.base, "/"), mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		securityHeaders(w.Header())
 		// DNS rebinding: a name that resolves to 127.0.0.1 still names
 		// another origin; answer only requests for this server's host.
 		if r.Host != s.host {
 			http.Error(w, "wrong host", http.StatusMisdirectedRequest)
+			return
+		}
+		// Outside the random path nothing is served, cookie or not.
+		if !strings.HasPrefix(r.URL.Path, s.base) || r.URL.RawPath != "" && !strings.HasPrefix(r.URL.RawPath, s.base) {
+			http.Error(w, "open the URL kubectl record ui printed", http.StatusNotFound)
 			return
 		}
 		switch ok, answered := s.authorized(w, r); {
@@ -148,19 +212,19 @@ func (s *Server) handler() http.Handler {
 				return
 			}
 		}
-		mux.ServeHTTP(w, r)
+		page.ServeHTTP(w, r)
 	})
 }
 
 // authorized takes the one-time token once (setting the session cookie
-// and sending the browser on without the token in its URL), then the
-// cookie.
+// and sending the browser on, without the token in its URL, to the
+// page's path), then the cookie.
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) (ok, answered bool) {
-	if c, err := r.Cookie(cookieName); err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.session)) == 1 {
+	if c, err := r.Cookie(s.cookie); err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.session)) == 1 {
 		return true, false
 	}
 	tok := r.URL.Query().Get("token")
-	if tok == "" || r.URL.Path != "/" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) != 1 {
+	if tok == "" || r.URL.Path != s.base || subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) != 1 {
 		return false, false
 	}
 	s.mu.Lock()
@@ -169,14 +233,18 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) (ok, answere
 		return false, false
 	}
 	s.used = true
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: s.base, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	q := r.URL.Query()
 	q.Del("token")
-	target := "/"
+	target := s.base
 	if len(q) > 0 {
 		target += "?" + q.Encode()
 	}
-	http.Redirect(w, r, target, http.StatusSeeOther)
+	// Sent on by the page itself, not by a redirect: the browser came
+	// from the hand-over file, another site, and a redirect would keep
+	// the navigation cross-site, without the SameSite=Strict cookie.
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = handoverPage.Execute(w, template.URL(target))
 	return false, true
 }
 

@@ -64,7 +64,7 @@ function writeFilters() {
   for (const f of ["namespace", "user", "resource", "name"]) if ($("f-" + f).value) q.set(f, $("f-" + f).value);
   if ($("f-all").checked) q.set("all", "true");
   q.set("since", $("f-since").value);
-  history.replaceState(null, "", "/?" + q.toString());
+  history.replaceState(null, "", "?" + q.toString()); // under the page's random path
   return q;
 }
 
@@ -88,7 +88,7 @@ async function load() {
   $("status").textContent = "Loading…";
   const started = performance.now();
   try {
-    const tl = await call("GET", "/api/timeline?" + q.toString());
+    const tl = await call("GET", "api/timeline?" + q.toString());
     if (!$("f-all").checked && !$("f-namespace").value && tl.namespace) {
       $("f-namespace").value = tl.namespace; // the kubeconfig's or -n: into the URL too
       writeFilters();
@@ -202,7 +202,7 @@ async function openObject(lane) {
   const tbody = $("versions").tBodies[0];
   tbody.replaceChildren();
   try {
-    state.versions = await call("GET", "/api/versions?" + new URLSearchParams(state.object));
+    state.versions = await call("GET", "api/versions?" + new URLSearchParams(state.object));
   } catch (e) { showError(e.message); return; }
   state.versions.forEach((v, i) => {
     const from = el("input", { type: "radio", name: "from", value: v.name, "aria-label": "from " + v.name });
@@ -238,7 +238,7 @@ function renderDiff(container, d) {
 async function showDiff(to) {
   showError("");
   try {
-    const d = await call("GET", "/api/diff?" + new URLSearchParams({ ...state.object, from: selected("from"), to }));
+    const d = await call("GET", "api/diff?" + new URLSearchParams({ ...state.object, from: selected("from"), to }));
     renderDiff($("diff"), d);
   } catch (e) { showError(e.message); }
 }
@@ -247,7 +247,7 @@ async function restorePreview() {
   showError("");
   const version = selected("to");
   try {
-    const res = await call("POST", "/api/restore", { ...state.object, version, dryRun: true });
+    const res = await call("POST", "api/restore", { ...state.object, version, dryRun: true });
     state.pendingRestore = version;
     const preview = $("restore-preview");
     preview.replaceChildren(el("p", { text: `Dry run of restoring ${version}: ${res.phase}, ${res.action || "no action"}` }));
@@ -262,7 +262,7 @@ async function restorePreview() {
 async function restoreConfirm() {
   showError("");
   try {
-    const res = await call("POST", "/api/restore", { ...state.object, version: state.pendingRestore, dryRun: false });
+    const res = await call("POST", "api/restore", { ...state.object, version: state.pendingRestore, dryRun: false });
     $("restore-preview").replaceChildren(el("p", { id: "restore-outcome", text: `Restore: ${res.phase}, ${res.action || ""} ${res.message || ""}` }));
     $("restore-confirm").disabled = true;
   } catch (e) { showError(e.message); }
@@ -278,7 +278,7 @@ async function plan(evt) {
   if (kind === "as-of") body.at = at; else { body.user = $("p-user").value; body.since = at; }
   const out = $("plan-result");
   try {
-    const p = await call("POST", "/api/plan", body);
+    const p = await call("POST", "api/plan", body);
     out.replaceChildren(el("p", { text: `Plan ${p.name}: ${p.steps.length} steps` }));
     const tb = el("tbody");
     for (const s of p.steps) tb.append(el("tr", {}, el("td", { text: s.action }), el("td", { text: s.resource }),
@@ -287,14 +287,14 @@ async function plan(evt) {
     const run = el("button", { type: "button", id: "plan-run", text: "Dry run, then execute…", onclick: async (ev) => {
       ev.target.disabled = true;
       try {
-        const dry = await call("POST", "/api/plan/execute", { namespace: ns, name: p.name, dryRun: true });
+        const dry = await call("POST", "api/plan/execute", { namespace: ns, name: p.name, dryRun: true });
         out.append(el("p", { text: `Dry run: ${dry.phase}` }), ...(dry.steps || []).map((s) => el("div", { text: s })));
         if (dry.phase !== "Succeeded") return;
         out.append(el("button", { type: "button", id: "plan-confirm", text: "Confirm: execute the plan, as me", onclick: async (e) => {
           e.target.disabled = true;
           try {
             // The plan as its dry run showed it, or nothing: its digest says which.
-            const done = await call("POST", "/api/plan/execute", { namespace: ns, name: p.name, dryRun: false, digest: dry.planDigest });
+            const done = await call("POST", "api/plan/execute", { namespace: ns, name: p.name, dryRun: false, digest: dry.planDigest });
             out.append(el("p", { id: "plan-executed", text: `Executed: ${done.phase}` }), ...(done.steps || []).map((s) => el("div", { text: s })));
           } catch (err) { showError(err.message); }
         } }));
@@ -327,7 +327,7 @@ document.addEventListener("DOMContentLoaded", () => {
 async function showDiffLive(version) {
   showError("");
   try {
-    const d = await call("GET", "/api/diff?" + new URLSearchParams({ ...state.object, from: version, to: "live" }));
+    const d = await call("GET", "api/diff?" + new URLSearchParams({ ...state.object, from: version, to: "live" }));
     renderDiff($("diff"), d);
   } catch (e) { showError(e.message); }
 }
