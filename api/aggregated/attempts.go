@@ -114,7 +114,11 @@ func (s *attemptStorage) fieldSelector(sel fields.Selector, now time.Time) (atte
 	if sel == nil || sel.Empty() {
 		return out, nil
 	}
-	for _, r := range sel.Requirements() {
+	reqs, err := requirements(sel)
+	if err != nil {
+		return out, err
+	}
+	for _, r := range reqs {
 		if r.Operator != selection.Equals && r.Operator != selection.DoubleEquals {
 			return out, apierrors.NewBadRequest("field selector " + r.Field + string(r.Operator) + r.Value + ": only = is supported")
 		}

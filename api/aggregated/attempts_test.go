@@ -76,6 +76,7 @@ func TestAttemptFieldSelectors(t *testing.T) {
 			return x.since.Equal(now.Add(-24*time.Hour)) && x.until.Equal(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
 		}},
 		{sel: "actor.username!=eve", wantErr: "only = is supported"},
+		{sel: "object.name=a,object.name=deployer", wantErr: "object.name is given more than once"},
 		{sel: "result.code=403", wantErr: "not supported for attempts (supported: metadata.name, metadata.namespace, object.apiGroup, object.resource, object.name, actor.username, since, until)"},
 		{sel: "until=tomorrow", wantErr: "RFC 3339"},
 		{sel: "metadata.name=u-1." + strings.Repeat("ab", 32), wantErr: "not the name of an attempt"},
@@ -256,6 +257,12 @@ func TestAttemptStorage(t *testing.T) {
 	}
 	if _, err := list(ns, "", "since=2026-11-23T11:00:00Z,until=2026-11-23T10:00:00Z"); !apierrors.IsBadRequest(err) {
 		t.Errorf("since after until: %v", err)
+	}
+	// A name sent unescaped ("a,object.name=e") selects neither a nor e.
+	for _, sel := range []string{"object.name=a,object.name=e", "metadata.namespace=shop,metadata.namespace=other"} {
+		if got, err := list(ns, "", sel); !apierrors.IsBadRequest(err) {
+			t.Errorf("%s: %v %v, want a bad request", sel, got, err)
+		}
 	}
 
 	get := func(s *attemptStorage, namespace string, k byte, d time.Duration) (*recordv1alpha1.AttemptRecord, error) {

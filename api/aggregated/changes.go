@@ -109,7 +109,11 @@ func (s *changeStorage) fieldSelector(sel fields.Selector, now time.Time) (histo
 	if sel == nil || sel.Empty() {
 		return f, p, nil
 	}
-	for _, r := range sel.Requirements() {
+	reqs, err := requirements(sel)
+	if err != nil {
+		return f, p, err
+	}
+	for _, r := range reqs {
 		if r.Operator != selection.Equals && r.Operator != selection.DoubleEquals {
 			return f, p, apierrors.NewBadRequest("field selector " + r.Field + string(r.Operator) + r.Value + ": only = is supported")
 		}

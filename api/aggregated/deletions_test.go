@@ -34,6 +34,8 @@ func TestDeletionFieldSelectors(t *testing.T) {
 			return x.since.Equal(now.Add(-24*time.Hour)) && x.until.Equal(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
 		}},
 		{sel: "actor.username!=bob", wantErr: "only = is supported"},
+		{sel: "object.name=a,object.name=deployer", wantErr: "object.name is given more than once"},
+		{sel: "since=-1h,since=-24h", wantErr: "since is given more than once"},
 		{sel: "spec.verb=delete", wantErr: "not supported for deletions (supported: metadata.name, metadata.namespace, object.apiGroup"},
 		{sel: "since=yesterday", wantErr: "RFC 3339"},
 		{sel: "metadata.name=not-a-record-name", wantErr: "not the name of a deletion"},

@@ -81,6 +81,22 @@ func (s recordScope) listNamespace(ctx context.Context, sel fields.Selector) (ns
 	return &req, true
 }
 
+// requirements are a record list's field selector, each field once: a
+// field given twice is refused (400), not read as its first or last
+// value, so a value a client failed to escape ("object.name=a,
+// object.name=b") cannot quietly select another object.
+func requirements(sel fields.Selector) (fields.Requirements, error) {
+	reqs := sel.Requirements()
+	seen := make(map[string]bool, len(reqs))
+	for _, r := range reqs {
+		if seen[r.Field] {
+			return nil, apierrors.NewBadRequest("field selector: " + r.Field + " is given more than once (escape ',', '=' and '\\' in a value with a backslash)")
+		}
+		seen[r.Field] = true
+	}
+	return reqs, nil
+}
+
 // listOptions defaults a list's options and says whether its label
 // selector can match a record at all (records carry no labels).
 func listOptions(opts *metainternalversion.ListOptions) (*metainternalversion.ListOptions, bool) {

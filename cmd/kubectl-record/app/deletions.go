@@ -29,7 +29,7 @@ func (w *window) addFlags(cmd *cobra.Command) {
 func (w *window) selectors() ([]string, error) {
 	var s []string
 	if w.user != "" {
-		s = append(s, "actor.username="+w.user)
+		s = append(s, field("actor.username", w.user))
 	}
 	switch {
 	case w.since != 0 && w.sinceTime != "":
@@ -37,12 +37,12 @@ func (w *window) selectors() ([]string, error) {
 	case w.since < 0:
 		return nil, usageError{fmt.Errorf("--since %s: want a positive duration", w.since)}
 	case w.since > 0:
-		s = append(s, "since=-"+w.since.String())
+		s = append(s, field("since", "-"+w.since.String()))
 	case w.sinceTime != "":
 		if _, err := time.Parse(time.RFC3339, w.sinceTime); err != nil {
 			return nil, usageError{fmt.Errorf("--since-time: %w", err)}
 		}
-		s = append(s, "since="+w.sinceTime)
+		s = append(s, field("since", w.sinceTime))
 	}
 	if w.limit <= 0 {
 		return nil, usageError{fmt.Errorf("--limit %d: want at least 1", w.limit)}

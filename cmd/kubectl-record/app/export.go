@@ -92,7 +92,7 @@ func (e *exportOptions) run(ctx context.Context) error {
 	}
 	var written, skipped int
 	for _, t := range only {
-		opts := metav1.ListOptions{FieldSelector: t.selector("asOf=" + at.UTC().Format(time.RFC3339Nano)), Limit: 100}
+		opts := metav1.ListOptions{FieldSelector: t.selector(field("asOf", at.UTC().Format(time.RFC3339Nano))), Limit: 100}
 		for {
 			page, err := rc.Changes(ns).List(ctx, opts)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -95,13 +96,19 @@ func (o *options) target(args []string, needName bool) (*target, error) {
 	return &target{resource: gr, namespaced: namespaced, name: name}, nil
 }
 
-// selector is the field selector of the record's lists for the target.
+// field is one requirement of a field selector, its value escaped: a
+// name holding "," or "=" (a Role may be named "a,object.name=deployer")
+// stays one value and cannot add a requirement.
+func field(name, value string) string { return name + "=" + fields.EscapeValue(value) }
+
+// selector is the field selector of the record's lists for the target;
+// extra are requirements made with field.
 func (t *target) selector(extra ...string) string {
 	var s []string
 	if t != nil {
-		s = append(s, "object.apiGroup="+t.resource.Group, "object.resource="+t.resource.Resource)
+		s = append(s, field("object.apiGroup", t.resource.Group), field("object.resource", t.resource.Resource))
 		if t.name != "" {
-			s = append(s, "object.name="+t.name)
+			s = append(s, field("object.name", t.name))
 		}
 	}
 	for _, e := range extra {

@@ -145,19 +145,19 @@ func (b *uiBackend) Changes(ctx context.Context, q ui.Query) (*ui.Timeline, erro
 	if q.All {
 		ns = ""
 	}
-	sel := []string{"since=-" + q.Since.String()}
+	sel := []string{field("since", "-"+q.Since.String())}
 	if q.User != "" {
-		sel = append(sel, "actor.username="+q.User)
+		sel = append(sel, field("actor.username", q.User))
 	}
 	if q.Resource != "" {
 		gr, _, err := b.o.resolve(q.Resource)
 		if err != nil {
 			return nil, err
 		}
-		sel = append(sel, "object.apiGroup="+gr.Group, "object.resource="+gr.Resource)
+		sel = append(sel, field("object.apiGroup", gr.Group), field("object.resource", gr.Resource))
 	}
 	if q.Name != "" {
-		sel = append(sel, "object.name="+q.Name)
+		sel = append(sel, field("object.name", q.Name))
 	}
 	limit := q.Limit
 	if limit <= 0 || limit > maxTimeline {
