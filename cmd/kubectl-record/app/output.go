@@ -1,15 +1,20 @@
 package app
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -61,7 +66,107 @@ var served = func() *runtime.Scheme {
 // print writes obj with the printer -o names. A list is printed as kubectl
 // get prints one, a v1 List of typed items, which every printer takes
 // (name included).
+//
+// Recorded strings may hold characters that drive or mislead a terminal
+// (C1 controls such as U+009B, a CSI; direction overrides; zero-width
+// and other invisible characters). -o json always writes them as JSON
+// \u escapes, which every JSON reader reads as the same characters. On a
+// terminal, every other format (yaml, jsonpath, go-template) shows them as
+// Go escapes, as the tables do, and -o yaml says so in a first comment
+// line; written to a pipe or a file, those formats carry them as recorded.
 func (o *output) print(w io.Writer, obj runtime.Object) error {
+	var buf bytes.Buffer
+	if err := o.printRaw(&buf, obj); err != nil {
+		return err
+	}
+	out := buf.Bytes()
+	switch format := *o.flags.OutputFormat; {
+	case format == "json":
+		out = escapeJSON(out)
+	case isTerminal(w):
+		if shown := escapeTerminal(out); !bytes.Equal(shown, out) {
+			out = shown
+			if format == "yaml" {
+				out = append([]byte(yamlTerminalNote), out...)
+			}
+		}
+	}
+	_, err := w.Write(out)
+	return err
+}
+
+// yamlTerminalNote heads -o yaml on a terminal when a string was escaped.
+const yamlTerminalNote = "# On this terminal, invisible, direction and control characters are shown as \\u escapes:\n" +
+	"# redirect the output (> file, | kubectl apply -f -) to get every string as recorded.\n"
+
+// isTerminal reports whether w is a terminal (a variable: tests set it).
+var isTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// shownRaw tells whether r may reach a terminal as itself: printable
+// characters, space, and the tab and newline that lay out the output.
+func shownRaw(r rune) bool {
+	if r == '\n' || r == '\t' || r == ' ' {
+		return true
+	}
+	return unicode.IsGraphic(r) && !(r >= 0x202a && r <= 0x202e) && !(r >= 0x2066 && r <= 0x2069)
+}
+
+// escapeTerminal writes every rune of out that is not shownRaw as a Go
+// escape (\u202e, \x1b).
+func escapeTerminal(out []byte) []byte {
+	var b []byte
+	for i, r := range string(out) {
+		if shownRaw(r) && r != utf8.RuneError {
+			if b != nil {
+				b = utf8.AppendRune(b, r)
+			}
+			continue
+		}
+		if b == nil {
+			b = append(make([]byte, 0, len(out)+16), out[:i]...)
+		}
+		q := strconv.QuoteRuneToASCII(r)
+		b = append(b, q[1:len(q)-1]...)
+	}
+	if b == nil {
+		return out
+	}
+	return b
+}
+
+// escapeJSON writes every non-ASCII rune of a JSON text that is not
+// shownRaw as a JSON \u escape (a surrogate pair beyond U+FFFF). Such
+// runes occur only inside strings (JSON's structure is ASCII), where the
+// escape is the same character; C0 controls are escaped already.
+func escapeJSON(out []byte) []byte {
+	var b []byte
+	for i, r := range string(out) {
+		if r < 0x7f || shownRaw(r) {
+			if b != nil {
+				b = utf8.AppendRune(b, r)
+			}
+			continue
+		}
+		if b == nil {
+			b = append(make([]byte, 0, len(out)+16), out[:i]...)
+		}
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			b = fmt.Appendf(b, `\u%04x\u%04x`, r1, r2)
+		} else {
+			b = fmt.Appendf(b, `\u%04x`, r)
+		}
+	}
+	if b == nil {
+		return out
+	}
+	return b
+}
+
+// printRaw writes obj with the printer -o names.
+func (o *output) printRaw(w io.Writer, obj runtime.Object) error {
 	p, err := o.flags.ToPrinter()
 	if err != nil {
 		return usageError{err}
