@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -26,7 +28,8 @@ type exportOptions struct {
 	asOf      string
 	dir       string
 	resources []string
-	written   map[string]bool // the file names written, lower-cased
+	written   map[string]bool // the file names written, case-folded
+	root      *os.Root        // DIR, opened once checked
 }
 
 func newExportCommand(o *options) *cobra.Command {
@@ -40,8 +43,11 @@ resourceVersion, managedFields... removed; ownerReferences to owners that are
 gone dropped), that kubectl apply -f DIR accepts: the file backup operators
 know, served from the record. Only objects you may read are written; objects
 whose state the record cannot restore (Secret values recorded as digests, no
-full state) are listed and skipped. DIR is created if needed; existing files
-are never overwritten.`,
+full state) are listed and skipped. DIR is created if needed (0700), and
+refused when it is a symbolic link, another user's, or writable by others;
+files are written 0600 (Secrets may be recorded in clear) and never over an
+existing file. An object whose file cannot be written is listed and skipped,
+and the export then exits 1.`,
 		Example: `  kubectl record export -n shop -o shop-now/
   kubectl record export -n shop --as-of 2026-11-25T09:00:00Z -o shop-before-the-outage/
   kubectl apply --dry-run=server -f shop-before-the-outage/`,
@@ -87,10 +93,11 @@ func (e *exportOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+	if e.root, err = openPrivateDir(e.dir); err != nil {
 		return err
 	}
-	var written, skipped int
+	defer e.root.Close()
+	var written, skipped, failed int
 	for _, t := range only {
 		opts := metav1.ListOptions{FieldSelector: t.selector(field("asOf", at.UTC().Format(time.RFC3339Nano))), Limit: 100}
 		for {
@@ -100,7 +107,13 @@ func (e *exportOptions) run(ctx context.Context) error {
 			}
 			for _, c := range page.Items {
 				file, err := e.write(ctx, ns, &c)
-				if err != nil {
+				var fe *fileError
+				switch {
+				case errors.As(err, &fe):
+					fmt.Fprintf(e.streams.ErrOut, "not written %s: %s\n", fe.what, cell(fe.Error()))
+					failed++
+					continue
+				case err != nil:
 					return err
 				}
 				if file == "" {
@@ -120,7 +133,53 @@ func (e *exportOptions) run(ctx context.Context) error {
 		fmt.Fprintf(e.streams.Out, " (%d skipped: see above)", skipped)
 	}
 	fmt.Fprintln(e.streams.Out)
+	if failed > 0 {
+		return fmt.Errorf("%d objects could not be written into %s: see above", failed, cell(e.dir))
+	}
 	return nil
+}
+
+// fileError is an object whose file could not be written: it is listed,
+// the export goes on, and exits 1 at its end.
+type fileError struct {
+	what string
+	err  error
+}
+
+func (e *fileError) Error() string { return e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
+
+// openPrivateDir creates dir (0700) or takes an existing one that is a
+// real directory (not a symbolic link), this user's, and not writable by
+// group or others: the manifests may hold Secrets in clear. Files are
+// then opened through the returned Root, which no link can lead out of.
+func openPrivateDir(dir string) (*os.Root, error) {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory (a symbolic link is refused: give the directory itself)", cell(dir))
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	opened, err := root.Stat(".")
+	if err == nil && !os.SameFile(fi, opened) {
+		err = fmt.Errorf("%s changed while it was opened", cell(dir))
+	}
+	if err == nil {
+		err = privateDir(dir, opened)
+	}
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return root, nil
 }
 
 // write writes one object's manifest as of its version; "" when skipped.
@@ -160,17 +219,29 @@ func (e *exportOptions) write(ctx context.Context, ns string, c *record.Change) 
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(e.dir, e.claim(name, full.Object.UID))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	file := e.claim(name, full.Object.UID)
+	// O_EXCL: never over a file, never through a link.
+	f, err := e.root.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return "", &fileError{what, fmt.Errorf("%s exists: export never overwrites a file (use an empty directory)", file)}
+	}
 	if err != nil {
-		return "", fmt.Errorf("%w (export never overwrites a file: use an empty directory)", err)
+		return "", &fileError{what, err}
 	}
-	if _, err := f.Write(y); err != nil {
-		f.Close()
-		return "", err
+	_, err = f.Write(y)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return path, f.Close()
+	if err != nil {
+		_ = e.root.Remove(file)
+		return "", &fileError{what, err}
+	}
+	return filepath.Join(e.dir, file), nil
 }
+
+// maxFileName is the longest file name, in bytes, that every file system
+// the plugin runs on takes (ext4, APFS, NTFS: 255).
+const maxFileName = 255
 
 // manifestFile names an object's file: resource[.group]_name.yaml. The
 // names were written by cluster users (a Role's name may hold almost
@@ -185,7 +256,18 @@ func manifestFile(o record.ObjectReference) (string, error) {
 	if o.APIGroup != "" {
 		base += "." + o.APIGroup
 	}
-	return fileSafe(base + "_" + o.Name + ".yaml"), nil
+	name := fileSafe(base + "_" + o.Name + ".yaml")
+	if len(name) > maxFileName {
+		// A valid name (253 characters, more once percent-encoded) is
+		// longer than a file name may be: its start, and its uid.
+		uid := "." + fileSafe(o.UID) + ".yaml"
+		cut := maxFileName - len(uid)
+		for cut > 0 && (!utf8.RuneStart(name[cut]) || strings.LastIndexByte(name[max(0, cut-2):cut], '%') >= 0) {
+			cut--
+		}
+		name = name[:cut] + uid
+	}
+	return name, nil
 }
 
 // fileSafe percent-encodes the characters of name that are not safe in
@@ -214,8 +296,9 @@ func (e *exportOptions) claim(name, uid string) string {
 		e.written = map[string]bool{}
 	}
 	// One file to a case-insensitive file system that also equates
-	// Unicode normalization forms (macOS's APFS).
-	fold := func(s string) string { return strings.ToLower(norm.NFC.String(s)) }
+	// Unicode normalization forms (macOS's APFS): full case folding
+	// ("STRASSE" and "straße" are one), on the normalized name.
+	fold := func(s string) string { return norm.NFC.String(cases.Fold().String(norm.NFC.String(s))) }
 	if e.written[fold(name)] {
 		first := uniqueFile(name, uid)
 		name = first

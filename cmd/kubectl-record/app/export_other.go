@@ -1,0 +1,9 @@
+//go:build !unix
+
+package app
+
+import "io/fs"
+
+// privateDir checks nothing more where the file system has no Unix owner
+// and mode: the directory was created, or given, by the user.
+func privateDir(string, fs.FileInfo) error { return nil }
