@@ -1,6 +1,8 @@
 # The kubectl plugin (cmd/kubectl-record): archives for krew and the krew
 # manifest naming them with their sha256 (hack/plugin/build.sh). Included by
-# the main Makefile.
+# the main Makefile. The archives are reproducible byte for byte: the
+# script pins the Go toolchain (GO_TOOLCHAIN), builds with -trimpath
+# -buildvcs=false, and fixes modes, times and owners whatever the umask.
 
 PLUGIN_VERSION ?= v0.1.0
 PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64

@@ -12,12 +12,21 @@
 #
 # PLATFORMS (default: linux/amd64 linux/arm64 darwin/amd64 darwin/arm64),
 # VERSION (a semver tag, default v0.1.0) and OUT (default _output/plugin)
-# can be set. Archives are reproducible: fixed file times, owners and order.
+# can be set. Archives are reproducible, byte for byte, on any builder:
+# one Go toolchain (GO_TOOLCHAIN, default below: go fetches it when the
+# local go is another version), no paths or VCS stamp in the binary
+# (-trimpath -buildvcs=false), no environment GOFLAGS, and fixed file
+# modes, times, owners, order and gzip header, whatever the umask
+# (test/shipcheck TestPluginArchivesAreReproducible builds under 022 and
+# 077 and compares).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$root/_output/plugin}
 version=${VERSION:-v0.1.0}
 platforms=${PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64}
+export GOTOOLCHAIN=${GO_TOOLCHAIN:-go1.26.8}
+# Nothing of the builder's environment reaches the build.
+export GOFLAGS=-mod=readonly CGO_ENABLED=0 GOAMD64=v1 GOARM64=v8.0 GOEXPERIMENT=
 repo=https://github.com/options-record/options-record
 case $version in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "build.sh: VERSION=$version is not a semver tag (vX.Y.Z)" >&2; exit 2 ;; esac
 mkdir -p "$out"
@@ -29,12 +38,14 @@ for p in $platforms; do
 	os=${p%/*} arch=${p#*/}
 	name=kubectl-record_${os}_${arch}
 	mkdir -p "$work/$name"
-	(cd "$root" && CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags="-s -w" \
+	(cd "$root" && GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false -ldflags="-s -w -buildid=" \
 		-o "$work/$name/kubectl-record" ./cmd/kubectl-record)
 	cp "$root/cmd/kubectl-record/README.md" "$work/$name/README.md"
 	cp "$root/cmd/kubectl-record/kubectl_complete-record" "$work/$name/kubectl_complete-record"
-	chmod 0755 "$work/$name/kubectl_complete-record"
-	tar --sort=name --mtime='2026-01-01 00:00:00Z' --owner=0 --group=0 --numeric-owner \
+	# Modes as released, not as the umask or the checkout left them.
+	chmod 0755 "$work/$name/kubectl-record" "$work/$name/kubectl_complete-record"
+	chmod 0644 "$work/$name/README.md"
+	tar --format=gnu --sort=name --mtime='2026-01-01 00:00:00Z' --owner=0 --group=0 --numeric-owner \
 		-C "$work/$name" -cf - kubectl-record kubectl_complete-record README.md | gzip -n -9 >"$out/$name.tar.gz"
 	sum=$(sha256sum "$out/$name.tar.gz" | cut -d' ' -f1)
 	echo "build.sh: $out/$name.tar.gz $sum"
