@@ -244,6 +244,22 @@ func TestTimelineInABrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("a value holding a selector selects only itself", func(t *testing.T) {
+		// The plugin escapes the value: no user is named so, nothing shows;
+		// unescaped it would have been a second actor.username (bob).
+		if r := plugin(t, bin, alice, nil, "deletions", "-n", ns, "--user", "x,actor.username=bob", "-o", "name"); r.code != 0 || r.out != "" {
+			t.Errorf("deletions by the user \"x,actor.username=bob\": exit %d %q %s", r.code, r.out, r.errOut)
+		}
+		if r := plugin(t, bin, alice, nil, "deletions", "-n", ns, "--user", "bob", "-o", "name"); r.code != 0 || r.out == "" {
+			t.Errorf("deletions by bob: exit %d %q %s", r.code, r.out, r.errOut)
+		}
+		// Through the kube-apiserver, a field given twice is refused.
+		_, errOut, err := w.cp.Kubectl(t, "alice", nil, "get", "deletions", "-n", ns, "--field-selector", "actor.username=x,actor.username=bob")
+		if err == nil || !strings.Contains(errOut, "actor.username is given more than once") {
+			t.Errorf("a repeated field: %v %s", err, errOut)
+		}
+	})
+
 	t.Run("a user without rights sees nothing of the namespace", func(t *testing.T) {
 		eveURL := startUI(t, bin, w.cp.WriteKubeconfig(t, "eve"), ns)
 		ectx, _ := browser.Start(t, 1366, 768)
