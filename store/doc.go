@@ -16,9 +16,12 @@
 // while the database does not answer. A Secondary Store (another pool on a
 // database the main one prepares) is usable at once.
 //
-// Two database roles share the record: the ingest role owns the record's
-// tables (Migrate, partitions, retention, writes), and the restore API's
-// role owns the schema options_record_api (MigrateAPI, PrepareAPI), where
-// the restores and plans it executes live; each may read, never write,
-// what the other owns (deploy/components/postgres/roles.sql).
+// Three database roles share the database: the ingest role owns the
+// record's tables (Migrate, partitions, retention, writes); the reader
+// reads them (a Secondary Store, the restore API's reads); and the restore
+// API's own role owns the schema options_record_api (APIStore), where the
+// restores and plans it executes live. The API's role never reads what the
+// ingest role owns, whose policies, functions and views would run with its
+// rights: what it needs from the record (the retention cutoff) is read by
+// the reader and passed as a parameter (deploy/components/postgres/roles.sql).
 package store

@@ -57,7 +57,7 @@ func TestErrorClassification(t *testing.T) {
 // of work; two sharing a key make one wait for the other (partition DDL,
 // and so every write of a replica, behind the restore API's migrations).
 func TestAdvisoryLockKeysAreDistinct(t *testing.T) {
-	keys := map[string]int64{"migration": migrationLockID, "api migration": apiMigrationLockID,
+	keys := map[string]int64{"migration": migrationLockID, "api migration": apiMigrationLockID, "api schema": apiSchemaLockID,
 		"partition": partitionLockID, "retention": retentionLock}
 	seen := map[int64]string{}
 	for name, k := range keys {

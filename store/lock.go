@@ -14,6 +14,10 @@ const migrationLockID = 0x6f70747265630001
 // replicas.
 const apiMigrationLockID = 0x6f70747265630002
 
+// apiSchemaLockID serialises the creation of the restore API's schema
+// across its replicas (before its migrations, whose goose table is in it).
+const apiSchemaLockID = 0x6f70747265630004
+
 func newMigrationLocker(id int64) (lock.SessionLocker, error) {
 	l, err := lock.NewPostgresSessionLocker(lock.WithLockID(id))
 	if err != nil {

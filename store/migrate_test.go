@@ -104,3 +104,44 @@ func TestMigrationTypesCascadeItems(t *testing.T) {
 		t.Errorf("the unreadable row was changed: %s", body)
 	}
 }
+
+// TestAPIMigrationAtEachRecordVersion: the API's first migration meets the
+// record at whatever version ingest's migrations have reached (they run at
+// the same time on a new install or an upgrade): it succeeds at each, and
+// copies the restores an older release kept, whichever columns they had.
+func TestAPIMigrationAtEachRecordVersion(t *testing.T) {
+	ctx := context.Background()
+	for v := int64(0); v <= 14; v++ {
+		dsn := pgtest.NewDatabase(t)
+		if v > 0 {
+			migrateTo(t, dsn, v)
+		}
+		if v >= 3 {
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, `INSERT INTO restores (cluster, kind, username, request, plan, state)
+				VALUES ('c', 'undo', 'alice', '{}', '[{"step":1}]', 'succeeded')`); err != nil {
+				t.Fatal(err)
+			}
+			conn.Close(ctx)
+		}
+		reader, err := Open(ctx, Options{URL: dsn, Secondary: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api, err := OpenAPI(ctx, Options{URL: dsn}, reader)
+		if err != nil {
+			t.Errorf("record at version %d: %v", v, err)
+			reader.Close()
+			continue
+		}
+		var n int
+		if err := api.Pool().QueryRow(ctx, "SELECT count(*) FROM restores WHERE plan = '[{\"step\":1}]'").Scan(&n); err != nil || n != min(1, int(v/3)) {
+			t.Errorf("record at version %d: %d old restores copied (%v)", v, n, err)
+		}
+		api.Close()
+		reader.Close()
+	}
+}

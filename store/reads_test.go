@@ -120,11 +120,19 @@ func openStore(t *testing.T) *Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	// One role for both, as the single-process default has it.
-	if err := s.PrepareAPI(context.Background()); err != nil {
+	return s
+}
+
+// openAPIStore opens the restore API's store on s's database, with the one
+// role of the single-process default.
+func openAPIStore(t *testing.T, s *Store) *APIStore {
+	t.Helper()
+	a, err := OpenAPI(context.Background(), Options{URL: s.conn.ConnString()}, s)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	t.Cleanup(a.Close)
+	return a
 }
 
 // lifecycle: alice creates prod/app, bob patches it, carol's delete is
@@ -508,7 +516,7 @@ func TestEventsOfANamespaceAreClusterScoped(t *testing.T) {
 }
 
 func TestRestoresLog(t *testing.T) {
-	s := openStore(t)
+	s := openAPIStore(t, openStore(t))
 	ctx := context.Background()
 	rec, err := s.InsertRestore(ctx, &RestoreRecord{Cluster: "default", Kind: "as-of", Username: "alice", UserGroups: []string{"g"},
 		Request: []byte(`{"kind":"as-of"}`), Plan: []byte(`[]`), State: RestorePlanned})
@@ -789,7 +797,7 @@ func TestObjectsLoadsABatchOfStates(t *testing.T) {
 // named within its namespace, and a cluster restore within the cluster
 // scope ("" rather than NULL, which would make every name unique).
 func TestNamedRestoresAreUniqueInTheirScope(t *testing.T) {
-	s := openStore(t)
+	s := openAPIStore(t, openStore(t))
 	ctx := context.Background()
 	namedBy := func(user, ns, name string) error {
 		_, err := s.InsertRestore(ctx, &RestoreRecord{Cluster: "default", Kind: "version", Username: user, Request: []byte(`{}`),

@@ -1,6 +1,7 @@
 package store
 
-// The restores table: restores and plans the API records and executes.
+// The restores table: restores and plans the API records and executes, in
+// the API's own schema (APIStore).
 
 import (
 	"context"
@@ -60,7 +61,7 @@ RETURNING ` + restoreColumns
 
 // InsertRestore records a restore (a plan to review, or one already carried
 // out) and returns the stored row with its id and creation time.
-func (s *Store) InsertRestore(ctx context.Context, r *RestoreRecord) (*RestoreRecord, error) {
+func (s *APIStore) InsertRestore(ctx context.Context, r *RestoreRecord) (*RestoreRecord, error) {
 	// A restore named as an object has a namespace, "" for a cluster
 	// restore (not NULL: the name is unique within it).
 	objNS := nullString(r.ObjectNamespace)
@@ -91,7 +92,7 @@ WHERE cluster = $1 AND username = $2 AND coalesce(user_uid, '') = $3 AND object_
 // RestoreNamed returns the restore the user (name and uid, "" when the
 // authenticator gives none) created as the object namespace/name (not a
 // dry run), or ErrNotFound. Names are each user's own.
-func (s *Store) RestoreNamed(ctx context.Context, cluster, username, userUID, namespace, name string) (*RestoreRecord, error) {
+func (s *APIStore) RestoreNamed(ctx context.Context, cluster, username, userUID, namespace, name string) (*RestoreRecord, error) {
 	return s.oneRestore(ctx, restoreByNameSQL, cluster, username, userUID, namespace, name)
 }
 
@@ -122,7 +123,7 @@ type NamedRestoreQuery struct {
 
 // NamedRestores returns the restores a user created as objects, newest
 // first, a page at a time.
-func (s *Store) NamedRestores(ctx context.Context, q NamedRestoreQuery) ([]RestoreRecord, error) {
+func (s *APIStore) NamedRestores(ctx context.Context, q NamedRestoreQuery) ([]RestoreRecord, error) {
 	var afterAt *time.Time
 	afterID := q.AfterID
 	if !q.AfterAt.IsZero() {
@@ -139,7 +140,7 @@ const restoreByIDSQL = `SELECT ` + restoreColumns + ` FROM options_record_api.re
 
 // Restore returns a recorded restore, or ErrNotFound (also for an id that
 // is not a UUID).
-func (s *Store) Restore(ctx context.Context, cluster, id string) (*RestoreRecord, error) {
+func (s *APIStore) Restore(ctx context.Context, cluster, id string) (*RestoreRecord, error) {
 	if !isUUID(id) {
 		return nil, fmt.Errorf("restore %q: %w", id, ErrNotFound)
 	}
@@ -153,7 +154,7 @@ RETURNING ` + restoreColumns
 
 // ClaimRestore moves a planned restore to running, so it runs once. It
 // returns ErrNotFound when the plan does not exist or is no longer planned.
-func (s *Store) ClaimRestore(ctx context.Context, cluster, id string) (*RestoreRecord, error) {
+func (s *APIStore) ClaimRestore(ctx context.Context, cluster, id string) (*RestoreRecord, error) {
 	if !isUUID(id) {
 		return nil, fmt.Errorf("restore %q: %w", id, ErrNotFound)
 	}
@@ -165,7 +166,7 @@ UPDATE options_record_api.restores SET state = $3, finished_at = now(), outcome 
 WHERE cluster = $1 AND id = $2::uuid`
 
 // FinishRestore stores the outcome of a restore that ran.
-func (s *Store) FinishRestore(ctx context.Context, cluster, id, state string, outcome []byte) error {
+func (s *APIStore) FinishRestore(ctx context.Context, cluster, id, state string, outcome []byte) error {
 	tag, err := s.pool.Exec(ctx, finishRestoreSQL, cluster, id, state, nullJSON(outcome))
 	if err != nil {
 		return fmt.Errorf("store: finish restore %s: %w", id, err)
@@ -176,7 +177,7 @@ func (s *Store) FinishRestore(ctx context.Context, cluster, id, state string, ou
 	return nil
 }
 
-func (s *Store) oneRestore(ctx context.Context, sql string, args ...any) (*RestoreRecord, error) {
+func (s *APIStore) oneRestore(ctx context.Context, sql string, args ...any) (*RestoreRecord, error) {
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: restore: %w", err)

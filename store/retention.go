@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // listPartitionsSQL lists the daily event tables of the schema: attached
@@ -48,14 +49,14 @@ USING (
 ) x
 WHERE v.cluster = x.cluster AND v.uid = x.uid AND v.version_key = x.version_key`
 
-// expireRestoresSQL deletes the restores and plans made before the record's
-// retention cutoff (the ingest role's record_retention), those still
-// running excepted: they are the record of what was put back, and are kept
-// as long as the record itself. Bounded per call ($1).
+// expireRestoresSQL deletes the restores and plans made before the
+// cutoff ($1), those still running excepted: they are the record of what
+// was put back, and are kept as long as the record itself. Bounded per call
+// ($2). It runs as the owner of the API's schema and names nothing else.
 const expireRestoresSQL = `
 DELETE FROM options_record_api.restores r
 USING (SELECT cluster, id FROM options_record_api.restores
-       WHERE created_at < (SELECT cutoff FROM record_retention) AND state <> 'running' LIMIT $1) x
+       WHERE created_at < $1 AND state <> 'running' LIMIT $2) x
 WHERE r.cluster = x.cluster AND r.id = x.id`
 
 // recordRetentionSQL records the cutoff of a retention pass for the
@@ -64,18 +65,50 @@ const recordRetentionSQL = `
 INSERT INTO record_retention (cutoff) VALUES ($1)
 ON CONFLICT (singleton) DO UPDATE SET cutoff = EXCLUDED.cutoff, applied_at = now()`
 
+// RetentionCutoff returns the cutoff of the record's last retention pass
+// (record_retention, which the ingest role writes), and false before the
+// first pass or on a record whose ingest has not migrated yet.
+func (s *Store) RetentionCutoff(ctx context.Context) (time.Time, bool, error) {
+	rows, err := s.pool.Query(ctx, "SELECT cutoff FROM record_retention")
+	if err == nil {
+		var got []pgtype.Timestamptz
+		got, err = pgx.CollectRows(rows, pgx.RowTo[pgtype.Timestamptz])
+		if err == nil {
+			switch {
+			case len(got) == 0 || !got[0].Valid || got[0].InfinityModifier == pgtype.NegativeInfinity:
+				return time.Time{}, false, nil
+			case got[0].InfinityModifier == pgtype.Infinity:
+				return time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), true, nil
+			}
+			return got[0].Time, true, nil
+		}
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" { // ingest has not migrated yet
+		return time.Time{}, false, nil
+	}
+	return time.Time{}, false, fmt.Errorf("store: retention cutoff: %w", err)
+}
+
 // ExpireRestores deletes the restores and plans made before the cutoff of
-// the record's last retention pass (none before the first pass, or on a
-// record whose ingest has not migrated yet). The restore API runs it: its
-// role owns those rows, which the ingest role may not write.
-func (s *Store) ExpireRestores(ctx context.Context) (int64, error) {
+// the record's last retention pass, read through record (none before the
+// first pass), and never any made after latest: the cutoff is what the
+// ingest role wrote, and a cutoff in the future (or infinity) must not
+// erase the restore log. The restore API runs it, with latest its own
+// retention setting's (now − --max-retention): its role owns those rows,
+// which the ingest role may not write. The cutoff reaches the API's pool
+// as a parameter only.
+func (a *APIStore) ExpireRestores(ctx context.Context, record *Store, latest time.Time) (int64, error) {
+	cutoff, ok, err := record.RetentionCutoff(ctx)
+	if err != nil || !ok {
+		return 0, err
+	}
+	if cutoff.After(latest) {
+		cutoff = latest
+	}
 	var n int64
 	for {
-		tag, err := s.pool.Exec(ctx, expireRestoresSQL, 5000)
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "42P01" { // record_retention: ingest has not migrated yet
-			return n, nil
-		}
+		tag, err := a.pool.Exec(ctx, expireRestoresSQL, cutoff, 5000)
 		if err != nil {
 			return n, fmt.Errorf("store: expire restores: %w", err)
 		}

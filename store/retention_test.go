@@ -222,35 +222,37 @@ func TestRetentionExpiresRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := st.PrepareAPI(ctx); err != nil {
+	api, err := store.OpenAPI(ctx, store.Options{URL: st.Pool().Config().ConnString()}, st)
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer api.Close()
 	now := time.Now()
 	for _, r := range []struct {
 		name, state string
 		age         time.Duration
 	}{{"old", store.RestoreSucceeded, 40 * 24 * time.Hour}, {"old-running", store.RestoreRunning, 40 * 24 * time.Hour}, {"recent", store.RestorePlanned, time.Hour}} {
-		rec, err := st.InsertRestore(ctx, &store.RestoreRecord{Cluster: "c", Kind: "version", Username: "alice",
+		rec, err := api.InsertRestore(ctx, &store.RestoreRecord{Cluster: "c", Kind: "version", Username: "alice",
 			Request: []byte(`{}`), Plan: []byte(`[]`), State: r.state, ObjectNamespace: "prod", ObjectName: r.name})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Pool().Exec(ctx, `UPDATE options_record_api.restores SET created_at = $1 WHERE id = $2`, now.Add(-r.age), rec.ID); err != nil {
+		if _, err := api.Pool().Exec(ctx, `UPDATE options_record_api.restores SET created_at = $1 WHERE id = $2`, now.Add(-r.age), rec.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, err := st.ExpireRestores(ctx); err != nil || n != 0 {
+	if n, err := api.ExpireRestores(ctx, st, now); err != nil || n != 0 {
 		t.Fatalf("before any retention pass: %d deleted, %v; want none", n, err)
 	}
 	if _, err := st.ApplyRetention(ctx, now, 30*24*time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	deleted, err := st.ExpireRestores(ctx)
+	deleted, err := api.ExpireRestores(ctx, st, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var left []string
-	rows, err := st.Pool().Query(ctx, `SELECT object_name FROM options_record_api.restores ORDER BY 1`)
+	rows, err := api.Pool().Query(ctx, `SELECT object_name FROM options_record_api.restores ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,18 +274,20 @@ func TestNamedRestoresArePaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := st.PrepareAPI(ctx); err != nil {
+	api, err := store.OpenAPI(ctx, store.Options{URL: st.Pool().Config().ConnString()}, st)
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer api.Close()
 	now := time.Now()
 	insert := func(name, ns, kind string, age time.Duration) {
 		t.Helper()
-		rec, err := st.InsertRestore(ctx, &store.RestoreRecord{Cluster: "c", Kind: kind, Username: "alice",
+		rec, err := api.InsertRestore(ctx, &store.RestoreRecord{Cluster: "c", Kind: kind, Username: "alice",
 			Request: []byte(`{}`), Plan: []byte(`[]`), State: store.RestorePlanned, ObjectNamespace: ns, ObjectName: name})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Pool().Exec(ctx, `UPDATE options_record_api.restores SET created_at = $1 WHERE id = $2`, now.Add(-age), rec.ID); err != nil {
+		if _, err := api.Pool().Exec(ctx, `UPDATE options_record_api.restores SET created_at = $1 WHERE id = $2`, now.Add(-age), rec.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -297,7 +301,7 @@ func TestNamedRestoresArePaged(t *testing.T) {
 	var names []string
 	q := store.NamedRestoreQuery{Cluster: "c", Username: "alice", Namespace: &prod, Restores: &restores, Namespaced: true, Limit: 3}
 	for pages := 0; ; pages++ {
-		recs, err := st.NamedRestores(ctx, q)
+		recs, err := api.NamedRestores(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,7 +316,7 @@ func TestNamedRestoresArePaged(t *testing.T) {
 	if want := []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6"}; !slices.Equal(names, want) {
 		t.Errorf("restores of prod, page by page: %v, want %v", names, want)
 	}
-	all, err := st.NamedRestores(ctx, store.NamedRestoreQuery{Cluster: "c", Username: "alice", Namespaced: true, Limit: 100})
+	all, err := api.NamedRestores(ctx, store.NamedRestoreQuery{Cluster: "c", Username: "alice", Namespaced: true, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,33 +26,35 @@ func wantDenied(t *testing.T, conn *pgx.Conn, who, sql string) {
 }
 
 // TestSeparateDatabaseRoles: with the shipped grants, the ingest role
-// writes the record and cannot write the restores and plans the API
-// executes; the API role reads the record, keeps its restores and plans,
-// expires them with the record, and cannot write the record. The API
+// writes the record and cannot reach the restores and plans the API
+// executes; the reader reads the record and writes nothing; the API's role
+// keeps its restores and plans, expires them with the record (by a cutoff
+// the reader reads), and can neither read nor write the record. The API
 // starts first here, as it may on a fresh install.
 func TestSeparateDatabaseRoles(t *testing.T) {
 	ctx := context.Background()
 	r := pgtest.NewRoles(t)
-	ingestURL, apiURL, names := r.Ingest, r.API, [2]string{r.IngestRole, r.APIRole}
 
-	api, err := store.Open(ctx, store.Options{URL: apiURL, Secondary: true})
+	reader, err := store.Open(ctx, store.Options{URL: r.Reader, Secondary: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer api.Close()
-	if err := api.PrepareAPI(ctx); err != nil {
+	defer reader.Close()
+	api, err := store.OpenAPI(ctx, store.Options{URL: r.API}, reader)
+	if err != nil {
 		t.Fatalf("the API's migrations as the API role, before ingest's: %v", err)
 	}
-	if n, err := api.ExpireRestores(ctx); err != nil || n != 0 {
+	defer api.Close()
+	now := time.Now()
+	if n, err := api.ExpireRestores(ctx, reader, now); err != nil || n != 0 {
 		t.Fatalf("expiry before the record exists: %d, %v; want nothing, no error", n, err)
 	}
 
-	ingest, err := store.Open(ctx, store.Options{URL: ingestURL})
+	ingest, err := store.Open(ctx, store.Options{URL: r.Ingest})
 	if err != nil {
 		t.Fatalf("the record's migrations as the ingest role: %v", err)
 	}
 	defer ingest.Close()
-	now := time.Now()
 	b := &model.Batch{}
 	for _, c := range []struct {
 		id  string
@@ -65,15 +67,15 @@ func TestSeparateDatabaseRoles(t *testing.T) {
 		t.Fatalf("ingest writes the record: %v", err)
 	}
 
-	// The API reads the record (through events' partitions and the views)
-	// and writes its own table.
-	got, err := api.Changes(ctx, store.ChangeQuery{Cluster: "c", Limit: 10})
+	// The reader reads the record (through events' partitions and the
+	// views); the API writes its own table.
+	got, err := reader.Changes(ctx, store.ChangeQuery{Cluster: "c", Limit: 10})
 	if err != nil || len(got) != 2 {
-		t.Fatalf("the API reads the record: %d changes, %v; want 2", len(got), err)
+		t.Fatalf("the reader reads the record: %d changes, %v; want 2", len(got), err)
 	}
 	var deletions int
-	if err := api.Pool().QueryRow(ctx, "SELECT count(*) FROM deletions").Scan(&deletions); err != nil {
-		t.Errorf("the API reads a view: %v", err)
+	if err := reader.Pool().QueryRow(ctx, "SELECT count(*) FROM deletions").Scan(&deletions); err != nil {
+		t.Errorf("the reader reads a view: %v", err)
 	}
 	old, err := api.InsertRestore(ctx, &store.RestoreRecord{Cluster: "c", Kind: "version", Username: "alice",
 		Request: []byte(`{}`), Plan: []byte(`[]`), State: store.RestoreSucceeded})
@@ -90,46 +92,64 @@ func TestSeparateDatabaseRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Neither credential can do the other's writes.
-	ic, err := pgx.Connect(ctx, ingestURL)
-	if err != nil {
-		t.Fatal(err)
+	// No credential can do another's writes, nor become another role.
+	connect := func(dsn string) *pgx.Conn {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(context.Background()) })
+		return c
 	}
-	defer ic.Close(ctx)
-	for _, sql := range []string{
+	ic, rc, ac := connect(r.Ingest), connect(r.Reader), connect(r.API)
+	apiSchema := []string{
 		`INSERT INTO options_record_api.restores (cluster, kind, username, request, plan, state) VALUES ('c', 'undo', 'alice', '{}', '[{"forged":true}]', 'planned')`,
 		`UPDATE options_record_api.restores SET plan = '[{"forged":true}]' WHERE id = '` + planned.ID + `'`,
 		`DELETE FROM options_record_api.restores`,
 		`SELECT count(*) FROM options_record_api.restores`,
 		`DROP TABLE options_record_api.restores`,
 		`CREATE TABLE options_record_api.planted (x int)`,
-		`SET ROLE ` + pgx.Identifier{names[1]}.Sanitize(),
-	} {
+		`CREATE FUNCTION options_record_api.planted() RETURNS int LANGUAGE sql AS 'SELECT 1'`,
+	}
+	for _, sql := range append(apiSchema, `SET ROLE `+pgx.Identifier{r.APIRole}.Sanitize(), `SET ROLE `+pgx.Identifier{r.ReaderRole}.Sanitize()) {
 		wantDenied(t, ic, "ingest", sql)
 	}
-	ac, err := pgx.Connect(ctx, apiURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ac.Close(ctx)
-	for _, sql := range []string{
-		`INSERT INTO events SELECT * FROM events LIMIT 1`,
-		`UPDATE events SET username = 'someone-else'`,
-		`UPDATE object_versions SET verb = 'create'`,
-		`DELETE FROM object_versions`,
-		`TRUNCATE events`,
-		`DROP VIEW deletions`,
+	record := []string{
+		`INSERT INTO public.events SELECT * FROM public.events LIMIT 1`,
+		`UPDATE public.events SET username = 'someone-else'`,
+		`UPDATE public.object_versions SET verb = 'create'`,
+		`DELETE FROM public.object_versions`,
+		`TRUNCATE public.events`,
+		`DROP VIEW public.deletions`,
 		`CREATE TABLE public.planted (x int)`,
-		`SET ROLE ` + pgx.Identifier{names[0]}.Sanitize(),
-	} {
+		`CREATE TABLE public.events_p20990101 (x int)`,
+		`UPDATE public.record_retention SET cutoff = 'infinity'`,
+		`CREATE OR REPLACE FUNCTION public.k8s_time(v text) RETURNS timestamptz LANGUAGE sql AS 'SELECT NULL::timestamptz'`,
+	}
+	for _, sql := range append(append(record, apiSchema...), `SET ROLE `+pgx.Identifier{r.IngestRole}.Sanitize(), `SET ROLE `+pgx.Identifier{r.APIRole}.Sanitize()) {
+		wantDenied(t, rc, "reader", sql)
+	}
+	// The API's role may not even read the record: what the record's owner
+	// attached to it would run with the API's rights.
+	for _, sql := range append(record, `SELECT count(*) FROM public.object_versions`, `SELECT count(*) FROM public.deletions`,
+		`SELECT cutoff FROM public.record_retention`, `SELECT public.k8s_time('2026-01-01T00:00:00Z')`,
+		`SET ROLE `+pgx.Identifier{r.IngestRole}.Sanitize(), `SET ROLE `+pgx.Identifier{r.ReaderRole}.Sanitize()) {
 		wantDenied(t, ac, "api", sql)
+	}
+	var searchPath, rowSecurity string
+	if err := api.Pool().QueryRow(ctx, "SELECT current_setting('search_path'), current_setting('row_security')").Scan(&searchPath, &rowSecurity); err != nil ||
+		searchPath != store.APISchema || rowSecurity != "off" {
+		t.Errorf("the API's sessions: search_path %q, row_security %q (%v); want %s, off", searchPath, rowSecurity, err, store.APISchema)
+	}
+	if err := rc.QueryRow(ctx, "SELECT current_setting('row_security')").Scan(&rowSecurity); err != nil || rowSecurity != "off" {
+		t.Errorf("the reader's role: row_security %q (%v); want off for every session of it", rowSecurity, err)
 	}
 
 	// Retention: ingest records the cutoff, the API expires by it.
 	if _, err := ingest.ApplyRetention(ctx, now, 30*24*time.Hour); err != nil {
 		t.Fatalf("ingest applies retention: %v", err)
 	}
-	n, err := api.ExpireRestores(ctx)
+	n, err := api.ExpireRestores(ctx, reader, now)
 	if err != nil || n != 1 {
 		t.Fatalf("the API expires restores: %d, %v; want the old one", n, err)
 	}
@@ -172,10 +192,12 @@ func TestRolesOfASingleRoleInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer one.Close()
-	if err := one.PrepareAPI(ctx); err != nil {
+	oneAPI, err := store.OpenAPI(ctx, store.Options{URL: ingestURL}, one)
+	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := one.InsertRestore(ctx, &store.RestoreRecord{Cluster: "c", Kind: "version", Username: "alice",
+	defer oneAPI.Close()
+	before, err := oneAPI.InsertRestore(ctx, &store.RestoreRecord{Cluster: "c", Kind: "version", Username: "alice",
 		Request: []byte(`{}`), Plan: []byte(`[]`), State: store.RestorePlanned})
 	if err != nil {
 		t.Fatal(err)
@@ -186,19 +208,21 @@ func TestRolesOfASingleRoleInstall(t *testing.T) {
 
 	// The operator splits the roles: roles.sql again.
 	cmd := exec.Command("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "ingest="+names[0],
-		"-v", "api="+names[1], "-d", admin, "-f", rolesSQL)
+		"-v", "reader="+r.ReaderRole, "-v", "api="+names[1], "-d", admin, "-f", rolesSQL)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("roles.sql on a single-role install: %v\n%s", err, out)
 	}
 	wantDenied(t, ic, "the former single role", `UPDATE options_record_api.restores SET plan = '[{"forged":true}]'`)
-	api, err := store.Open(ctx, store.Options{URL: apiURL, Secondary: true})
+	reader, err := store.Open(ctx, store.Options{URL: r.Reader, Secondary: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer api.Close()
-	if err := api.PrepareAPI(ctx); err != nil {
+	defer reader.Close()
+	api, err := store.OpenAPI(ctx, store.Options{URL: apiURL}, reader)
+	if err != nil {
 		t.Fatalf("the API's migrations after the split: %v", err)
 	}
+	defer api.Close()
 	if _, err := api.Restore(ctx, "c", before.ID); err != nil {
 		t.Fatalf("the API reads the restore made before the split: %v", err)
 	}
@@ -209,10 +233,12 @@ func TestRolesOfASingleRoleInstall(t *testing.T) {
 }
 
 // TestAPIMigrationKeepsTheOldRestores: restores and plans made before the
-// API had a schema of its own (public.restores) are there after.
+// API had a schema of its own (public.restores) are there after, copied
+// through the reader (the API's role reads nothing of the record), once.
 func TestAPIMigrationKeepsTheOldRestores(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	r := pgtest.NewRoles(t)
+	st, err := store.Open(ctx, store.Options{URL: r.Ingest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,14 +248,178 @@ func TestAPIMigrationKeepsTheOldRestores(t *testing.T) {
 		VALUES ('c', 'as-of', 'alice', '{"namespace":"prod"}', '[{"step":1}]', 'planned', 'prod', 'before-outage') RETURNING id::text`).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PrepareAPI(ctx); err != nil {
+	reader, err := store.Open(ctx, store.Options{URL: r.Reader, Secondary: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := st.RestoreNamed(ctx, "c", "alice", "", "prod", "before-outage")
+	defer reader.Close()
+	api, err := store.OpenAPI(ctx, store.Options{URL: r.API}, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	got, err := api.RestoreNamed(ctx, "c", "alice", "", "prod", "before-outage")
 	if err != nil || got.ID != id || string(got.Plan) != `[{"step": 1}]` || got.State != store.RestorePlanned {
 		t.Fatalf("the old plan: %+v, %v; want it copied as it was", got, err)
 	}
-	if err := st.PrepareAPI(ctx); err != nil {
+	// Copied once: a row ingest adds to the old table later is not.
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO public.restores (cluster, kind, username, request, plan, state, object_namespace, object_name)
+		VALUES ('c', 'as-of', 'alice', '{}', '[{"forged":true}]', 'planned', 'prod', 'planted')`); err != nil {
+		t.Fatal(err)
+	}
+	again, err := store.OpenAPI(ctx, store.Options{URL: r.API}, reader)
+	if err != nil {
 		t.Fatalf("again: %v", err)
 	}
+	defer again.Close()
+	if got, err := again.RestoreNamed(ctx, "c", "alice", "", "prod", "planted"); err == nil {
+		t.Errorf("a row put into public.restores after the first start was copied: %+v", got)
+	}
+}
+
+// plantedSQL is what a stolen ingest credential plants for the API to run:
+// a function that rewrites every plan (and swallows any error, so that
+// whatever calls it still succeeds).
+const plantedSQL = `
+CREATE FUNCTION public.rewrite_plans() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    BEGIN
+        EXECUTE 'UPDATE options_record_api.restores SET plan = ''[{"forged":true}]''';
+    EXCEPTION WHEN OTHERS THEN NULL;
+    END;
+    RETURN true;
+END
+$$`
+
+// attackFixture is a record split between the two roles, with a namespace
+// emptied by the namespace controller (its deletions' cascade reads the
+// deletions view, which calls k8s_time) and a plan the API keeps.
+type attackFixture struct {
+	r       pgtest.Roles
+	reader  *store.Store
+	api     *store.APIStore
+	ingest  *store.Store
+	ic      *pgx.Conn
+	planned *store.RestoreRecord
+}
+
+func newAttackFixture(t *testing.T) *attackFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &attackFixture{r: pgtest.NewRoles(t)}
+	var err error
+	if f.ingest, err = store.Open(ctx, store.Options{URL: f.r.Ingest}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.ingest.Close)
+	if f.reader, err = store.Open(ctx, store.Options{URL: f.r.Reader, Secondary: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.reader.Close)
+	if f.api, err = store.OpenAPI(ctx, store.Options{URL: f.r.API}, f.reader); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.api.Close)
+	now := time.Now()
+	b := &model.Batch{}
+	add := func(e []model.Event, v []model.Version) {
+		b.Events, b.Versions = append(b.Events, e...), append(b.Versions, v...)
+	}
+	e, v := change("cm-create", "cm", now.Add(-3*time.Hour), 10, false)
+	v[0].Object = []byte(`{"kind":"ConfigMap","metadata":{"name":"cm","namespace":"ns","creationTimestamp":"` +
+		now.Add(-3*time.Hour).UTC().Format(time.RFC3339) + `"}}`)
+	add(e, v)
+	e, v = change("ns-delete", "ns-uid", now.Add(-2*time.Hour), 0, true)
+	e[0].Resource, e[0].Namespace, e[0].Name, e[0].Verb, e[0].Username = "namespaces", "", "ns", "delete", "alice"
+	v[0].Resource, v[0].Namespace, v[0].Name = "namespaces", "", "ns"
+	add(e, v)
+	e, v = change("cm-delete", "cm", now.Add(-time.Hour), 0, true)
+	e[0].Verb, e[0].Username = "delete", "system:serviceaccount:kube-system:namespace-controller"
+	add(e, v)
+	if _, err := f.ingest.WriteBatch(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if f.planned, err = f.api.InsertRestore(ctx, &store.RestoreRecord{Cluster: "c", Kind: "as-of", Username: "alice",
+		Request: []byte(`{}`), Plan: []byte(`[]`), State: store.RestorePlanned}); err != nil {
+		t.Fatal(err)
+	}
+	if f.ic, err = pgx.Connect(ctx, f.r.Ingest); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.ic.Close(context.Background()) })
+	return f
+}
+
+// plant runs sql as the ingest role.
+func (f *attackFixture) plant(t *testing.T, sql string) {
+	t.Helper()
+	if _, err := f.ic.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("ingest plants %s: %v", sql, err)
+	}
+}
+
+// planIntact checks that the plan is as the API wrote it, read as its owner.
+func (f *attackFixture) planIntact(t *testing.T) {
+	t.Helper()
+	got, err := f.api.Restore(context.Background(), "c", f.planned.ID)
+	if err != nil {
+		t.Fatalf("the plan: %v", err)
+	}
+	if string(got.Plan) != "[]" {
+		t.Errorf("the plan the API wrote was rewritten by what ingest planted: %s", got.Plan)
+	}
+}
+
+// TestSeparateDatabaseRolesAgainstPlantedSQL: what a stolen ingest
+// credential can put into what the API reads (a row-security policy, a
+// function a view calls, a view) never runs with a right on the API's
+// schema, and the restore log's expiry takes no cutoff from ingest beyond
+// the API's own retention.
+func TestSeparateDatabaseRolesAgainstPlantedSQL(t *testing.T) {
+	ctx := context.Background()
+	t.Run("policy", func(t *testing.T) {
+		f := newAttackFixture(t)
+		f.plant(t, plantedSQL)
+		f.plant(t, `ALTER TABLE object_versions ENABLE ROW LEVEL SECURITY`)
+		f.plant(t, `CREATE POLICY planted ON object_versions USING (public.rewrite_plans())`)
+		if got, err := f.reader.Changes(ctx, store.ChangeQuery{Cluster: "c", Limit: 10}); err == nil {
+			t.Errorf("a read of object_versions under a planted policy: %d changes, no error; want an error", len(got))
+		}
+		f.planIntact(t)
+	})
+	t.Run("function", func(t *testing.T) {
+		f := newAttackFixture(t)
+		f.plant(t, `CREATE OR REPLACE FUNCTION k8s_time(v text) RETURNS timestamptz LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    BEGIN
+        EXECUTE 'UPDATE options_record_api.restores SET plan = ''[{"forged":true}]''';
+    EXCEPTION WHEN OTHERS THEN NULL;
+    END;
+    RETURN NULL;
+END
+$$`)
+		got, err := f.reader.Deletions(ctx, store.DeletionQuery{Cluster: "c", Limit: 10})
+		t.Logf("deletions through the replaced k8s_time: %d, %v", len(got), err)
+		f.planIntact(t)
+	})
+	t.Run("view", func(t *testing.T) {
+		f := newAttackFixture(t)
+		f.plant(t, plantedSQL)
+		f.plant(t, `DO $$ BEGIN
+    EXECUTE 'CREATE OR REPLACE VIEW deletions AS SELECT * FROM (' || rtrim(pg_get_viewdef('deletions'), '; ') || ') d WHERE public.rewrite_plans()';
+END $$`)
+		got, err := f.reader.Deletions(ctx, store.DeletionQuery{Cluster: "c", Limit: 10})
+		t.Logf("deletions through the replaced view: %d, %v", len(got), err)
+		f.planIntact(t)
+	})
+	t.Run("infinite cutoff", func(t *testing.T) {
+		f := newAttackFixture(t)
+		f.plant(t, `INSERT INTO record_retention (cutoff) VALUES ('infinity')
+ON CONFLICT (singleton) DO UPDATE SET cutoff = EXCLUDED.cutoff`)
+		n, err := f.api.ExpireRestores(ctx, f.reader, time.Now().Add(-30*24*time.Hour))
+		t.Logf("expiry by an infinite cutoff: %d, %v", n, err)
+		if _, err := f.api.Restore(ctx, "c", f.planned.ID); err != nil {
+			t.Errorf("a plan made now, after expiry by the cutoff ingest wrote: %v; want it kept", err)
+		}
+	})
 }

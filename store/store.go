@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"strconv"
 	"time"
@@ -55,6 +54,24 @@ type Store struct {
 // a primary one answers ErrNotPrepared, without reaching the database,
 // until Prepare has succeeded.
 func Connect(opts Options) (*Store, error) {
+	cfg, err := poolConfig(&opts)
+	if err != nil {
+		return nil, err
+	}
+	// pgxpool connects lazily (no minimum of idle connections is set): this
+	// context is used for no I/O.
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: connect: %w", err)
+	}
+	s := &Store{pool: &gatedPool{raw: pool}, conn: cfg.ConnConfig, log: opts.Logger,
+		parts: newPartitions(opts.PartitionsAhead), secondary: opts.Secondary}
+	s.pool.prepared.Store(opts.Secondary)
+	return s, nil
+}
+
+// poolConfig is the pool configuration of opts, with opts' defaults set.
+func poolConfig(opts *Options) (*pgxpool.Config, error) {
 	if opts.URL == "" {
 		return nil, errors.New("store: no database URL")
 	}
@@ -71,37 +88,35 @@ func Connect(opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	params := cfg.ConnConfig.RuntimeParams
 	// The write path's duplicate lookups run as prepared statements; a
 	// generic plan cached before the first ANALYZE of a new partition would
 	// scan it sequentially on every batch. Plan each execution instead.
-	if _, ok := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !ok {
-		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	if _, ok := params["plan_cache_mode"]; !ok {
+		params["plan_cache_mode"] = "force_custom_plan"
 	}
 	// Every query of the store reads or writes a page of rows by index. JIT
 	// compiles a query whose estimate passes jit_above_cost, a guess that a
 	// skewed estimate passes easily: a user's day of changes on a record of
 	// 5 million versions spent 40-50 ms compiling a query that runs in 2.
-	if _, ok := cfg.ConnConfig.RuntimeParams["jit"]; !ok {
-		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	if _, ok := params["jit"]; !ok {
+		params["jit"] = "off"
 	}
+	// No row-security policy ever filters or rewrites what the store reads:
+	// a policy that would apply to a query makes it an error. The record's
+	// tables have none; one planted by whoever owns a table (the ingest
+	// role, for the API's reads) is refused instead of run as the reader.
+	// Not overridable from the URL.
+	params["row_security"] = "off"
 	for param, d := range map[string]time.Duration{
 		"statement_timeout":                   opts.StatementTimeout,
 		"idle_in_transaction_session_timeout": opts.IdleInTransactionTimeout,
 	} {
 		if d > 0 {
-			cfg.ConnConfig.RuntimeParams[param] = strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+			params[param] = strconv.FormatInt(max(d.Milliseconds(), 1), 10)
 		}
 	}
-	// pgxpool connects lazily (no minimum of idle connections is set): this
-	// context is used for no I/O.
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		return nil, fmt.Errorf("store: connect: %w", err)
-	}
-	s := &Store{pool: &gatedPool{raw: pool}, conn: cfg.ConnConfig, log: opts.Logger,
-		parts: newPartitions(opts.PartitionsAhead), secondary: opts.Secondary}
-	s.pool.prepared.Store(opts.Secondary)
-	return s, nil
+	return cfg, nil
 }
 
 // Prepare applies the migrations and creates the event partitions around
@@ -120,13 +135,6 @@ func (s *Store) Prepare(ctx context.Context) error {
 	}
 	s.pool.prepared.Store(true)
 	return nil
-}
-
-// PrepareAPI applies the restore API's own migrations (MigrateAPI) with
-// this store's connection settings: the API's role owns what they create.
-// An ingest-only process never calls it.
-func (s *Store) PrepareAPI(ctx context.Context) error {
-	return MigrateAPI(ctx, s.conn, s.log)
 }
 
 // Open connects to PostgreSQL and prepares the store (Connect, then
@@ -181,55 +189,24 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	return up(ctx, p, log)
 }
 
-// APISchema is the schema the restore API owns: its restores and plans, and
-// its migrations' goose table. The ingest role has no privilege on it.
-const APISchema = "options_record_api"
-
-// MigrateAPI applies the restore API's own migrations (migrations/api) to
-// the schema APISchema, creating the schema first if it does not exist and
-// the role may (a database administrator who splits the roles creates it,
-// owned by the API's role: deploy/components/postgres/roles.sql). It needs
-// no privilege on the record's tables but SELECT, and the record's own
-// migrations need not have run.
-func MigrateAPI(ctx context.Context, cc *pgx.ConnConfig, log *slog.Logger) error {
-	cc = cc.Copy()
-	cc.RuntimeParams["statement_timeout"] = "0"
-	db := stdlib.OpenDB(*cc)
-	defer db.Close()
-	var exists bool
-	if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", APISchema).Scan(&exists); err != nil {
-		return fmt.Errorf("store: API schema: %w", err)
-	}
-	if !exists {
-		if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+APISchema); err != nil {
-			return fmt.Errorf("store: create the schema %s (or have an administrator create it, owned by this role: deploy/components/postgres/roles.sql): %w", APISchema, err)
-		}
-	}
-	locker, err := newMigrationLocker(apiMigrationLockID)
-	if err != nil {
-		return err
-	}
-	sub, err := fs.Sub(migrations.FS, "api")
-	if err != nil {
-		return fmt.Errorf("store: API migrations: %w", err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sub, goose.WithSessionLocker(locker),
-		goose.WithTableName(APISchema+".goose_db_version"))
-	if err != nil {
-		return fmt.Errorf("store: API migrations: %w", err)
-	}
-	return up(ctx, p, log)
+func up(ctx context.Context, p *goose.Provider, log *slog.Logger) error {
+	_, err := upApplied(ctx, p, log)
+	return err
 }
 
-func up(ctx context.Context, p *goose.Provider, log *slog.Logger) error {
+// upApplied applies p's pending migrations and returns the versions it
+// applied.
+func upApplied(ctx context.Context, p *goose.Provider, log *slog.Logger) ([]int64, error) {
 	res, err := p.Up(ctx)
 	if err != nil {
-		return fmt.Errorf("store: apply migrations: %w", err)
+		return nil, fmt.Errorf("store: apply migrations: %w", err)
 	}
+	var applied []int64
 	for _, r := range res {
 		log.Info("applied migration", "version", r.Source.Version, "path", r.Source.Path, "duration", r.Duration)
+		applied = append(applied, r.Source.Version)
 	}
-	return nil
+	return applied, nil
 }
 
 // Transact runs fn in a transaction and commits it, retrying the whole

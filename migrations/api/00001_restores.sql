@@ -10,9 +10,13 @@
 -- start-up; the record's own migrations are the ingest role's.
 --
 -- Before this migration set the restores lived in public.restores, a table
--- the ingest role owns. The first migration copies its rows here; the old
--- table is left as it was (nothing reads it any more) for the operator to
--- drop (docs/upgrading.md).
+-- the ingest role owns. When this migration runs, the API copies its rows
+-- here, read through the record's reader (store.APIStore.Prepare): no
+-- statement run as this schema's owner reads anything the ingest role
+-- owns, whose policies, functions and views would run with the owner's
+-- rights. (This file read public.restores itself until then; installs
+-- that ran it before are unchanged.) The old table is left as it was
+-- (nothing reads it any more) for the operator to drop (docs/upgrading.md).
 
 -- +goose Up
 CREATE TABLE options_record_api.restores (
@@ -45,23 +49,6 @@ CREATE INDEX restores_time ON options_record_api.restores (cluster, created_at);
 CREATE UNIQUE INDEX restores_object_name ON options_record_api.restores
     (cluster, username, coalesce(user_uid, ''), object_namespace, object_name)
     WHERE object_name IS NOT NULL AND NOT dry_run;
-
--- +goose StatementBegin
-DO $$
-BEGIN
-    IF to_regclass('public.restores') IS NOT NULL AND has_table_privilege('public.restores', 'SELECT') THEN
-        INSERT INTO options_record_api.restores (cluster, id, kind, created_at, username, user_uid, user_groups,
-            user_extra, request, plan, dry_run, state, executed_at, finished_at, outcome, plan_id,
-            object_namespace, object_name)
-        SELECT cluster, id, kind, created_at, username, user_uid, user_groups,
-            user_extra, request, plan, dry_run, state, executed_at, finished_at, outcome, plan_id,
-            object_namespace, object_name
-        FROM public.restores
-        ON CONFLICT DO NOTHING;
-    END IF;
-END
-$$;
--- +goose StatementEnd
 
 -- +goose Down
 DROP TABLE options_record_api.restores;

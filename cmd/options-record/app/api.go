@@ -22,6 +22,7 @@ import (
 	"github.com/options-record/options-record/api/restore"
 	"github.com/options-record/options-record/api/restoreapi"
 	"github.com/options-record/options-record/cmd/options-record/app/certs"
+	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
 )
@@ -93,11 +94,14 @@ type AggregatedOptions struct {
 // apiIdleInTransaction ends an API session left idle in a transaction.
 const apiIdleInTransaction = 10 * time.Second
 
-// openAPIStore opens the API's own pool on the database the ingest's store
-// migrates, and applies the API's own migrations: few connections, every statement bounded, so that reads can
-// neither starve the ingest of connections nor run without end.
-func openAPIStore(ctx context.Context, url string, o *APIOptions, log *slog.Logger) (*store.Store, error) {
-	so := store.Options{URL: url, MaxConns: o.MaxConns, StatementTimeout: o.StatementTimeout,
+// openAPIStores opens the API's two pools, each its own login: reader
+// reads the record (db.URL), owner keeps the restores and plans in the
+// schema options_record_api (db.APIURL) and never reads the record
+// (store.APIStore); then it applies the API's own migrations. Few
+// connections, every statement bounded, so that reads can neither starve
+// the ingest of connections nor run without end.
+func openAPIStores(ctx context.Context, db *database, o *APIOptions, log *slog.Logger) (reader *store.Store, owner *store.APIStore, err error) {
+	so := store.Options{URL: db.URL, MaxConns: o.MaxConns, StatementTimeout: o.StatementTimeout,
 		IdleInTransactionTimeout: apiIdleInTransaction, Secondary: true, Logger: log}
 	if so.MaxConns <= 0 {
 		so.MaxConns = 4
@@ -105,18 +109,19 @@ func openAPIStore(ctx context.Context, url string, o *APIOptions, log *slog.Logg
 	if so.StatementTimeout <= 0 {
 		so.StatementTimeout = 30 * time.Second
 	}
-	st, err := store.Open(ctx, so)
-	if err != nil {
-		return nil, fmt.Errorf("restore API: database pool: %w", err)
+	if reader, err = store.Open(ctx, so); err != nil {
+		return nil, nil, fmt.Errorf("restore API: database pool: %w", err)
 	}
 	// The restores and plans live in the API's own schema, under its own
 	// migrations: with separate database roles, the ingest role can neither
-	// write them nor create that schema.
-	if err := st.PrepareAPI(ctx); err != nil {
-		st.Close()
-		return nil, fmt.Errorf("restore API: %w", err)
+	// write them nor create that schema, and nothing the ingest role owns
+	// ever runs as their owner.
+	so.URL, so.Secondary = db.APIURL, false
+	if owner, err = store.OpenAPI(ctx, so, reader); err != nil {
+		reader.Close()
+		return nil, nil, fmt.Errorf("restore API: %w", err)
 	}
-	return st, nil
+	return reader, owner, nil
 }
 
 // runAPI starts the restore API and returns a function that stops it.
@@ -126,21 +131,22 @@ func openAPIStore(ctx context.Context, url string, o *APIOptions, log *slog.Logg
 // one (standalone) the API is read-only, listens on loopback only and
 // accepts the static token of TokenFile (generated in the data directory
 // when not given).
-func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, dg *model.SecretDigester, log *slog.Logger) (stop func(context.Context) error, err error) {
+func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, db *database, dg *model.SecretDigester, log *slog.Logger) (stop func(context.Context) error, err error) {
 	log = log.With("component", "restore-api")
-	st, err := openAPIStore(ctx, dbURL, o, log)
+	st, owner, err := openAPIStores(ctx, db, o, log)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
+			owner.Close()
 			st.Close()
 		}
 	}()
 	// Page cursors are sealed with a key the replicas share (they share the
 	// digest key), so a page from one replica continues on another.
 	hopts := history.Options{Reader: st, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors")}
-	opts := restore.Options{Reader: st, Log: st, Cluster: so.Cluster, Logger: log, MaxPlanSteps: o.MaxPlanObjects, MaxUndoRows: o.MaxUndoRows}
+	opts := restore.Options{Reader: st, Log: owner, Cluster: so.Cluster, Logger: log, MaxPlanSteps: o.MaxPlanObjects, MaxUndoRows: o.MaxUndoRows}
 	// One per-caller cap for both front doors: a caller gets no more
 	// requests at once by using the direct API and kubectl together.
 	// And one limit of unauthenticated requests: bad tokens spend one budget
@@ -222,7 +228,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 	expired := make(chan struct{})
 	go func() {
 		defer close(expired)
-		expireRestores(expireCtx, st, time.Hour, log)
+		expireRestores(expireCtx, owner, st, maxRetention(so.Rules.MaxRetention), time.Hour, log)
 	}()
 	mode := "cluster"
 	if so.Kube == nil {
@@ -239,6 +245,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 		}
 		stopExpiring()
 		<-expired
+		owner.Close()
 		st.Close()
 		return err
 	}, nil
@@ -246,14 +253,16 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, dbURL string, 
 
 // expireRestores deletes, at start and then every interval, the restores
 // and plans made before the record's retention cutoff, which the ingest
-// role's retention pass records: they go with the record, and only the
-// API's role writes them. Every replica runs it; the deletes are bounded
-// and idempotent.
-func expireRestores(ctx context.Context, st *store.Store, every time.Duration, log *slog.Logger) {
+// role's retention pass records (read through reader), and never one made
+// within the API's own longest retention (--max-retention): a cutoff the
+// ingest role sets to infinity does not erase the restore log. They go with
+// the record, and only the API's role writes them. Every replica runs it;
+// the deletes are bounded and idempotent.
+func expireRestores(ctx context.Context, owner *store.APIStore, reader *store.Store, keep time.Duration, every time.Duration, log *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if n, err := st.ExpireRestores(ctx); err != nil {
+		if n, err := owner.ExpireRestores(ctx, reader, time.Now().Add(-keep)); err != nil {
 			if ctx.Err() == nil {
 				log.Error("expire restores and plans", "err", err)
 			}
@@ -266,6 +275,14 @@ func expireRestores(ctx context.Context, st *store.Store, every time.Duration, l
 		case <-t.C:
 		}
 	}
+}
+
+// maxRetention is --max-retention, or its default when unset.
+func maxRetention(d time.Duration) time.Duration {
+	if d <= 0 {
+		return filter.DefaultMaxRetention
+	}
+	return d
 }
 
 // runAggregated serves the record through the kube-apiserver: the generic

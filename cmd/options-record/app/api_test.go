@@ -37,20 +37,26 @@ func TestAPIPoolIsItsOwnAndBounded(t *testing.T) {
 		{"flags", APIOptions{MaxConns: 2, StatementTimeout: 250 * time.Millisecond}, 2, "250ms", "10s"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			api, err := openAPIStore(ctx, dsn, &tt.o, slog.New(slog.DiscardHandler))
+			api, owner, err := openAPIStores(ctx, &database{URL: dsn, APIURL: dsn}, &tt.o, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer api.Close()
+			defer owner.Close()
 			if api.Pool() == ingest.Pool() || api.Pool().Config().MaxConns != tt.conns {
 				t.Fatalf("API pool: shared %v, MaxConns %d, want its own with %d", api.Pool() == ingest.Pool(), api.Pool().Config().MaxConns, tt.conns)
 			}
-			var timeout, idleTx string
-			if err := api.Pool().QueryRow(ctx, "SELECT current_setting('statement_timeout'), current_setting('idle_in_transaction_session_timeout')").Scan(&timeout, &idleTx); err != nil {
-				t.Fatal(err)
+			if owner.Pool().Config().MaxConns != tt.conns {
+				t.Errorf("API owner's pool: MaxConns %d, want %d", owner.Pool().Config().MaxConns, tt.conns)
 			}
-			if timeout != tt.timeout || idleTx != tt.idleTx {
-				t.Errorf("API session: statement_timeout %s, idle_in_transaction_session_timeout %s, want %s and %s", timeout, idleTx, tt.timeout, tt.idleTx)
+			for name, pool := range map[string]*pgxpool.Pool{"reader": api.Pool(), "owner": owner.Pool()} {
+				var timeout, idleTx string
+				if err := pool.QueryRow(ctx, "SELECT current_setting('statement_timeout'), current_setting('idle_in_transaction_session_timeout')").Scan(&timeout, &idleTx); err != nil {
+					t.Fatal(err)
+				}
+				if timeout != tt.timeout || idleTx != tt.idleTx {
+					t.Errorf("API %s session: statement_timeout %s, idle_in_transaction_session_timeout %s, want %s and %s", name, timeout, idleTx, tt.timeout, tt.idleTx)
+				}
 			}
 			// Every API connection busy: the ingest is not kept waiting.
 			var held []*pgxpool.Conn
@@ -73,11 +79,12 @@ func TestAPIPoolIsItsOwnAndBounded(t *testing.T) {
 			}
 		})
 	}
-	api, err := openAPIStore(ctx, dsn, &APIOptions{StatementTimeout: 200 * time.Millisecond}, slog.New(slog.DiscardHandler))
+	api, owner, err := openAPIStores(ctx, &database{URL: dsn, APIURL: dsn}, &APIOptions{StatementTimeout: 200 * time.Millisecond}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer api.Close()
+	defer owner.Close()
 	var pe *pgconn.PgError
 	if _, err := api.Pool().Exec(ctx, "SELECT pg_sleep(5)"); !errors.As(err, &pe) || pe.Code != "57014" {
 		t.Errorf("a 5 s statement on the API pool: %v, want query_canceled (57014)", err)

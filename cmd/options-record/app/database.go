@@ -19,6 +19,11 @@ import (
 type DatabaseOptions struct {
 	URL     string
 	DataDir string
+	// APIURL is the restore API's own login (serve): the owner of the
+	// schema options_record_api, which never reads the record; the API
+	// reads the record through URL. Empty: URL for both (one role, as the
+	// embedded default has it: no separation of the two).
+	APIURL string
 }
 
 // dsnFile is where a running embedded server's connection string is kept,
@@ -27,8 +32,11 @@ const dsnFile = "postgres.dsn"
 
 // database is an open database choice: a URL and how to release it.
 type database struct {
-	URL  string
-	stop func(context.Context) error
+	URL string
+	// APIURL is the restore API's own login (DatabaseOptions.APIURL), URL
+	// when none is given.
+	APIURL string
+	stop   func(context.Context) error
 }
 
 // Close stops a database this process started.
@@ -44,7 +52,14 @@ func (d *database) Close(ctx context.Context) error {
 // reuse, an embedded server another command already runs there is used.
 func openDatabase(ctx context.Context, o DatabaseOptions, reuse bool, log *slog.Logger) (*database, error) {
 	if o.URL != "" {
-		return &database{URL: o.URL}, nil
+		api := o.APIURL
+		if api == "" {
+			api = o.URL
+		}
+		return &database{URL: o.URL, APIURL: api}, nil
+	}
+	if o.APIURL != "" {
+		return nil, errors.New("--api-database-url needs --database-url (the record's reader): the embedded PostgreSQL has one role")
 	}
 	if o.DataDir == "" {
 		return nil, errors.New("no --database-url and no --data-dir for the embedded PostgreSQL")
@@ -55,7 +70,7 @@ func openDatabase(ctx context.Context, o DatabaseOptions, reuse bool, log *slog.
 	}
 	if reuse {
 		if url, ok := runningEmbedded(ctx, dir); ok {
-			return &database{URL: url}, nil
+			return &database{URL: url, APIURL: url}, nil
 		}
 	}
 	// Private: it holds the generated keys and tokens and the connection
@@ -74,7 +89,7 @@ func openDatabase(ctx context.Context, o DatabaseOptions, reuse bool, log *slog.
 	url := srv.ConnString()
 	_ = os.WriteFile(filepath.Join(dir, dsnFile), []byte(url+"\n"), 0o600)
 	log.Info("embedded PostgreSQL started", "data_dir", dir)
-	return &database{URL: url, stop: func(ctx context.Context) error {
+	return &database{URL: url, APIURL: url, stop: func(ctx context.Context) error {
 		_ = os.Remove(filepath.Join(dir, dsnFile))
 		return srv.Stop(ctx)
 	}}, nil

@@ -136,5 +136,5 @@ func prepareStore(ctx context.Context, st *store.Store) error {
 
 // startAPI is the restore API component.
 func (p *process) startAPI(ctx context.Context) (func(context.Context) error, error) {
-	return runAPI(ctx, p.o.API, &p.o, p.db.URL, p.digester, p.log)
+	return runAPI(ctx, p.o.API, &p.o, p.db, p.digester, p.log)
 }

@@ -145,7 +145,9 @@ func tlsClient(t *testing.T, dataDir string) *http.Client {
 
 // TestServeAPIRoleOnly: with --roles=api the process answers the restore
 // API and its probes, opens no webhook port and needs no webhook
-// credentials (it generates none).
+// credentials (it generates none). It logs in as the shipped roles: the
+// record's reader (--database-url) and the owner of the API's schema
+// (--api-database-url), which may not read the record.
 func TestServeAPIRoleOnly(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -156,15 +158,15 @@ func TestServeAPIRoleOnly(t *testing.T) {
 	// Ingest owns the schema: on a database of its own the API role does
 	// not migrate it (so it can log in with a role that only reads the
 	// record), and reads what ingest prepared.
-	dsn := pgtest.NewDatabase(t)
-	ingest, err := store.Open(context.Background(), store.Options{URL: dsn})
+	roles := pgtest.NewRoles(t)
+	ingest, err := store.Open(context.Background(), store.Options{URL: roles.Ingest})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ingest.Close()
 	webhook, metrics := startServe(t, ServeOptions{
 		Roles:       []Role{RoleAPI},
-		Database:    DatabaseOptions{URL: dsn, DataDir: dir},
+		Database:    DatabaseOptions{URL: roles.Reader, APIURL: roles.API, DataDir: dir},
 		WebhookAddr: webhookAddr, MetricsAddr: "127.0.0.1:0",
 		API: &APIOptions{Addr: apiAddr}, Listen: ls.listen,
 	})

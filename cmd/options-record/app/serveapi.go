@@ -25,11 +25,13 @@ func serveAPI(ctx context.Context, o ServeOptions, log *slog.Logger) error {
 	p := newProcess(o, digester, log)
 	err = p.lc.run(ctx,
 		component{"database", p.openDatabase},
-		// On a database of its own (--database-url), the API role neither
-		// migrates the schema nor creates partitions: ingest owns the
-		// record, so the API can log in with a role that may only read it
-		// and write the restores table (deploy/README.md). The embedded
-		// database it starts itself, it prepares.
+		// On a database of its own (--database-url), the API neither
+		// migrates the record nor creates partitions: ingest owns the
+		// record, so the API reads it as a role that may only read it
+		// (--database-url) and keeps its restores as another
+		// (--api-database-url), which reads nothing of the record
+		// (deploy/README.md). The embedded database it starts itself, it
+		// prepares.
 		p.openStore(store.Options{Logger: log, MaxConns: 2, Secondary: o.Database.URL != ""}, false),
 		// Ready (/readyz) once every component has started.
 		p.metricsSrv.component(o.MetricsAddr, o.listen, p.lc),

@@ -20,6 +20,7 @@ const reference = "../../../../docs/command-line-flags.txt"
 func TestFlagReference(t *testing.T) {
 	// Defaults read from the environment are documented as unset.
 	t.Setenv("OPTIONS_RECORD_DATABASE_URL", "")
+	t.Setenv("OPTIONS_RECORD_API_DATABASE_URL", "")
 	t.Setenv("POD_NAME", "")
 	var b bytes.Buffer
 	b.WriteString("# options-record command-line flags\n#\n# Generated from each command's --help by\n" +
@@ -57,6 +58,8 @@ func TestValidate(t *testing.T) {
 		{"aggregated with api", []string{"-api-bind-address", ":8444", "-aggregated-bind-address", ":8445"}, true},
 		{"unknown role", []string{"-roles", "ingest,web"}, false},
 		{"both roles", []string{"-roles", "ingest, api"}, true},
+		{"api database without the reader's", []string{"-api-database-url", "postgres://api@db/r"}, false},
+		{"api database and the reader's", []string{"-database-url", "postgres://reader@db/r", "-api-database-url", "postgres://api@db/r"}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,7 +82,8 @@ func TestServeConfig(t *testing.T) {
 	fs := FlagSet("serve", o, &bytes.Buffer{})
 	args := []string{"-api-bind-address", ":8444", "-api-audiences", "a, b", "-aggregated-bind-address", ":8445",
 		"-aggregated-requestheader-allowed-names", "front-proxy-client", "-kubeconfig", "kc", "-roles", "api",
-		"-webhook-client-cn", "x", "-webhook-client-cn", "y", "-tenant-secret-data"}
+		"-webhook-client-cn", "x", "-webhook-client-cn", "y", "-tenant-secret-data",
+		"-database-url", "postgres://reader@db/r", "-api-database-url", "postgres://api@db/r"}
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +93,9 @@ func TestServeConfig(t *testing.T) {
 	}
 	if got := fmt.Sprint(c.API.Audiences, c.API.Aggregated.RequestHeaderAllowedNames, c.Roles, c.ClientCNs, c.Rules.TenantSecretData); got != "[a b] [front-proxy-client] [api] [x y] true" {
 		t.Errorf("config = %s", got)
+	}
+	if c.Database.URL != "postgres://reader@db/r" || c.Database.APIURL != "postgres://api@db/r" {
+		t.Errorf("database URLs: %q and the API's %q", c.Database.URL, c.Database.APIURL)
 	}
 	if c.API.MaxInFlight != 16 || c.MaxBodyBytes != 0 || c.ChunkBytes != 16<<20 || c.Rules.MaxRetention.Hours() != 2160 {
 		t.Errorf("defaults lost: %d %d %d %v", c.API.MaxInFlight, c.MaxBodyBytes, c.ChunkBytes, c.Rules.MaxRetention)

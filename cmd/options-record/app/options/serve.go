@@ -17,6 +17,7 @@ type Serve struct {
 	Rules
 
 	Roles              commaList
+	APIDatabaseURL     string
 	WebhookAddr        string
 	TLSCertFile        string
 	TLSKeyFile         string
@@ -58,6 +59,7 @@ func (o *Serve) AddFlags(fs *flag.FlagSet) {
 	o.Common.addFlags(fs)
 	o.Rules.addFlags(fs)
 	fs.Var(&o.Roles, "roles", "comma-separated parts this process runs: ingest (webhook, rule sync, baselines, retention) and api (the restore API, which impersonates callers); default ingest,api (the API only with --api-bind-address). The default install runs each in its own workload and service account")
+	fs.StringVar(&o.APIDatabaseURL, "api-database-url", os.Getenv("OPTIONS_RECORD_API_DATABASE_URL"), "PostgreSQL connection string of the restore API's own role, which owns the schema options_record_api (its restores and plans) and reads nothing of the record; the API reads the record through --database-url (the reader role). Empty: --database-url for both, one role with no separation (env OPTIONS_RECORD_API_DATABASE_URL)")
 	fs.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8443", "address of the HTTPS audit webhook")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serving certificate (reloaded when it changes); empty: self-signed under --data-dir")
 	fs.StringVar(&o.TLSKeyFile, "tls-key-file", "", "serving key")
@@ -114,6 +116,9 @@ func (o *Serve) Validate() error {
 	if o.Aggregated.Addr != "" && o.API.Addr == "" {
 		return errors.New("--aggregated-bind-address needs --api-bind-address: the aggregated API runs in the API role")
 	}
+	if o.APIDatabaseURL != "" && o.DatabaseURL == "" {
+		return errors.New("--api-database-url needs --database-url (the record's reader): the embedded PostgreSQL has one role")
+	}
 	if o.API.RecordAddr != "" && o.API.Addr == "" {
 		return errors.New("--record-bind-address needs --api-bind-address: the record is served by the API role")
 	}
@@ -137,6 +142,7 @@ func (o *Serve) Config(logs io.Writer) app.ServeOptions {
 		WebhookHTTP2: o.WebhookHTTP2, MetricsAddr: o.MetricsAddr, JournalDir: o.JournalDir,
 		SecretDigestKeyFile: o.SecretDigestKeyFile,
 	}
+	c.Database.APIURL = o.APIDatabaseURL
 	for _, r := range o.Roles {
 		c.Roles = append(c.Roles, app.Role(r))
 	}

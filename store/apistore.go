@@ -1,0 +1,234 @@
+package store
+
+// The restore API's own pool: the owner of the schema APISchema, which
+// never reads what the ingest role owns.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/options-record/options-record/migrations"
+)
+
+// APISchema is the schema the restore API owns: its restores and plans, and
+// its migrations' goose table. The ingest role and the record's reader have
+// no privilege on it.
+const APISchema = "options_record_api"
+
+// APIStore is the restore API's log of restores and plans, in APISchema,
+// on a pool of its own that logs in as the schema's owner. That pool never
+// reads the record: PostgreSQL runs what a table's owner attached to it (a
+// row-security policy, a function a view calls, a view) with the rights of
+// the role that reads it, so the role that may write the restores must
+// never read a table, view or function the ingest role owns. Its sessions'
+// search_path is APISchema alone, and none of its statements names
+// anything in public; the record is read through a Store that logs in as
+// another role (the reader), and what the API needs from it (the
+// retention cutoff) is passed as a parameter.
+type APIStore struct {
+	pool *gatedPool
+	conn *pgx.ConnConfig
+	log  *slog.Logger
+}
+
+// ConnectAPI makes the restore API's store without any I/O; it answers
+// ErrNotPrepared until Prepare has applied its migrations. Of opts, URL,
+// MaxConns, Logger and the timeouts apply.
+func ConnectAPI(opts Options) (*APIStore, error) {
+	cfg, err := poolConfig(&opts)
+	if err != nil {
+		return nil, err
+	}
+	// Nothing outside the API's own schema resolves (pg_catalog is always
+	// searched first), whatever the URL says.
+	cfg.ConnConfig.RuntimeParams["search_path"] = APISchema
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: connect: %w", err)
+	}
+	return &APIStore{pool: &gatedPool{raw: pool}, conn: cfg.ConnConfig, log: opts.Logger}, nil
+}
+
+// OpenAPI connects the restore API's store and prepares it (ConnectAPI,
+// then Prepare with record).
+func OpenAPI(ctx context.Context, opts Options, record *Store) (*APIStore, error) {
+	a, err := ConnectAPI(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Prepare(ctx, record); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// Close releases the pool.
+func (a *APIStore) Close() { a.pool.raw.Close() }
+
+// Pool exposes the connection pool (tests, and read-side packages of this
+// module).
+func (a *APIStore) Pool() *pgxpool.Pool { return a.pool.raw }
+
+// Ping checks that the database answers.
+func (a *APIStore) Ping(ctx context.Context) error {
+	if err := a.pool.raw.Ping(ctx); err != nil {
+		return fmt.Errorf("store: ping: %w", err)
+	}
+	return nil
+}
+
+// Prepare applies the restore API's own migrations (migrations/api) to
+// APISchema, creating the schema first if it does not exist and the role
+// may (a database administrator who splits the roles creates it, owned by
+// the API's role: deploy/components/postgres/roles.sql). The record's own
+// migrations need not have run, nor be finished: nothing here reads the
+// record. When it creates the restores table (the API's first start on
+// this release), it copies the restores an older release kept in
+// public.restores, read through record (the reader's pool; nil: none).
+func (a *APIStore) Prepare(ctx context.Context, record *Store) error {
+	if a.pool.prepared.Load() {
+		return nil
+	}
+	cc := a.conn.Copy()
+	cc.RuntimeParams["statement_timeout"] = "0"
+	db := stdlib.OpenDB(*cc)
+	defer db.Close()
+	// One replica creates the schema: CREATE SCHEMA IF NOT EXISTS run by
+	// two sessions at once fails one of them (a unique violation).
+	err := pgx.BeginFunc(ctx, a.pool.raw, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(apiSchemaLockID)); err != nil {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", APISchema).Scan(&exists); err != nil || exists {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+APISchema); err != nil {
+			return fmt.Errorf("create the schema %s (or have an administrator create it, owned by this role: deploy/components/postgres/roles.sql): %w", APISchema, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: API schema: %w", err)
+	}
+	locker, err := newMigrationLocker(apiMigrationLockID)
+	if err != nil {
+		return err
+	}
+	sub, err := fs.Sub(migrations.FS, "api")
+	if err != nil {
+		return fmt.Errorf("store: API migrations: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sub, goose.WithSessionLocker(locker),
+		goose.WithTableName(APISchema+".goose_db_version"))
+	if err != nil {
+		return fmt.Errorf("store: API migrations: %w", err)
+	}
+	applied, err := upApplied(ctx, p, a.log)
+	if err != nil {
+		return err
+	}
+	a.pool.prepared.Store(true)
+	if slices.Contains(applied, 1) && record != nil {
+		n, err := a.copyOldRestores(ctx, record)
+		if err != nil {
+			// The old rows stay in public.restores; the API runs without
+			// them rather than not at all.
+			a.log.Error("restores of an older release not copied (they stay in public.restores)", "err", err)
+		} else if n > 0 {
+			a.log.Info("restores of an older release copied", "rows", n)
+		}
+	}
+	return nil
+}
+
+// oldRestoresSQL reads public.restores as the reader, each row as a JSON
+// object: the columns an older release's record has (the record's
+// migrations may be running at the same time, and add columns) are there,
+// the others are absent.
+const oldRestoresSQL = `SELECT to_jsonb(r) FROM public.restores r`
+
+type oldRestore struct {
+	Cluster         string          `json:"cluster"`
+	ID              string          `json:"id"`
+	Kind            string          `json:"kind"`
+	CreatedAt       time.Time       `json:"created_at"`
+	Username        string          `json:"username"`
+	UserUID         *string         `json:"user_uid"`
+	UserGroups      []string        `json:"user_groups"`
+	UserExtra       json.RawMessage `json:"user_extra"`
+	Request         json.RawMessage `json:"request"`
+	Plan            json.RawMessage `json:"plan"`
+	DryRun          bool            `json:"dry_run"`
+	State           string          `json:"state"`
+	ExecutedAt      *time.Time      `json:"executed_at"`
+	FinishedAt      *time.Time      `json:"finished_at"`
+	Outcome         json.RawMessage `json:"outcome"`
+	PlanID          *string         `json:"plan_id"`
+	ObjectNamespace *string         `json:"object_namespace"`
+	ObjectName      *string         `json:"object_name"`
+}
+
+const copyRestoreSQL = `
+INSERT INTO options_record_api.restores (cluster, id, kind, created_at, username, user_uid, user_groups, user_extra,
+    request, plan, dry_run, state, executed_at, finished_at, outcome, plan_id, object_namespace, object_name)
+VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::uuid, $17, $18)
+ON CONFLICT DO NOTHING`
+
+// copyOldRestores copies the rows of public.restores, read through record,
+// into the API's table, and returns how many it copied. A record without
+// that table (a new install whose ingest has not migrated yet) has none.
+func (a *APIStore) copyOldRestores(ctx context.Context, record *Store) (int64, error) {
+	rows, err := record.pool.raw.Query(ctx, oldRestoresSQL)
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42P01" {
+			return 0, nil
+		}
+		return 0, err
+	}
+	old, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, raw := range old {
+		var r oldRestore
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return n, fmt.Errorf("a row of public.restores: %w", err)
+		}
+		tag, err := a.pool.Exec(ctx, copyRestoreSQL, r.Cluster, r.ID, r.Kind, r.CreatedAt, r.Username, r.UserUID,
+			nonNil(r.UserGroups), nullJSON(jsonOrNil(r.UserExtra)), []byte(r.Request), []byte(r.Plan), r.DryRun, r.State,
+			r.ExecutedAt, r.FinishedAt, nullJSON(jsonOrNil(r.Outcome)), r.PlanID, r.ObjectNamespace, r.ObjectName)
+		if err != nil {
+			return n, fmt.Errorf("copy restore %s: %w", r.ID, err)
+		}
+		n += tag.RowsAffected()
+	}
+	return n, nil
+}
+
+// jsonOrNil is nil for an absent or null JSON value.
+func jsonOrNil(m json.RawMessage) []byte {
+	if len(m) == 0 || string(m) == "null" {
+		return nil
+	}
+	return m
+}
