@@ -59,6 +59,26 @@ func (p *partitions) forget(times []time.Time) {
 	}
 }
 
+// checkPartitionSQL says whether the relation $1 is a partition of
+// public.events, and who owns it.
+const checkPartitionSQL = `
+SELECT c.relispartition AND EXISTS (SELECT 1 FROM pg_inherits i
+                                    WHERE i.inhrelid = c.oid AND i.inhparent = 'public.events'::regclass),
+       pg_get_userbyid(c.relowner)
+FROM pg_class c WHERE c.oid = $1::regclass`
+
+// ErrPartitionTaken is the name of a day's partition of events taken by a
+// relation that is not one (made by another role that may create in the
+// schema public). The day's events cannot be stored until an administrator
+// drops it; it is the database's state, not the events' fault: retryable,
+// never a reason to drop them.
+var ErrPartitionTaken = errors.New("store: a partition's name is taken (drop that relation)")
+
+// ErrNoPartition is a batch PostgreSQL found no partition of events for,
+// after the store made its days' partitions: the database's state, not the
+// events' fault (retryable, never invalid data).
+var ErrNoPartition = errors.New("store: no partition of events for the batch")
+
 // isMissingPartition reports whether err is PostgreSQL finding no
 // partition of events for a row (23514, "no partition of relation").
 func isMissingPartition(err error) bool {
@@ -98,10 +118,22 @@ func (s *Store) ensurePartitions(ctx context.Context, db interface {
 		}
 		for _, d := range missing {
 			name := partitionName(d)
-			sql := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF events FOR VALUES FROM ('%s') TO ('%s')",
+			// Schema-qualified, whatever the session's search_path.
+			sql := fmt.Sprintf("CREATE TABLE IF NOT EXISTS public.%s PARTITION OF public.events FOR VALUES FROM ('%s') TO ('%s')",
 				pgx.Identifier{name}.Sanitize(), d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
 			if _, err := tx.Exec(ctx, sql); err != nil {
 				return fmt.Errorf("create partition %s: %w", name, err)
+			}
+			// IF NOT EXISTS is satisfied by any relation of that name:
+			// one another role made (a squat) would take none of the
+			// day's events.
+			var partition bool
+			var owner string
+			if err := tx.QueryRow(ctx, checkPartitionSQL, "public."+name).Scan(&partition, &owner); err != nil {
+				return fmt.Errorf("check partition %s: %w", name, err)
+			}
+			if !partition {
+				return fmt.Errorf("public.%s, owned by %q, is not a partition of public.events: %w", name, owner, ErrPartitionTaken)
 			}
 		}
 		return nil

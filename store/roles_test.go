@@ -423,3 +423,49 @@ ON CONFLICT (singleton) DO UPDATE SET cutoff = EXCLUDED.cutoff`)
 		}
 	})
 }
+
+// TestSquattedPartition: on a server where PUBLIC may create in public (as
+// PostgreSQL 14 and older grant it), the shipped grants take that away, so
+// no other role can make a table under the name of a day's partition of
+// events; and a table made under that name anyway is found out: that day's
+// events are refused as the database's fault (retryable: the journal or a
+// 503), never dropped as invalid data.
+func TestSquattedPartition(t *testing.T) {
+	ctx := context.Background()
+	r := pgtest.NewRoles(t)
+	adm, err := pgx.Connect(ctx, r.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close(ctx)
+	ingest, err := store.Open(ctx, store.Options{URL: r.Ingest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ingest.Close()
+	at := time.Now().AddDate(0, 0, -10)
+	squat := "public.events_p" + at.UTC().Format("20060102")
+	ac, err := pgx.Connect(ctx, r.API)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close(ctx)
+	wantDenied(t, ac, "api", "CREATE TABLE "+squat+" (x int)")
+
+	// An install whose database still grants it.
+	if _, err := adm.Exec(ctx, "GRANT CREATE ON SCHEMA public TO PUBLIC"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ac.Exec(ctx, "CREATE TABLE "+squat+" (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	e, v := change("squatted", "cm", at, 10, false)
+	_, err = ingest.WriteBatch(ctx, &model.Batch{Events: e, Versions: v})
+	if err == nil {
+		t.Fatal("a batch of the squatted day was written")
+	}
+	if store.IsPermanent(err) {
+		t.Errorf("a batch of the squatted day: %v; classified as invalid data (dropped), want the database's fault", err)
+	}
+	t.Logf("a batch of the squatted day: %v", err)
+}

@@ -84,6 +84,11 @@ func (s *Store) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteResu
 		}
 		err = s.Transact(ctx, write)
 	}
+	if isMissingPartition(err) {
+		// Not the PostgreSQL error's SQLSTATE (class 23, which would make
+		// the batch invalid data, dropped): the database lacks a table.
+		return model.WriteResult{}, fmt.Errorf("%w: %d events: %v", ErrNoPartition, len(b.Events), err)
+	}
 	if err != nil {
 		return model.WriteResult{}, fmt.Errorf("store: write batch of %d events: %w", len(b.Events), err)
 	}
