@@ -68,8 +68,11 @@ func testServeAsDeployed(t *testing.T, c *cluster, vs []variant) {
 	}
 	objs := variantNamed(t, vs, "deploy").objects
 	const podName = "options-record-7d9c5-shipcheck"
-	ingest := startWorkload(t, c, bin, filepath.Join(dir, "ingest"), objs, "StatefulSet", sinkName, podName, db.Ingest, secretFiles)
-	api := startWorkload(t, c, bin, filepath.Join(dir, "api"), objs, "Deployment", apiName, "options-record-api-5f6b7-shipcheck", db.API, secretFiles)
+	ingest := startWorkload(t, c, bin, filepath.Join(dir, "ingest"), objs, "StatefulSet", sinkName, podName,
+		map[string]string{"OPTIONS_RECORD_DATABASE_URL": db.Ingest}, secretFiles)
+	// The API's two logins: the record's reader, and its own schema's owner.
+	api := startWorkload(t, c, bin, filepath.Join(dir, "api"), objs, "Deployment", apiName, "options-record-api-5f6b7-shipcheck",
+		map[string]string{"OPTIONS_RECORD_DATABASE_URL": db.Reader, "OPTIONS_RECORD_API_DATABASE_URL": db.API}, secretFiles)
 	if _, ok := ingest.ports["api-bind-address"]; ok {
 		t.Error("the ingest StatefulSet serves the restore API")
 	}
@@ -214,8 +217,8 @@ func (rw *runningWorkload) announced() map[string]string {
 
 // startWorkload starts the binary with the command line and environment of
 // the sink container of a rendered workload, as its ServiceAccount, in dir.
-func startWorkload(t *testing.T, c *cluster, bin, dir string, objs []*unstructured.Unstructured, kind, name, podName, dsn string,
-	secretFiles map[string]map[string][]byte) *runningWorkload {
+func startWorkload(t *testing.T, c *cluster, bin, dir string, objs []*unstructured.Unstructured, kind, name, podName string,
+	dsns map[string]string, secretFiles map[string]map[string][]byte) *runningWorkload {
 	t.Helper()
 	d := find(objs, kind, name)
 	if len(d) != 1 {
@@ -238,8 +241,8 @@ func startWorkload(t *testing.T, c *cluster, bin, dir string, objs []*unstructur
 			env[e.Name] = podName
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
 			env[e.Name] = sinkNamespace
-		case e.ValueFrom.SecretKeyRef != nil && e.Name == "OPTIONS_RECORD_DATABASE_URL":
-			env[e.Name] = dsn
+		case e.ValueFrom.SecretKeyRef != nil && dsns[e.Name] != "":
+			env[e.Name] = dsns[e.Name]
 		case e.ValueFrom.ResourceFieldRef != nil:
 			env[e.Name] = fmt.Sprint(ctr.Resources.Limits.Name(corev1.ResourceName(e.ValueFrom.ResourceFieldRef.Resource[len("limits."):]), "").Value())
 		default:
