@@ -43,19 +43,29 @@ type change struct{ user, ns, name string }
 
 // recordOf opens a store on a fresh database and writes the changes (one
 // second apart, through the store's write path).
-func recordOf(t *testing.T, changes ...change) *store.Store {
+func recordOf(t *testing.T, changes ...change) *testRecord {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	url := pgtest.NewDatabase(t)
+	st, err := store.Open(ctx, store.Options{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	if err := st.PrepareAPI(ctx); err != nil { // the restores table
+	api, err := store.OpenAPI(ctx, store.Options{URL: url}, st) // the restores table
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(api.Close)
 	writeChanges(t, st, 0, changes...)
-	return st
+	return &testRecord{Store: st, api: api}
+}
+
+// testRecord is the record (read as the API's reader) and the API's own
+// restores and plans, on one database.
+type testRecord struct {
+	*store.Store
+	api *store.APIStore
 }
 
 func writeChanges(t *testing.T, st *store.Store, offset int, changes ...change) {
@@ -100,15 +110,15 @@ func (a *countingAuthz) Authorize(_ context.Context, attrs authorizer.Attributes
 
 // newService is the restore service over st for the cluster "default",
 // whose apiserver is api.
-func newService(t *testing.T, st *store.Store, authz authorizer.Authorizer, api http.Handler, maxUndo int) *Service {
+func newService(t *testing.T, st *testRecord, authz authorizer.Authorizer, api http.Handler, maxUndo int) *Service {
 	t.Helper()
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	h, err := history.New(history.Options{Reader: st, Authorizer: authz, Cluster: "default"})
+	h, err := history.New(history.Options{Reader: st.Store, Authorizer: authz, Cluster: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{History: h, Reader: st, Log: st, Kube: &rest.Config{Host: srv.URL}, Cluster: "default", MaxUndoRows: maxUndo})
+	s, err := New(Options{History: h, Reader: st.Store, Log: st.api, Kube: &rest.Config{Host: srv.URL}, Cluster: "default", MaxUndoRows: maxUndo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +153,7 @@ func TestUndoScanIsBounded(t *testing.T) {
 	if err != nil || len(p.Steps) != 0 {
 		t.Fatalf("an undo over %d hidden changes (the bound): %v %+v, want an empty plan", len(hidden), err, p)
 	}
-	writeChanges(t, st, len(hidden), change{"bob", "hidden", "one-more"})
+	writeChanges(t, st.Store, len(hidden), change{"bob", "hidden", "one-more"})
 	_, err = s.CreatePlan(asCaller("alice"), "default", undoBob())
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d changes to scan", undoScanFactor*maxUndo)) {
 		t.Fatalf("an undo over %d hidden changes: %v, want refused past the scan bound", len(hidden)+1, err)
@@ -204,7 +214,7 @@ func TestExecutionOutlivesTheRequest(t *testing.T) {
 	steps := []Step{{Index: 0, Action: ActionDelete, Object: ObjectRef{APIVersion: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: "shop", Name: "doomed"},
 		Live: &LiveRef{UID: "uid-doomed", ResourceVersion: "7"}, Reason: "bob created it"}}
 	planJSON, _ := json.Marshal(steps)
-	rec, err := st.InsertRestore(context.Background(), &store.RestoreRecord{Cluster: "default", Kind: KindUndo, Username: "alice", UserUID: "uid-alice",
+	rec, err := st.api.InsertRestore(context.Background(), &store.RestoreRecord{Cluster: "default", Kind: KindUndo, Username: "alice", UserUID: "uid-alice",
 		UserGroups: []string{"system:authenticated"}, Request: []byte(`{"kind":"undo"}`), Plan: planJSON, State: store.RestorePlanned})
 	if err != nil {
 		t.Fatal(err)
