@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -137,17 +136,17 @@ func (a *APIStore) Prepare(ctx context.Context, record *Store) error {
 	if err != nil {
 		return fmt.Errorf("store: API migrations: %w", err)
 	}
-	applied, err := upApplied(ctx, p, a.log)
-	if err != nil {
+	if err := up(ctx, p, a.log); err != nil {
 		return err
 	}
 	a.pool.prepared.Store(true)
-	if slices.Contains(applied, 1) && record != nil {
+	if record != nil {
 		n, err := a.copyOldRestores(ctx, record)
 		if err != nil {
-			// The old rows stay in public.restores; the API runs without
-			// them rather than not at all.
-			a.log.Error("restores of an older release not copied (they stay in public.restores)", "err", err)
+			// The old rows stay in public.restores and the copy stays
+			// pending for the next start; the API runs without them
+			// rather than not at all.
+			a.log.Error("restores of an older release not copied yet (they stay in public.restores; the next start tries again)", "err", err)
 		} else if n > 0 {
 			a.log.Info("restores of an older release copied", "rows", n)
 		}
@@ -189,40 +188,65 @@ VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 
 ON CONFLICT DO NOTHING`
 
 // copyOldRestores copies the rows of public.restores, read through record,
-// into the API's table, and returns how many it copied. A record without
-// that table (a new install whose ingest has not migrated yet) has none.
+// into the API's table, once: in the transaction that removes the pending
+// mark the API's first migration set (none: copied already, or an install
+// that copied in SQL), so a copy cut off is made again, and rows written
+// into public.restores after it are never taken. It returns how many rows
+// it copied. A record without that table (a new install whose ingest has
+// not migrated yet) has none.
 func (a *APIStore) copyOldRestores(ctx context.Context, record *Store) (int64, error) {
-	rows, err := record.pool.raw.Query(ctx, oldRestoresSQL)
-	if err != nil {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "42P01" {
-			return 0, nil
-		}
-		return 0, err
-	}
-	old, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "42P01" {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
 	var n int64
-	for _, raw := range old {
-		var r oldRestore
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return n, fmt.Errorf("a row of public.restores: %w", err)
+	err := pgx.BeginFunc(ctx, a.pool.raw, func(tx pgx.Tx) error {
+		var pending bool
+		err := tx.QueryRow(ctx, `DELETE FROM options_record_api.old_restores_pending RETURNING singleton`).Scan(&pending)
+		var pe *pgconn.PgError
+		if errors.Is(err, pgx.ErrNoRows) || (errors.As(err, &pe) && pe.Code == "42P01") {
+			return nil
 		}
-		tag, err := a.pool.Exec(ctx, copyRestoreSQL, r.Cluster, r.ID, r.Kind, r.CreatedAt, r.Username, r.UserUID,
-			nonNil(r.UserGroups), nullJSON(jsonOrNil(r.UserExtra)), []byte(r.Request), []byte(r.Plan), r.DryRun, r.State,
-			r.ExecutedAt, r.FinishedAt, nullJSON(jsonOrNil(r.Outcome)), r.PlanID, r.ObjectNamespace, r.ObjectName)
 		if err != nil {
-			return n, fmt.Errorf("copy restore %s: %w", r.ID, err)
+			return err
 		}
-		n += tag.RowsAffected()
+		old, err := readOldRestores(ctx, record)
+		if err != nil {
+			return err
+		}
+		for _, raw := range old {
+			var r oldRestore
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("a row of public.restores: %w", err)
+			}
+			tag, err := tx.Exec(ctx, copyRestoreSQL, r.Cluster, r.ID, r.Kind, r.CreatedAt, r.Username, r.UserUID,
+				nonNil(r.UserGroups), nullJSON(jsonOrNil(r.UserExtra)), []byte(r.Request), []byte(r.Plan), r.DryRun, r.State,
+				r.ExecutedAt, r.FinishedAt, nullJSON(jsonOrNil(r.Outcome)), r.PlanID, r.ObjectNamespace, r.ObjectName)
+			if err != nil {
+				return fmt.Errorf("copy restore %s: %w", r.ID, err)
+			}
+			n += tag.RowsAffected()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	return n, nil
+}
+
+// readOldRestores reads public.restores through record, the reader's pool:
+// no statement of the API's own login reads what the ingest role owns.
+func readOldRestores(ctx context.Context, record *Store) ([][]byte, error) {
+	rows, err := record.pool.raw.Query(ctx, oldRestoresSQL)
+	if err == nil {
+		var old [][]byte
+		old, err = pgx.CollectRows(rows, pgx.RowTo[[]byte])
+		if err == nil {
+			return old, nil
+		}
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" {
+		return nil, nil
+	}
+	return nil, err
 }
 
 // jsonOrNil is nil for an absent or null JSON value.

@@ -190,23 +190,14 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 }
 
 func up(ctx context.Context, p *goose.Provider, log *slog.Logger) error {
-	_, err := upApplied(ctx, p, log)
-	return err
-}
-
-// upApplied applies p's pending migrations and returns the versions it
-// applied.
-func upApplied(ctx context.Context, p *goose.Provider, log *slog.Logger) ([]int64, error) {
 	res, err := p.Up(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("store: apply migrations: %w", err)
+		return fmt.Errorf("store: apply migrations: %w", err)
 	}
-	var applied []int64
 	for _, r := range res {
 		log.Info("applied migration", "version", r.Source.Version, "path", r.Source.Path, "duration", r.Duration)
-		applied = append(applied, r.Source.Version)
 	}
-	return applied, nil
+	return nil
 }
 
 // Transact runs fn in a transaction and commits it, retrying the whole

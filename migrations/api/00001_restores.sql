@@ -50,5 +50,17 @@ CREATE UNIQUE INDEX restores_object_name ON options_record_api.restores
     (cluster, username, coalesce(user_uid, ''), object_namespace, object_name)
     WHERE object_name IS NOT NULL AND NOT dry_run;
 
+-- The copy of public.restores is pending until the API has made it
+-- (store.APIStore.Prepare deletes this row in the transaction that copies):
+-- a first start cut off between this migration and the copy makes it at
+-- the next start, and only once, so rows written into public.restores
+-- later are never taken. Installs that ran this file when it copied in SQL
+-- have no such table: nothing is pending there.
+CREATE TABLE options_record_api.old_restores_pending (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton)
+);
+INSERT INTO options_record_api.old_restores_pending DEFAULT VALUES;
+
 -- +goose Down
+DROP TABLE options_record_api.old_restores_pending;
 DROP TABLE options_record_api.restores;
