@@ -221,7 +221,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, db *database, 
 		return nil, fmt.Errorf("restore API listener: %w", err)
 	}
 	srv := newHTTPServer("restore API", api, tlsCfg, limits{readHeader: 10 * time.Second, read: 60 * time.Second,
-		idle: 120 * time.Second}, log)
+		idle: 120 * time.Second, maxStreams: aggregated.DirectMaxStreamsPerConnection}, log)
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	srv.serve(ln, nil)
 	expireCtx, stopExpiring := context.WithCancel(context.WithoutCancel(ctx))

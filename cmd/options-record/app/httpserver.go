@@ -16,6 +16,9 @@ import (
 type limits struct {
 	readHeader, read, write, idle time.Duration
 	maxHeaderBytes                int
+	// maxStreams caps the HTTP/2 streams one connection may have open at
+	// once (each a request to authenticate); zero is Go's default, 250.
+	maxStreams int
 }
 
 // httpServer is every HTTP listener of serve (webhook, metrics, restore
@@ -29,7 +32,12 @@ type httpServer struct {
 }
 
 func newHTTPServer(name string, h http.Handler, tlsCfg *tls.Config, l limits, log *slog.Logger) *httpServer {
+	var h2 *http.HTTP2Config
+	if l.maxStreams > 0 {
+		h2 = &http.HTTP2Config{MaxConcurrentStreams: l.maxStreams}
+	}
 	return &httpServer{name: name, Server: &http.Server{
+		HTTP2:             h2,
 		Handler:           h,
 		TLSConfig:         tlsCfg,
 		ReadHeaderTimeout: l.readHeader,

@@ -348,6 +348,16 @@ func TestRecordDoorStreamsPerConnection(t *testing.T) {
 	t.Parallel()
 	kube := newFakeKube(t, false)
 	addr, pool := startRecordDoor(t, kube, restoreapi.Options{})
+	if v, ok := maxStreams(t, addr, pool); !ok || v != aggregated.DirectMaxStreamsPerConnection || v > 100 {
+		t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS = %d (sent %v); want %d", v, ok, aggregated.DirectMaxStreamsPerConnection)
+	}
+}
+
+// maxStreams opens an HTTP/2 connection to addr (a server whose
+// certificate pool verifies, for localhost) and returns the
+// SETTINGS_MAX_CONCURRENT_STREAMS it announces, if it announces one.
+func maxStreams(t *testing.T, addr string, pool *x509.CertPool) (uint32, bool) {
+	t.Helper()
 	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: "localhost", NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatal(err)
@@ -368,15 +378,9 @@ func TestRecordDoorStreamsPerConnection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sf, ok := f.(*http2.SettingsFrame)
-		if !ok || sf.IsAck() {
-			continue
+		if sf, ok := f.(*http2.SettingsFrame); ok && !sf.IsAck() {
+			return sf.Value(http2.SettingMaxConcurrentStreams)
 		}
-		v, ok := sf.Value(http2.SettingMaxConcurrentStreams)
-		if !ok || v != aggregated.DirectMaxStreamsPerConnection || v > 100 {
-			t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS = %d (sent %v); want %d", v, ok, aggregated.DirectMaxStreamsPerConnection)
-		}
-		return
 	}
 }
 

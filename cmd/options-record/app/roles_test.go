@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/options-record/options-record/api/aggregated"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/pgtest"
 	"github.com/options-record/options-record/test/gen"
@@ -199,6 +200,17 @@ func TestServeAPIRoleOnly(t *testing.T) {
 		if err != nil || r.StatusCode != http.StatusOK {
 			t.Errorf("%s: %v %v", path, err, r)
 		}
+	}
+	// One connection holds as few streams as the record door's (Go's
+	// default is 250, each a request to authenticate).
+	ca, err := os.ReadFile(filepath.Join(dir, "tls", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	if v, ok := maxStreams(t, apiAddr, pool); !ok || v != aggregated.DirectMaxStreamsPerConnection {
+		t.Errorf("restore API: SETTINGS_MAX_CONCURRENT_STREAMS = %d (sent %v); want %d", v, ok, aggregated.DirectMaxStreamsPerConnection)
 	}
 }
 
