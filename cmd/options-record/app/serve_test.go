@@ -1,11 +1,13 @@
 package app
 
 import (
+	"bytes"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,7 +87,8 @@ func TestWebhookCredentialsRotateWithoutRestart(t *testing.T) {
 	tokenFile := writeFile(t, dir, "token", "old-token\n")
 	o := ServeOptions{Cluster: "default", Database: DatabaseOptions{DataDir: dir}, TokenFile: tokenFile,
 		CredentialsInterval: 10 * time.Millisecond}
-	_, auth, err := webhookSecurity(&o, slog.New(slog.DiscardHandler))
+	var logged syncBuffer // what the reloader says: a refused file is an event to wait for
+	_, auth, err := webhookSecurity(&o, slog.New(slog.NewTextHandler(&logged, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,11 +111,33 @@ func TestWebhookCredentialsRotateWithoutRestart(t *testing.T) {
 	}
 	// An empty token file (half-written, a broken Secret) is not taken.
 	writeFile(t, dir, "token", "\n")
-	time.Sleep(50 * time.Millisecond)
-	for range 3 {
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logged.String(), "not reloaded"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the empty token file was never read (log: %s)", logged.String())
+		}
 		if !accepts("new-token") {
 			t.Fatal("an empty token file replaced the token in force")
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	if !accepts("new-token") {
+		t.Fatal("an empty token file replaced the token in force")
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a logger writes while a test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *syncBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
