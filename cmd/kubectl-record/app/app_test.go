@@ -24,6 +24,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
+	"github.com/options-record/options-record/api/escape"
 	"github.com/options-record/options-record/api/history/diff"
 	record "github.com/options-record/options-record/api/record/v1alpha1"
 )
@@ -91,6 +92,8 @@ func TestCellsAreOneLineOfText(t *testing.T) {
 		"carriage\rreturn":      `"carriage\rreturn"`,
 		"nul\x00byte":           `"nul\x00byte"`,
 		"zero\u200bwidth space": `"zero\u200bwidth space"`,
+		"no\u00a0break":         `"no\u00a0break"`, // issue 31: sql quoted it, the plugin did not
+		"hangul\u3164filler":    `"hangul\u3164filler"`,
 	} {
 		if got := cell(in); got != want {
 			t.Errorf("cell(%q) = %s, want %s", in, got, want)
@@ -230,9 +233,11 @@ func TestEscapeTextLeavesNoControlToTheTerminal(t *testing.T) {
 		"evil\u202etxt":         `evil\u202etxt`,
 		"zero\u200bwidth":       `zero\u200bwidth`,
 		"tab\tnew\nline\x1b[0m": `tab\tnew\nline\x1b[0m`,
+		"no\u00a0break":         `no\u00a0break`,
+		"bad\xffutf8":           `bad\xffutf8`,
 	} {
-		if got := escapeText(in); got != want {
-			t.Errorf("escapeText(%q) = %s, want %s", in, got, want)
+		if got := escape.Line(in); got != want {
+			t.Errorf("escape.Line(%q) = %s, want %s", in, got, want)
 		}
 	}
 	for _, l := range valueLines(map[string]any{"k": "x\u009by\u202ez"}) {

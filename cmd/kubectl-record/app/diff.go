@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/options-record/options-record/api/escape"
 	"github.com/options-record/options-record/api/history/diff"
 	record "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/restore/manifest"
@@ -255,7 +256,7 @@ func valueLines(v any) []string {
 	}
 	var out []string
 	for _, l := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-		out = append(out, escapeText(l))
+		out = append(out, escape.Line(l))
 	}
 	return out
 }

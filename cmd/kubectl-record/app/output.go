@@ -6,12 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -23,6 +19,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
+	"github.com/options-record/options-record/api/escape"
 	record "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/restore/manifest"
 )
@@ -69,8 +66,8 @@ var served = func() *runtime.Scheme {
 //
 // Recorded strings may hold characters that drive or mislead a terminal
 // (C1 controls such as U+009B, a CSI; direction overrides; zero-width
-// and other invisible characters). -o json always writes them as JSON
-// \u escapes, which every JSON reader reads as the same characters. On a
+// and other invisible characters: escape.Hidden). -o json always writes
+// them as JSON \u escapes, which every JSON reader reads as the same characters. On a
 // terminal, every other format (yaml, jsonpath, go-template) shows them as
 // Go escapes, as the tables do, and -o yaml says so in a first comment
 // line; written to a pipe or a file, those formats carry them as recorded.
@@ -82,9 +79,9 @@ func (o *output) print(w io.Writer, obj runtime.Object) error {
 	out := buf.Bytes()
 	switch format := *o.flags.OutputFormat; {
 	case format == "json":
-		out = escapeJSON(out)
+		out = escape.JSON(out)
 	case isTerminal(w):
-		if shown := escapeTerminal(out); !bytes.Equal(shown, out) {
+		if shown := escape.Text(out); !bytes.Equal(shown, out) {
 			out = shown
 			if format == "yaml" {
 				out = append([]byte(yamlTerminalNote), out...)
@@ -103,66 +100,6 @@ const yamlTerminalNote = "# On this terminal, invisible, direction and control c
 var isTerminal = func(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// shownRaw tells whether r may reach a terminal as itself: printable
-// characters, space, and the tab and newline that lay out the output.
-func shownRaw(r rune) bool {
-	if r == '\n' || r == '\t' || r == ' ' {
-		return true
-	}
-	return unicode.IsGraphic(r) && !(r >= 0x202a && r <= 0x202e) && !(r >= 0x2066 && r <= 0x2069)
-}
-
-// escapeTerminal writes every rune of out that is not shownRaw as a Go
-// escape (\u202e, \x1b).
-func escapeTerminal(out []byte) []byte {
-	var b []byte
-	for i, r := range string(out) {
-		if shownRaw(r) && r != utf8.RuneError {
-			if b != nil {
-				b = utf8.AppendRune(b, r)
-			}
-			continue
-		}
-		if b == nil {
-			b = append(make([]byte, 0, len(out)+16), out[:i]...)
-		}
-		q := strconv.QuoteRuneToASCII(r)
-		b = append(b, q[1:len(q)-1]...)
-	}
-	if b == nil {
-		return out
-	}
-	return b
-}
-
-// escapeJSON writes every non-ASCII rune of a JSON text that is not
-// shownRaw as a JSON \u escape (a surrogate pair beyond U+FFFF). Such
-// runes occur only inside strings (JSON's structure is ASCII), where the
-// escape is the same character; C0 controls are escaped already.
-func escapeJSON(out []byte) []byte {
-	var b []byte
-	for i, r := range string(out) {
-		if r < 0x7f || shownRaw(r) {
-			if b != nil {
-				b = utf8.AppendRune(b, r)
-			}
-			continue
-		}
-		if b == nil {
-			b = append(make([]byte, 0, len(out)+16), out[:i]...)
-		}
-		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
-			b = fmt.Appendf(b, `\u%04x\u%04x`, r1, r2)
-		} else {
-			b = fmt.Appendf(b, `\u%04x`, r)
-		}
-	}
-	if b == nil {
-		return out
-	}
-	return b
 }
 
 // printRaw writes obj with the printer -o names.
@@ -269,50 +206,17 @@ func printTable(w io.Writer, cols []column, rows []metav1.TableRow, withNamespac
 	return printers.NewTablePrinter(printers.PrintOptions{WithNamespace: withNamespace, Wide: wide}).PrintObj(t, w)
 }
 
-// cell makes a recorded string safe for one cell of a terminal table: as
-// is when every character is printable, else quoted with Go escapes
-// (control characters, tabs and newlines, bidirectional overrides).
+// cell makes a recorded string safe for one cell of a terminal table:
+// escape.Quote, and <none> for an empty one.
 func cell(s string) string {
-	for _, r := range s {
-		if !unicode.IsGraphic(r) || r == '\t' || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
-			return strconv.QuoteToGraphic(s)
-		}
-	}
 	if s == "" {
 		return "<none>"
 	}
-	return s
+	return escape.Quote(s)
 }
 
 // now is the clock of age (fixed in tests).
 var now = time.Now
-
-// escapeText makes text safe for a terminal line by line: every rune that
-// is not graphic (control characters, C1 controls such as U+009B, the
-// terminal's CSI, bidirectional overrides, zero-width characters) is
-// written as a Go escape; the rest stays as it is, unquoted.
-func escapeText(s string) string {
-	clean := true
-	for _, r := range s {
-		if r != ' ' && !unicode.IsGraphic(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if r != ' ' && !unicode.IsGraphic(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
 
 // age is how long ago t was, as kubectl shows it.
 func age(t time.Time) string {

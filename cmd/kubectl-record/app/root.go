@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 
+	"github.com/options-record/options-record/api/escape"
 	"github.com/options-record/options-record/api/record/clientset/versioned"
 	recordv1 "github.com/options-record/options-record/api/record/clientset/versioned/typed/record/v1alpha1"
 	record "github.com/options-record/options-record/api/record/v1alpha1"
@@ -29,7 +30,7 @@ func Main(args []string, streams genericiooptions.IOStreams) int {
 	}
 	// An error may quote what the server answered, which may quote a
 	// recorded string.
-	fmt.Fprintln(streams.ErrOut, "error:", escapeText(err.Error()))
+	fmt.Fprintln(streams.ErrOut, "error:", escape.Line(err.Error()))
 	var ce *codedError
 	if errors.As(err, &ce) {
 		return ce.code

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/options-record/options-record/api/escape"
 	"github.com/options-record/options-record/api/history/diff"
 	record "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/cmd/kubectl-record/app/ui"
@@ -99,7 +100,7 @@ func (u *uiOptions) run(ctx context.Context) error {
 			return err
 		}
 		if err := openBrowser(open); err != nil {
-			fmt.Fprintf(u.streams.ErrOut, "no browser opened (%v): open the URL above\n", escapeText(err.Error()))
+			fmt.Fprintf(u.streams.ErrOut, "no browser opened (%v): open the URL above\n", escape.Line(err.Error()))
 		}
 	}
 	<-ctx.Done()
