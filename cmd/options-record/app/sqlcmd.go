@@ -9,13 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"text/tabwriter"
-	"unicode"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/options-record/options-record/api/escape"
 )
 
 // SQLOptions configure `options-record sql`.
@@ -135,7 +135,10 @@ func runQuery(ctx context.Context, url, query string, out io.Writer) error {
 		cells := make([]string, len(vals))
 		for i, v := range vals {
 			if v != nil {
-				cells[i] = cell(fmt.Sprint(v))
+				// Recorded strings were written by cluster users: a tab, a
+				// newline or an escape sequence could forge rows or drive
+				// the operator's terminal.
+				cells[i] = escape.Quote(fmt.Sprint(v))
 			}
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
@@ -147,15 +150,4 @@ func runQuery(ctx context.Context, url, query string, out io.Writer) error {
 	tw.Flush()
 	fmt.Fprintf(out, "(%d rows)\n", n)
 	return nil
-}
-
-// cell is a value as a table cell. Recorded strings were written by cluster
-// users: one holding a tab, a newline or a terminal escape sequence could
-// forge rows or take over the operator's terminal, so a value with any
-// character that is not printable is shown quoted, with those escaped.
-func cell(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
-		return s
-	}
-	return strconv.Quote(s)
 }

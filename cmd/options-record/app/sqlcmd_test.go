@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/options-record/options-record/store/pgtest"
 )
 
 // The database password never reaches psql's command line (readable by
@@ -36,8 +39,11 @@ func TestPsqlGetsThePasswordOutOfItsArguments(t *testing.T) {
 	}
 }
 
+// TestTableCellsEscapeWhatCouldForgeOutput: the sql command shows values
+// from a real PostgreSQL by api/escape's rule, as the plugin does.
 func TestTableCellsEscapeWhatCouldForgeOutput(t *testing.T) {
 	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
 	for in, want := range map[string]string{
 		"plain name":          "plain name",
 		"café":                "café",
@@ -46,9 +52,20 @@ func TestTableCellsEscapeWhatCouldForgeOutput(t *testing.T) {
 		"\x1b]0;pwned\x07":    `"\x1b]0;pwned\a"`,
 		"rtl\u202eoverride":   `"rtl\u202eoverride"`,
 		"line\u2028separator": `"line\u2028separator"`,
+		"no\u00a0break":       `"no\u00a0break"`, // issue 31: the plugin showed it raw
+		"hangul\u3164filler":  `"hangul\u3164filler"`,
+		"csi\u009b2J":         `"csi\u009b2J"`,
 	} {
-		if got := cell(in); got != want {
-			t.Errorf("cell(%q) = %s, want %s", in, got, want)
+		lit := "E'"
+		for _, r := range in {
+			lit += fmt.Sprintf(`\U%08x`, r)
+		}
+		var out strings.Builder
+		if err := runQuery(context.Background(), dsn, "SELECT "+lit+"' AS v", &out); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Split(out.String(), "\n"); len(got) != 4 || got[1] != want {
+			t.Errorf("sql shows %q as %q, want the cell %s", in, out.String(), want)
 		}
 	}
 }
