@@ -334,7 +334,7 @@ func TestAttemptTable(t *testing.T) {
 	if cells["Resource"] != "deployments.apps/scale" || cells["Code"] != int64(403) || cells["Verb"] != "patch" {
 		t.Errorf("cells: %v", cells)
 	}
-	if m := cells["Message"].(string); len([]rune(m)) > messageCells+40 || !strings.HasPrefix(m, `"no\x1b[31m mmm`) || !strings.HasSuffix(m, `m\u2026"`) {
+	if m := cells["Message"].(string); len([]rune(m)) > messageCells+40 || !strings.HasPrefix(m, `"no\x1b[31m mmm`) || !strings.HasSuffix(m, `m…"`) {
 		t.Errorf("message cell: %s", m)
 	}
 	if m := shortMessage("short and plain"); m != "short and plain" {

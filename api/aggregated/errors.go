@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"unicode"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/options-record/options-record/api/escape"
 	"github.com/options-record/options-record/api/history"
 )
 
@@ -66,12 +65,5 @@ func statusMessage(log *slog.Logger, err error) (int32, string) {
 // cell is a recorded string as a Table cell: kubectl prints cells to a
 // terminal as they are, and every recorded value was written by some
 // cluster user (a username from an OIDC claim, a user agent), so one with
-// a control or non-printable character is shown quoted and escaped.
-func cell(s string) string {
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return strconv.QuoteToASCII(s)
-		}
-	}
-	return s
-}
+// a hidden character is shown quoted and escaped, by the one rule.
+func cell(s string) string { return escape.Quote(s) }

@@ -22,9 +22,17 @@ func TestTableCellsCannotForgeTerminalOutput(t *testing.T) {
 		"\x1b[2J\x1b[Hmallory": `"\x1b[2J\x1b[Hmallory"`,
 		"eve\u2028carol":       `"eve\u2028carol"`,
 		"tab\there":            `"tab\there"`,
+		"no\u00a0break":        `"no\u00a0break"`,
+		"système\u3164":        `"système\u3164"`, // one rule with the plugin: é stays é
 	} {
-		if got := cell(in); got != want {
-			t.Errorf("cell(%q) = %s, want %s", in, got, want)
+		d := &recordv1alpha1.Deletion{ObjectMeta: metav1.ObjectMeta{Name: "u.k"}, DeletionRecord: recordv1alpha1.DeletionRecord{
+			Object: recordv1alpha1.ObjectReference{Resource: "configmaps", Name: "app"}, Actor: recordv1alpha1.Actor{Username: in}}}
+		table, err := (&deletionStorage{}).ConvertToTable(context.Background(), d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := table.Rows[0].Cells[3]; got != want {
+			t.Errorf("User cell of %q = %s, want %s", in, got, want)
 		}
 	}
 	d := &recordv1alpha1.Deletion{ObjectMeta: metav1.ObjectMeta{Name: "u.k"}, DeletionRecord: recordv1alpha1.DeletionRecord{
