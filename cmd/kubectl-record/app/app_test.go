@@ -185,6 +185,7 @@ func TestManifestFileNames(t *testing.T) {
 		{record.ObjectReference{APIGroup: "rbac.authorization.k8s.io", Resource: "roles", Name: "x\u202elmay.exe"}, "roles.rbac.authorization.k8s.io_x%E2%80%AElmay.exe.yaml"},
 		{record.ObjectReference{Resource: "configmaps", Name: "50%\u200b"}, "configmaps_50%25%E2%80%8B.yaml"},
 		{record.ObjectReference{Resource: "configmaps", Name: "naïve-日本"}, "configmaps_naïve-日本.yaml"},
+		{record.ObjectReference{Resource: "configmaps", Name: "no\u00a0break\u3164"}, "configmaps_no%C2%A0break%E3%85%A4.yaml"},
 		{record.ObjectReference{Resource: "", Name: "x"}, ""},
 		{record.ObjectReference{Resource: "configmaps", Name: ""}, ""},
 	} {

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -19,6 +18,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/options-record/options-record/api/escape"
 	record "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/restore/manifest"
 )
@@ -271,11 +271,12 @@ func manifestFile(o record.ObjectReference) (string, error) {
 }
 
 // fileSafe percent-encodes the characters of name that are not safe in
-// one file name shown to a person.
+// one file name shown to a person: the path separators, %, invalid bytes
+// and what escape.Hidden hides.
 func fileSafe(name string) string {
 	var b strings.Builder
 	for _, r := range name {
-		if r == utf8.RuneError || r == '/' || r == '\\' || r == '%' || !unicode.IsGraphic(r) || unicode.Is(unicode.Cf, r) {
+		if r == utf8.RuneError || r == '/' || r == '\\' || r == '%' || escape.Hidden(r) {
 			var buf [utf8.UTFMax]byte
 			for _, c := range buf[:utf8.EncodeRune(buf[:], r)] {
 				fmt.Fprintf(&b, "%%%02X", c)
