@@ -2,9 +2,11 @@ package authlimit
 
 import (
 	"cmp"
+	"container/list"
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -17,7 +19,10 @@ const (
 	DefaultMaxInFlightPerAddr = 8  // requests being authenticated at once, per address
 )
 
-// maxAddrs bounds the addresses remembered.
+// maxAddrs bounds the addresses remembered. When it is reached, the least
+// recently used addresses as good as new (a full budget, nothing being
+// authenticated) are forgotten; if none is, a new address is refused (429)
+// until one is: a remembered budget is never forgotten while it is spent.
 const maxAddrs = 10000
 
 // Options configure a Limiter; a zero is its default.
@@ -43,12 +48,14 @@ type Limiter struct {
 
 	mu       sync.Mutex
 	inFlight int
-	addrs    map[string]*addrState
+	addrs    map[string]*list.Element // of *addrState, in lru
+	lru      list.List                // of *addrState, most recently used first
 }
 
 // addrState is one address's token bucket of failures and its requests
 // being authenticated.
 type addrState struct {
+	key      string
 	tokens   float64
 	at       time.Time // when tokens was last brought up to date
 	inFlight int
@@ -62,7 +69,7 @@ func New(o Options) *Limiter {
 		maxAll:    cmp.Or(o.MaxInFlight, DefaultMaxInFlight),
 		maxPerAdr: cmp.Or(o.MaxInFlightPerAddr, DefaultMaxInFlightPerAddr),
 		now:       o.Now,
-		addrs:     map[string]*addrState{},
+		addrs:     map[string]*list.Element{},
 	}
 	if l.now == nil {
 		l.now = time.Now
@@ -96,26 +103,44 @@ func Addr(r *http.Request) string {
 	return a
 }
 
+// key is the budget addr is counted in: an IPv4 address (an IPv4-mapped
+// IPv6 address is one), or an IPv6 address's /64, the block a network
+// commonly gives one customer; otherwise addr as it is.
+func key(addr string) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	a = a.Unmap().WithZone("")
+	if a.Is4() {
+		return a.String()
+	}
+	return netip.PrefixFrom(a, 64).Masked().String()
+}
+
 // Admit takes, before r is authenticated, one failure of its address's
 // budget and a place among the requests being authenticated (per address
 // and in all); or refuses r with a *Refusal. Call done once authentication
 // is decided: authenticated gives the failure back; both release the
 // places. Calls of done after the first do nothing.
 func (l *Limiter) Admit(r *http.Request) (done func(authenticated bool), err error) {
-	addr := Addr(r)
+	addr := key(Addr(r))
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.inFlight >= l.maxAll {
 		return nil, &Refusal{RetryAfter: time.Second, Reason: fmt.Sprintf("%d requests are being authenticated; retry later", l.maxAll)}
 	}
-	s, ok := l.addrs[addr]
-	if !ok {
-		if len(l.addrs) >= maxAddrs {
-			l.forget(now)
+	var s *addrState
+	if e, ok := l.addrs[addr]; ok {
+		s = e.Value.(*addrState)
+		l.lru.MoveToFront(e)
+	} else {
+		if len(l.addrs) >= maxAddrs && !l.forget(now) {
+			return nil, &Refusal{RetryAfter: time.Second, Reason: fmt.Sprintf("%d addresses are being limited; retry later", maxAddrs)}
 		}
-		s = &addrState{tokens: l.burst, at: now}
-		l.addrs[addr] = s
+		s = &addrState{key: addr, tokens: l.burst, at: now}
+		l.addrs[addr] = l.lru.PushFront(s)
 	}
 	l.refill(s, now)
 	if s.inFlight >= l.maxPerAdr {
@@ -152,18 +177,22 @@ func (l *Limiter) refill(s *addrState, now time.Time) {
 	}
 }
 
-// forget drops the addresses as good as new (a full budget, nothing being
-// authenticated), or all of them if none is: memory stays bounded whatever
-// the number of addresses. A request being authenticated keeps its own
-// state and still releases the global place.
-func (l *Limiter) forget(now time.Time) {
-	for a, s := range l.addrs {
+// forget drops the least recently used addresses as good as new (a full
+// budget, nothing being authenticated): up to an eighth of maxAddrs, so a
+// flood of new addresses walks the list once per that many. It tells
+// whether it dropped any. A state being authenticated is never dropped, so
+// its requests' places are always given back to it.
+func (l *Limiter) forget(now time.Time) bool {
+	dropped := 0
+	for e := l.lru.Back(); e != nil && dropped < maxAddrs/8; {
+		s, prev := e.Value.(*addrState), e.Prev()
 		l.refill(s, now)
 		if s.tokens >= l.burst && s.inFlight == 0 {
-			delete(l.addrs, a)
+			l.lru.Remove(e)
+			delete(l.addrs, s.key)
+			dropped++
 		}
+		e = prev
 	}
-	if len(l.addrs) >= maxAddrs {
-		clear(l.addrs)
-	}
+	return dropped > 0
 }

@@ -94,23 +94,121 @@ func TestRequestsBeingAuthenticatedAreCapped(t *testing.T) {
 	}
 }
 
+// ipv4 is the i-th of a run of distinct IPv4 addresses.
+func ipv4(i int) string { return fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255) }
+
 // TestAddressesRememberedAreBounded: a flood of addresses does not grow
-// the limiter without bound.
+// the limiter without bound; the addresses that have recovered make room.
 func TestAddressesRememberedAreBounded(t *testing.T) {
 	t.Parallel()
-	l := New(Options{})
+	c := &clock{t: time.Unix(1e9, 0)}
+	l := New(Options{Now: c.now})
 	for i := range 3 * maxAddrs {
-		r := from("10.0.0.1")
-		r.RemoteAddr = fmt.Sprintf("[fd00::%x]:1", i)
-		done, err := l.Admit(r)
+		if i%maxAddrs == 0 {
+			c.t = c.t.Add(time.Hour) // all recovered
+		}
+		done, err := l.Admit(from(ipv4(i)))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("address %d: %v", i, err)
 		}
 		done(false)
 	}
 	if n := len(l.addrs); n > maxAddrs {
 		t.Errorf("%d addresses remembered; want at most %d", n, maxAddrs)
 	}
+}
+
+// TestAFullTableForgetsNoBudget: addresses that fill the table with
+// failures cannot reset another address's spent budget, nor orphan its
+// requests being authenticated; a new address is refused instead until an
+// old one has recovered, and then the least recently used one makes room.
+func TestAFullTableForgetsNoBudget(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Unix(1e9, 0)}
+	l := New(Options{FailureRate: 1, FailureBurst: 2, MaxInFlight: 1 << 20, MaxInFlightPerAddr: 1, Now: c.now})
+	victim := "192.0.2.1"
+	for range 2 {
+		done, err := l.Admit(from(victim))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done(false)
+	}
+	refusal(t, try(l, victim), "failed authentications")
+	holder := "192.0.2.2"
+	held, err := l.Admit(from(holder)) // being authenticated throughout
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The attacker fills the table with failures, and keeps going.
+	refused := 0
+	for i := range maxAddrs + 10 {
+		done, err := l.Admit(from(ipv4(i)))
+		if err != nil {
+			refusal(t, err, "addresses")
+			refused++
+			continue
+		}
+		done(false)
+	}
+	if refused == 0 {
+		t.Errorf("no new address refused although the table was full of spent budgets")
+	}
+	refusal(t, try(l, victim), "failed authentications")
+	refusal(t, try(l, holder), "from this address")
+	if n := len(l.addrs); n > maxAddrs {
+		t.Errorf("%d addresses remembered; want at most %d", n, maxAddrs)
+	}
+	// Time passes: the attacker's addresses recover, and make room.
+	c.t = c.t.Add(time.Minute)
+	if err := try(l, "198.51.100.1"); err != nil {
+		t.Fatalf("a new address once old ones recovered: %v", err)
+	}
+	refusal(t, try(l, holder), "from this address")
+	held(true)
+	held(false)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inFlight != 1 { // the new address's, never decided
+		t.Errorf("%d requests counted in flight; want 1", l.inFlight)
+	}
+	if e := l.addrs[holder]; e == nil || e.Value.(*addrState).inFlight != 0 {
+		t.Errorf("the holder's state after its request was decided: %+v", e)
+	}
+	if l.lru.Len() != len(l.addrs) {
+		t.Errorf("%d states listed, %d keyed", l.lru.Len(), len(l.addrs))
+	}
+}
+
+// TestIPv6IsKeyedByItsSlash64: the addresses of one /64 share one budget,
+// so one network cannot fill the table; another /64, and an IPv4-mapped
+// address, have their own.
+func TestIPv6IsKeyedByItsSlash64(t *testing.T) {
+	t.Parallel()
+	l := New(Options{FailureRate: 0.001, FailureBurst: 3, MaxInFlightPerAddr: 100})
+	for i := range 3 {
+		done, err := l.Admit(from(fmt.Sprintf("[2001:db8:1:2::%x]", i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done(false)
+	}
+	refusal(t, try(l, "[2001:db8:1:2:ffff:ffff:ffff:ffff]"), "failed authentications")
+	if err := try(l, "[2001:db8:1:3::1]"); err != nil {
+		t.Errorf("another /64: %v", err)
+	}
+	if err := try(l, "[::ffff:192.0.2.7]"); err != nil {
+		t.Errorf("an IPv4-mapped address: %v", err)
+	}
+	if n := len(l.addrs); n != 3 {
+		t.Errorf("%d keys; want 3", n)
+	}
+}
+
+// try admits a request from addr and returns only the error.
+func try(l *Limiter, addr string) error {
+	_, err := l.Admit(from(addr))
+	return err
 }
 
 // TestHandlerDecidesByAuthenticatorOrStatus: a request the authenticator
