@@ -50,6 +50,9 @@ type Limiter struct {
 	inFlight int
 	addrs    map[string]*list.Element // of *addrState, in lru
 	lru      list.List                // of *addrState, most recently used first
+	// noRoomUntil is, after forget found nothing to drop, when the first
+	// state can be as good as new: until then forget need not walk again.
+	noRoomUntil time.Time
 }
 
 // addrState is one address's token bucket of failures and its requests
@@ -163,9 +166,12 @@ func (l *Limiter) finish(s *addrState, authenticated bool) {
 	defer l.mu.Unlock()
 	l.inFlight--
 	s.inFlight--
+	l.refill(s, now)
 	if authenticated {
-		l.refill(s, now)
 		s.tokens = min(s.tokens+1, l.burst)
+	}
+	if s.inFlight == 0 && s.tokens >= l.burst {
+		l.noRoomUntil = time.Time{} // s can be dropped now
 	}
 }
 
@@ -180,10 +186,15 @@ func (l *Limiter) refill(s *addrState, now time.Time) {
 // forget drops the least recently used addresses as good as new (a full
 // budget, nothing being authenticated): up to an eighth of maxAddrs, so a
 // flood of new addresses walks the list once per that many. It tells
-// whether it dropped any. A state being authenticated is never dropped, so
-// its requests' places are always given back to it.
+// whether it dropped any; when it drops none, it does not walk again before
+// a state can be full again (or one is, at the end of its request). A
+// state being authenticated is never dropped, so its requests' places are
+// always given back to it.
 func (l *Limiter) forget(now time.Time) bool {
-	dropped := 0
+	if now.Before(l.noRoomUntil) {
+		return false
+	}
+	dropped, first := 0, time.Time{}
 	for e := l.lru.Back(); e != nil && dropped < maxAddrs/8; {
 		s, prev := e.Value.(*addrState), e.Prev()
 		l.refill(s, now)
@@ -191,8 +202,13 @@ func (l *Limiter) forget(now time.Time) bool {
 			l.lru.Remove(e)
 			delete(l.addrs, s.key)
 			dropped++
+		} else if at := now.Add(time.Duration((l.burst - s.tokens) / l.rate * float64(time.Second))); first.IsZero() || at.Before(first) {
+			first = at // when s is full again, at the earliest
 		}
 		e = prev
+	}
+	if dropped == 0 {
+		l.noRoomUntil = first
 	}
 	return dropped > 0
 }
