@@ -18,8 +18,10 @@ import (
 // only (PartialObjectMetadata items, which the model records as deletions
 // without a state: their last state is the one recorded before), and the
 // first half too if the rest's metadata needs its room. One that fits is
-// kept whole. Cutting rewrites the items copied whole, holding at most an
-// event's length more for a moment.
+// kept whole. Cutting rewrites the items copied whole into a copy, while
+// the cut item's metadata is held aside: for a moment the event holds less
+// than three times limit (itemStream.held, in tests), and it never grows
+// past limit, even before its metadata is written.
 
 // metadataOnlyItem opens an item cut to its metadata.
 const metadataOnlyItem = `{"apiVersion":"meta.k8s.io/v1","kind":"PartialObjectMetadata","metadata":`
@@ -172,6 +174,7 @@ func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, marked bool
 		default:
 			scratch.Reset()
 			shortened, err := s.boundedValue(c, &scratch, strCap, int(memberCap))
+			s.holding(dst.Len() - start + scratch.Len())
 			if errors.Is(err, errItemTooLarge) {
 				marked = true
 				continue
@@ -208,6 +211,7 @@ func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, marked bool
 			b := dst.Bytes()
 			value := markTruncated(b[ann.start+len(`"annotations":`) : ann.end-1])
 			rest := bytes.Clone(b[ann.end:])
+			s.holding(dst.Len() - start + len(value) + len(rest))
 			dst.Truncate(ann.start)
 			dst.WriteString(`"annotations":`)
 			dst.Write(value)
@@ -489,19 +493,23 @@ func (s *itemStream) items(dst *bytes.Buffer, start int, limit int64) (cut int, 
 		}
 		if !cutting {
 			cutting = true
-			cut += compact(dst, late)
+			cut += s.compact(dst, start, late, len(it.meta))
 			late = nil
 		}
 		cut++
-		writeMetadataOnly(dst, it.meta)
-		if used() >= full && len(early) > 0 {
+		// The item's metadata is written only where it fits: the event
+		// never grows past full, even for a moment.
+		need := int64(len(metadataOnlyItem) + max(len(it.meta), 2) + 1)
+		if used()+need >= full && len(early) > 0 {
 			// Still no room: the first half goes to metadata too.
-			cut += compact(dst, early)
+			cut += s.compact(dst, start, early, len(it.meta))
 			early = nil
 		}
-		if used() >= full {
+		if used()+need >= full {
 			return cut, s.tooLarge(1)
 		}
+		writeMetadataOnly(dst, it.meta)
+		s.holding(int(used()) + len(it.meta))
 	}
 }
 
@@ -513,7 +521,8 @@ type fullItem struct {
 
 // compact rewrites the items of whole (in order, the last ones of dst but
 // for what follows them) as their metadata only, and returns how many.
-func compact(dst *bytes.Buffer, whole []fullItem) int {
+// The event began at start in dst; aside bytes are held beside it.
+func (s *itemStream) compact(dst *bytes.Buffer, start int, whole []fullItem, aside int) int {
 	if len(whole) == 0 {
 		return 0
 	}
@@ -530,6 +539,7 @@ func compact(dst *bytes.Buffer, whole []fullItem) int {
 		pos = w.end
 	}
 	tail.Write(b[pos:])
+	s.holding(dst.Len() - start + tail.Len() + aside)
 	dst.Truncate(whole[0].start)
 	dst.Write(tail.Bytes())
 	return len(whole)
@@ -598,6 +608,7 @@ func (s *itemStream) item(dst *bytes.Buffer, start int, limit int64, cutting boo
 				}
 				return it, err
 			}
+			s.holding(int(used()) + b.Len())
 			if !cutting && used()+int64(name.Len()+b.Len()+2) < limit {
 				if wrote {
 					dst.WriteByte(',')
@@ -607,6 +618,7 @@ func (s *itemStream) item(dst *bytes.Buffer, start int, limit int64, cutting boo
 				it.metaStart = dst.Len()
 				dst.Write(b.Bytes())
 				it.metaEnd, wrote = dst.Len(), true
+				s.holding(int(used()) + b.Len())
 				continue
 			}
 			it.meta, cutting = b.Bytes(), true

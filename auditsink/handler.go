@@ -47,10 +47,13 @@ type HandlerOptions struct {
 	MaxInFlight int
 	// MaxInFlightBytes caps the bodies held at once (default 96 MiB), so
 	// memory stays bounded whatever the load: a request beyond it gets 429.
-	// A body is counted as it arrives; a streamed one holds ChunkBytes +
-	// MaxEventBytes while it is decoded (and, for a moment, up to an eighth
-	// of MaxEventBytes more for a long event's member, see
-	// itemStream.event).
+	// A body is counted as it arrives; a streamed one is counted as
+	// ChunkBytes + MaxEventBytes while it is decoded. Beyond that count, a
+	// long event holds more for a moment: an eighth of MaxEventBytes for a
+	// long member, and, cutting a long deletecollection's List, the copy
+	// compact makes and an item's metadata read aside, so that an event
+	// holds less than three times MaxEventBytes at its peak (measured by
+	// TestALongEventHoldsLittleBeyondItsLimit; see itemStream.event).
 	MaxInFlightBytes int64
 	// WriteTimeout bounds the store write of one batch (default 20 s, below
 	// the apiserver's 30 s request timeout).

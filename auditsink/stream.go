@@ -28,7 +28,13 @@ type itemStream struct {
 	first      bool
 	cut        int // List items kept as their metadata only (see event)
 	truncated  int // events kept without a body or a member (see event)
+	// held is the most bytes one event held at a moment, in dst and beside
+	// it (see event): what it costs above MaxEventBytes (tests).
+	held int64
 }
+
+// holding notes that an event holds n bytes at this moment.
+func (s *itemStream) holding(n int) { s.held = max(s.held, int64(n)) }
 
 const (
 	inEnvelope = iota // before a member of the EventList object

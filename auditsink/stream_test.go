@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -384,4 +385,52 @@ func FuzzItemStreamEvents(f *testing.F) {
 			t.Fatalf("limit %d: %q kept unmarked as %q", limit, ev, items[0])
 		}
 	})
+}
+
+// TestALongEventHoldsLittleBeyondItsLimit: an event, however long and
+// however it is cut, holds less than three times MaxEventBytes at any
+// moment (HandlerOptions.MaxInFlightBytes): counted in bytes held, by
+// itemStream.holding, for the shapes that hold the most beside the event
+// (a List cut past its half and then in full: the event, the copy compact
+// makes and the metadata read aside; a long metadata kept whole; long
+// members; an event marked after its bodies).
+func TestALongEventHoldsLittleBeyondItsLimit(t *testing.T) {
+	const limit = 64 << 10
+	item := func(name string, meta, data int) string {
+		return `{"metadata":{"name":"` + name + `","uid":"uid-` + name + `","annotations":{"a":"` + strings.Repeat("m", meta) + `"}},` +
+			`"data":{"v":"` + strings.Repeat("x", data) + `"}}`
+	}
+	list := func(items ...string) string {
+		return `{"kind":"SecretList","apiVersion":"v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
+	}
+	event := func(resp string, tail string) string {
+		return `{"kind":"Event","auditID":"a","stage":"ResponseComplete","verb":"deletecollection",` +
+			`"objectRef":{"resource":"secrets","namespace":"prod"},"responseObject":` + resp + tail + `,"stageTimestamp":"2026-11-25T10:00:00Z"}`
+	}
+	var fill []string
+	for i := range 14 {
+		fill = append(fill, item(fmt.Sprint("f", i), 10, limit/16))
+	}
+	var metas []string // items that are mostly metadata: cutting them saves little
+	for i := range 7 {
+		metas = append(metas, item(fmt.Sprint("m", i), limit/16, 0))
+	}
+	for _, c := range []struct{ name, event string }{
+		{"a List of metadata past its half cut in full", event(list(slices.Concat(fill[:7], metas, []string{item("big", limit*7/8, 10)})...), "")},
+		{"a List cut past its half, then in full", event(list(slices.Concat(fill, []string{item("big", limit*7/8, 10)})...), "")},
+		{"a List cut in full for a long metadata", event(list(slices.Concat(fill[:7], []string{item("big", limit*7/8, 10)})...), "")},
+		{"a long metadata kept whole", event(list(item("m", limit*7/8, 10)), "")},
+		{"long members", event(list(fill[:7]...), `,"userAgent":"`+strings.Repeat("u", limit/9)+`","x":"`+strings.Repeat("v", limit/9)+`"`)},
+		{"marked after its bodies", `{"kind":"Event","annotations":{"a":"b"},"requestObject":` + list(fill[:10]...) + `,"responseObject":` + list(fill...) + `}`},
+	} {
+		body := `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[` + c.event + `]}`
+		items, skipped, s, err := streamItems(body, limit)
+		if err != nil || len(items)+skipped != 1 {
+			t.Fatalf("%s: %d items, %d skipped, %v", c.name, len(items), skipped, err)
+		}
+		t.Logf("%s: held %d bytes, %.2f of the limit", c.name, s.held, float64(s.held)/limit)
+		if s.held >= 3*limit {
+			t.Errorf("%s: held %d bytes at a moment; want under 3 times the limit, %d", c.name, s.held, 3*limit)
+		}
+	}
 }
