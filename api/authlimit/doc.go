@@ -4,8 +4,8 @@
 // directly to bearer tokens (package aggregated, --record-bind-address).
 //
 // It owns, per client address (the connection's, never a header; an IPv6
-// address counts by its /64, the block one customer commonly gets, so one
-// network cannot fill the table of addresses by itself), a budget
+// address counts by its /64, the block one customer commonly gets, so the
+// many addresses of one /64 share one budget), a budget
 // of failed authentications (a token bucket), and caps on the requests
 // being authenticated at once, per address and in all. A request takes one
 // failure from its address's budget and one place of each cap BEFORE it is

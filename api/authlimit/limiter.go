@@ -108,7 +108,9 @@ func Addr(r *http.Request) string {
 
 // key is the budget addr is counted in: an IPv4 address (an IPv4-mapped
 // IPv6 address is one), or an IPv6 address's /64, the block a network
-// commonly gives one customer; otherwise addr as it is.
+// commonly gives one customer, so that its many addresses share one budget
+// (a network with more /64s can still fill the table: new addresses are
+// then refused, see maxAddrs); otherwise addr as it is.
 func key(addr string) string {
 	a, err := netip.ParseAddr(addr)
 	if err != nil {
