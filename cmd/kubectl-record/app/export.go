@@ -44,7 +44,9 @@ gone dropped), that kubectl apply -f DIR accepts: the file backup operators
 know, served from the record. Only objects you may read are written; objects
 whose state the record cannot restore (Secret values recorded as digests, no
 full state) are listed and skipped. DIR is created if needed (0700), and
-refused when it is a symbolic link, another user's, or writable by others;
+refused when it is a symbolic link (with or without a trailing slash), another
+user's, or writable by others, or when a link on the way to it is neither yours
+nor root's;
 files are written 0600 (Secrets may be recorded in clear) and never over an
 existing file. An object whose file cannot be written is listed and skipped,
 and the export then exits 1.`,
@@ -151,9 +153,19 @@ func (e *fileError) Unwrap() error { return e.err }
 
 // openPrivateDir creates dir (0700) or takes an existing one that is a
 // real directory (not a symbolic link), this user's, and not writable by
-// group or others: the manifests may hold Secrets in clear. Files are
-// then opened through the returned Root, which no link can lead out of.
+// group or others: the manifests may hold Secrets in clear. The path is
+// cleaned first (Lstat("link/") and Lstat("link/.") follow the link), and
+// every symbolic link on the way to it must be this user's or root's: a
+// link another user planted (in /tmp, to a directory of the victim's)
+// leads nowhere. Files are then opened through the returned Root, which
+// no link can lead out of, and which is checked to be the directory that
+// was checked.
 func openPrivateDir(dir string) (*os.Root, error) {
+	given := dir
+	dir = filepath.Clean(dir)
+	if err := trustedLinks(filepath.Dir(dir)); err != nil {
+		return nil, err
+	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
@@ -162,7 +174,7 @@ func openPrivateDir(dir string) (*os.Root, error) {
 		return nil, err
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory (a symbolic link is refused: give the directory itself)", cell(dir))
+		return nil, fmt.Errorf("%s is not a directory (a symbolic link is refused: give the directory itself)", cell(given))
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -170,16 +182,51 @@ func openPrivateDir(dir string) (*os.Root, error) {
 	}
 	opened, err := root.Stat(".")
 	if err == nil && !os.SameFile(fi, opened) {
-		err = fmt.Errorf("%s changed while it was opened", cell(dir))
+		err = fmt.Errorf("%s changed while it was opened", cell(given))
 	}
 	if err == nil {
-		err = privateDir(dir, opened)
+		err = privateDir(given, opened)
 	}
 	if err != nil {
 		root.Close()
 		return nil, err
 	}
 	return root, nil
+}
+
+// trustedLinks refuses a path (cleaned) on whose way is a symbolic link
+// that is neither this user's nor root's. Each prefix is looked at as
+// the kernel resolves it, so a link inside a link's target is looked at
+// too when it is on the path as written.
+func trustedLinks(path string) error {
+	vol := filepath.VolumeName(path)
+	rest := path[len(vol):]
+	prefix := vol
+	if strings.HasPrefix(rest, string(filepath.Separator)) {
+		prefix += string(filepath.Separator)
+	}
+	for _, part := range strings.Split(rest, string(filepath.Separator)) {
+		if part == "" || part == "." {
+			continue
+		}
+		prefix = filepath.Join(prefix, part)
+		if part == ".." {
+			continue
+		}
+		fi, err := os.Lstat(prefix)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // Mkdir will say so
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if err := trustedLink(prefix, fi); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // write writes one object's manifest as of its version; "" when skipped.

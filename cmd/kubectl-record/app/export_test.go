@@ -153,6 +153,10 @@ func TestExportRefusesADirectoryOthersControl(t *testing.T) {
 	cases := map[string]struct{ dir, want string }{
 		"a symbolic link":    {link, "symbolic link is refused"},
 		"writable by others": {open, "is writable by others"},
+		// Lstat("link/") follows the link: the path is cleaned first.
+		"a symbolic link/": {link + "/", "symbolic link is refused"},
+		"./link/.":         {"./" + filepath.Base(link) + "/.", "symbolic link is refused"},
+		"link/../link/":    {link + "/../link/", "symbolic link is refused"},
 	}
 	if os.Geteuid() == 0 {
 		foreign := filepath.Join(base, "foreign")
@@ -163,9 +167,20 @@ func TestExportRefusesADirectoryOthersControl(t *testing.T) {
 			t.Fatal(err)
 		}
 		cases["another user's"] = struct{ dir, want string }{foreign, "belongs to uid 65534"}
+		// A link another user planted on the way (in /tmp, to a
+		// directory of root's) leads nowhere: DIR is never made there.
+		planted := filepath.Join(base, "planted")
+		if err := os.Symlink(real, planted); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(planted, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		cases["under another user's link"] = struct{ dir, want string }{planted + "/out", "is a symbolic link of uid 65534"}
 	} else {
 		cases["another user's"] = struct{ dir, want string }{"/", "belongs to uid 0"}
 	}
+	t.Chdir(base) // for ./link/.
 	for name, c := range cases {
 		code, _, errOut := export(t, server, c.dir)
 		if code == 0 || !strings.Contains(errOut, c.want) {

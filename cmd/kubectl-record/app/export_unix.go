@@ -21,3 +21,12 @@ func privateDir(dir string, fi fs.FileInfo) error {
 	}
 	return nil
 }
+
+// trustedLink refuses a symbolic link of another user than this one or
+// root: whoever owns it chooses where the export goes.
+func trustedLink(path string, fi fs.FileInfo) error {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s is a symbolic link of uid %d: export follows only your links and root's (give the directory itself)", cell(path), st.Uid)
+	}
+	return nil
+}
