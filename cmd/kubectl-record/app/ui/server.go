@@ -13,9 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -45,7 +43,8 @@ type Options struct {
 	Addr   string
 	Logger *slog.Logger
 	// HandoverDir is where the hand-over file's private directory is
-	// made (default: the system's temporary directory).
+	// made (default: DefaultHandoverDir). It must be a directory of the
+	// user's or root's that others may not write, unless sticky (/tmp).
 	HandoverDir string
 }
 
@@ -115,33 +114,6 @@ var handoverPage = template.Must(template.New("open").Parse(`<!DOCTYPE html>
 <meta http-equiv="refresh" content="0;url={{.}}"><title>kubectl record ui</title></head>
 <body><p><a href="{{.}}">Open the timeline</a></p></body></html>
 `))
-
-// Handover writes a page that opens URL (query appended to it, as
-// "&k=v") into a new private directory (0700, the file 0600, created,
-// never followed) and returns its file:// URL: what a browser is started
-// with instead of the token. Close removes it.
-func (s *Server) Handover(query string) (string, error) {
-	dir, err := os.MkdirTemp(s.opts.HandoverDir, "kubectl-record-ui-")
-	if err != nil {
-		return "", fmt.Errorf("ui: hand-over directory: %w", err)
-	}
-	s.mu.Lock()
-	s.handover = dir
-	s.mu.Unlock()
-	path := filepath.Join(dir, "open.html")
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // O_EXCL: never through a link
-	if err != nil {
-		return "", fmt.Errorf("ui: hand-over file: %w", err)
-	}
-	err = handoverPage.Execute(f, template.URL(s.URL()+query))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", fmt.Errorf("ui: hand-over file: %w", err)
-	}
-	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String(), nil
-}
 
 // Close stops the server and removes the hand-over file.
 func (s *Server) Close(ctx context.Context) error {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -261,4 +262,81 @@ func refresh(t *testing.T, r *http.Response) string {
 	b, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(strings.NewReader(string(b)))
 	return refreshTarget(string(b))
+}
+
+// TestTheHandoverDirectory: by default (on Linux) the hand-over directory
+// is made in $HOME, not hidden (a snap browser, Ubuntu's default, reads
+// only non-hidden files of the home and has its own /tmp); a home that
+// is not the user's own and private falls back to $TMPDIR; a directory
+// given that another user owns, or that others may write without the
+// sticky bit, is refused. The directory is 0700, the file 0600.
+func TestTheHandoverDirectory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("$HOME is the default on Linux only")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	private := t.TempDir()
+	open := t.TempDir()
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	sticky := t.TempDir()
+	if err := os.Chmod(sticky, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, home, given string
+		want              string // the directory it is made in, or the error
+	}{
+		{name: "home", home: private, want: private},
+		{name: "home writable by others", home: open, want: tmp},
+		{name: "no home", home: "", want: tmp},
+		{name: "given", home: private, given: sticky, want: sticky},
+		{name: "given writable by others", home: private, given: open, want: "writable by others"},
+		{name: "given, a file", home: private, given: filepath.Join(private, "f"), want: "not a directory"},
+	}
+	if err := os.WriteFile(filepath.Join(private, "f"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		foreign := t.TempDir()
+		if err := os.Chown(foreign, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases,
+			struct{ name, home, given, want string }{name: "home of another user (sudo)", home: foreign, want: tmp},
+			struct{ name, home, given, want string }{name: "given, another user's", home: private, given: foreign, want: "belongs to uid 65534"})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("HOME", c.home)
+			s, err := Start(Options{Backend: nothing{}, HandoverDir: c.given})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close(context.Background())
+			u, err := s.Handover("")
+			if !filepath.IsAbs(c.want) {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("hand-over %q, %v; want an error %q", u, err, c.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := url.Parse(u)
+			file := filepath.FromSlash(p.Path)
+			dir := filepath.Dir(file)
+			if filepath.Dir(dir) != c.want || strings.HasPrefix(filepath.Base(dir), ".") {
+				t.Errorf("hand-over file %s, want it in a non-hidden directory of %s", file, c.want)
+			}
+			for p, want := range map[string]os.FileMode{file: 0o600, dir: 0o700 | os.ModeDir} {
+				if fi, err := os.Lstat(p); err != nil || fi.Mode() != want {
+					t.Errorf("%s: %v %v, want %v", p, fi.Mode(), err, want)
+				}
+			}
+		})
+	}
 }
