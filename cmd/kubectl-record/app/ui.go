@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	neturl "net/url"
+	"os"
 	"os/exec"
 	"runtime"
 	"sort"
@@ -25,6 +26,7 @@ import (
 type uiOptions struct {
 	*options
 	addr      string
+	handover  string
 	noBrowser bool
 	link      string
 	since     time.Duration
@@ -46,8 +48,12 @@ the other verbs do: nothing new runs in the cluster.
 
 The URL printed carries a one-time token and a random path: the page answers
 nobody else. The browser is not given the token on its command line (which
-every local user can read) but a private file that sends it on. Filters stay
-in the page's address.`,
+every local user can read) but a private file that sends it on, made in a new
+0700 directory (removed when the page stops) under --handover-dir: by default,
+on Linux, your home (a snap browser, Ubuntu's default, reads no other
+directory of yours, and no hidden one), else $TMPDIR. If the browser shows
+"File not found", paste the printed URL into its address bar. Filters stay in
+the page's address.`,
 		Example: `  kubectl record ui -n shop
   kubectl record ui -A --no-browser`,
 		Args: cobra.NoArgs,
@@ -55,6 +61,8 @@ in the page's address.`,
 	}
 	cmd.Flags().StringVar(&u.addr, "address", "127.0.0.1:0", "Loopback address to listen on")
 	cmd.Flags().BoolVar(&u.noBrowser, "no-browser", false, "Print the URL only; do not open a browser")
+	cmd.Flags().StringVar(&u.handover, "handover-dir", os.Getenv("KUBECTL_RECORD_HANDOVER_DIR"),
+		"Where the browser's private hand-over file is made: a directory of yours that others may not write, and that the browser can read (default: $KUBECTL_RECORD_HANDOVER_DIR, else on Linux $HOME, else $TMPDIR)")
 	cmd.Flags().DurationVar(&u.since, "since", 2*time.Hour, "The time window the page opens with (it has its own filter)")
 	cmd.Flags().BoolVarP(&u.all, "all-namespaces", "A", false, "Open with every namespace you may read")
 	cmd.Flags().StringVar(&u.link, "link", "", "Open the view of a link a colleague shared (its filters; the link's own host and port are not used)")
@@ -65,7 +73,7 @@ func (u *uiOptions) run(ctx context.Context) error {
 	if _, err := u.record(); err != nil {
 		return err
 	}
-	srv, err := ui.Start(ui.Options{Backend: &uiBackend{u.options}, Addr: u.addr})
+	srv, err := ui.Start(ui.Options{Backend: &uiBackend{u.options}, Addr: u.addr, HandoverDir: u.handover})
 	if err != nil {
 		return err
 	}
@@ -95,12 +103,21 @@ func (u *uiOptions) run(ctx context.Context) error {
 		// The browser is started with a file of ours (0600, in a 0700
 		// directory) that sends it on: the token is on no command line,
 		// where every local user could read it.
+		// The URL printed above stays the way in by hand: it is on the
+		// terminal only, never on a command line, and its token works
+		// once, whichever of the two is opened first.
 		open, err := srv.Handover(query)
-		if err != nil {
-			return err
+		if err == nil {
+			err = openBrowser(open)
 		}
-		if err := openBrowser(open); err != nil {
+		if err != nil {
 			fmt.Fprintf(u.streams.ErrOut, "no browser opened (%v): open the URL above\n", escape.Line(err.Error()))
+		} else {
+			// A sandboxed browser (a snap, a flatpak) may not read the
+			// file and say so in its window only: the opener succeeded.
+			fmt.Fprintf(u.streams.ErrOut, "Opened %s in your browser. If the browser shows \"File not found\" "+
+				"(a sandboxed browser that cannot read that directory: see --handover-dir), open the URL above: paste it into the address bar.\n",
+				escape.Line(open))
 		}
 	}
 	<-ctx.Done()
