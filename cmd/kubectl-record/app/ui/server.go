@@ -202,7 +202,10 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) (ok, answere
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.used {
-		return false, false
+		// The printed URL pasted after the browser took the hand-over
+		// (or the other way round): its token works once.
+		http.Error(w, "this URL was opened already (its token works once): use the browser tab it opened, or restart kubectl record ui", http.StatusForbidden)
+		return false, true
 	}
 	s.used = true
 	http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: s.base, HttpOnly: true, SameSite: http.SameSiteStrictMode})

@@ -91,8 +91,12 @@ func TestOnlyThePrintedURLOpensThePage(t *testing.T) {
 		session.SameSite != http.SameSiteStrictMode || session.Path != u.Path {
 		t.Fatalf("the token: %d to %q, cookie %+v", r.StatusCode, refresh(t, r), session)
 	}
+	// The printed URL pasted after the browser took the hand-over: refused,
+	// and saying why (not "open the URL kubectl record ui printed").
 	if r := do("GET", "/?token="+u.Query().Get("token"), nil, nil); r.StatusCode != http.StatusForbidden {
 		t.Errorf("the token again: %d, want it used up", r.StatusCode)
+	} else if b, _ := io.ReadAll(r.Body); !strings.Contains(string(b), "opened already") {
+		t.Errorf("the token again: %q, want it to say the URL was opened already", b)
 	}
 	r = do("GET", "/", nil, session)
 	if r.StatusCode != http.StatusOK || !strings.Contains(r.Header.Get("Content-Security-Policy"), "script-src 'self'") ||
