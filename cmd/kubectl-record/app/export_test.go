@@ -177,6 +177,12 @@ func TestExportRefusesADirectoryOthersControl(t *testing.T) {
 			t.Fatal(err)
 		}
 		cases["under another user's link"] = struct{ dir, want string }{planted + "/out", "is a symbolic link of uid 65534"}
+		// ... and through a link of yours that goes through it.
+		mine := filepath.Join(base, "mine")
+		if err := os.Symlink(planted, mine); err != nil {
+			t.Fatal(err)
+		}
+		cases["through your link to another user's"] = struct{ dir, want string }{mine + "/out", "is a symbolic link of uid 65534"}
 	} else {
 		cases["another user's"] = struct{ dir, want string }{"/", "belongs to uid 0"}
 	}
@@ -190,6 +196,21 @@ func TestExportRefusesADirectoryOthersControl(t *testing.T) {
 	for _, d := range []string{real, open} {
 		if entries, _ := os.ReadDir(d); len(entries) != 0 {
 			t.Errorf("%s: %d files written", d, len(entries))
+		}
+	}
+	// A link of yours on the way is followed, "../" after it too, and a
+	// relative link with "..".
+	if err := os.Symlink(filepath.Join("..", filepath.Base(base), "real"), filepath.Join(base, "rel")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{link + "/sub", "link/../real/sub2", "./link/sub3/", "rel/sub4"} {
+		if code, _, errOut := export(t, server, dir); code != 0 {
+			t.Errorf("-o %s: exit %d %s", dir, code, errOut)
+		}
+	}
+	for _, sub := range []string{"sub", "sub2", "sub3", "sub4"} {
+		if fi, err := os.Lstat(filepath.Join(real, sub, "roles.rbac.authorization.k8s.io_edit.yaml")); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v", sub, err)
 		}
 	}
 }
