@@ -21,3 +21,9 @@ func privateBase(dir string, fi fs.FileInfo) error {
 	}
 	return nil
 }
+
+// mine is whether this user owns fi.
+func mine(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || int(st.Uid) == os.Geteuid()
+}
