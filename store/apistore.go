@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -112,13 +113,15 @@ func (a *APIStore) Prepare(ctx context.Context, record *Store) error {
 			return err
 		}
 		var exists bool
-		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", APISchema).Scan(&exists); err != nil || exists {
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", APISchema).Scan(&exists); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+APISchema); err != nil {
-			return fmt.Errorf("create the schema %s (or have an administrator create it, owned by this role: deploy/components/postgres/roles.sql): %w", APISchema, err)
+		if !exists {
+			if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+APISchema); err != nil {
+				return fmt.Errorf("create the schema %s (or have an administrator create it, owned by this role: deploy/components/postgres/roles.sql): %w", APISchema, err)
+			}
 		}
-		return nil
+		return checkAPISchemaOwned(ctx, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("store: API schema: %w", err)
@@ -152,6 +155,78 @@ func (a *APIStore) Prepare(ctx context.Context, record *Store) error {
 		}
 	}
 	return nil
+}
+
+// foreignInAPISchemaSQL lists what in APISchema the current user does not
+// own (the schema, a relation, a routine, a type, an operator and the
+// other kinds a schema holds), and every trigger, rule and row-security
+// policy on its tables (its migrations make none): each as a kind, a name
+// and the role that owns it (of a trigger, its function's owner).
+const foreignInAPISchemaSQL = `
+WITH s AS (SELECT oid, nspowner FROM pg_namespace WHERE nspname = $1),
+     me AS (SELECT oid FROM pg_roles WHERE rolname = current_user)
+SELECT 'schema', $1::text, pg_get_userbyid(s.nspowner) FROM s WHERE s.nspowner <> (SELECT oid FROM me)
+UNION ALL SELECT 'relation', c.oid::regclass::text, pg_get_userbyid(c.relowner) FROM pg_class c, s
+    WHERE c.relnamespace = s.oid AND c.relowner <> (SELECT oid FROM me)
+UNION ALL SELECT 'function', p.oid::regprocedure::text, pg_get_userbyid(p.proowner) FROM pg_proc p, s
+    WHERE p.pronamespace = s.oid AND p.proowner <> (SELECT oid FROM me)
+UNION ALL SELECT 'type', t.oid::regtype::text, pg_get_userbyid(t.typowner) FROM pg_type t, s
+    WHERE t.typnamespace = s.oid AND t.typowner <> (SELECT oid FROM me)
+UNION ALL SELECT 'operator', o.oid::regoperator::text, pg_get_userbyid(o.oprowner) FROM pg_operator o, s
+    WHERE o.oprnamespace = s.oid AND o.oprowner <> (SELECT oid FROM me)
+UNION ALL SELECT 'collation', x.collname::text, pg_get_userbyid(x.collowner) FROM pg_collation x, s
+    WHERE x.collnamespace = s.oid AND x.collowner <> (SELECT oid FROM me)
+UNION ALL SELECT 'conversion', x.conname::text, pg_get_userbyid(x.conowner) FROM pg_conversion x, s
+    WHERE x.connamespace = s.oid AND x.conowner <> (SELECT oid FROM me)
+UNION ALL SELECT 'operator class', x.opcname::text, pg_get_userbyid(x.opcowner) FROM pg_opclass x, s
+    WHERE x.opcnamespace = s.oid AND x.opcowner <> (SELECT oid FROM me)
+UNION ALL SELECT 'operator family', x.opfname::text, pg_get_userbyid(x.opfowner) FROM pg_opfamily x, s
+    WHERE x.opfnamespace = s.oid AND x.opfowner <> (SELECT oid FROM me)
+UNION ALL SELECT 'text search configuration', x.cfgname::text, pg_get_userbyid(x.cfgowner) FROM pg_ts_config x, s
+    WHERE x.cfgnamespace = s.oid AND x.cfgowner <> (SELECT oid FROM me)
+UNION ALL SELECT 'text search dictionary', x.dictname::text, pg_get_userbyid(x.dictowner) FROM pg_ts_dict x, s
+    WHERE x.dictnamespace = s.oid AND x.dictowner <> (SELECT oid FROM me)
+UNION ALL SELECT 'statistics object', x.stxname::text, pg_get_userbyid(x.stxowner) FROM pg_statistic_ext x, s
+    WHERE x.stxnamespace = s.oid AND x.stxowner <> (SELECT oid FROM me)
+UNION ALL SELECT 'trigger', g.tgname || ' on ' || g.tgrelid::regclass::text, pg_get_userbyid(p.proowner)
+    FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid JOIN pg_proc p ON p.oid = g.tgfoid, s
+    WHERE c.relnamespace = s.oid AND NOT g.tgisinternal
+UNION ALL SELECT 'rule', w.rulename || ' on ' || w.ev_class::regclass::text, pg_get_userbyid(c.relowner)
+    FROM pg_rewrite w JOIN pg_class c ON c.oid = w.ev_class, s
+    WHERE c.relnamespace = s.oid AND w.rulename <> '_RETURN'
+UNION ALL SELECT 'policy', y.polname || ' on ' || y.polrelid::regclass::text, pg_get_userbyid(c.relowner)
+    FROM pg_policy y JOIN pg_class c ON c.oid = y.polrelid, s
+    WHERE c.relnamespace = s.oid
+LIMIT 20`
+
+// checkAPISchemaOwned refuses APISchema unless this login owns it and all
+// in it, and no trigger, rule or policy is on its tables. A schema another
+// role made first (any role with CREATE on the database may: often the
+// ingest role, as the database's owner) or put something into would let
+// that role rewrite the plans the API executes as their owner.
+func checkAPISchemaOwned(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, foreignInAPISchemaSQL, APISchema)
+	if err != nil {
+		return err
+	}
+	var found []string
+	var kind, name, owner string
+	_, err = pgx.ForEachRow(rows, []any{&kind, &name, &owner}, func() error {
+		found = append(found, fmt.Sprintf("%s %s owned by %q", kind, name, owner))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	var me string
+	if err := tx.QueryRow(ctx, "SELECT current_user").Scan(&me); err != nil {
+		return err
+	}
+	return fmt.Errorf("refusing the schema %s: not this role's (%q) alone: %s; an administrator must hand the schema and all in it to %q and drop what its migrations did not make, or drop the schema (deploy/components/postgres/roles.sql)",
+		APISchema, me, strings.Join(found, "; "), me)
 }
 
 // oldRestoresSQL reads public.restores as the reader, each row as a JSON

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -206,10 +207,33 @@ func TestRolesOfASingleRoleInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// What else the single role made in the schema: each kind passes to
+	// the API's role (or the API would refuse the schema); a trigger is
+	// refused until an administrator drops it.
+	if _, err := ic.Exec(ctx, `CREATE VIEW options_record_api.v AS SELECT id FROM options_record_api.restores;
+CREATE SEQUENCE options_record_api.s;
+CREATE TABLE options_record_api.t (id serial);
+CREATE FUNCTION options_record_api.f() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
+CREATE PROCEDURE options_record_api.p() LANGUAGE sql AS 'SELECT 1';
+CREATE TYPE options_record_api.e AS ENUM ('a');
+CREATE TYPE options_record_api.c AS (a int);
+CREATE DOMAIN options_record_api.d AS int;
+CREATE TRIGGER planted BEFORE UPDATE ON options_record_api.restores FOR EACH ROW EXECUTE FUNCTION options_record_api.f()`); err != nil {
+		t.Fatal(err)
+	}
+	rolesSQLRun := func() ([]byte, error) {
+		return exec.Command("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "ingest="+names[0],
+			"-v", "reader="+r.ReaderRole, "-v", "api="+names[1], "-d", admin, "-f", rolesSQL).CombinedOutput()
+	}
+	if out, err := rolesSQLRun(); err == nil || !strings.Contains(string(out), "trigger planted") {
+		t.Fatalf("roles.sql with a trigger in the API's schema: %v\n%s; want it refused, the trigger named", err, out)
+	}
+	if _, err := ic.Exec(ctx, `DROP TRIGGER planted ON options_record_api.restores`); err != nil {
+		t.Fatal(err)
+	}
+
 	// The operator splits the roles: roles.sql again.
-	cmd := exec.Command("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "ingest="+names[0],
-		"-v", "reader="+r.ReaderRole, "-v", "api="+names[1], "-d", admin, "-f", rolesSQL)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := rolesSQLRun(); err != nil {
 		t.Fatalf("roles.sql on a single-role install: %v\n%s", err, out)
 	}
 	wantDenied(t, ic, "the former single role", `UPDATE options_record_api.restores SET plan = '[{"forged":true}]'`)
@@ -468,4 +492,79 @@ func TestSquattedPartition(t *testing.T) {
 		t.Errorf("a batch of the squatted day: %v; classified as invalid data (dropped), want the database's fault", err)
 	}
 	t.Logf("a batch of the squatted day: %v", err)
+}
+
+// TestAPISchemaOwnedByAnother: the API's Prepare uses options_record_api
+// only if its login owns the schema and all in it, and no trigger is on
+// its tables: a schema ingest made first (a role with CREATE on the
+// database, as its owner often has), or a function or trigger planted in
+// it, is refused with the owner named, never used.
+func TestAPISchemaOwnedByAnother(t *testing.T) {
+	ctx := context.Background()
+	admin := func(t *testing.T, r pgtest.Roles, sql string) {
+		t.Helper()
+		adm, err := pgx.Connect(ctx, r.Admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer adm.Close(ctx)
+		if _, err := adm.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	openAPI := func(t *testing.T, r pgtest.Roles) error {
+		t.Helper()
+		reader, err := store.Open(ctx, store.Options{URL: r.Reader, Secondary: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer reader.Close()
+		api, err := store.OpenAPI(ctx, store.Options{URL: r.API}, reader)
+		if err == nil {
+			api.Close()
+		}
+		return err
+	}
+	wantRefused := func(t *testing.T, err error, owner string) {
+		t.Helper()
+		if err == nil {
+			t.Fatal("the API prepared a schema with what another role owns or planted; want it refused")
+		}
+		if !strings.Contains(err.Error(), owner) || !strings.Contains(err.Error(), "roles.sql") {
+			t.Errorf("refused with %v; want the owner %s named and roles.sql pointed at", err, owner)
+		}
+	}
+	t.Run("ingest made the schema", func(t *testing.T) {
+		r := pgtest.NewRoles(t)
+		// As the database's owner would: ingest may create schemas.
+		admin(t, r, "DROP SCHEMA options_record_api; DO $$BEGIN EXECUTE format('GRANT CREATE ON DATABASE %I TO %I', current_database(), '"+r.IngestRole+"'); END$$")
+		ic, err := pgx.Connect(ctx, r.Ingest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ic.Close(ctx)
+		if _, err := ic.Exec(ctx, "CREATE SCHEMA options_record_api; GRANT ALL ON SCHEMA options_record_api TO PUBLIC"); err != nil {
+			t.Fatal(err)
+		}
+		wantRefused(t, openAPI(t, r), r.IngestRole)
+	})
+	t.Run("function", func(t *testing.T) {
+		r := pgtest.NewRoles(t)
+		if err := openAPI(t, r); err != nil {
+			t.Fatal(err)
+		}
+		admin(t, r, `CREATE FUNCTION options_record_api.now() RETURNS timestamptz LANGUAGE sql AS 'SELECT ''-infinity''::timestamptz';
+ALTER FUNCTION options_record_api.now() OWNER TO `+pgx.Identifier{r.IngestRole}.Sanitize())
+		wantRefused(t, openAPI(t, r), r.IngestRole)
+	})
+	t.Run("trigger", func(t *testing.T) {
+		r := pgtest.NewRoles(t)
+		if err := openAPI(t, r); err != nil {
+			t.Fatal(err)
+		}
+		admin(t, r, `CREATE FUNCTION public.rewrite() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN NEW.plan = '[{"forged":true}]'; RETURN NEW; END$$;
+ALTER FUNCTION public.rewrite() OWNER TO `+pgx.Identifier{r.IngestRole}.Sanitize()+`;
+CREATE TRIGGER planted BEFORE INSERT OR UPDATE ON options_record_api.restores FOR EACH ROW EXECUTE FUNCTION public.rewrite()`)
+		wantRefused(t, openAPI(t, r), "planted")
+	})
 }

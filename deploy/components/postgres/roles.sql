@@ -79,9 +79,45 @@ ALTER ROLE :"api" SET row_security = off;
 CREATE SCHEMA options_record_api AUTHORIZATION :"api";
 \else
 -- A single-role install made it as its one role: hand it, and what is in
--- it, to the API's role.
+-- it, to the API's role. The API's migrations make no trigger, rule or
+-- row-security policy there: one found is refused (an administrator looks
+-- at it and drops it), never handed over. The API refuses at start-up a
+-- schema with anything in it another role owns (store.APIStore.Prepare).
+DO $$
+DECLARE planted text;
+BEGIN
+    SELECT string_agg(what, '; ') INTO planted FROM (
+        SELECT format('trigger %I on %s', g.tgname, g.tgrelid::regclass) AS what
+        FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'options_record_api' AND NOT g.tgisinternal
+        UNION ALL SELECT format('rule %I on %s', w.rulename, w.ev_class::regclass)
+        FROM pg_rewrite w JOIN pg_class c ON c.oid = w.ev_class JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'options_record_api' AND w.rulename <> '_RETURN'
+        UNION ALL SELECT format('policy %I on %s', y.polname, y.polrelid::regclass)
+        FROM pg_policy y JOIN pg_class c ON c.oid = y.polrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'options_record_api') p;
+    IF planted IS NOT NULL THEN
+        RAISE EXCEPTION 'options_record_api holds what the API''s migrations never make: %', planted
+            USING HINT = 'Look at each, drop it (DROP TRIGGER / DROP RULE / DROP POLICY ... ON ...), then run roles.sql again.';
+    END IF;
+END $$;
 ALTER SCHEMA options_record_api OWNER TO :"api";
-SELECT format('ALTER TABLE options_record_api.%I OWNER TO %I', tablename, :'api')
-FROM pg_tables WHERE schemaname = 'options_record_api' \gexec
+-- Tables, partitioned tables, views, materialized views, foreign tables,
+-- standalone sequences (a sequence a table owns follows its table).
+SELECT format('ALTER TABLE %s OWNER TO %I', c.oid::regclass, :'api')
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = 'options_record_api' AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+  AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid
+                  AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')) \gexec
+-- Functions, procedures and aggregates.
+SELECT format('ALTER ROUTINE %s OWNER TO %I', p.oid::regprocedure, :'api')
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE n.nspname = 'options_record_api' \gexec
+-- Types of their own (a table's row type and an array type follow theirs).
+SELECT format('ALTER %s %s OWNER TO %I', CASE t.typtype WHEN 'd' THEN 'DOMAIN' ELSE 'TYPE' END, t.oid::regtype, :'api')
+FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+WHERE n.nspname = 'options_record_api' AND t.typtype IN ('b', 'c', 'd', 'e', 'r')
+  AND (t.typrelid = 0 OR (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c')
+  AND NOT (t.typelem <> 0 AND t.typlen = -1 AND t.typcategory = 'A') \gexec
 \endif
 REVOKE ALL ON SCHEMA options_record_api FROM PUBLIC;
