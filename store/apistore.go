@@ -262,6 +262,10 @@ INSERT INTO options_record_api.restores (cluster, id, kind, created_at, username
 VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::uuid, $17, $18)
 ON CONFLICT DO NOTHING`
 
+// importedOutcome is the outcome of a plan or restore copied from
+// public.restores in state planned or running: it is never executed.
+var importedOutcome = []byte(`[{"index":0,"action":"","result":"failed","message":"imported from the record's table public.restores when the restore API moved to its own schema, and not executed: that table was writable by the record's owner, so neither who made the plan nor its steps can be trusted; plan it again"}]`)
+
 // copyOldRestores copies the rows of public.restores, read through record,
 // into the API's table, once: in the transaction that removes the pending
 // mark the API's first migration set (none: copied already, or an install
@@ -269,6 +273,12 @@ ON CONFLICT DO NOTHING`
 // into public.restores after it are never taken. It returns how many rows
 // it copied. A record without that table (a new install whose ingest has
 // not migrated yet) has none.
+//
+// The old table was the ingest role's: any of its rows may have been
+// written by a stolen ingest credential, under any user's name. A row in
+// state planned or running is copied as refused, with importedOutcome,
+// so that it is never executed (nor left running forever); the rest are
+// history, shown as they were. The rows are read one at a time.
 func (a *APIStore) copyOldRestores(ctx context.Context, record *Store) (int64, error) {
 	var n int64
 	err := pgx.BeginFunc(ctx, a.pool.raw, func(tx pgx.Tx) error {
@@ -281,24 +291,28 @@ func (a *APIStore) copyOldRestores(ctx context.Context, record *Store) (int64, e
 		if err != nil {
 			return err
 		}
-		old, err := readOldRestores(ctx, record)
-		if err != nil {
-			return err
-		}
-		for _, raw := range old {
+		return readOldRestores(ctx, record, func(raw []byte) error {
 			var r oldRestore
 			if err := json.Unmarshal(raw, &r); err != nil {
 				return fmt.Errorf("a row of public.restores: %w", err)
 			}
+			outcome := jsonOrNil(r.Outcome)
+			if r.State == RestorePlanned || r.State == RestoreRunning {
+				r.State, outcome = RestoreRefused, importedOutcome
+				if r.FinishedAt == nil {
+					now := time.Now()
+					r.FinishedAt = &now
+				}
+			}
 			tag, err := tx.Exec(ctx, copyRestoreSQL, r.Cluster, r.ID, r.Kind, r.CreatedAt, r.Username, r.UserUID,
 				nonNil(r.UserGroups), nullJSON(jsonOrNil(r.UserExtra)), []byte(r.Request), []byte(r.Plan), r.DryRun, r.State,
-				r.ExecutedAt, r.FinishedAt, nullJSON(jsonOrNil(r.Outcome)), r.PlanID, r.ObjectNamespace, r.ObjectName)
+				r.ExecutedAt, r.FinishedAt, nullJSON(outcome), r.PlanID, r.ObjectNamespace, r.ObjectName)
 			if err != nil {
 				return fmt.Errorf("copy restore %s: %w", r.ID, err)
 			}
 			n += tag.RowsAffected()
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return 0, err
@@ -306,22 +320,21 @@ func (a *APIStore) copyOldRestores(ctx context.Context, record *Store) (int64, e
 	return n, nil
 }
 
-// readOldRestores reads public.restores through record, the reader's pool:
-// no statement of the API's own login reads what the ingest role owns.
-func readOldRestores(ctx context.Context, record *Store) ([][]byte, error) {
+// readOldRestores reads public.restores through record, the reader's pool
+// (no statement of the API's own login reads what the ingest role owns),
+// calling each with one row at a time: the table is never held in memory
+// whole.
+func readOldRestores(ctx context.Context, record *Store, each func([]byte) error) error {
 	rows, err := record.pool.raw.Query(ctx, oldRestoresSQL)
 	if err == nil {
-		var old [][]byte
-		old, err = pgx.CollectRows(rows, pgx.RowTo[[]byte])
-		if err == nil {
-			return old, nil
-		}
+		var raw []byte
+		_, err = pgx.ForEachRow(rows, []any{&raw}, func() error { return each(raw) })
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "42P01" {
-		return nil, nil
+		return nil
 	}
-	return nil, err
+	return err
 }
 
 // jsonOrNil is nil for an absent or null JSON value.

@@ -272,6 +272,10 @@ func TestAPIMigrationKeepsTheOldRestores(t *testing.T) {
 		VALUES ('c', 'as-of', 'alice', '{"namespace":"prod"}', '[{"step":1}]', 'planned', 'prod', 'before-outage') RETURNING id::text`).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO public.restores (cluster, kind, username, request, plan, state, object_namespace, object_name)
+		VALUES ('c', 'as-of', 'bob', '{}', '[]', 'running', 'prod', 'was-running'), ('c', 'as-of', 'bob', '{}', '[]', 'succeeded', 'prod', 'done')`); err != nil {
+		t.Fatal(err)
+	}
 	reader, err := store.Open(ctx, store.Options{URL: r.Reader, Secondary: true})
 	if err != nil {
 		t.Fatal(err)
@@ -282,9 +286,21 @@ func TestAPIMigrationKeepsTheOldRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer api.Close()
+	// Anyone who could write public.restores (the ingest role) could have
+	// put a plan there under any name: a plan copied is never executed.
 	got, err := api.RestoreNamed(ctx, "c", "alice", "", "prod", "before-outage")
-	if err != nil || got.ID != id || string(got.Plan) != `[{"step": 1}]` || got.State != store.RestorePlanned {
-		t.Fatalf("the old plan: %+v, %v; want it copied as it was", got, err)
+	if err != nil || got.ID != id || string(got.Plan) != `[{"step": 1}]` || got.State != store.RestoreRefused ||
+		!strings.Contains(string(got.Outcome), "not executed") || got.FinishedAt == nil {
+		t.Fatalf("the old plan: %+v, %v; want it copied as refused, imported and not executed", got, err)
+	}
+	if c, err := api.ClaimRestore(ctx, "c", id); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an imported plan claimed for execution: %+v, %v; want ErrNotFound", c, err)
+	}
+	for _, c := range []struct{ name, state, want string }{{"was-running", "running", store.RestoreRefused}, {"done", "succeeded", store.RestoreSucceeded}} {
+		got, err := api.RestoreNamed(ctx, "c", "bob", "", "prod", c.name)
+		if err != nil || got.State != c.want {
+			t.Errorf("an old restore %s: %+v, %v; want it copied as %s", c.state, got, err, c.want)
+		}
 	}
 	// Copied once: a row ingest adds to the old table later is not.
 	if _, err := st.Pool().Exec(ctx, `INSERT INTO public.restores (cluster, kind, username, request, plan, state, object_namespace, object_name)
