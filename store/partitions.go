@@ -37,8 +37,11 @@ func partitionName(d time.Time) string { return "events_p" + d.Format("20060102"
 
 // EnsurePartitionsAround creates the partitions from yesterday to
 // PartitionsAhead days after now. The sink calls it at start and daily.
+// Each day is made on its own: a day that cannot be made (ErrPartitionTaken)
+// is logged, counted and returned, and the others are made; the next call
+// tries it again.
 func (s *Store) EnsurePartitionsAround(ctx context.Context, now time.Time) error {
-	return s.ensurePartitions(ctx, s.pool, s.parts.around(now))
+	return s.ensurePartitions(ctx, s.pool, s.parts.around(now), time.Time{})
 }
 
 // around are the days from yesterday to ahead days after now.
@@ -89,14 +92,19 @@ func isMissingPartition(err error) bool {
 // EnsurePartitionsFor creates the event partitions of the days of times
 // that do not exist yet. WriteBatch calls it for the days of its events.
 func (s *Store) EnsurePartitionsFor(ctx context.Context, times []time.Time) error {
-	return s.ensurePartitions(ctx, s.pool, times)
+	return s.ensurePartitions(ctx, s.pool, times, time.Time{})
 }
 
 // ensurePartitions creates the missing partitions of times through db (the
-// gated pool, or the raw one while Prepare runs).
+// gated pool, or the raw one while Prepare runs), each day in a
+// transaction of its own: a day that cannot be made (a squatted name)
+// never rolls back or blocks another. Each day that fails is logged, with
+// the owner of the relation that took its name, and counted; it stays
+// unknown, so the next call tries it again. It returns the failures of
+// the days up to failUpTo (the zero time: of every day), joined.
 func (s *Store) ensurePartitions(ctx context.Context, db interface {
 	Begin(context.Context) (pgx.Tx, error)
-}, times []time.Time) error {
+}, times []time.Time, failUpTo time.Time) error {
 	s.parts.mu.Lock()
 	defer s.parts.mu.Unlock()
 	var missing []time.Time
@@ -108,41 +116,63 @@ func (s *Store) ensurePartitions(ctx context.Context, db interface {
 			seen[d] = true
 		}
 	}
-	if len(missing) == 0 {
-		return nil
-	}
 	sort.Slice(missing, func(i, j int) bool { return missing[i].Before(missing[j]) })
-	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+	var errs []error
+	for _, d := range missing {
+		name := partitionName(d)
+		owner, err := makePartition(ctx, db, d)
+		if err == nil {
+			s.parts.known[name] = true
+			continue
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("store: ensure event partitions: %w", err)
+		}
+		s.partitionFailures.Inc()
+		attrs := []any{"partition", "public." + name, "err", err}
+		if owner != "" {
+			attrs = append(attrs, "owner", owner)
+		}
+		s.log.Error("a day's partition of events cannot be made: its events are refused (retryable) until it is; tried again at the next upkeep or batch of that day", attrs...)
+		if failUpTo.IsZero() || !d.After(failUpTo) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("store: ensure event partitions: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// makePartition creates day d's partition of events in a transaction of its
+// own, serialised with other replicas'. When its name is taken by a
+// relation that is not a partition of public.events, it returns that
+// relation's owner and an error wrapping ErrPartitionTaken.
+func makePartition(ctx context.Context, db interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, d time.Time) (owner string, err error) {
+	name := partitionName(d)
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(partitionLockID)); err != nil {
 			return err
 		}
-		for _, d := range missing {
-			name := partitionName(d)
-			// Schema-qualified, whatever the session's search_path.
-			sql := fmt.Sprintf("CREATE TABLE IF NOT EXISTS public.%s PARTITION OF public.events FOR VALUES FROM ('%s') TO ('%s')",
-				pgx.Identifier{name}.Sanitize(), d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
-			if _, err := tx.Exec(ctx, sql); err != nil {
-				return fmt.Errorf("create partition %s: %w", name, err)
-			}
-			// IF NOT EXISTS is satisfied by any relation of that name:
-			// one another role made (a squat) would take none of the
-			// day's events.
-			var partition bool
-			var owner string
-			if err := tx.QueryRow(ctx, checkPartitionSQL, "public."+name).Scan(&partition, &owner); err != nil {
-				return fmt.Errorf("check partition %s: %w", name, err)
-			}
-			if !partition {
-				return fmt.Errorf("public.%s, owned by %q, is not a partition of public.events: %w", name, owner, ErrPartitionTaken)
-			}
+		// Schema-qualified, whatever the session's search_path.
+		sql := fmt.Sprintf("CREATE TABLE IF NOT EXISTS public.%s PARTITION OF public.events FOR VALUES FROM ('%s') TO ('%s')",
+			pgx.Identifier{name}.Sanitize(), d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("create partition %s: %w", name, err)
 		}
+		// IF NOT EXISTS is satisfied by any relation of that name: one
+		// another role made (a squat) would take none of the day's events.
+		var partition bool
+		if err := tx.QueryRow(ctx, checkPartitionSQL, "public."+name).Scan(&partition, &owner); err != nil {
+			return fmt.Errorf("check partition %s: %w", name, err)
+		}
+		if !partition {
+			return fmt.Errorf("public.%s, owned by %q, is not a partition of public.events: %w", name, owner, ErrPartitionTaken)
+		}
+		owner = ""
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("store: ensure event partitions: %w", err)
-	}
-	for _, d := range missing {
-		s.parts.known[partitionName(d)] = true
-	}
-	return nil
+	return owner, err
 }

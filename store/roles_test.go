@@ -1,15 +1,22 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"os/exec"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
@@ -583,4 +590,125 @@ ALTER FUNCTION public.rewrite() OWNER TO `+pgx.Identifier{r.IngestRole}.Sanitize
 CREATE TRIGGER planted BEFORE INSERT OR UPDATE ON options_record_api.restores FOR EACH ROW EXECUTE FUNCTION public.rewrite()`)
 		wantRefused(t, openAPI(t, r), "planted")
 	})
+}
+
+// TestSquattedFuturePartition: a relation of another role under the name
+// of a coming day's partition does not stop ingest: Prepare makes today's
+// and the other days' partitions (each day on its own), logs the squatted
+// day with its owner and counts it, and retries it at the next upkeep;
+// batches of other days are written, a batch with an event of that day is
+// refused as the database's fault (never dropped). A squatted day up to
+// today fails Prepare.
+func TestSquattedFuturePartition(t *testing.T) {
+	ctx := context.Background()
+	r := pgtest.NewRoles(t)
+	adm, err := pgx.Connect(ctx, r.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close(ctx)
+	if _, err := adm.Exec(ctx, "GRANT CREATE ON SCHEMA public TO PUBLIC"); err != nil {
+		t.Fatal(err)
+	}
+	ac, err := pgx.Connect(ctx, r.API)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close(ctx)
+	now := time.Now()
+	squat := func(d time.Time) string { return "public.events_p" + d.UTC().Format("20060102") }
+	exec := func(c *pgx.Conn, sql string) {
+		t.Helper()
+		if _, err := c.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+
+	// Today squatted: nothing of today can be stored, Prepare fails.
+	exec(ac, "CREATE TABLE "+squat(now)+" (x int)")
+	if st, err := store.Open(ctx, store.Options{URL: r.Ingest}); err == nil || !errors.Is(err, store.ErrPartitionTaken) {
+		if st != nil {
+			st.Close()
+		}
+		t.Fatalf("Prepare with today's partition squatted: %v; want ErrPartitionTaken", err)
+	}
+	after := now.AddDate(0, 0, 2)
+	exec(adm, "DROP TABLE "+squat(now)+"; DROP TABLE IF EXISTS "+squat(after))
+
+	// The day after tomorrow squatted: Prepare succeeds.
+	exec(ac, "CREATE TABLE "+squat(after)+" (x int)")
+	reg := prometheus.NewRegistry()
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	ingest, err := store.Open(ctx, store.Options{URL: r.Ingest, Registerer: reg, Logger: log})
+	if err != nil {
+		t.Fatalf("Prepare with the day after tomorrow squatted: %v; want today's partitions made and ingest open", err)
+	}
+	defer ingest.Close()
+	mu.Lock()
+	logged := logs.String()
+	mu.Unlock()
+	if !strings.Contains(logged, "level=ERROR") || !strings.Contains(logged, r.APIRole) || !strings.Contains(logged, squat(after)) {
+		t.Errorf("the log: %s; want an error naming the squatted table and its owner %s", logged, r.APIRole)
+	}
+	if n := testutil.ToFloat64(counter(t, reg, "options_record_partition_failures_total")); n < 1 {
+		t.Errorf("options_record_partition_failures_total %v; want the squatted day counted", n)
+	}
+
+	write := func(id string, days ...time.Time) error {
+		b := &model.Batch{}
+		for i, d := range days {
+			e, v := change(id+strconv.Itoa(i), "cm-"+id, d, int64(10+i), false)
+			b.Events, b.Versions = append(b.Events, e...), append(b.Versions, v...)
+		}
+		_, err := ingest.WriteBatch(ctx, b)
+		return err
+	}
+	if err := write("today", now); err != nil {
+		t.Errorf("a batch of today: %v", err)
+	}
+	if err := write("tomorrow", now.AddDate(0, 0, 1)); err != nil {
+		t.Errorf("a batch of tomorrow: %v", err)
+	}
+	if err := write("spanning", now, after); err == nil || store.IsPermanent(err) || !errors.Is(err, store.ErrPartitionTaken) {
+		t.Errorf("a batch with an event of the squatted day: %v; want it refused as the database's fault (ErrPartitionTaken)", err)
+	}
+
+	// Once an administrator drops the squat, the next upkeep makes the day.
+	exec(adm, "DROP TABLE "+squat(after))
+	if err := ingest.EnsurePartitionsAround(ctx, now); err != nil {
+		t.Fatalf("the upkeep after the squat is gone: %v", err)
+	}
+	if err := write("spanning", now, after); err != nil {
+		t.Errorf("the batch again, once the day is made: %v", err)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// counter is the registered counter named name.
+func counter(t *testing.T, g prometheus.Gatherer, name string) prometheus.Collector {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: name},
+				func() float64 { return mf.GetMetric()[0].GetCounter().GetValue() })
+		}
+	}
+	t.Fatalf("no counter %s registered", name)
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/options-record/options-record/migrations"
 )
@@ -34,6 +35,9 @@ type Options struct {
 	// transaction) that runs longer.
 	StatementTimeout         time.Duration
 	IdleInTransactionTimeout time.Duration
+	// Registerer, when set, registers the store's metrics
+	// (options_record_partition_failures_total).
+	Registerer prometheus.Registerer
 	// Secondary opens another pool on a database that the process's main
 	// Store has migrated and keeps partitions for: no migrations, no
 	// partition upkeep, usable at once (the restore API's own pool).
@@ -47,6 +51,9 @@ type Store struct {
 	log       *slog.Logger
 	parts     *partitions
 	secondary bool
+	// partitionFailures counts the days whose partition could not be
+	// made, at each attempt.
+	partitionFailures prometheus.Counter
 }
 
 // Connect makes a Store without any I/O: its pool connects when a
@@ -65,7 +72,17 @@ func Connect(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
 	s := &Store{pool: &gatedPool{raw: pool}, conn: cfg.ConnConfig, log: opts.Logger,
-		parts: newPartitions(opts.PartitionsAhead), secondary: opts.Secondary}
+		parts: newPartitions(opts.PartitionsAhead), secondary: opts.Secondary,
+		partitionFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "options_record_partition_failures_total",
+			Help: "Attempts to make a day's partition of events that failed (a relation of another role under its name, or an error); that day's events are refused until it is made.",
+		})}
+	if opts.Registerer != nil && !opts.Secondary {
+		if err := opts.Registerer.Register(s.partitionFailures); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("store: metrics: %w", err)
+		}
+	}
 	s.pool.prepared.Store(opts.Secondary)
 	return s, nil
 }
@@ -130,7 +147,11 @@ func (s *Store) Prepare(ctx context.Context) error {
 	if err := Migrate(ctx, s.conn, s.log); err != nil {
 		return err
 	}
-	if err := s.ensurePartitions(ctx, s.pool.raw, s.parts.around(time.Now())); err != nil {
+	// A day up to today that cannot be made stops ingest (its events have
+	// nowhere to go); a coming day's failure is logged and counted by
+	// ensurePartitions and tried again at the next upkeep.
+	now := time.Now()
+	if err := s.ensurePartitions(ctx, s.pool.raw, s.parts.around(now), day(now)); err != nil {
 		return err
 	}
 	s.pool.prepared.Store(true)
