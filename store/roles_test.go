@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -330,6 +331,7 @@ func TestAPIMigrationKeepsTheOldRestores(t *testing.T) {
 const plantedSQL = `
 CREATE FUNCTION public.rewrite_plans() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
+    PERFORM set_config('options_record.planted_ran_as', current_user, false);
     BEGIN
         EXECUTE 'UPDATE options_record_api.restores SET plan = ''[{"forged":true}]''';
     EXCEPTION WHEN OTHERS THEN NULL;
@@ -359,7 +361,9 @@ func newAttackFixture(t *testing.T) *attackFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.ingest.Close)
-	if f.reader, err = store.Open(ctx, store.Options{URL: f.r.Reader, Secondary: true}); err != nil {
+	// One connection: what the planted SQL leaves in its session (who ran
+	// it) is read back on the same one.
+	if f.reader, err = store.Open(ctx, store.Options{URL: f.r.Reader, Secondary: true, MaxConns: 1}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.reader.Close)
@@ -417,6 +421,34 @@ func (f *attackFixture) planIntact(t *testing.T) {
 	}
 }
 
+// ranAs is the role the planted SQL ran as in the reader's session (it
+// records current_user there), or "" if it did not run.
+func (f *attackFixture) ranAs(t *testing.T) string {
+	t.Helper()
+	var who *string
+	if err := f.reader.Pool().QueryRow(context.Background(), "SELECT current_setting('options_record.planted_ran_as', true)").Scan(&who); err != nil {
+		t.Fatal(err)
+	}
+	if who == nil {
+		return ""
+	}
+	return *who
+}
+
+// deletions reads the record's deletions as the reader, as JSON.
+func (f *attackFixture) deletions(t *testing.T) (string, error) {
+	t.Helper()
+	got, err := f.reader.Deletions(context.Background(), store.DeletionQuery{Cluster: "c", Limit: 10})
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), nil
+}
+
 // TestSeparateDatabaseRolesAgainstPlantedSQL: what a stolen ingest
 // credential can put into what the API reads (a row-security policy, a
 // function a view calls, a view) never runs with a right on the API's
@@ -434,29 +466,57 @@ func TestSeparateDatabaseRolesAgainstPlantedSQL(t *testing.T) {
 		}
 		f.planIntact(t)
 	})
+	// A replaced function and a replaced view run when the reader reads
+	// them, as the reader (which has no right on the API's schema): the
+	// read succeeds and returns the record as it was (the planted SQL
+	// swallows its failed UPDATE), and the plan is as the API wrote it.
 	t.Run("function", func(t *testing.T) {
 		f := newAttackFixture(t)
+		before, err := f.deletions(t)
+		if err != nil || before == "null" || before == "[]" {
+			t.Fatalf("deletions before: %s, %v; want the namespace's", before, err)
+		}
 		f.plant(t, `CREATE OR REPLACE FUNCTION k8s_time(v text) RETURNS timestamptz LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
+    PERFORM set_config('options_record.planted_ran_as', current_user, false);
     BEGIN
         EXECUTE 'UPDATE options_record_api.restores SET plan = ''[{"forged":true}]''';
     EXCEPTION WHEN OTHERS THEN NULL;
     END;
+    IF v !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$' THEN
+        RETURN NULL;
+    END IF;
+    RETURN v::timestamptz;
+EXCEPTION WHEN OTHERS THEN
     RETURN NULL;
 END
 $$`)
-		got, err := f.reader.Deletions(ctx, store.DeletionQuery{Cluster: "c", Limit: 10})
-		t.Logf("deletions through the replaced k8s_time: %d, %v", len(got), err)
+		after, err := f.deletions(t)
+		if err != nil || after != before {
+			t.Errorf("deletions through the replaced k8s_time: %s, %v; want the record unchanged: %s", after, err, before)
+		}
+		if who := f.ranAs(t); who != f.r.ReaderRole {
+			t.Errorf("the replaced k8s_time ran as %q; want it run, as the reader %s (never as the API's role)", who, f.r.ReaderRole)
+		}
 		f.planIntact(t)
 	})
 	t.Run("view", func(t *testing.T) {
 		f := newAttackFixture(t)
+		before, err := f.deletions(t)
+		if err != nil || before == "null" || before == "[]" {
+			t.Fatalf("deletions before: %s, %v; want the namespace's", before, err)
+		}
 		f.plant(t, plantedSQL)
 		f.plant(t, `DO $$ BEGIN
     EXECUTE 'CREATE OR REPLACE VIEW deletions AS SELECT * FROM (' || rtrim(pg_get_viewdef('deletions'), '; ') || ') d WHERE public.rewrite_plans()';
 END $$`)
-		got, err := f.reader.Deletions(ctx, store.DeletionQuery{Cluster: "c", Limit: 10})
-		t.Logf("deletions through the replaced view: %d, %v", len(got), err)
+		after, err := f.deletions(t)
+		if err != nil || after != before {
+			t.Errorf("deletions through the replaced view: %s, %v; want the record unchanged: %s", after, err, before)
+		}
+		if who := f.ranAs(t); who != f.r.ReaderRole {
+			t.Errorf("the replaced view's function ran as %q; want it run, as the reader %s (never as the API's role)", who, f.r.ReaderRole)
+		}
 		f.planIntact(t)
 	})
 	t.Run("infinite cutoff", func(t *testing.T) {
