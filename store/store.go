@@ -125,6 +125,11 @@ func poolConfig(opts *Options) (*pgxpool.Config, error) {
 	// role, for the API's reads) is refused instead of run as the reader.
 	// Not overridable from the URL.
 	params["row_security"] = "off"
+	// The record is in public and nowhere else: PostgreSQL's default
+	// search_path, "$user", public, would let a schema named after the
+	// role (any role with CREATE on the database may make one) shadow the
+	// record's tables and views. Not overridable from the URL.
+	params["search_path"] = "public"
 	for param, d := range map[string]time.Duration{
 		"statement_timeout":                   opts.StatementTimeout,
 		"idle_in_transaction_session_timeout": opts.IdleInTransactionTimeout,

@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/options-record/options-record/store"
@@ -39,8 +41,29 @@ func TestOpenAPIStoresLogsInAsEachRole(t *testing.T) {
 		}
 		return user, rowSecurity, searchPath
 	}
-	if user, rs, sp := session(reader.Pool()); user != r.ReaderRole || rs != "off" || sp != `"$user", public` {
-		t.Errorf("the reader pool: current_user %q, row_security %q, search_path %q; want %s, off, \"$user\", public", user, rs, sp, r.ReaderRole)
+	if user, rs, sp := session(reader.Pool()); user != r.ReaderRole || rs != "off" || sp != "public" {
+		t.Errorf("the reader pool: current_user %q, row_security %q, search_path %q; want %s, off, public", user, rs, sp, r.ReaderRole)
+	}
+	// A schema named after the reader's role (any role with CREATE on the
+	// database can make one) would come first in PostgreSQL's default
+	// search_path, "$user", public: a table there shadows the record's.
+	admin, err := pgx.Connect(ctx, r.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	for _, sql := range []string{
+		fmt.Sprintf("CREATE SCHEMA %s", pgx.Identifier{r.ReaderRole}.Sanitize()),
+		fmt.Sprintf("CREATE TABLE %s.deletions (forged boolean)", pgx.Identifier{r.ReaderRole}.Sanitize()),
+		fmt.Sprintf("GRANT USAGE ON SCHEMA %[1]s TO %[1]s; GRANT SELECT ON ALL TABLES IN SCHEMA %[1]s TO %[1]s", pgx.Identifier{r.ReaderRole}.Sanitize()),
+	} {
+		if _, err := admin.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var schema string
+	if err := reader.Pool().QueryRow(ctx, "SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'deletions'::regclass").Scan(&schema); err != nil || schema != "public" {
+		t.Errorf("the reader's deletions are in the schema %q (%v); want the record's view, public.deletions", schema, err)
 	}
 	if user, rs, sp := session(owner.Pool()); user != r.APIRole || rs != "off" || sp != store.APISchema {
 		t.Errorf("the owner pool: current_user %q, row_security %q, search_path %q; want %s, off, %s", user, rs, sp, r.APIRole, store.APISchema)
