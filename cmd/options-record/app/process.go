@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
@@ -27,6 +29,10 @@ type process struct {
 	db       *database
 	st       *store.Store
 	prepared chan struct{} // closed once st is prepared
+	// prepareBackoff spaces keepPreparing's attempts; after is its timer
+	// (time.After; a test records the delays instead of waiting them).
+	prepareBackoff wait.Backoff
+	after          func(time.Duration) <-chan time.Time
 	// journalReady is the journal's readiness; nil without a journal.
 	journalReady func() error
 	metricsSrv   *httpServer
@@ -35,7 +41,8 @@ type process struct {
 func newProcess(o ServeOptions, digester *model.SecretDigester, log *slog.Logger) *process {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	p := &process{o: o, log: log, lc: newLifecycle(log), reg: reg, digester: digester, prepared: make(chan struct{})}
+	p := &process{o: o, log: log, lc: newLifecycle(log), reg: reg, digester: digester, prepared: make(chan struct{}),
+		prepareBackoff: prepareBackoff, after: time.After}
 	p.metricsSrv = metricsServer(reg, p.ready, log)
 	return p
 }
@@ -97,9 +104,16 @@ func (p *process) openStore(so store.Options, journaled bool) component {
 	}}
 }
 
-// keepPreparing tries to prepare the store every few seconds until it is
-// prepared or ctx ends.
+// prepareBackoff spaces the attempts to reach a database that did not
+// answer at start-up: 1 s, doubling up to 15 s, each delay up to half again
+// longer at random, so replicas started together (a rollout, a node back)
+// do not all knock at the same instant.
+var prepareBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: 15 * time.Second}
+
+// keepPreparing tries to prepare the store, backing off with jitter
+// (prepareBackoff), until it is prepared or ctx ends.
 func (p *process) keepPreparing(ctx context.Context) {
+	bo := p.prepareBackoff
 	for {
 		select {
 		case <-p.prepared:
@@ -109,7 +123,7 @@ func (p *process) keepPreparing(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(3 * time.Second):
+		case <-p.after(bo.Step()):
 		}
 		if err := prepareStore(ctx, p.st); err != nil {
 			p.log.Debug("the database still does not answer", "err", err)
