@@ -8,10 +8,13 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
@@ -26,6 +29,12 @@ const (
 	quarantineAfter = 3
 )
 
+// backoff is the drainer's: RetryMin doubling up to RetryMax, with jitter
+// so that replicas whose store failed together do not retry together.
+func (o Options) backoff() wait.Backoff {
+	return wait.Backoff{Duration: o.RetryMin, Factor: 2, Jitter: 0.25, Steps: math.MaxInt32, Cap: o.RetryMax}
+}
+
 // Run stores the journaled batches in the store, oldest first, merging
 // consecutive ones into one transaction, until ctx is cancelled. While the
 // store fails it retries with backoff; it never drops a batch. A batch the
@@ -38,7 +47,7 @@ func (j *Journal) Run(ctx context.Context) error {
 		return errors.New("journal: Run is already running")
 	}
 	defer func() { <-j.running }()
-	backoff := j.opts.RetryMin
+	bo := j.opts.backoff()
 	single := 0     // records to drain one at a time (after a permanent error in a merged write)
 	rejected := 0   // permanent failures of the head record alone
 	unreadable := 0 // failures to read the head record from disk
@@ -67,7 +76,7 @@ func (j *Journal) Run(ctx context.Context) error {
 				j.log.Info("store answers again; draining the journal", "failing_for", time.Since(failingSince).Round(time.Millisecond).String())
 				failingSince = time.Time{}
 			}
-			backoff, rejected, unreadable = j.opts.RetryMin, 0, 0
+			bo, rejected, unreadable = j.opts.backoff(), 0, 0
 			single = max(0, single-n)
 			if j.Backlog() == 0 {
 				j.log.Info("journal drained")
@@ -125,9 +134,8 @@ func (j *Journal) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(backoff):
+		case <-time.After(bo.Step()):
 		}
-		backoff = min(2*backoff, j.opts.RetryMax)
 	}
 }
 

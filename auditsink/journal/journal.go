@@ -50,7 +50,8 @@ type Options struct {
 	// (default 16 MiB, and at most 64 records).
 	DrainBytes int64
 	// RetryMin and RetryMax bound the drainer's backoff while the store
-	// fails (defaults 250 ms and 2 s).
+	// fails (defaults 250 ms and 2 s): RetryMin doubling up to RetryMax,
+	// each wait up to a quarter longer at random (see backoff).
 	RetryMin, RetryMax time.Duration
 	// Registerer receives the journal's metrics; nil: not registered.
 	Registerer prometheus.Registerer
