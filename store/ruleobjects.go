@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // RulesChannel is the PostgreSQL notification channel on which a sink
@@ -85,7 +87,7 @@ func (s *Store) RuleObjects(ctx context.Context) ([]RuleObject, error) {
 // notification, until ctx is cancelled. A lost connection is re-established
 // (fn is called again then: notifications may have been missed meanwhile).
 func (s *Store) ListenRuleObjects(ctx context.Context, fn func()) error {
-	backoff := time.Second
+	bo := listenBackoff
 	for {
 		start := time.Now()
 		err := s.listenOnce(ctx, fn)
@@ -93,17 +95,22 @@ func (s *Store) ListenRuleObjects(ctx context.Context, fn func()) error {
 			return nil
 		}
 		if time.Since(start) > time.Minute {
-			backoff = time.Second // it worked for a while: a new failure
+			bo = listenBackoff // it worked for a while: a new failure
 		}
+		backoff := bo.Step()
 		s.log.Warn("listening for shared rule changes; reconnecting", "err", err, "in", backoff)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 30*time.Second)
 	}
 }
+
+// listenBackoff spaces ListenRuleObjects' reconnections: 1 s doubling to
+// 30 s, each up to half again longer at random, so that replicas that
+// lost the database together do not reconnect together.
+var listenBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: 30 * time.Second}
 
 func (s *Store) listenOnce(ctx context.Context, fn func()) error {
 	pooled, err := s.pool.Acquire(ctx)
