@@ -3,12 +3,14 @@ package rulesync
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/store/model"
@@ -84,29 +86,31 @@ func (b *baseliner) run(ctx context.Context) {
 		}
 	})
 	var retry <-chan time.Time
-	wait := b.s.opts.BaselineRetry
+	// Back off while passes keep failing: BaselineRetry doubling up to 5
+	// minutes, with jitter; anything but a failure starts it again.
+	fresh := wait.Backoff{Duration: b.s.opts.BaselineRetry, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32,
+		Cap: max(5*time.Minute, b.s.opts.BaselineRetry)}
+	bo := fresh
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-kick:
-			wait = b.s.opts.BaselineRetry
+			bo = fresh
 		case <-retry:
 		}
 		retry = nil
 		switch res := b.pass(ctx); {
 		case res.failed:
-			// Back off while passes keep failing (up to 5 minutes).
-			retry = time.After(wait)
-			wait = min(2*wait, max(5*time.Minute, b.s.opts.BaselineRetry))
+			retry = time.After(bo.Step())
 		case res.unfinished: // the budget ran out: go on at the pace it sets
 			retry = time.After(b.s.opts.BaselineRetry)
-			wait = b.s.opts.BaselineRetry
+			bo = fresh
 		case res.deferred > 0: // a resource waits for its next LIST
 			retry = time.After(res.deferred)
-			wait = b.s.opts.BaselineRetry
+			bo = fresh
 		default:
-			wait = b.s.opts.BaselineRetry
+			bo = fresh
 		}
 	}
 }

@@ -101,22 +101,22 @@ func (s *Sharer) Run(ctx context.Context, st SharedRules) {
 			}
 		}
 	})
-	backoff := time.Second
+	bo := retryBackoff
 	for {
 		if err := s.flush(ctx, st); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
+			backoff := bo.Step()
 			s.log.Warn("sharing observed rule changes with the other replicas; retrying", "err", err, "in", backoff)
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(backoff):
 			}
-			backoff = min(2*backoff, 30*time.Second)
 			continue
 		}
-		backoff = time.Second
+		bo = retryBackoff
 		select {
 		case <-ctx.Done():
 			return

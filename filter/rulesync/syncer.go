@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -127,6 +129,11 @@ func New(o Options) (*Syncer, error) {
 	return s, nil
 }
 
+// retryBackoff spaces the retries of the first LIST and of sharing the
+// observed rules: 1 s doubling to 30 s, each up to half again longer at
+// random, so replicas that failed together do not retry together.
+var retryBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: 30 * time.Second}
+
 // startTimeout bounds Start's attempt; Run keeps trying after it.
 const startTimeout = 15 * time.Second
 
@@ -223,14 +230,16 @@ func (s *Syncer) Run(ctx context.Context) {
 
 func (s *Syncer) resyncLoop(ctx context.Context) {
 	// Until the first LIST succeeds, try again soon, backing off.
-	for wait := time.Second; !s.started.Load(); wait = min(2*wait, 30*time.Second) {
+	bo := retryBackoff
+	for next := bo.Step(); !s.started.Load(); {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-time.After(next):
 		}
 		if err := s.first(ctx); err != nil {
-			s.log.Warn("cannot read the cluster's OptionsRecordControllers yet; retrying", "cluster", s.opts.Cluster, "in", min(2*wait, 30*time.Second).String(), "err", err)
+			next = bo.Step()
+			s.log.Warn("cannot read the cluster's OptionsRecordControllers yet; retrying", "cluster", s.opts.Cluster, "in", next.String(), "err", err)
 		}
 	}
 	t := time.NewTicker(s.opts.Resync)
