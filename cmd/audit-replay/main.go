@@ -22,6 +22,8 @@ import (
 	"os/signal"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 func main() { os.Exit(run()) }
@@ -55,7 +57,12 @@ func run() int {
 type client struct {
 	url, token string
 	http       *http.Client
+	backoff    wait.Backoff // postBackoff; a test's is shorter
 }
+
+// postBackoff spaces post's attempts: 5 in all, 1 s apart growing by half
+// each time (as before), each up to a tenth longer at random.
+var postBackoff = wait.Backoff{Duration: time.Second, Factor: 1.5, Jitter: 0.1, Steps: 5, Cap: 10 * time.Second}
 
 func newClient(url, caFile, tokenFile string) (*client, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -69,7 +76,7 @@ func newClient(url, caFile, tokenFile string) (*client, error) {
 			return nil, fmt.Errorf("%s holds no certificate", caFile)
 		}
 	}
-	c := &client{url: url, http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}}
+	c := &client{url: url, http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}, backoff: postBackoff}
 	if tokenFile != "" {
 		b, err := os.ReadFile(tokenFile)
 		if err != nil {
@@ -124,38 +131,48 @@ func (c *client) replay(ctx context.Context, path string, size int) (int, error)
 	return sent, flush()
 }
 
-// post sends a batch, retrying like the apiserver on any non-2xx answer.
+// post sends a batch, retrying like the apiserver on any non-2xx answer
+// but a 4xx other than 429. It gives up after the backoff's steps (the
+// last answer is its error) and when ctx ends.
 func (c *client) post(ctx context.Context, body []byte) error {
-	backoff := time.Second
-	for attempt := 1; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-		if err != nil {
-			return err
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, c.backoff, func(ctx context.Context) (bool, error) {
+		var retry bool
+		retry, last = c.postOnce(ctx, body)
+		switch {
+		case last == nil:
+			return true, nil
+		case !retry || errors.Is(last, context.Canceled):
+			return false, last
 		}
-		req.Header.Set("Content-Type", "application/json")
-		if c.token != "" {
-			req.Header.Set("Authorization", "Bearer "+c.token)
-		}
-		resp, err := c.http.Do(req)
-		if err == nil {
-			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			if resp.StatusCode/100 == 2 {
-				return nil
-			}
-			err = fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
-			if resp.StatusCode/100 == 4 && resp.StatusCode != http.StatusTooManyRequests {
-				return err
-			}
-		}
-		if attempt == 5 || errors.Is(err, context.Canceled) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = backoff * 3 / 2
+		return false, nil
+	})
+	if wait.Interrupted(err) && last != nil && ctx.Err() == nil {
+		return last // out of attempts
 	}
+	return err
+}
+
+// postOnce sends a batch once; retry says whether sending it again may
+// succeed.
+func (c *client) postOnce(ctx context.Context, body []byte) (retry bool, _ error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return true, err
+	}
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	if resp.StatusCode/100 == 2 {
+		return false, nil
+	}
+	err = fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	return resp.StatusCode/100 != 4 || resp.StatusCode == http.StatusTooManyRequests, err
 }
