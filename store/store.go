@@ -229,7 +229,10 @@ func up(ctx context.Context, p *goose.Provider, log *slog.Logger) error {
 // Transact runs fn in a transaction and commits it, retrying the whole
 // transaction a few times on serialization failures, deadlocks and unique
 // violations (a batch redelivered concurrently with itself: the retry sees
-// the committed rows and skips them).
+// the committed rows and skips them). It retries at once, without a
+// backoff: the retry finds the other transaction's rows committed, or
+// waits on its locks in PostgreSQL, so a pause of our own gains nothing
+// and would only hold the webhook's request longer.
 func (s *Store) Transact(ctx context.Context, fn func(pgx.Tx) error) error {
 	const attempts = 4
 	var err error
