@@ -134,6 +134,12 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 	if given != 1 {
 		errs = append(errs, field.Invalid(spec, r.Spec, "give exactly one of version, deletion and plan"))
 	}
+	if r.Spec.Plan != "" && r.Spec.StateDigest != "" {
+		errs = append(errs, field.Forbidden(spec.Child("stateDigest"), "pins a version or a deletion: a plan is pinned by planDigest"))
+	}
+	if r.Spec.Plan == "" && r.Spec.PlanDigest != "" {
+		errs = append(errs, field.Forbidden(spec.Child("planDigest"), "pins a plan: a version or a deletion is pinned by stateDigest"))
+	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(s.kind, r.Name, errs)
 	}
@@ -151,7 +157,7 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 		return nil, err
 	}
 	res, err := s.svc.RestoreVersion(ctx, id, restore.RestoreRequest{ExpectedResourceVersion: r.Spec.ExpectedResourceVersion,
-		Force: r.Spec.Force, DryRun: dryRun, Record: &restore.RecordName{Namespace: r.Namespace, Name: r.Name}})
+		Force: r.Spec.Force, DryRun: dryRun, StateDigest: r.Spec.StateDigest, Record: &restore.RecordName{Namespace: r.Namespace, Name: r.Name}})
 	if res == nil || res.RestoreID == "" {
 		if errors.Is(err, history.ErrExists) {
 			return nil, apierrors.NewAlreadyExists(s.resource, r.Name)
@@ -165,7 +171,7 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 	out.Spec.Version = objectName(res.Source.UID, res.Source.VersionKey)
 	u := history.Caller(ctx)
 	out.Status = recordv1alpha1.RestoreStatus{Phase: "Succeeded", DryRun: dryRun, Action: res.Action, RestoreID: res.RestoreID,
-		CreatedBy: u.GetName(), Object: sourceRef(&res.Source)}
+		CreatedBy: u.GetName(), Object: sourceRef(&res.Source), StateDigest: res.StateDigest}
 	if err != nil {
 		out.Status.Phase = "Failed"
 		out.Status.Code, out.Status.Message = statusMessage(s.log, err)

@@ -108,3 +108,10 @@ func (s *Service) checkStates(ctx context.Context, cluster string, steps []Step)
 func errStateChanged(index int) error {
 	return fmt.Errorf("%w: the recorded state step %d restores is not the one planned (the record was changed since): nothing of it was written; make a new plan", history.ErrConflict, index)
 }
+
+// errVersionStateChanged refuses the restore of a version whose recorded
+// state is not the one the caller's dry run showed.
+func errVersionStateChanged(id history.VersionID, want, got string) error {
+	return fmt.Errorf("%w: the recorded state of version %s is not the one you reviewed: the record holds digest %s, the request gives %s (the record was changed since); nothing was written: review it again (a dry run answers its stateDigest)",
+		history.ErrConflict, id.UID+"."+hex.EncodeToString(id.Key), got, want)
+}

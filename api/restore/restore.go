@@ -120,10 +120,16 @@ func (s *Service) RestoreVersion(ctx context.Context, id history.VersionID, req 
 	if err != nil {
 		return nil, err
 	}
+	// What was reviewed is what runs: the state the dry run answered the
+	// digest of, checked on the very bytes this restore writes back.
+	digest := stateDigest(v.Object)
+	if req.StateDigest != "" && !sameDigest(digest, req.StateDigest) {
+		return nil, errVersionStateChanged(id, req.StateDigest, digest)
+	}
 	u := history.Caller(ctx)
 	src := history.VersionOf(v)
 	src.Object = nil
-	step := Step{Index: 0, Action: "restore", Object: refOf(v), Source: &src}
+	step := Step{Index: 0, Action: "restore", Object: refOf(v), Source: &src, StateDigest: digest}
 	rec, err := s.begin(ctx, "version", map[string]any{"version": src.ID, "options": req}, []Step{step}, req.DryRun, nil, req.Record)
 	if err != nil {
 		return nil, err
@@ -132,6 +138,7 @@ func (s *Service) RestoreVersion(ctx context.Context, id history.VersionID, req 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	res, err := s.restoreOne(ctx, v, req, u)
+	res.StateDigest = digest
 	out := StepOutcome{Index: 0, Action: res.Action, Result: ResultDone}
 	state := store.RestoreSucceeded
 	if err != nil {

@@ -26,6 +26,7 @@ type RestoreRequest struct {
 	ExpectedResourceVersion string `json:"expectedResourceVersion,omitempty" doc:"the live object's resourceVersion the caller based the request on; the restore is refused (409) if the live object differs. Without it, the live object must match the newest recorded version"`
 	Force                   bool   `json:"force,omitempty" doc:"restore even if the live object changed"`
 	DryRun                  bool   `json:"dryRun,omitempty" doc:"ask the apiserver for a server-side dry run: nothing is changed (also ?dryRun=true)"`
+	StateDigest             string `json:"stateDigest,omitempty" doc:"the stateDigest your dry run answered: the restore is refused (409) before anything is written if the record no longer holds that state for the version (it was rewritten since). Without it, the state the record holds at run time is restored"`
 	// Record names the restore when it is created as an object of the
 	// aggregated API (kubectl create): its author reads it back by name.
 	Record *RecordName `json:"-"`
@@ -48,6 +49,7 @@ type RestoreResult struct {
 	Action        string               `json:"action" doc:"create (the object was gone), update (it exists) or none (it already holds this state)"`
 	DryRun        bool                 `json:"dryRun"`
 	Source        history.Version      `json:"source"`
+	StateDigest   string               `json:"stateDigest,omitempty" doc:"sha256: of the recorded state restored (or, in a dry run, that would be): pass it as stateDigest to the real run so it restores what you reviewed"`
 	Live          *LiveRef             `json:"live,omitempty" doc:"the live object before the restore; absent when it was gone"`
 	Object        json.RawMessage      `json:"object,omitempty" doc:"the apiserver's answer: the object as restored (or as it would be, in a dry run)"`
 	DroppedOwners []DroppedOwner       `json:"droppedOwnerReferences,omitempty"`

@@ -2319,6 +2319,13 @@ func schema_options_record_api_record_v1alpha1_RestoreSpec(ref common.ReferenceC
 							Format:      "",
 						},
 					},
+					"stateDigest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StateDigest is the digest of the recorded state you reviewed, for a version or a deletion: status.stateDigest of a dry run of this Restore. Given, a restore whose version the record no longer holds in that state (it was rewritten since) is refused (409) before anything is written. Without it, the state the record holds when the restore runs is restored.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},
@@ -2447,6 +2454,13 @@ func schema_options_record_api_record_v1alpha1_RestoreStatus(ref common.Referenc
 					"planDigest": {
 						SchemaProps: spec.SchemaProps{
 							Description: "PlanDigest is, for the run of a plan, the digest of the steps it ran (or, in a dry run, would run): pass it as spec.planDigest to execute the plan for real.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"stateDigest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StateDigest is, for the restore of a version or a deletion, the digest (sha256:) of the recorded state it restored (or, in a dry run, would restore): pass it as spec.stateDigest to restore for real what the dry run showed.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

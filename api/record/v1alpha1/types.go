@@ -198,6 +198,14 @@ type RestoreSpec struct {
 	// before anything is written.
 	// +optional
 	PlanDigest string `json:"planDigest,omitempty"`
+	// StateDigest is the digest of the recorded state you reviewed, for a
+	// version or a deletion: status.stateDigest of a dry run of this
+	// Restore. Given, a restore whose version the record no longer holds
+	// in that state (it was rewritten since) is refused (409) before
+	// anything is written. Without it, the state the record holds when
+	// the restore runs is restored.
+	// +optional
+	StateDigest string `json:"stateDigest,omitempty"`
 }
 
 // RestoreStatus is the outcome of a restore.
@@ -249,6 +257,12 @@ type RestoreStatus struct {
 	// execute the plan for real.
 	// +optional
 	PlanDigest string `json:"planDigest,omitempty"`
+	// StateDigest is, for the restore of a version or a deletion, the
+	// digest (sha256:) of the recorded state it restored (or, in a dry
+	// run, would restore): pass it as spec.stateDigest to restore for
+	// real what the dry run showed.
+	// +optional
+	StateDigest string `json:"stateDigest,omitempty"`
 	// CreatedBy is the user the restore ran as.
 	// +optional
 	CreatedBy string `json:"createdBy,omitempty"`
