@@ -399,6 +399,7 @@ func restoreOf(p *restore.Plan) *recordv1alpha1.Restore {
 		src := p.Steps[0].Source
 		r.Spec.Version = objectName(src.UID, src.VersionKey)
 		r.Status.Object = sourceRef(src)
+		r.Status.StateDigest = p.Steps[0].StateDigest
 	}
 	if len(p.Outcome) > 0 {
 		o := p.Outcome[0]

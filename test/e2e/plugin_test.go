@@ -10,10 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -214,6 +216,12 @@ func TestPluginIncident(t *testing.T) {
 		t.Logf("kubectl record restore cm/app-config --yes:\n%s%s", r.out, r.errOut)
 		if r.code != 0 || !strings.Contains(r.out, "Restored configmaps/app-config") {
 			t.Fatalf("exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		// The real run carried the digest of the state its dry run showed.
+		if d := regexp.MustCompile(`recorded state: (sha256:[0-9a-f]{64})`).FindStringSubmatch(r.out); d == nil {
+			t.Errorf("the plugin showed no digest of the recorded state:\n%s", r.out)
+		} else if got := carriedStateDigests(t, w, "app-config"); !slices.Contains(got, d[1]) {
+			t.Errorf("no real restore of app-config carried the dry run's digest %s: %q", d[1], got)
 		}
 		cm, err := w.kube(t, controlplane.AdminUser).CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{})
 		if err != nil || cm.Data["mode"] != "live" || cm.Data["db"] != "postgres://shop" || cm.Labels["app"] != "shop" {
@@ -571,4 +579,21 @@ subjects: [{kind: ServiceAccount, name: restorer, namespace: `+ns+`}]
 			t.Errorf("kubectl record deletions: %v %q", err, out)
 		}
 	})
+}
+
+// carriedStateDigests are the stateDigest each real (not dry-run) restore
+// of a ConfigMap named name carried in its request, as the restores table
+// recorded it ("" for none).
+func carriedStateDigests(t *testing.T, w *world, name string) []string {
+	t.Helper()
+	rows, err := w.db.Query(context.Background(), `SELECT coalesce(request->'options'->>'stateDigest', '') FROM options_record_api.restores
+		WHERE kind = 'version' AND NOT dry_run AND plan->0->'object'->>'resource' = 'configmaps' AND plan->0->'object'->>'name' = $1`, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

@@ -192,6 +192,25 @@ func TestTimelineInABrowser(t *testing.T) {
 		if _, err := w.kube(t, controlplane.AdminUser).CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{}); err == nil {
 			t.Fatal("the dry run restored the object")
 		}
+		// The confirmation restores what the preview showed, or nothing: the
+		// record rewritten in between (as the ingest credential can) is
+		// refused and nothing is written.
+		rewrite := func(from, to string) {
+			t.Helper()
+			if _, err := w.db.Exec(context.Background(), `UPDATE object_versions SET object = replace(object::text, $1, $2)::json
+				WHERE namespace = $3 AND name = 'app-config'`, from, to, ns); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rewrite(`"live"`, `"evil"`)
+		browser.Do(t, ctx, chromedp.Click(css(`#restore-confirm`)), chromedp.WaitVisible(css(`#error`)))
+		if msg := browser.Text(t, ctx, "#error"); !strings.Contains(msg, "not the one you reviewed") {
+			t.Errorf("the confirmation after a rewrite of the record: %q", msg)
+		}
+		if _, err := w.kube(t, controlplane.AdminUser).CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{}); err == nil {
+			t.Fatal("the confirmation restored a state the preview did not show")
+		}
+		rewrite(`"evil"`, `"live"`)
 		browser.Do(t, ctx, chromedp.Click(css(`#restore-confirm`)), chromedp.WaitVisible(css(`#restore-outcome`)))
 		if outcome := browser.Text(t, ctx, "#restore-outcome"); !strings.Contains(outcome, "Succeeded") {
 			t.Fatalf("the restore: %q", outcome)

@@ -33,8 +33,9 @@ func newRestoreCommand(o *options) *cobra.Command {
 which for a deleted object is its last state, or --version). The restore runs
 first as a server-side dry run: what it would do (create or update) and what it
 would change in the live object are shown, and you are asked to confirm. Then it
-runs for real, as you: your RBAC decides the write, and the cluster's audit log
-names you. Without a terminal it refuses unless --yes is given.
+runs for real, as you, restoring the recorded state the dry run showed (pinned by
+its digest: if the record was changed in between, nothing is written): your RBAC
+decides the write, and the cluster's audit log names you. Without a terminal it refuses unless --yes is given.
 
 If the live object changed since the record's newest version, the restore is
 refused (nothing is written): review with kubectl record history, then pass
@@ -73,6 +74,9 @@ func (r *restoreOptions) run(cmd *cobra.Command, args []string) error {
 	out := r.streams.Out
 	fmt.Fprintf(out, "Dry run: restoring %s to version %s (%s by %s, %s ago)\n", what, version, c.Verb, actorOf(c), age(c.ChangedAt.Time))
 	describe(out, dry)
+	if dry.StateDigest != "" {
+		fmt.Fprintf(out, "  recorded state: %s\n", dry.StateDigest)
+	}
 	if dry.Phase != "Succeeded" {
 		return refusal(dry, t)
 	}
@@ -91,6 +95,9 @@ func (r *restoreOptions) run(cmd *cobra.Command, args []string) error {
 			return &codedError{2, fmt.Errorf("not restored")}
 		}
 	}
+	// What the dry run showed, or nothing: the recorded state is pinned by
+	// its digest.
+	spec.StateDigest = dry.StateDigest
 	done, err := r.create(ctx, t, spec, false)
 	if err != nil {
 		return err

@@ -309,7 +309,7 @@ func uiChanges(cs []diff.Change) []ui.DiffChange {
 	return out
 }
 
-func (b *uiBackend) Restore(ctx context.Context, obj ui.ObjectQuery, version string, dryRun bool) (*ui.RestoreResult, error) {
+func (b *uiBackend) Restore(ctx context.Context, obj ui.ObjectQuery, version, digest string, dryRun bool) (*ui.RestoreResult, error) {
 	t, o, err := b.target(obj)
 	if err != nil {
 		return nil, err
@@ -317,8 +317,12 @@ func (b *uiBackend) Restore(ctx context.Context, obj ui.ObjectQuery, version str
 	if version == "" {
 		return nil, &ui.Error{Status: http.StatusBadRequest, Message: "version is required"}
 	}
+	if !dryRun && digest == "" {
+		// The page confirms what its dry run showed, or nothing.
+		return nil, &ui.Error{Status: http.StatusBadRequest, Message: "stateDigest is required: confirm the restore its dry run showed"}
+	}
 	r := &restoreOptions{options: o}
-	st, err := r.create(ctx, t, record.RestoreSpec{Version: version}, dryRun)
+	st, err := r.create(ctx, t, record.RestoreSpec{Version: version, StateDigest: digest}, dryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +330,7 @@ func (b *uiBackend) Restore(ctx context.Context, obj ui.ObjectQuery, version str
 }
 
 func restoreResult(st *record.RestoreStatus, dryRun bool) *ui.RestoreResult {
-	res := &ui.RestoreResult{Phase: st.Phase, Action: st.Action, Message: st.Message, DryRun: dryRun, PlanDigest: st.PlanDigest}
+	res := &ui.RestoreResult{Phase: st.Phase, Action: st.Action, Message: st.Message, DryRun: dryRun, PlanDigest: st.PlanDigest, StateDigest: st.StateDigest}
 	for _, c := range st.Changes {
 		dc := ui.DiffChange{Op: c.Op, Path: c.Path}
 		if c.From != nil {

@@ -95,6 +95,10 @@ type RestoreResult struct {
 	// PlanDigest is, for a plan's run, the digest of its steps: the page
 	// sends its dry run's back to execute what it showed.
 	PlanDigest string `json:"planDigest,omitempty"`
+	// StateDigest is, for a version's restore, the digest of the recorded
+	// state restored: the page sends its dry run's back to restore what
+	// it showed.
+	StateDigest string `json:"stateDigest,omitempty"`
 }
 
 // PlanQuery asks for a plan: as of a time, or undoing a user.
@@ -148,13 +152,14 @@ func (s *Server) api(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/restore", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			ObjectQuery
-			Version string `json:"version"`
-			DryRun  bool   `json:"dryRun"`
+			Version     string `json:"version"`
+			DryRun      bool   `json:"dryRun"`
+			StateDigest string `json:"stateDigest"`
 		}
 		if !decode(w, r, &req) {
 			return
 		}
-		res, err := s.opts.Backend.Restore(r.Context(), req.ObjectQuery, req.Version, req.DryRun)
+		res, err := s.opts.Backend.Restore(r.Context(), req.ObjectQuery, req.Version, req.StateDigest, req.DryRun)
 		answer(w, res, err)
 	})
 	mux.HandleFunc("POST /api/plan", func(w http.ResponseWriter, r *http.Request) {

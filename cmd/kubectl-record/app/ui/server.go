@@ -28,7 +28,9 @@ type Backend interface {
 	Changes(ctx context.Context, q Query) (*Timeline, error)
 	Versions(ctx context.Context, obj ObjectQuery) ([]Version, error)
 	Diff(ctx context.Context, obj ObjectQuery, from, to string) (*Diff, error)
-	Restore(ctx context.Context, obj ObjectQuery, version string, dryRun bool) (*RestoreResult, error)
+	// Restore restores a version: a dry run, or for real with the digest
+	// of the recorded state that was reviewed (its dry run's).
+	Restore(ctx context.Context, obj ObjectQuery, version, digest string, dryRun bool) (*RestoreResult, error)
 	Plan(ctx context.Context, p PlanQuery) (*Plan, error)
 	// ExecutePlan runs a plan: a dry run, or for real with the digest of
 	// the plan that was reviewed (its dry run's).

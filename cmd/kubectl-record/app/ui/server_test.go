@@ -25,7 +25,7 @@ func (nothing) Versions(context.Context, ObjectQuery) ([]Version, error) {
 	return []Version{}, nil
 }
 func (nothing) Diff(context.Context, ObjectQuery, string, string) (*Diff, error) { return &Diff{}, nil }
-func (nothing) Restore(context.Context, ObjectQuery, string, bool) (*RestoreResult, error) {
+func (nothing) Restore(context.Context, ObjectQuery, string, string, bool) (*RestoreResult, error) {
 	return &RestoreResult{Phase: "Succeeded"}, nil
 }
 func (nothing) Plan(context.Context, PlanQuery) (*Plan, error) { return &Plan{}, nil }

@@ -31,7 +31,7 @@ const el = (tag, props, ...children) => {
   return e;
 };
 
-const state = { lanes: [], from: 0, to: 0, object: null, versions: [], pendingRestore: null };
+const state = { lanes: [], from: 0, to: 0, object: null, versions: [], pendingRestore: null, pendingDigest: null };
 
 function showError(err) {
   const box = $("error");
@@ -254,6 +254,7 @@ async function restorePreview() {
   try {
     const res = await call("POST", "api/restore", { ...state.object, version, dryRun: true });
     state.pendingRestore = version;
+    state.pendingDigest = res.stateDigest;
     const preview = $("restore-preview");
     preview.replaceChildren(el("p", { text: `Dry run of restoring ${version}: ${res.phase}, ${res.action || "no action"}` }));
     if (res.message) preview.append(el("p", { text: res.message }));
@@ -267,7 +268,8 @@ async function restorePreview() {
 async function restoreConfirm() {
   showError("");
   try {
-    const res = await call("POST", "api/restore", { ...state.object, version: state.pendingRestore, dryRun: false });
+    // The state its dry run showed, or nothing: its digest says which.
+    const res = await call("POST", "api/restore", { ...state.object, version: state.pendingRestore, dryRun: false, stateDigest: state.pendingDigest });
     $("restore-preview").replaceChildren(el("p", { id: "restore-outcome", text: `Restore: ${res.phase}, ${res.action || ""} ${res.message || ""}` }));
     $("restore-confirm").disabled = true;
   } catch (e) { showError(e.message); }
