@@ -329,9 +329,9 @@ func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
 			Metadata struct{ Name, UID string }
 			Spec     struct{ Version string }
 			Status   struct {
-				Phase, Action, RestoreID, CreatedBy, Message string
-				DryRun                                       bool
-				Object                                       struct{ Resource, Name, UID string }
+				Phase, Action, RestoreID, CreatedBy, Message, StateDigest string
+				DryRun                                                    bool
+				Object                                                    struct{ Resource, Name, UID string }
 			}
 		}
 		decode := func(out string) {
@@ -352,9 +352,27 @@ func TestAggregatedAPIOnARealControlPlane(t *testing.T) {
 		if _, errOut, err := w.cp.Kubectl(t, "alice", nil, "get", "restore", "bring-back", "-n", ns); err == nil || !strings.Contains(errOut, "NotFound") {
 			t.Errorf("the dry run was kept: %v %s", err, errOut)
 		}
-		// For real.
-		decode(kubectlOK(t, w, "alice", manifest, "create", "-n", ns, "-f", "-", "-o", "yaml"))
-		if r.Status.Phase != "Succeeded" || r.Status.DryRun || r.Status.Action != "create" || r.Status.Object.Name != "app-config" || r.Status.Object.UID == "" {
+		// For real, pinned to the state the dry run showed: another digest
+		// is refused (409, nothing written); planDigest pins plans only.
+		reviewed := r.Status.StateDigest
+		if !strings.HasPrefix(reviewed, "sha256:") {
+			t.Fatalf("the dry run answered no stateDigest: %+v", r.Status)
+		}
+		pinned := func(field, digest string) []byte {
+			return []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"Restore","metadata":{"name":"bring-back"},"spec":{"deletion":"` + name + `","` + field + `":"` + digest + `"}}`)
+		}
+		if _, errOut, err := w.cp.Kubectl(t, "alice", pinned("stateDigest", "sha256:"+strings.Repeat("0", 64)), "create", "-n", ns, "-f", "-"); err == nil || !strings.Contains(errOut, "Conflict") {
+			t.Errorf("a restore pinned to another state: %v %s", err, errOut)
+		}
+		if _, errOut, err := w.cp.Kubectl(t, "alice", pinned("planDigest", reviewed), "create", "-n", ns, "-f", "-"); err == nil || !strings.Contains(errOut, "spec.planDigest") {
+			t.Errorf("a restore of a deletion with planDigest: %v %s", err, errOut)
+		}
+		if _, errOut, err := w.cp.Kubectl(t, "alice", nil, "get", "configmap", "app-config", "-n", ns); err == nil || !strings.Contains(errOut, "NotFound") {
+			t.Errorf("a refused restore created the ConfigMap: %v %s", err, errOut)
+		}
+		decode(kubectlOK(t, w, "alice", pinned("stateDigest", reviewed), "create", "-n", ns, "-f", "-", "-o", "yaml"))
+		if r.Status.Phase != "Succeeded" || r.Status.DryRun || r.Status.Action != "create" || r.Status.Object.Name != "app-config" || r.Status.Object.UID == "" ||
+			r.Status.StateDigest != reviewed {
 			t.Fatalf("restore: %+v", r.Status)
 		}
 		live := kubectlOK(t, w, "alice", nil, "get", "configmap", "app-config", "-n", ns, "-o", "json")
