@@ -13,7 +13,8 @@
 //   - plans (plan.go, steps.go) and their execution (execute.go), bounded
 //     before anything is loaded, covering only what the caller may read;
 //   - the digest that pins a plan as reviewed (digest.go): a real run
-//     carries it and runs those steps, restoring those states, or nothing.
+//     carries it and runs those steps, restoring those states, or nothing;
+//     a version's restore is pinned alike by its dry run's stateDigest.
 //
 // Every version a caller names is loaded, and every object a plan covers is
 // authorized, through package history. Every write to the cluster goes

@@ -124,6 +124,8 @@ func (s *Service) RestoreVersion(ctx context.Context, id history.VersionID, req 
 	// digest of, checked on the very bytes this restore writes back.
 	digest := stateDigest(v.Object)
 	if req.StateDigest != "" && !sameDigest(digest, req.StateDigest) {
+		s.log.Warn("restore of a version refused: the recorded state is not the one reviewed", "user", history.Caller(ctx).GetName(),
+			"resource", v.Resource, "namespace", v.Namespace, "name", v.Name, "uid", v.UID)
 		return nil, errVersionStateChanged(id, req.StateDigest, digest)
 	}
 	u := history.Caller(ctx)
