@@ -1,9 +1,11 @@
 package aggregated
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/options-record/options-record/api/authlimit"
 	"github.com/options-record/options-record/api/history"
@@ -28,6 +30,8 @@ func perCaller(next http.Handler, callers *history.CallerLimiter) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		ctx, cancel := answerBeforeTheDeadline(ctx)
+		defer cancel()
 		release, ok := callers.Acquire(u)
 		if !ok {
 			err := apierrors.NewTooManyRequests(fmt.Sprintf("%d of your requests are being served; wait for them", callers.Limit()), 1)
@@ -35,8 +39,23 @@ func perCaller(next http.Handler, callers *history.CallerLimiter) http.Handler {
 			return
 		}
 		defer release()
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// answerBeforeTheDeadline gives a request's work a deadline shortly
+// before the request's own (--request-timeout, set by the generic
+// server), so that work that runs out of time is answered by the API (504
+// saying what to narrow) rather than by the generic server's timeout
+// filter, which answers at the very same instant with a message of its
+// own and raced it (seen in the end-to-end bounds test).
+func answerBeforeTheDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}
+	}
+	margin := min(time.Until(deadline)/10, time.Second)
+	return context.WithDeadline(ctx, deadline.Add(-margin))
 }
 
 // DirectMaxStreamsPerConnection is the HTTP/2 streams one connection to the
