@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apiserver/pkg/registry/rest"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/restore"
@@ -94,7 +95,7 @@ func (s *changeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptio
 		switch {
 		case err == nil:
 			rec.Manifest = raw(m.Manifest)
-		case !errors.Is(err, history.ErrUnprocessable):
+		case !errors.Is(err, errs.ErrUnprocessable):
 			// The change itself was read: it is answered without the
 			// manifest rather than not at all.
 			s.log.Warn("a change's manifest could not be made", "change", name, "err", err)

@@ -10,16 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/escape"
-	"github.com/options-record/options-record/api/history"
 )
 
 // statusError turns an error of the history or restore service into the
 // Kubernetes status a client expects, with the status code the services
-// give it (history.Status). Internal errors say nothing of the database:
+// give it (errs.Status). Internal errors say nothing of the database:
 // their text may name its details.
 func statusError(log *slog.Logger, err error, res schema.GroupResource, name string) error {
-	code, reason, fromCluster := history.Status(err)
+	code, reason, fromCluster := errs.Status(err)
 	if fromCluster {
 		return err // the cluster's own answer to a call made as the caller
 	}
@@ -54,7 +54,7 @@ func errUnexpectedType(obj runtime.Object) error {
 // statusMessage is the message of err for a restore's status: internal
 // errors are logged and said generically, as statusError does.
 func statusMessage(log *slog.Logger, err error) (int32, string) {
-	code, _, fromCluster := history.Status(err)
+	code, _, fromCluster := errs.Status(err)
 	if code == http.StatusInternalServerError && !fromCluster {
 		log.Error("aggregated API restore failed", "err", err)
 		return int32(code), "internal error (logged by the server)"

@@ -22,7 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
 
-	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/errs"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/restore"
 )
@@ -133,10 +133,10 @@ func (s *planStorage) Create(ctx context.Context, obj runtime.Object, validate r
 		req.Resources = append(req.Resources, restore.GroupResource{Group: r.Group, Resource: r.Resource})
 	}
 	p, err := s.svc.CreatePlan(ctx, s.cluster, req)
-	if errors.Is(err, history.ErrExists) {
+	if errors.Is(err, errs.ErrExists) {
 		return nil, apierrors.NewAlreadyExists(s.resource, pl.Name)
 	}
-	if errors.Is(err, history.ErrInvalid) {
+	if errors.Is(err, errs.ErrInvalid) {
 		return nil, apierrors.NewInvalid(s.kind, pl.Name,
 			field.ErrorList{field.Invalid(field.NewPath("spec"), pl.Spec, err.Error())})
 	}
@@ -167,9 +167,9 @@ func (s *planStorage) Update(_ context.Context, _ string, _ rest.UpdatedObjectIn
 func (s *planStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
 	p, err := s.svc.Named(ctx, genericapirequest.NamespaceValue(ctx), name)
 	if err == nil && (p.Kind == restore.KindVersion || p.PlanID != "") {
-		err = history.ErrNotFound // a restore: see restores
+		err = errs.ErrNotFound // a restore: see restores
 	}
-	if errors.Is(err, history.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, apierrors.NewNotFound(s.resource, name)
 	}
 	if err != nil {

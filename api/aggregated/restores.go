@@ -24,6 +24,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/restore"
@@ -123,7 +124,7 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 	if r.Name == "" && r.GenerateName != "" {
 		r.Name = names.SimpleNameGenerator.GenerateName(r.GenerateName)
 	}
-	errs := validateMeta(&r.ObjectMeta, s.namespaced)
+	invalids := validateMeta(&r.ObjectMeta, s.namespaced)
 	spec := field.NewPath("spec")
 	given := 0
 	for _, v := range []string{r.Spec.Version, r.Spec.Deletion, r.Spec.Plan} {
@@ -132,16 +133,16 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 		}
 	}
 	if given != 1 {
-		errs = append(errs, field.Invalid(spec, r.Spec, "give exactly one of version, deletion and plan"))
+		invalids = append(invalids, field.Invalid(spec, r.Spec, "give exactly one of version, deletion and plan"))
 	}
 	if r.Spec.Plan != "" && r.Spec.StateDigest != "" {
-		errs = append(errs, field.Forbidden(spec.Child("stateDigest"), "pins a version or a deletion: a plan is pinned by planDigest"))
+		invalids = append(invalids, field.Forbidden(spec.Child("stateDigest"), "pins a version or a deletion: a plan is pinned by planDigest"))
 	}
 	if r.Spec.Plan == "" && r.Spec.PlanDigest != "" {
-		errs = append(errs, field.Forbidden(spec.Child("planDigest"), "pins a plan: a version or a deletion is pinned by stateDigest"))
+		invalids = append(invalids, field.Forbidden(spec.Child("planDigest"), "pins a plan: a version or a deletion is pinned by stateDigest"))
 	}
-	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(s.kind, r.Name, errs)
+	if len(invalids) > 0 {
+		return nil, apierrors.NewInvalid(s.kind, r.Name, invalids)
 	}
 	if validate != nil {
 		if err := validate(ctx, obj); err != nil {
@@ -159,7 +160,7 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 	res, err := s.svc.RestoreVersion(ctx, id, restore.RestoreRequest{ExpectedResourceVersion: r.Spec.ExpectedResourceVersion,
 		Force: r.Spec.Force, DryRun: dryRun, StateDigest: r.Spec.StateDigest, Record: &restore.RecordName{Namespace: r.Namespace, Name: r.Name}})
 	if res == nil || res.RestoreID == "" {
-		if errors.Is(err, history.ErrExists) {
+		if errors.Is(err, errs.ErrExists) {
 			return nil, apierrors.NewAlreadyExists(s.resource, r.Name)
 		}
 		return nil, statusError(s.log, err, s.resource, r.Name)
@@ -175,7 +176,7 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 	if err != nil {
 		out.Status.Phase = "Failed"
 		out.Status.Code, out.Status.Message = statusMessage(s.log, err)
-		if errors.Is(err, history.ErrConflict) || errors.Is(err, history.ErrUnprocessable) {
+		if errors.Is(err, errs.ErrConflict) || errors.Is(err, errs.ErrUnprocessable) {
 			out.Status.Phase = "Refused"
 		}
 	}
@@ -201,9 +202,9 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 func (s *restoreStorage) execute(ctx context.Context, r *recordv1alpha1.Restore, ns string, dryRun bool) (runtime.Object, error) {
 	plan, err := s.svc.Named(ctx, ns, r.Spec.Plan)
 	if err == nil && (plan.Kind == restore.KindVersion || plan.PlanID != "") {
-		err = history.ErrNotFound // a restore, not a plan
+		err = errs.ErrNotFound // a restore, not a plan
 	}
-	if errors.Is(err, history.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, apierrors.NewInvalid(s.kind, r.Name,
 			field.ErrorList{field.Invalid(field.NewPath("spec", "plan"), r.Spec.Plan, "no "+planKind(s.namespaced)+" of yours by this name"+where(s.namespaced))})
 	}
@@ -217,7 +218,7 @@ func (s *restoreStorage) execute(ctx context.Context, r *recordv1alpha1.Restore,
 	p, err := s.svc.ExecutePlan(ctx, s.cluster, plan.ID, restore.ExecuteRequest{Force: r.Spec.Force, DryRun: dryRun,
 		Digest: r.Spec.PlanDigest, Record: &restore.RecordName{Namespace: r.Namespace, Name: r.Name}})
 	if p == nil {
-		if errors.Is(err, history.ErrExists) {
+		if errors.Is(err, errs.ErrExists) {
 			return nil, apierrors.NewAlreadyExists(s.resource, r.Name)
 		}
 		return nil, statusError(s.log, err, s.resource, r.Name)
@@ -265,9 +266,9 @@ func (s *restoreStorage) source(ctx context.Context, r *recordv1alpha1.Restore, 
 		}
 		d, err := s.hist.Deletion(ctx, did)
 		if err == nil && d.Namespace != ns {
-			err = history.ErrNotFound
+			err = errs.ErrNotFound
 		}
-		if errors.Is(err, history.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) {
 			return did, invalid("deletion", r.Spec.Deletion, "no such deletion "+where+" that you may read")
 		}
 		if err != nil {
@@ -284,9 +285,9 @@ func (s *restoreStorage) source(ctx context.Context, r *recordv1alpha1.Restore, 
 	}
 	v, err := s.hist.Version(ctx, id)
 	if err == nil && v.Namespace != ns {
-		err = history.ErrNotFound
+		err = errs.ErrNotFound
 	}
-	if errors.Is(err, history.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return id, invalid("version", r.Spec.Version, "no such version "+where+" that you may read")
 	}
 	if err != nil {
@@ -309,9 +310,9 @@ func (s *restoreStorage) Update(_ context.Context, _ string, _ rest.UpdatedObjec
 func (s *restoreStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
 	p, err := s.svc.Named(ctx, genericapirequest.NamespaceValue(ctx), name)
 	if err == nil && p.Kind != restore.KindVersion && p.PlanID == "" {
-		err = history.ErrNotFound // a plan: see restoreplans
+		err = errs.ErrNotFound // a plan: see restoreplans
 	}
-	if errors.Is(err, history.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, apierrors.NewNotFound(s.resource, name)
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/store"
 )
 
@@ -15,7 +16,7 @@ import (
 func (s *Service) authorize(ctx context.Context, verb, group, resource, namespace, name string) error {
 	u := Caller(ctx)
 	if u == nil {
-		return fmt.Errorf("%w: no caller", ErrUnauthenticated)
+		return fmt.Errorf("%w: no caller", errs.ErrUnauthenticated)
 	}
 	if name != "" {
 		namespace = authzNamespace(group, resource, namespace, name)
@@ -42,7 +43,7 @@ func (s *Service) authorize(ctx context.Context, verb, group, resource, namespac
 	if reason != "" {
 		detail += " (" + reason + ")"
 	}
-	return fmt.Errorf("%w: %s", ErrForbidden, detail)
+	return fmt.Errorf("%w: %s", errs.ErrForbidden, detail)
 }
 
 // ReadFilter remembers, for one request, which (group, resource, namespace)
@@ -59,14 +60,14 @@ type ReadFilter struct {
 const MaxChecks = 200
 
 // errTooManyChecks ends a scan that would ask more than MaxChecks questions.
-var errTooManyChecks = fmt.Errorf("%w: the request spans more than %d (resource, namespace) pairs: narrow it (namespace, resource, since/until)", ErrInvalid, MaxChecks)
+var errTooManyChecks = fmt.Errorf("%w: the request spans more than %d (resource, namespace) pairs: narrow it (namespace, resource, since/until)", errs.ErrInvalid, MaxChecks)
 
 func (s *Service) ReadFilter(ctx context.Context) *ReadFilter {
 	return &ReadFilter{s: s, ctx: ctx, cache: map[string]error{}}
 }
 
 // check asks once per request whether the caller may get the resource in
-// namespace: nil, an ErrForbidden, or the authorizer's failure.
+// namespace: nil, an errs.ErrForbidden, or the authorizer's failure.
 func (f *ReadFilter) Check(group, resource, namespace string) error {
 	return f.CheckVerb("get", group, resource, namespace)
 }
@@ -91,7 +92,7 @@ func (f *ReadFilter) Allowed(group, resource, namespace string) (bool, error) {
 	if err == nil {
 		return true, nil
 	}
-	if errors.Is(err, ErrForbidden) {
+	if errors.Is(err, errs.ErrForbidden) {
 		return false, nil
 	}
 	return false, err
@@ -114,7 +115,7 @@ func (f *ReadFilter) AllowedNamed(group, resource, namespace, name string) (bool
 		err = f.s.authorize(f.ctx, "get", group, resource, namespace, name)
 		f.cache[k] = err
 	}
-	if errors.Is(err, ErrForbidden) {
+	if errors.Is(err, errs.ErrForbidden) {
 		return false, nil
 	}
 	return err == nil, err
@@ -125,7 +126,7 @@ func (f *ReadFilter) AllowedNamed(group, resource, namespace, name string) (bool
 func (f *ReadFilter) AllowedVerbs(group, resource, namespace string, verbs ...string) (bool, error) {
 	for _, verb := range verbs {
 		err := f.CheckVerb(verb, group, resource, namespace)
-		if errors.Is(err, ErrForbidden) {
+		if errors.Is(err, errs.ErrForbidden) {
 			return false, nil
 		}
 		if err != nil {

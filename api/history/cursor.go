@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/store"
 )
 
@@ -51,7 +52,7 @@ func (s *Service) openCursor(v string) (*store.Cursor, error) {
 	if v == "" {
 		return nil, nil
 	}
-	bad := fmt.Errorf("%w: cursor=%q is not a cursor this API returned (pass the next value of a page as is)", ErrInvalid, v)
+	bad := fmt.Errorf("%w: cursor=%q is not a cursor this API returned (pass the next value of a page as is)", errs.ErrInvalid, v)
 	sealed, err := base64.RawURLEncoding.DecodeString(v)
 	if err != nil || len(sealed) < s.cursors.NonceSize() {
 		return nil, bad

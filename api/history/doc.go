@@ -17,9 +17,9 @@
 //     answered as one that does not exist, and a list leaves it out without
 //     a trace;
 //   - the diff of two states (diff.go) and the documents of the answers
-//     (types.go);
-//   - the errors of both halves (errors.go), each with a status code (Status)
-//     that a front door answers in its own form.
+//     (types.go).
+//
+// Its errors, and restore's, are package errs's.
 //
 // It must never build SQL (package store does, with parameters) nor write
 // anything.

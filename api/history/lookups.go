@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/store"
 )
 
@@ -59,10 +60,10 @@ func (s *Service) page(p PageOptions) (limit int, after *store.Cursor, err error
 		limit = DefaultLimit
 	}
 	if limit < 1 || limit > MaxLimit {
-		return 0, nil, fmt.Errorf("%w: limit=%d: must be a whole number from 1 to %d", ErrInvalid, p.Limit, MaxLimit)
+		return 0, nil, fmt.Errorf("%w: limit=%d: must be a whole number from 1 to %d", errs.ErrInvalid, p.Limit, MaxLimit)
 	}
 	if !p.Since.IsZero() && !p.Until.IsZero() && !p.Since.Before(p.Until) {
-		return 0, nil, fmt.Errorf("%w: since (%s) must be before until (%s)", ErrInvalid, p.Since.Format(time.RFC3339), p.Until.Format(time.RFC3339))
+		return 0, nil, fmt.Errorf("%w: since (%s) must be before until (%s)", errs.ErrInvalid, p.Since.Format(time.RFC3339), p.Until.Format(time.RFC3339))
 	}
 	after, err = s.openCursor(p.Continue)
 	return limit, after, err
@@ -85,7 +86,7 @@ func ParseTime(name, s string, now time.Time) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %s=%q: want an RFC 3339 time (2026-11-21T10:00:00Z) or a negative duration (-24h)", ErrInvalid, name, s)
+		return time.Time{}, fmt.Errorf("%w: %s=%q: want an RFC 3339 time (2026-11-21T10:00:00Z) or a negative duration (-24h)", errs.ErrInvalid, name, s)
 	}
 	return t, nil
 }
@@ -94,7 +95,7 @@ func ParseTime(name, s string, now time.Time) (time.Time, error) {
 func ParseVersionKey(s string) ([]byte, error) {
 	key, err := hex.DecodeString(s)
 	if err != nil || len(key) != 32 {
-		return nil, fmt.Errorf("%w: version key %q: want the 64 hex digits of a version's versionKey", ErrInvalid, s)
+		return nil, fmt.Errorf("%w: version key %q: want the 64 hex digits of a version's versionKey", errs.ErrInvalid, s)
 	}
 	return key, nil
 }
@@ -104,7 +105,7 @@ func ParseVersionKey(s string) ([]byte, error) {
 func ParseVersionID(name, s string) (uid string, key []byte, err error) {
 	i := strings.LastIndexByte(s, '/')
 	if i <= 0 {
-		return "", nil, fmt.Errorf("%w: %s=%q: want a version id <uid>/<versionKey>", ErrInvalid, name, s)
+		return "", nil, fmt.Errorf("%w: %s=%q: want a version id <uid>/<versionKey>", errs.ErrInvalid, name, s)
 	}
 	if key, err = ParseVersionKey(s[i+1:]); err != nil {
 		return "", nil, fmt.Errorf("%s: %w", name, err)
@@ -165,7 +166,7 @@ func (s *Service) refuseUnreadable(ctx context.Context, group *string, resource 
 // (an object deleted and created again under its name has several uids).
 func (s *Service) History(ctx context.Context, cluster string, o ObjectName, p PageOptions) (Page[Version], error) {
 	if o.Resource == "" || o.Name == "" {
-		return Page[Version]{}, fmt.Errorf("%w: resource and name must not be empty", ErrInvalid)
+		return Page[Version]{}, fmt.Errorf("%w: resource and name must not be empty", errs.ErrInvalid)
 	}
 	if err := s.authorize(ctx, "get", o.Group, o.Resource, o.Namespace, o.Name); err != nil {
 		return Page[Version]{}, err
@@ -184,13 +185,13 @@ func (s *Service) HistoryByUID(ctx context.Context, cluster, uid string, p PageO
 	}
 	// An object the caller may not read is answered as one that does not
 	// exist (see versionByID).
-	missing := fmt.Errorf("%w: no object with uid %q in cluster %q that you may read", ErrNotFound, uid, cluster)
+	missing := fmt.Errorf("%w: no object with uid %q in cluster %q that you may read", errs.ErrNotFound, uid, cluster)
 	if len(newest) == 0 {
 		return Page[Version]{}, missing
 	}
 	o := newest[0]
 	if err := s.authorize(ctx, "get", o.APIGroup, o.Resource, o.Namespace, o.Name); err != nil {
-		if errors.Is(err, ErrForbidden) {
+		if errors.Is(err, errs.ErrForbidden) {
 			return Page[Version]{}, missing
 		}
 		return Page[Version]{}, err
@@ -202,10 +203,10 @@ func (s *Service) HistoryByUID(ctx context.Context, cluster, uid string, p PageO
 // per object that existed then and that the caller may read, by uid.
 func (s *Service) asOf(ctx context.Context, f ChangeFilter, p PageOptions) (Page[Version], error) {
 	if f.Namespace == nil {
-		return Page[Version]{}, fmt.Errorf("%w: as of a time lists one namespace (or the cluster scope): name it", ErrInvalid)
+		return Page[Version]{}, fmt.Errorf("%w: as of a time lists one namespace (or the cluster scope): name it", errs.ErrInvalid)
 	}
 	if f.User != "" || f.Verb != "" || f.UID != "" || !p.Since.IsZero() || !p.Until.IsZero() {
-		return Page[Version]{}, fmt.Errorf("%w: as of a time takes the group, resource and name only (no user, verb, uid, since or until)", ErrInvalid)
+		return Page[Version]{}, fmt.Errorf("%w: as of a time takes the group, resource and name only (no user, verb, uid, since or until)", errs.ErrInvalid)
 	}
 	limit, after, err := s.page(p)
 	if err != nil {
@@ -272,7 +273,7 @@ func (s *Service) VersionRecord(ctx context.Context, id VersionID) (*store.Versi
 	// A version the caller may not read is answered as one that does not
 	// exist: a refusal would name its resource and namespace to whoever
 	// knows a uid (ownerReferences show them).
-	missing := fmt.Errorf("%w: no version %s/%x in cluster %q that you may read", ErrNotFound, id.UID, id.Key, id.Cluster)
+	missing := fmt.Errorf("%w: no version %s/%x in cluster %q that you may read", errs.ErrNotFound, id.UID, id.Key, id.Cluster)
 	v, err := s.reader.Version(ctx, id.Cluster, id.UID, id.Key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, missing
@@ -281,7 +282,7 @@ func (s *Service) VersionRecord(ctx context.Context, id VersionID) (*store.Versi
 		return nil, err
 	}
 	if err := s.authorize(ctx, "get", v.APIGroup, v.Resource, v.Namespace, v.Name); err != nil {
-		if errors.Is(err, ErrForbidden) {
+		if errors.Is(err, errs.ErrForbidden) {
 			return nil, missing
 		}
 		return nil, err
@@ -318,7 +319,7 @@ func (s *Service) Diff(ctx context.Context, id VersionID, against *VersionID, o 
 	} else {
 		from, err = s.reader.StateBefore(ctx, to)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, fmt.Errorf("%w: the record holds no state before version %s/%x (prior unknown); pass against=<uid>/<versionKey>", ErrNotFound, to.UID, to.Key)
+			return nil, fmt.Errorf("%w: the record holds no state before version %s/%x (prior unknown); pass against=<uid>/<versionKey>", errs.ErrNotFound, to.UID, to.Key)
 		}
 		if err != nil {
 			return nil, err
@@ -357,7 +358,7 @@ func (s *Service) ChangeDetail(ctx context.Context, id VersionID) (*ChangeDetail
 	prior, err := s.reader.StateBefore(ctx, v)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		out.DiffErr = fmt.Errorf("%w: the record holds no state before version %s/%x (prior unknown)", ErrNotFound, v.UID, v.Key)
+		out.DiffErr = fmt.Errorf("%w: the record holds no state before version %s/%x (prior unknown)", errs.ErrNotFound, v.UID, v.Key)
 		return out, nil
 	case err != nil:
 		return nil, err
@@ -378,7 +379,7 @@ func diffVersions(from, to *store.VersionRecord, o DiffOptions) (*DiffResult, er
 		fv.Object = nil
 		res.From = &fv
 		if !from.HasState() {
-			return nil, fmt.Errorf("%w: version %s holds no full state to compare", ErrUnprocessable, fv.ID)
+			return nil, fmt.Errorf("%w: version %s holds no full state to compare", errs.ErrUnprocessable, fv.ID)
 		}
 		if a, err = DecodeObject(from.Object); err != nil {
 			return nil, err
@@ -392,7 +393,7 @@ func diffVersions(from, to *store.VersionRecord, o DiffOptions) (*DiffResult, er
 		// The delete's own last state: the object is gone after it.
 	case to.Deleted:
 	case !to.HasState():
-		return nil, fmt.Errorf("%w: version %s holds no full state (a subresource write such as /scale)", ErrUnprocessable, tv.ID)
+		return nil, fmt.Errorf("%w: version %s holds no full state (a subresource write such as /scale)", errs.ErrUnprocessable, tv.ID)
 	default:
 		if b, err = DecodeObject(to.Object); err != nil {
 			return nil, err
@@ -416,7 +417,7 @@ func (s *Service) Deletion(ctx context.Context, id VersionID) (*Deletion, error)
 	if err != nil {
 		return nil, err
 	}
-	missing := fmt.Errorf("%w: no deletion %s/%x in cluster %q that you may read", ErrNotFound, id.UID, id.Key, id.Cluster)
+	missing := fmt.Errorf("%w: no deletion %s/%x in cluster %q that you may read", errs.ErrNotFound, id.UID, id.Key, id.Cluster)
 	if !v.Deleted {
 		return nil, missing
 	}
@@ -564,7 +565,7 @@ type EventID struct {
 func (s *Service) FailedMutation(ctx context.Context, id EventID) (*Event, error) {
 	// Like a version (VersionRecord), never a refusal: it would tell
 	// whoever guesses an event's name that it exists.
-	missing := fmt.Errorf("%w: no failed mutation %d.%x in cluster %q that you may read", ErrNotFound, id.At.UnixMicro(), id.Key, id.Cluster)
+	missing := fmt.Errorf("%w: no failed mutation %d.%x in cluster %q that you may read", errs.ErrNotFound, id.At.UnixMicro(), id.Key, id.Cluster)
 	e, err := s.reader.FailedMutation(ctx, id.Cluster, id.At, id.Key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, missing
@@ -593,7 +594,7 @@ func eventAuthzTarget(e *store.EventRecord) (string, string, string) {
 // read it.
 func (s *Service) Activity(ctx context.Context, cluster, user string, p PageOptions) (Page[Event], error) {
 	if user == "" {
-		return Page[Event]{}, fmt.Errorf("%w: user must not be empty", ErrInvalid)
+		return Page[Event]{}, fmt.Errorf("%w: user must not be empty", errs.ErrInvalid)
 	}
 	return s.listEvents(ctx, s.reader.Activity, store.EventQuery{Cluster: cluster, User: user}, p)
 }

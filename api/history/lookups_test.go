@@ -10,6 +10,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/store"
 )
 
@@ -110,11 +111,11 @@ func TestFailedMutationAuthorizesAsTheList(t *testing.T) {
 	}{
 		{"alice may get configmaps in shop", "alice", EventID{"c", at, denied.Key}, nil},
 		{"a Namespace is authorized in itself", "alice", EventID{"c", at, ns.Key}, nil},
-		{"peek may not read shop", "peek", EventID{"c", at, denied.Key}, ErrNotFound},
-		{"nor the Namespace shop", "peek", EventID{"c", at, ns.Key}, ErrNotFound},
-		{"a successful event is not a failed mutation", "alice", EventID{"c", at, ok.Key}, ErrNotFound},
-		{"another cluster", "alice", EventID{"d", at, denied.Key}, ErrNotFound},
-		{"another time", "alice", EventID{"c", at.Add(time.Microsecond), denied.Key}, ErrNotFound},
+		{"peek may not read shop", "peek", EventID{"c", at, denied.Key}, errs.ErrNotFound},
+		{"nor the Namespace shop", "peek", EventID{"c", at, ns.Key}, errs.ErrNotFound},
+		{"a successful event is not a failed mutation", "alice", EventID{"c", at, ok.Key}, errs.ErrNotFound},
+		{"another cluster", "alice", EventID{"d", at, denied.Key}, errs.ErrNotFound},
+		{"another time", "alice", EventID{"c", at.Add(time.Microsecond), denied.Key}, errs.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,7 +126,7 @@ func TestFailedMutationAuthorizesAsTheList(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, tt.wantErr) || errors.Is(err, ErrForbidden) {
+			if !errors.Is(err, tt.wantErr) || errors.Is(err, errs.ErrForbidden) {
 				t.Fatalf("%+v %v, want %v", e, err, tt.wantErr)
 			}
 			for _, hidden := range []string{"secret-plans", "configmaps", "shop", "eve"} {
@@ -140,7 +141,7 @@ func TestFailedMutationAuthorizesAsTheList(t *testing.T) {
 		t.Errorf("the attempt: %+v %v", e, err)
 	}
 	// An authorizer that fails is a failure, not a hidden event.
-	if _, err := s.FailedMutation(as("broken"), EventID{"c", at, denied.Key}); err == nil || errors.Is(err, ErrNotFound) {
+	if _, err := s.FailedMutation(as("broken"), EventID{"c", at, denied.Key}); err == nil || errors.Is(err, errs.ErrNotFound) {
 		t.Errorf("authorizer failure: %v", err)
 	}
 }
@@ -184,16 +185,16 @@ func TestChangeDetail(t *testing.T) {
 	}
 
 	d, err = s.ChangeDetail(as("alice"), id(scaled))
-	if err != nil || d.Prior != &created || d.Diff != nil || !errors.Is(d.DiffErr, ErrUnprocessable) {
+	if err != nil || d.Prior != &created || d.Diff != nil || !errors.Is(d.DiffErr, errs.ErrUnprocessable) {
 		t.Errorf("a subresource write without a full state: %+v %v", d, err)
 	}
 
 	d, err = s.ChangeDetail(as("alice"), id(orphan))
-	if err != nil || d.Prior != nil || d.Diff != nil || !errors.Is(d.DiffErr, ErrNotFound) {
+	if err != nil || d.Prior != nil || d.Diff != nil || !errors.Is(d.DiffErr, errs.ErrNotFound) {
 		t.Errorf("prior unknown: %+v %v", d, err)
 	}
 
-	if _, err := s.ChangeDetail(as("peek"), id(updated)); !errors.Is(err, ErrNotFound) {
+	if _, err := s.ChangeDetail(as("peek"), id(updated)); !errors.Is(err, errs.ErrNotFound) {
 		t.Errorf("a caller who may not read it: %v", err)
 	}
 

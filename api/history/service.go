@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/store"
 )
 
@@ -88,10 +89,10 @@ func Caller(ctx context.Context) user.Info {
 // CheckCluster refuses a cluster this service does not answer for.
 func (s *Service) CheckCluster(c string) error {
 	if c == "" {
-		return fmt.Errorf("%w: empty cluster name", ErrInvalid)
+		return fmt.Errorf("%w: empty cluster name", errs.ErrInvalid)
 	}
 	if s.cluster != "" && c != s.cluster {
-		return fmt.Errorf("%w: cluster %q is not served here: this API answers for cluster %q, whose TokenReview and RBAC it uses", ErrNotFound, c, s.cluster)
+		return fmt.Errorf("%w: cluster %q is not served here: this API answers for cluster %q, whose TokenReview and RBAC it uses", errs.ErrNotFound, c, s.cluster)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/store"
 )
@@ -51,7 +52,7 @@ func sameDigest(a, b string) bool {
 // errDigestMismatch is the refusal of a run whose plan is not the one
 // reviewed. It names no object: only the plan's own steps differ.
 func errDigestMismatch(id, want, got string) error {
-	return fmt.Errorf("%w: restore plan %s is not the plan you reviewed: its steps (digest %s) differ from the digest given (%s); nothing was written: review it again (a dry run answers its digest) or make a new plan", history.ErrConflict, id, got, want)
+	return fmt.Errorf("%w: restore plan %s is not the plan you reviewed: its steps (digest %s) differ from the digest given (%s); nothing was written: review it again (a dry run answers its digest) or make a new plan", errs.ErrConflict, id, got, want)
 }
 
 // checkDigest refuses steps whose digest is not want.
@@ -106,12 +107,12 @@ func (s *Service) checkStates(ctx context.Context, cluster string, steps []Step)
 // errStateChanged refuses a step whose recorded state is not the one
 // planned.
 func errStateChanged(index int) error {
-	return fmt.Errorf("%w: the recorded state step %d restores is not the one planned (the record was changed since): nothing of it was written; make a new plan", history.ErrConflict, index)
+	return fmt.Errorf("%w: the recorded state step %d restores is not the one planned (the record was changed since): nothing of it was written; make a new plan", errs.ErrConflict, index)
 }
 
 // errVersionStateChanged refuses the restore of a version whose recorded
 // state is not the one the caller's dry run showed.
 func errVersionStateChanged(id history.VersionID, want, got string) error {
 	return fmt.Errorf("%w: the recorded state of version %s is not the one you reviewed: the record holds digest %s, the request gives %s (the record was changed since); nothing was written: review it again (a dry run answers its stateDigest)",
-		history.ErrConflict, id.UID+"."+hex.EncodeToString(id.Key), got, want)
+		errs.ErrConflict, id.UID+"."+hex.EncodeToString(id.Key), got, want)
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore/impersonate"
 	"github.com/options-record/options-record/store"
@@ -34,10 +35,10 @@ func (s *Service) ExecutePlan(ctx context.Context, cluster, id string, req Execu
 		return nil, err
 	}
 	if rec.DryRun || rec.Kind == "version" {
-		return nil, fmt.Errorf("%w: restore %s is the record of a restore, not a plan", history.ErrInvalid, rec.ID)
+		return nil, fmt.Errorf("%w: restore %s is the record of a restore, not a plan", errs.ErrInvalid, rec.ID)
 	}
 	if !req.DryRun && req.Digest == "" {
-		return nil, fmt.Errorf("%w: digest is required to execute a plan for real: the digest of the plan you reviewed (the plan and each dry run of it answer it)", history.ErrInvalid)
+		return nil, fmt.Errorf("%w: digest is required to execute a plan for real: the digest of the plan you reviewed (the plan and each dry run of it answer it)", errs.ErrInvalid)
 	}
 	steps, err := stepsOf(rec)
 	if err != nil {
@@ -70,7 +71,7 @@ func (s *Service) ExecutePlan(ctx context.Context, cluster, id string, req Execu
 	}
 	claimed, err := s.restores.ClaimRestore(ctx, rec.Cluster, rec.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: restore plan %s is %s: a plan executes once; make a new plan", history.ErrConflict, rec.ID, rec.State)
+		return nil, fmt.Errorf("%w: restore plan %s is %s: a plan executes once; make a new plan", errs.ErrConflict, rec.ID, rec.State)
 	}
 	if err != nil {
 		return nil, err
@@ -91,7 +92,7 @@ func (s *Service) claimedSteps(ctx context.Context, claimed *store.RestoreRecord
 	}
 	if err != nil {
 		out := StepOutcome{Result: ResultFailed, Message: err.Error()}
-		out.Code, _, _ = history.Status(err)
+		out.Code, _, _ = errs.Status(err)
 		if ferr := s.finish(ctx, claimed.ID, store.RestoreRefused, []StepOutcome{out}); ferr != nil {
 			return nil, errors.Join(err, ferr)
 		}
@@ -112,14 +113,14 @@ func (s *Service) runNamed(ctx context.Context, u user.Info, plan *store.Restore
 	}
 	claimed, err := s.restores.ClaimRestore(ctx, plan.Cluster, plan.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		err = fmt.Errorf("%w: restore plan %s is %s: a plan executes once; make a new plan", history.ErrConflict, plan.ID, plan.State)
+		err = fmt.Errorf("%w: restore plan %s is %s: a plan executes once; make a new plan", errs.ErrConflict, plan.ID, plan.State)
 	}
 	if err == nil {
 		_, err = s.claimedSteps(ctx, claimed, req.Digest)
 	}
 	if err != nil {
 		out := StepOutcome{Result: ResultFailed, Message: err.Error()}
-		out.Code, _, _ = history.Status(err)
+		out.Code, _, _ = errs.Status(err)
 		if ferr := s.finish(ctx, exec.ID, store.RestoreRefused, []StepOutcome{out}); ferr != nil {
 			return nil, errors.Join(err, ferr)
 		}
@@ -215,7 +216,7 @@ func (s *Service) runSteps(ctx context.Context, c dynamic.Interface, cluster str
 		case ActionSkip:
 			o.Result, o.Message = ResultSkipped, st.Reason
 		case ActionRefuse:
-			o.Result, o.Code, o.Message = ResultFailed, history.CodeUnprocessable, st.Reason
+			o.Result, o.Code, o.Message = ResultFailed, errs.CodeUnprocessable, st.Reason
 		case ActionCreate, ActionUpdate:
 			e.apply(ctx, st, &o)
 		case ActionDelete:
@@ -272,13 +273,13 @@ func (e *execution) apply(ctx context.Context, st *Step, o *StepOutcome) {
 	action := st.Action
 	switch {
 	case live == nil && action == ActionUpdate && !e.req.Force:
-		stepError(o, fmt.Errorf("%w: the object is gone since the plan", history.ErrConflict))
+		stepError(o, fmt.Errorf("%w: the object is gone since the plan", errs.ErrConflict))
 		return
 	case live != nil && action == ActionCreate && !e.req.Force:
-		stepError(o, fmt.Errorf("%w: the object exists since the plan (uid %s, resourceVersion %s)", history.ErrConflict, live.GetUID(), live.GetResourceVersion()))
+		stepError(o, fmt.Errorf("%w: the object exists since the plan (uid %s, resourceVersion %s)", errs.ErrConflict, live.GetUID(), live.GetResourceVersion()))
 		return
 	case live != nil && action == ActionUpdate && st.Live != nil && live.GetResourceVersion() != st.Live.ResourceVersion && !e.req.Force:
-		stepError(o, fmt.Errorf("%w: the object changed since the plan (resourceVersion %s, planned at %s)", history.ErrConflict, live.GetResourceVersion(), st.Live.ResourceVersion))
+		stepError(o, fmt.Errorf("%w: the object changed since the plan (resourceVersion %s, planned at %s)", errs.ErrConflict, live.GetResourceVersion(), st.Live.ResourceVersion))
 		return
 	case live == nil:
 		action = ActionCreate
@@ -335,7 +336,7 @@ func (e *execution) apply(ctx context.Context, st *Step, o *StepOutcome) {
 // may read it.
 func (e *execution) source(ctx context.Context, st *Step) (*store.VersionRecord, error) {
 	if st.Source == nil {
-		return nil, fmt.Errorf("%w: the step names no version", history.ErrInvalid)
+		return nil, fmt.Errorf("%w: the step names no version", errs.ErrInvalid)
 	}
 	key, err := history.ParseVersionKey(st.Source.VersionKey)
 	if err != nil {
@@ -366,10 +367,10 @@ func (e *execution) delete(ctx context.Context, st *Step, o *StepOutcome) {
 		return
 	case st.Live == nil || string(live.GetUID()) != st.Live.UID:
 		// Even with force: another object has the name now.
-		stepError(o, fmt.Errorf("%w: another object has this name since the plan (uid %s)", history.ErrConflict, live.GetUID()))
+		stepError(o, fmt.Errorf("%w: another object has this name since the plan (uid %s)", errs.ErrConflict, live.GetUID()))
 		return
 	case live.GetResourceVersion() != st.Live.ResourceVersion && !e.req.Force:
-		stepError(o, fmt.Errorf("%w: the object changed since the plan (resourceVersion %s, planned at %s)", history.ErrConflict, live.GetResourceVersion(), st.Live.ResourceVersion))
+		stepError(o, fmt.Errorf("%w: the object changed since the plan (resourceVersion %s, planned at %s)", errs.ErrConflict, live.GetResourceVersion(), st.Live.ResourceVersion))
 		return
 	}
 	uid := live.GetUID()

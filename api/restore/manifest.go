@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore/manifest"
 	"github.com/options-record/options-record/store"
@@ -76,7 +77,7 @@ func (s *Service) recordOwnerCheck(ctx context.Context, cluster string) manifest
 // read back in kubectl as exactly the object v is (manifest.
 // CheckSingleObject), with a namespaced object's namespace filled in when
 // its state lacks it. Its "not an object" errors are answered as
-// history.ErrUnprocessable (the manifest cleaner is pure and knows nothing
+// errs.ErrUnprocessable (the manifest cleaner is pure and knows nothing
 // of the service's errors), their messages unchanged.
 func cleanManifest(v *store.VersionRecord, obj map[string]any, check manifest.OwnerCheck) (*manifest.Manifest, error) {
 	m, err := manifest.CleanManifest(obj, check)
@@ -92,8 +93,8 @@ func cleanManifest(v *store.VersionRecord, obj map[string]any, check manifest.Ow
 	return m, err
 }
 
-// unprocessable is an error that is also history.ErrUnprocessable.
+// unprocessable is an error that is also errs.ErrUnprocessable.
 type unprocessable struct{ err error }
 
 func (e unprocessable) Error() string   { return e.err.Error() }
-func (e unprocessable) Unwrap() []error { return []error{e.err, history.ErrUnprocessable} }
+func (e unprocessable) Unwrap() []error { return []error{e.err, errs.ErrUnprocessable} }

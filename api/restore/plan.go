@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/store"
 )
@@ -41,7 +42,7 @@ func (s *Service) CreatePlan(ctx context.Context, cluster string, req PlanReques
 	case KindUndo:
 		steps, err = s.planUndo(ctx, cluster, &req)
 	default:
-		return nil, fmt.Errorf("%w: kind %q: want %q or %q", history.ErrInvalid, req.Kind, KindAsOf, KindUndo)
+		return nil, fmt.Errorf("%w: kind %q: want %q or %q", errs.ErrInvalid, req.Kind, KindAsOf, KindUndo)
 	}
 	if err != nil {
 		return nil, err
@@ -69,7 +70,7 @@ func (s *Service) CreatePlan(ctx context.Context, cluster string, req PlanReques
 	}
 	rec, err := s.restores.InsertRestore(ctx, row)
 	if errors.Is(err, store.ErrExists) {
-		return nil, fmt.Errorf("%w: a restore plan named %q exists in %q", history.ErrExists, row.ObjectName, row.ObjectNamespace)
+		return nil, fmt.Errorf("%w: a restore plan named %q exists in %q", errs.ErrExists, row.ObjectName, row.ObjectNamespace)
 	}
 	if err != nil {
 		return nil, err
@@ -96,7 +97,7 @@ func (s *Service) Plan(ctx context.Context, cluster, id string) (*Plan, error) {
 func (s *Service) ownPlan(ctx context.Context, cluster, id string) (*store.RestoreRecord, error) {
 	rec, err := s.restoresLog().Restore(ctx, cluster, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: no restore plan %q", history.ErrNotFound, id)
+		return nil, fmt.Errorf("%w: no restore plan %q", errs.ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func (s *Service) ownPlan(ctx context.Context, cluster, id string) (*store.Resto
 	// Another's plan answers as an unknown one: a refusal would confirm
 	// the plan and, with its author's name, who is restoring what.
 	if u := history.Caller(ctx); rec.Username != u.GetName() || rec.UserUID != "" && rec.UserUID != u.GetUID() {
-		return nil, fmt.Errorf("%w: no restore plan %q", history.ErrNotFound, id)
+		return nil, fmt.Errorf("%w: no restore plan %q", errs.ErrNotFound, id)
 	}
 	return rec, nil
 }
@@ -179,7 +180,7 @@ func planOf(rec *store.RestoreRecord) (*Plan, error) {
 func (s *Service) Named(ctx context.Context, namespace, name string) (*Plan, error) {
 	u := history.Caller(ctx)
 	rec, err := s.restoresLog().RestoreNamed(ctx, s.cluster, u.GetName(), u.GetUID(), namespace, name)
-	missing := fmt.Errorf("%w: no restore %q in %q of yours", history.ErrNotFound, name, namespace)
+	missing := fmt.Errorf("%w: no restore %q in %q of yours", errs.ErrNotFound, name, namespace)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, missing
 	}
@@ -215,7 +216,7 @@ func (s *Service) NamedList(ctx context.Context, o NamedListOptions) ([]*Plan, s
 	if o.Continue != "" {
 		at, id, ok := parseNamedCursor(o.Continue)
 		if !ok {
-			return nil, "", fmt.Errorf("%w: continue %q is not a cursor of this list", history.ErrInvalid, o.Continue)
+			return nil, "", fmt.Errorf("%w: continue %q is not a cursor of this list", errs.ErrInvalid, o.Continue)
 		}
 		q.AfterAt, q.AfterID = at, id
 	}
@@ -278,15 +279,15 @@ func (s *Service) newSelection(req *PlanRequest) (selection, error) {
 	sel := selection{}
 	switch {
 	case len(req.Resources) > maxPlanResources:
-		return sel, fmt.Errorf("%w: %d resources in one plan, more than %d", history.ErrInvalid, len(req.Resources), maxPlanResources)
+		return sel, fmt.Errorf("%w: %d resources in one plan, more than %d", errs.ErrInvalid, len(req.Resources), maxPlanResources)
 	case len(req.Names) > s.maxSteps:
-		return sel, fmt.Errorf("%w: %d names in one plan, more than %d", history.ErrInvalid, len(req.Names), s.maxSteps)
+		return sel, fmt.Errorf("%w: %d names in one plan, more than %d", errs.ErrInvalid, len(req.Names), s.maxSteps)
 	case len(req.Namespaces) > maxPlanNamespaces:
-		return sel, fmt.Errorf("%w: %d namespaces in one plan, more than %d", history.ErrInvalid, len(req.Namespaces), maxPlanNamespaces)
+		return sel, fmt.Errorf("%w: %d namespaces in one plan, more than %d", errs.ErrInvalid, len(req.Namespaces), maxPlanNamespaces)
 	}
 	for _, gr := range req.Resources {
 		if gr.Resource == "" {
-			return sel, fmt.Errorf("%w: resources: an entry without resource", history.ErrInvalid)
+			return sel, fmt.Errorf("%w: resources: an entry without resource", errs.ErrInvalid)
 		}
 		if sel.resources == nil {
 			sel.resources = map[GroupResource]bool{}
@@ -359,17 +360,17 @@ func (sel selection) storeNames() []string {
 // update); objects recorded as created since are deleted.
 func (s *Service) planAsOf(ctx context.Context, cluster string, req *PlanRequest) ([]Step, error) {
 	if req.At == nil || req.At.IsZero() {
-		return nil, fmt.Errorf("%w: as-of needs at (an RFC 3339 time)", history.ErrInvalid)
+		return nil, fmt.Errorf("%w: as-of needs at (an RFC 3339 time)", errs.ErrInvalid)
 	}
 	now := time.Now()
 	if req.At.After(now) {
-		return nil, fmt.Errorf("%w: at (%s) is in the future", history.ErrInvalid, req.At.Format(time.RFC3339))
+		return nil, fmt.Errorf("%w: at (%s) is in the future", errs.ErrInvalid, req.At.Format(time.RFC3339))
 	}
 	if len(req.Namespaces) == 0 {
-		return nil, fmt.Errorf("%w: as-of needs namespaces (\"\" for cluster-scoped objects, with resources)", history.ErrInvalid)
+		return nil, fmt.Errorf("%w: as-of needs namespaces (\"\" for cluster-scoped objects, with resources)", errs.ErrInvalid)
 	}
 	if req.User != "" || req.Since != nil || req.Until != nil {
-		return nil, fmt.Errorf("%w: user, since and until are for kind undo", history.ErrInvalid)
+		return nil, fmt.Errorf("%w: user, since and until are for kind undo", errs.ErrInvalid)
 	}
 	sel, err := s.newSelection(req)
 	if err != nil {
@@ -386,7 +387,7 @@ func (s *Service) planAsOf(ctx context.Context, cluster string, req *PlanRequest
 	rf := s.history.ReadFilter(ctx)
 	for _, ns := range namespaces {
 		if ns == "" && sel.resources == nil {
-			return nil, fmt.Errorf("%w: restoring every cluster-scoped object is not supported: name the resources to restore", history.ErrInvalid)
+			return nil, fmt.Errorf("%w: restoring every cluster-scoped object is not supported: name the resources to restore", errs.ErrInvalid)
 		}
 		if sel.resources == nil {
 			// The Namespace object, authorized in itself.
@@ -474,7 +475,7 @@ func (s *Service) planAsOf(ctx context.Context, cluster string, req *PlanRequest
 }
 
 func (s *Service) tooManySteps(n int) error {
-	return fmt.Errorf("%w: the plan would cover more than %d objects (%d or more): narrow it (namespaces, resources, names, since/until)", history.ErrInvalid, s.maxSteps, n)
+	return fmt.Errorf("%w: the plan would cover more than %d objects (%d or more): narrow it (namespaces, resources, names, since/until)", errs.ErrInvalid, s.maxSteps, n)
 }
 
 // defaultMaxUndoRows bounds the changes an undo plan reads.
@@ -489,17 +490,17 @@ const undoScanFactor = 10
 // in the range (deleted when they created it).
 func (s *Service) planUndo(ctx context.Context, cluster string, req *PlanRequest) ([]Step, error) {
 	if req.User == "" || req.Since == nil {
-		return nil, fmt.Errorf("%w: undo needs user and since", history.ErrInvalid)
+		return nil, fmt.Errorf("%w: undo needs user and since", errs.ErrInvalid)
 	}
 	if req.At != nil {
-		return nil, fmt.Errorf("%w: at is for kind as-of", history.ErrInvalid)
+		return nil, fmt.Errorf("%w: at is for kind as-of", errs.ErrInvalid)
 	}
 	until := time.Now()
 	if req.Until != nil {
 		until = *req.Until
 	}
 	if !req.Since.Before(until) {
-		return nil, fmt.Errorf("%w: since must be before until", history.ErrInvalid)
+		return nil, fmt.Errorf("%w: since must be before until", errs.ErrInvalid)
 	}
 	sel, err := s.newSelection(req)
 	if err != nil {
@@ -536,7 +537,7 @@ func (s *Service) planUndo(ctx context.Context, cluster string, req *PlanRequest
 			return nil, err
 		}
 		if scanned += len(rows); scanned > undoScanFactor*s.maxUndo {
-			return nil, fmt.Errorf("%w: more than %d changes to scan in this range: narrow it (namespaces, resources, names, since/until)", history.ErrInvalid, undoScanFactor*s.maxUndo)
+			return nil, fmt.Errorf("%w: more than %d changes to scan in this range: narrow it (namespaces, resources, names, since/until)", errs.ErrInvalid, undoScanFactor*s.maxUndo)
 		}
 		for i := range rows {
 			v := rows[i]
@@ -551,7 +552,7 @@ func (s *Service) planUndo(ctx context.Context, cluster string, req *PlanRequest
 				continue // not the caller's to see: left out, unnamed
 			}
 			if read++; read > s.maxUndo {
-				return nil, fmt.Errorf("%w: more than %d changes of %s in this range: narrow it (namespaces, resources, names, since/until)", history.ErrInvalid, s.maxUndo, req.User)
+				return nil, fmt.Errorf("%w: more than %d changes of %s in this range: narrow it (namespaces, resources, names, since/until)", errs.ErrInvalid, s.maxUndo, req.User)
 			}
 			if _, ok := first[v.UID]; !ok {
 				first[v.UID] = v

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore/impersonate"
 	"github.com/options-record/options-record/api/restore/manifest"
@@ -52,14 +53,14 @@ const (
 )
 
 // ErrStandalone refuses a restore in the standalone mode (no cluster).
-var ErrStandalone = fmt.Errorf("%w: standalone mode is read-only: restores need the sink to run with its cluster (--kubeconfig or --in-cluster)", history.ErrForbidden)
+var ErrStandalone = fmt.Errorf("%w: standalone mode is read-only: restores need the sink to run with its cluster (--kubeconfig or --in-cluster)", errs.ErrForbidden)
 
 // restorable says whether a version's state can be written back.
 func restorable(v *store.VersionRecord) error {
 	id := v.UID + "/" + fmt.Sprintf("%x", v.Key)
 	if v.SecretDigested || (v.APIGroup == "" && v.Resource == "secrets" && secretHasDigests(v.Object)) {
 		return fmt.Errorf("%w: version %s of Secret %s holds digests (HMAC-SHA256) of the Secret's values, not the values "+
-			"(no rule recording it set recordSecretData: true), so it cannot be restored", history.ErrUnprocessable, id, impersonate.ObjName(v.Namespace, v.Name))
+			"(no rule recording it set recordSecretData: true), so it cannot be restored", errs.ErrUnprocessable, id, impersonate.ObjName(v.Namespace, v.Name))
 	}
 	if !v.HasState() {
 		why := "the change did not give the object's full state"
@@ -69,14 +70,14 @@ func restorable(v *store.VersionRecord) error {
 		case !v.Complete:
 			why = "it is a subresource write (" + v.Subresource + ") that gave no full state"
 		}
-		return fmt.Errorf("%w: version %s holds no state to restore: %s", history.ErrUnprocessable, id, why)
+		return fmt.Errorf("%w: version %s holds no state to restore: %s", errs.ErrUnprocessable, id, why)
 	}
 	return nil
 }
 
 // withPriorHint adds to a "no state" refusal the version to use instead.
 func (s *Service) withPriorHint(ctx context.Context, v *store.VersionRecord, err error) error {
-	if v.HasState() || !errors.Is(err, history.ErrUnprocessable) {
+	if v.HasState() || !errors.Is(err, errs.ErrUnprocessable) {
 		return err
 	}
 	prior, perr := s.reader.StateBefore(ctx, v)
@@ -145,10 +146,10 @@ func (s *Service) RestoreVersion(ctx context.Context, id history.VersionID, req 
 	state := store.RestoreSucceeded
 	if err != nil {
 		out.Result = ResultFailed
-		out.Code, _, _ = history.Status(err)
+		out.Code, _, _ = errs.Status(err)
 		out.Message = err.Error()
 		state = store.RestoreFailed
-		if errors.Is(err, history.ErrConflict) || errors.Is(err, history.ErrUnprocessable) {
+		if errors.Is(err, errs.ErrConflict) || errors.Is(err, errs.ErrUnprocessable) {
 			state = store.RestoreRefused
 		}
 	} else {
@@ -265,9 +266,9 @@ func (s *Service) guard(ctx context.Context, v *store.VersionRecord, live *unstr
 	if expected != "" {
 		switch {
 		case live == nil:
-			return fmt.Errorf("%w: %s no longer exists, but the request expected resourceVersion %s: %s", history.ErrConflict, what, expected, hint)
+			return fmt.Errorf("%w: %s no longer exists, but the request expected resourceVersion %s: %s", errs.ErrConflict, what, expected, hint)
 		case live.GetResourceVersion() != expected:
-			return fmt.Errorf("%w: the live %s has resourceVersion %s, the request expected %s: it changed since; %s", history.ErrConflict, what, live.GetResourceVersion(), expected, hint)
+			return fmt.Errorf("%w: the live %s has resourceVersion %s, the request expected %s: it changed since; %s", errs.ErrConflict, what, live.GetResourceVersion(), expected, hint)
 		}
 		return nil
 	}
@@ -282,7 +283,7 @@ func (s *Service) guard(ctx context.Context, v *store.VersionRecord, live *unstr
 	switch {
 	case string(live.GetUID()) != newest.UID:
 		return fmt.Errorf("%w: the live %s (uid %s) is not the incarnation the record knows last (uid %s): it was re-created after the newest recorded version; %s",
-			history.ErrConflict, what, live.GetUID(), newest.UID, hint)
+			errs.ErrConflict, what, live.GetUID(), newest.UID, hint)
 	case newest.ResourceVersion != nil && strconv.FormatInt(*newest.ResourceVersion, 10) == liveRV:
 		return nil
 	case newest.HasState() && !newest.Deleted:
@@ -295,7 +296,7 @@ func (s *Service) guard(ctx context.Context, v *store.VersionRecord, live *unstr
 		recorded = strconv.FormatInt(*newest.ResourceVersion, 10)
 	}
 	return fmt.Errorf("%w: the live %s changed after the newest recorded version (live resourceVersion %s, recorded %s at %s by %s; the change may not be recorded yet, or not recorded at all); %s",
-		history.ErrConflict, what, liveRV, recorded, newest.ChangedAt.UTC().Format(time.RFC3339), orNone(newest.Username), hint)
+		errs.ErrConflict, what, liveRV, recorded, newest.ChangedAt.UTC().Format(time.RFC3339), orNone(newest.Username), hint)
 }
 
 // begin records a restore before anything is written.
@@ -324,7 +325,7 @@ func (s *Service) begin(ctx context.Context, kind string, request any, steps []S
 	}
 	out, err := s.restores.InsertRestore(ctx, rec)
 	if errors.Is(err, store.ErrExists) {
-		return nil, fmt.Errorf("%w: a restore named %q exists in %q", history.ErrExists, rec.ObjectName, rec.ObjectNamespace)
+		return nil, fmt.Errorf("%w: a restore named %q exists in %q", errs.ErrExists, rec.ObjectName, rec.ObjectNamespace)
 	}
 	return out, err
 }
@@ -340,7 +341,7 @@ func (s *Service) finish(ctx context.Context, id, state string, outcome []StepOu
 // stepError turns a failed write into a step outcome.
 func stepError(o *StepOutcome, err error) {
 	o.Result = ResultFailed
-	o.Code, _, _ = history.Status(err)
+	o.Code, _, _ = errs.Status(err)
 	var st apierrors.APIStatus
 	if errors.As(err, &st) {
 		o.Message = st.Status().Message

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore/impersonate"
 	"github.com/options-record/options-record/api/restore/manifest"
@@ -39,7 +40,7 @@ func (s *Service) planSteps(ctx context.Context, cluster string, targets, delete
 				return nil, err
 			}
 			if !ok {
-				return nil, fmt.Errorf("%w: the plan would cover objects you may not read", history.ErrForbidden)
+				return nil, fmt.Errorf("%w: the plan would cover objects you may not read", errs.ErrForbidden)
 			}
 		}
 	}
@@ -174,7 +175,7 @@ func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, lv liveOb
 	st := Step{Object: refOf(t), Source: &src}
 	live, err := lv.get(ctx, c, st.Object)
 	if err != nil {
-		if code, _, fromCluster := history.Status(err); fromCluster && code < 500 {
+		if code, _, fromCluster := errs.Status(err); fromCluster && code < 500 {
 			st.Action, st.Reason = ActionRefuse, err.Error()
 			return st, nil
 		}
@@ -293,7 +294,7 @@ func (s *Service) planDelete(ctx context.Context, c dynamic.Interface, lv liveOb
 	st := Step{Object: refOf(v)}
 	live, err := lv.get(ctx, c, st.Object)
 	if err != nil {
-		if code, _, fromCluster := history.Status(err); fromCluster && code < 500 {
+		if code, _, fromCluster := errs.Status(err); fromCluster && code < 500 {
 			st.Action, st.Reason = ActionRefuse, err.Error()
 			return st, nil
 		}

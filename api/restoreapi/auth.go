@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/options-record/options-record/api/authlimit"
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 )
 
@@ -143,13 +144,13 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := bearer(r); !ok {
 			authlimit.Done(r.Context(), false)
-			writeError(w, r, s.log, fmt.Errorf("%w: send a bearer token (Authorization: Bearer <token>)", history.ErrUnauthenticated))
+			writeError(w, r, s.log, fmt.Errorf("%w: send a bearer token (Authorization: Bearer <token>)", errs.ErrUnauthenticated))
 			return
 		}
 		resp, ok, err := s.authn.AuthenticateRequest(r)
 		if err != nil || !ok {
 			s.log.Info("restore API authentication failed", "path", r.URL.Path, "err", err)
-			writeError(w, r, s.log, fmt.Errorf("%w: the bearer token was not accepted", history.ErrUnauthenticated))
+			writeError(w, r, s.log, fmt.Errorf("%w: the bearer token was not accepted", errs.ErrUnauthenticated))
 			return
 		}
 		r.Header.Del("Authorization")
@@ -158,7 +159,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			// owner while its caller believes it runs as someone else;
 			// ignoring it would too. The aggregated API (through the
 			// kube-apiserver, which authorizes the impersonation) serves it.
-			writeError(w, r, s.log, fmt.Errorf("%w: impersonation (%s) is not served by the direct API: send the request through the kube-apiserver (kubectl record without --record-server), which authorizes it", history.ErrForbidden, h))
+			writeError(w, r, s.log, fmt.Errorf("%w: impersonation (%s) is not served by the direct API: send the request through the kube-apiserver (kubectl record without --record-server), which authorizes it", errs.ErrForbidden, h))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(history.WithCaller(r.Context(), resp.User)))

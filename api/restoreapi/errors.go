@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/errs"
 )
 
 // retryAfter is the Retry-After (seconds) of a 429.
@@ -26,11 +26,11 @@ type ErrorDetail struct {
 	FromCluster bool `json:"fromCluster,omitempty" doc:"the cluster answered this to the call made as the caller"`
 }
 
-// writeError answers err with the status history.Status gives it.
+// writeError answers err with the status errs.Status gives it.
 // Internal errors are logged and answered with a generic message: their
 // text may hold details of the database.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	code, reason, fromCluster := history.Status(err)
+	code, reason, fromCluster := errs.Status(err)
 	msg := err.Error()
 	if code == http.StatusInternalServerError {
 		log.Error("restore API request failed", "method", r.Method, "path", r.URL.Path, "err", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore"
 )
@@ -78,7 +79,7 @@ func (s *Server) searchChanges(w http.ResponseWriter, r *http.Request) error {
 	if at := v.Get("asOf"); at != "" {
 		t, err := history.ParseTime("asOf", at, time.Now())
 		if err != nil {
-			return fmt.Errorf("%w: %v", history.ErrInvalid, err)
+			return fmt.Errorf("%w: %v", errs.ErrInvalid, err)
 		}
 		f.AsOf = &t
 	}
@@ -209,7 +210,7 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) error {
 		return restore.ErrStandalone
 	}
 	if r.ContentLength == 0 {
-		return fmt.Errorf("%w: send the plan request as a JSON body", history.ErrInvalid)
+		return fmt.Errorf("%w: send the plan request as a JSON body", errs.ErrInvalid)
 	}
 	var req restore.PlanRequest
 	if err := decodeBody(r, &req); err != nil {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 )
 
@@ -31,7 +32,7 @@ func (l *inFlight) global(next http.Handler, log *slog.Logger) http.Handler {
 			defer func() { <-l.all }()
 			next.ServeHTTP(w, r)
 		default:
-			writeError(w, r, log, fmt.Errorf("%w: the API serves %d requests at once", history.ErrTooManyRequests, cap(l.all)))
+			writeError(w, r, log, fmt.Errorf("%w: the API serves %d requests at once", errs.ErrTooManyRequests, cap(l.all)))
 		}
 	})
 }
@@ -40,7 +41,7 @@ func (l *inFlight) perCaller(next http.Handler, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		release, ok := l.callers.Acquire(history.Caller(r.Context()))
 		if !ok {
-			writeError(w, r, log, fmt.Errorf("%w: %d of your requests are being served; wait for them", history.ErrTooManyRequests, l.callers.Limit()))
+			writeError(w, r, log, fmt.Errorf("%w: %d of your requests are being served; wait for them", errs.ErrTooManyRequests, l.callers.Limit()))
 			return
 		}
 		defer release()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 )
 
@@ -29,12 +30,12 @@ func decodeBody(r *http.Request, v any) error {
 		}
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return fmt.Errorf("%w: body larger than %d bytes", history.ErrInvalid, tooBig.Limit)
+			return fmt.Errorf("%w: body larger than %d bytes", errs.ErrInvalid, tooBig.Limit)
 		}
-		return fmt.Errorf("%w: body: %v", history.ErrInvalid, err)
+		return fmt.Errorf("%w: body: %v", errs.ErrInvalid, err)
 	}
 	if dec.More() {
-		return fmt.Errorf("%w: body: more than one JSON value", history.ErrInvalid)
+		return fmt.Errorf("%w: body: more than one JSON value", errs.ErrInvalid)
 	}
 	return nil
 }
@@ -64,7 +65,7 @@ func limitParam(r *http.Request) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > history.MaxLimit {
-		return 0, fmt.Errorf("%w: limit=%q: must be a whole number from 1 to %d", history.ErrInvalid, s, history.MaxLimit)
+		return 0, fmt.Errorf("%w: limit=%q: must be a whole number from 1 to %d", errs.ErrInvalid, s, history.MaxLimit)
 	}
 	return n, nil
 }
@@ -113,7 +114,7 @@ func boolParam(r *http.Request, name string) (bool, error) {
 	}
 	b, err := strconv.ParseBool(s)
 	if err != nil {
-		return false, fmt.Errorf("%w: %s=%q: want true or false", history.ErrInvalid, name, s)
+		return false, fmt.Errorf("%w: %s=%q: want true or false", errs.ErrInvalid, name, s)
 	}
 	return b, nil
 }

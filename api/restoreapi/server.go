@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
 	"github.com/options-record/options-record/api/authlimit"
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore"
 )
@@ -139,10 +140,10 @@ func (s *Server) routes() chi.Router {
 		})
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, s.log, fmt.Errorf("%w: no route %s %s (see %s/openapi.json)", history.ErrNotFound, r.Method, r.URL.Path, apiPrefix))
+		writeError(w, r, s.log, fmt.Errorf("%w: no route %s %s (see %s/openapi.json)", errs.ErrNotFound, r.Method, r.URL.Path, apiPrefix))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, s.log, fmt.Errorf("%w: method %s is not allowed on %s", history.ErrInvalid, r.Method, r.URL.Path))
+		writeError(w, r, s.log, fmt.Errorf("%w: method %s is not allowed on %s", errs.ErrInvalid, r.Method, r.URL.Path))
 	})
 	r.Route(apiPrefix, func(r chi.Router) {
 		for _, op := range operations {
@@ -194,18 +195,18 @@ func checkParams(op operation, r *http.Request) error {
 	for name, vals := range q {
 		p, ok := op.param(name)
 		if !ok {
-			return fmt.Errorf("%w: unknown query parameter %q (this operation takes: %s)", history.ErrInvalid, name, op.paramNames())
+			return fmt.Errorf("%w: unknown query parameter %q (this operation takes: %s)", errs.ErrInvalid, name, op.paramNames())
 		}
 		if len(vals) > 1 {
-			return fmt.Errorf("%w: query parameter %q given %d times", history.ErrInvalid, name, len(vals))
+			return fmt.Errorf("%w: query parameter %q given %d times", errs.ErrInvalid, name, len(vals))
 		}
 		if len(p.Enum) > 0 && !slices.Contains(p.Enum, vals[0]) {
-			return fmt.Errorf("%w: %s=%q: must be one of %s", history.ErrInvalid, name, vals[0], strings.Join(p.Enum, ", "))
+			return fmt.Errorf("%w: %s=%q: must be one of %s", errs.ErrInvalid, name, vals[0], strings.Join(p.Enum, ", "))
 		}
 	}
 	for _, p := range op.Params {
 		if p.Required && !q.Has(p.Name) {
-			return fmt.Errorf("%w: query parameter %q is required", history.ErrInvalid, p.Name)
+			return fmt.Errorf("%w: query parameter %q is required", errs.ErrInvalid, p.Name)
 		}
 	}
 	return nil
@@ -222,5 +223,5 @@ func (s *Server) getOpenAPI(w http.ResponseWriter, _ *http.Request) error {
 // authenticated).
 func (s *Server) tooManyFailures(w http.ResponseWriter, r *http.Request, ref *authlimit.Refusal) {
 	w.Header().Set("Retry-After", ref.RetryAfterSeconds())
-	writeError(w, r, s.log, fmt.Errorf("%w: %s", history.ErrTooManyRequests, ref.Reason))
+	writeError(w, r, s.log, fmt.Errorf("%w: %s", errs.ErrTooManyRequests, ref.Reason))
 }

@@ -23,7 +23,7 @@ var allowed = map[string][]string{
 	"api/record/v1alpha1":  nil,
 	"migrations":           nil,
 	"store/model":          nil,
-	"store":                {"migrations", "store/model"},
+	"store":                {"api/errs", "migrations", "store/model"},
 	"store/pgembed":        nil,
 	"store/pgtest":         {"store/pgembed"},
 	"filter":               {"api/v1alpha1"},
@@ -32,22 +32,24 @@ var allowed = map[string][]string{
 	"api/authlimit": nil,
 	// The one escape of recorded strings shown to a person.
 	"api/escape": nil,
+	// The services' errors and their one map to status codes.
+	"api/errs": nil,
 	// services
 	"auditsink":               {"api/authlimit", "filter", "store/model"},
 	"auditsink/journal":       {"store", "store/model"},
 	"filter/rulesync":         {"api/v1alpha1", "filter", "store", "store/model"},
 	"api/history/diff":        nil,
-	"api/history":             {"api/history/diff", "store"},
-	"api/restore/impersonate": {"api/history", "api/restore/manifest"},
-	"api/restore":             {"api/history", "api/restore/impersonate", "api/restore/manifest", "store", "store/model"},
+	"api/history":             {"api/errs", "api/history/diff", "store"},
+	"api/restore/impersonate": {"api/errs", "api/restore/manifest"},
+	"api/restore":             {"api/errs", "api/history", "api/restore/impersonate", "api/restore/manifest", "store", "store/model"},
 	// front doors
-	"api/restoreapi":         {"api/authlimit", "api/history", "api/restore", "api/restore/manifest"},
+	"api/restoreapi":         {"api/authlimit", "api/errs", "api/history", "api/restore", "api/restore/manifest"},
 	"api/aggregated/openapi": {"api/record/v1alpha1"},
 	// The record's typed client (client-gen): the types, and client-go.
 	"api/record/clientset/versioned/scheme":                {"api/record/v1alpha1"},
 	"api/record/clientset/versioned/typed/record/v1alpha1": {"api/record/clientset/versioned/scheme", "api/record/v1alpha1"},
 	"api/record/clientset/versioned":                       {"api/record/clientset/versioned/typed/record/v1alpha1"},
-	"api/aggregated":                                       {"api/aggregated/openapi", "api/authlimit", "api/escape", "api/history", "api/record/v1alpha1", "api/restore"},
+	"api/aggregated":                                       {"api/aggregated/openapi", "api/authlimit", "api/errs", "api/escape", "api/history", "api/record/v1alpha1", "api/restore"},
 	"cmd/options-record/app/certs":                         nil,
 	// wiring and mains
 	"cmd/options-record/app": {"api/aggregated", "api/authlimit", "api/escape", "api/history", "api/restore", "api/restoreapi", "api/v1alpha1",
@@ -65,9 +67,11 @@ var allowed = map[string][]string{
 
 // pure are the packages that must not reach, even through other packages,
 // the database driver, the store, the Kubernetes clients or an HTTP router:
-// the rule engine, the record model, the manifest cleaner and the escape
-// (which reaches nothing outside the standard library, nor the network).
+// the rule engine, the record model, the manifest cleaner, the services'
+// errors and the escape (which reaches nothing outside the standard
+// library, nor the network).
 var pure = map[string][]string{
+	"api/errs":             {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/"},
 	"api/escape":           {"github.com/", "k8s.io/", "sigs.k8s.io/", "golang.org/", "net", module + "/"},
 	"filter":               {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations"},
 	"store/model":          {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations"},
@@ -78,6 +82,7 @@ var pure = map[string][]string{
 // direct are imports a package must not use itself (it may reach them
 // through the Kubernetes libraries it builds on).
 var direct = map[string][]string{
+	"api/errs":             {"os", "io", "net/", "syscall", "github.com/jackc/"},
 	"api/escape":           {"os", "io", "net/", "syscall"},
 	"filter":               {"net/http"},
 	"store/model":          {"net/http"},

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/restore/manifest"
 )
 
@@ -72,7 +72,7 @@ func newAccess(cfg *rest.Config, mapper *restmapper.DeferredDiscoveryRESTMapper)
 // log names u.
 func (k *Access) As(u user.Info) (dynamic.Interface, error) {
 	if u == nil {
-		return nil, fmt.Errorf("%w: no caller to act as", history.ErrUnauthenticated)
+		return nil, fmt.Errorf("%w: no caller to act as", errs.ErrUnauthenticated)
 	}
 	cfg := rest.CopyConfig(k.base)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}

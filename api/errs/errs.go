@@ -1,19 +1,15 @@
-package history
+package errs
 
 import (
 	"context"
 	"errors"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
-	"github.com/options-record/options-record/store"
 )
 
-// The errors the service returns; Status maps them to a status code, which
-// each front door answers in its own form. Wrap them with what went wrong:
-// the message is the wrapped text, and it names nothing the caller may not
-// read.
+// The errors the services return; Status maps them to a status code. Wrap
+// them with what went wrong: the message is the wrapped text, and it names
+// nothing the caller may not read.
 var (
 	ErrInvalid         = errors.New("invalid request")    // 400
 	ErrUnauthenticated = errors.New("unauthenticated")    // 401
@@ -49,7 +45,7 @@ func Status(err error) (code int, reason string, fromCluster bool) {
 		return CodeUnauthorized, "Unauthorized", false
 	case errors.Is(err, ErrForbidden):
 		return CodeForbidden, "Forbidden", false
-	case errors.Is(err, ErrNotFound), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, ErrNotFound):
 		return CodeNotFound, "NotFound", false
 	case errors.Is(err, ErrExists):
 		return CodeConflict, "AlreadyExists", false
@@ -71,8 +67,9 @@ func Status(err error) (code int, reason string, fromCluster bool) {
 }
 
 // TimedOut reports whether err is the end of the request's deadline or a
-// statement the database cancelled (statement_timeout: query_canceled).
+// statement the database cancelled (statement_timeout: query_canceled,
+// SQLSTATE 57014; the driver's *pgconn.PgError has SQLState).
 func TimedOut(err error) bool {
-	var pe *pgconn.PgError
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &pe) && pe.Code == "57014"
+	var pe interface{ SQLState() string }
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &pe) && pe.SQLState() == "57014"
 }
