@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/options-record/options-record/api/errs"
+	"github.com/options-record/options-record/api/restoreapi/paths"
 	"github.com/options-record/options-record/store"
 )
 
@@ -459,7 +460,7 @@ func deletionOf(d *store.Deletion) Deletion {
 	}
 	out.Object = nil
 	if d.StateKey != nil {
-		l := LinksFor(d.Cluster, d.UID, d.StateKey)
+		l := paths.LinksFor(d.Cluster, d.UID, d.StateKey)
 		out.RestoreFrom = &l
 		out.StateKey = hex.EncodeToString(d.StateKey)
 	}

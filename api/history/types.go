@@ -3,11 +3,11 @@ package history
 import (
 	"encoding/hex"
 	"encoding/json"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/options-record/options-record/api/restoreapi/paths"
 	"github.com/options-record/options-record/store"
 )
 
@@ -32,44 +32,35 @@ type Actor struct {
 	AuditID            string   `json:"auditID,omitempty" doc:"the request's audit ID (client-settable: not unique)"`
 }
 
-// Links are the API paths of what can be done with a version.
-type Links struct {
-	Self     string `json:"self"`
-	History  string `json:"history"`
-	Diff     string `json:"diff" doc:"the diff against the state before this change"`
-	Manifest string `json:"manifest"`
-	Restore  string `json:"restore" doc:"POST here to restore the state this version holds"`
-}
-
 // Version is one recorded state of an object: after a change, or as a
 // baseline observation.
 type Version struct {
-	ID              string     `json:"id" doc:"<uid>/<versionKey>: names the version in ?against= and plans"`
-	Cluster         string     `json:"cluster"`
-	UID             string     `json:"uid"`
-	VersionKey      string     `json:"versionKey" doc:"hex SHA-256 identifying the version within the object"`
-	ResourceVersion string     `json:"resourceVersion,omitempty" doc:"metadata.resourceVersion after the change; absent when unknown (a delete answered by a Status)"`
-	Origin          string     `json:"origin" doc:"change or baseline"`
-	Verb            string     `json:"verb" doc:"create, update, patch, delete, deletecollection, or baseline"`
-	ChangedAt       time.Time  `json:"changedAt" doc:"the apiserver's stageTimestamp of the change"`
-	Group           string     `json:"group"`
-	APIVersion      string     `json:"apiVersion"`
-	Kind            string     `json:"kind,omitempty"`
-	Resource        string     `json:"resource"`
-	Subresource     string     `json:"subresource,omitempty"`
-	Namespace       string     `json:"namespace,omitempty"`
-	Name            string     `json:"name"`
-	Created         bool       `json:"created,omitempty" doc:"this change created the object"`
-	Deleted         bool       `json:"deleted,omitempty" doc:"the object is gone after this change"`
-	Complete        bool       `json:"complete" doc:"the version holds the full state (false: e.g. a /scale write)"`
-	HasState        bool       `json:"hasState" doc:"the version holds a state that can be restored (for a delete: the last state)"`
-	SecretDigested  bool       `json:"secretDigested,omitempty" doc:"Secret values are digests (HMAC-SHA256): this version cannot be restored"`
-	Stale           bool       `json:"stale,omitempty" doc:"a subresource write changed the object after this state without recording it"`
-	Actor           *Actor     `json:"actor,omitempty" doc:"absent for a baseline"`
-	InitiatedBy     string     `json:"initiatedBy,omitempty" doc:"for a delete by the namespace controller or the garbage collector: the user whose namespace or owner deletion started it"`
-	InitiatedVia    string     `json:"initiatedVia,omitempty" doc:"namespace-deletion or owner-deletion"`
-	InitiatedObject *ObjectRef `json:"initiatedObject,omitempty" doc:"the object whose deletion started the cascade (its namespace or owner)"`
-	Links           Links      `json:"links"`
+	ID              string      `json:"id" doc:"<uid>/<versionKey>: names the version in ?against= and plans"`
+	Cluster         string      `json:"cluster"`
+	UID             string      `json:"uid"`
+	VersionKey      string      `json:"versionKey" doc:"hex SHA-256 identifying the version within the object"`
+	ResourceVersion string      `json:"resourceVersion,omitempty" doc:"metadata.resourceVersion after the change; absent when unknown (a delete answered by a Status)"`
+	Origin          string      `json:"origin" doc:"change or baseline"`
+	Verb            string      `json:"verb" doc:"create, update, patch, delete, deletecollection, or baseline"`
+	ChangedAt       time.Time   `json:"changedAt" doc:"the apiserver's stageTimestamp of the change"`
+	Group           string      `json:"group"`
+	APIVersion      string      `json:"apiVersion"`
+	Kind            string      `json:"kind,omitempty"`
+	Resource        string      `json:"resource"`
+	Subresource     string      `json:"subresource,omitempty"`
+	Namespace       string      `json:"namespace,omitempty"`
+	Name            string      `json:"name"`
+	Created         bool        `json:"created,omitempty" doc:"this change created the object"`
+	Deleted         bool        `json:"deleted,omitempty" doc:"the object is gone after this change"`
+	Complete        bool        `json:"complete" doc:"the version holds the full state (false: e.g. a /scale write)"`
+	HasState        bool        `json:"hasState" doc:"the version holds a state that can be restored (for a delete: the last state)"`
+	SecretDigested  bool        `json:"secretDigested,omitempty" doc:"Secret values are digests (HMAC-SHA256): this version cannot be restored"`
+	Stale           bool        `json:"stale,omitempty" doc:"a subresource write changed the object after this state without recording it"`
+	Actor           *Actor      `json:"actor,omitempty" doc:"absent for a baseline"`
+	InitiatedBy     string      `json:"initiatedBy,omitempty" doc:"for a delete by the namespace controller or the garbage collector: the user whose namespace or owner deletion started it"`
+	InitiatedVia    string      `json:"initiatedVia,omitempty" doc:"namespace-deletion or owner-deletion"`
+	InitiatedObject *ObjectRef  `json:"initiatedObject,omitempty" doc:"the object whose deletion started the cascade (its namespace or owner)"`
+	Links           paths.Links `json:"links"`
 	// Object is the state (for a delete: the last state, when known).
 	Object json.RawMessage `json:"object,omitempty" doc:"the object after the change (for a delete: its last state); only in single-version answers"`
 }
@@ -81,7 +72,7 @@ type Deletion struct {
 	InitiatedAt *time.Time `json:"initiatedAt,omitempty" doc:"when the action that started its cascade happened"`
 	// RestoreFrom is the version holding the last state: restore it to
 	// bring the object back.
-	RestoreFrom *Links `json:"restoreFrom,omitempty" doc:"the version holding the object's last state; POST its restore link to bring it back"`
+	RestoreFrom *paths.Links `json:"restoreFrom,omitempty" doc:"the version holding the object's last state; POST its restore link to bring it back"`
 	// StateKey is the key of that version.
 	StateKey string `json:"-"`
 }
@@ -125,30 +116,6 @@ type DiffResult struct {
 	Changes       []DiffChange `json:"changes"`
 }
 
-// APIPrefix is the path prefix of the direct API's routes.
-const APIPrefix = "/api/v1"
-
-// ClusterPath is the direct API's path of a cluster's record, under which
-// the links of these types point.
-func ClusterPath(cluster string) string {
-	return APIPrefix + "/clusters/" + url.PathEscape(cluster)
-}
-
-func versionPath(cluster, uid string, key []byte) string {
-	return ClusterPath(cluster) + "/objects/" + url.PathEscape(uid) + "/versions/" + hex.EncodeToString(key)
-}
-
-func LinksFor(cluster, uid string, key []byte) Links {
-	self := versionPath(cluster, uid, key)
-	return Links{
-		Self:     self,
-		History:  ClusterPath(cluster) + "/objects/" + url.PathEscape(uid) + "/history",
-		Diff:     self + "/diff",
-		Manifest: self + "/manifest",
-		Restore:  self + "/restore",
-	}
-}
-
 // versionOf converts a stored version.
 //
 // It leaves out who started a cascade: VersionAsRead adds it, for versions
@@ -165,7 +132,7 @@ func VersionOf(v *store.VersionRecord) Version {
 		Subresource: v.Subresource, Namespace: v.Namespace, Name: v.Name,
 		Created: v.Created, Deleted: v.Deleted, Complete: v.Complete, HasState: v.HasState(),
 		SecretDigested: v.SecretDigested, Stale: v.Stale,
-		Links: LinksFor(v.Cluster, v.UID, v.Key),
+		Links: paths.LinksFor(v.Cluster, v.UID, v.Key),
 	}
 	if v.ResourceVersion != nil {
 		out.ResourceVersion = strconv.FormatInt(*v.ResourceVersion, 10)
@@ -197,7 +164,7 @@ func eventOf(e *store.EventRecord) Event {
 	}
 	for _, id := range e.Versions {
 		if i := strings.LastIndexByte(id, '/'); i > 0 {
-			out.Versions = append(out.Versions, ClusterPath(e.Cluster)+"/objects/"+url.PathEscape(id[:i])+"/versions/"+id[i+1:])
+			out.Versions = append(out.Versions, paths.VersionPath(e.Cluster, id[:i], id[i+1:]))
 		}
 	}
 	return out

@@ -13,6 +13,7 @@ import (
 
 	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/restoreapi/paths"
 	"github.com/options-record/options-record/store"
 )
 
@@ -168,7 +169,7 @@ func planOf(rec *store.RestoreRecord) (*Plan, error) {
 	if rec.PlanID != nil {
 		id = *rec.PlanID
 	}
-	p.Execute = history.ClusterPath(rec.Cluster) + "/restore-plans/" + id + "/execute"
+	p.Execute = paths.PlanExecutePath(rec.Cluster, id)
 	if rec.ObjectName != "" {
 		p.Record = &RecordName{Namespace: rec.ObjectNamespace, Name: rec.ObjectName}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore/impersonate"
 	"github.com/options-record/options-record/api/restore/manifest"
+	"github.com/options-record/options-record/api/restoreapi/paths"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
 )
@@ -84,7 +85,7 @@ func (s *Service) withPriorHint(ctx context.Context, v *store.VersionRecord, err
 	if perr != nil || prior == nil {
 		return err
 	}
-	return fmt.Errorf("%w; the state before it is version %s/%x: %s", err, prior.UID, prior.Key, history.LinksFor(prior.Cluster, prior.UID, prior.Key).Restore)
+	return fmt.Errorf("%w; the state before it is version %s/%x: %s", err, prior.UID, prior.Key, paths.LinksFor(prior.Cluster, prior.UID, prior.Key).Restore)
 }
 
 func secretHasDigests(raw []byte) bool {

@@ -15,6 +15,7 @@ import (
 	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore"
+	"github.com/options-record/options-record/api/restoreapi/paths"
 )
 
 // respond writes v as JSON, or as YAML when the caller asks for it
@@ -220,7 +221,7 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Location", history.ClusterPath(p.Cluster)+"/restore-plans/"+p.ID)
+	w.Header().Set("Location", paths.ClusterPath(p.Cluster)+"/restore-plans/"+p.ID)
 	return respond(w, r, http.StatusCreated, p)
 }
 

@@ -18,10 +18,11 @@ import (
 	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore"
+	"github.com/options-record/options-record/api/restoreapi/paths"
 )
 
 // apiPrefix is the path prefix of every route.
-const apiPrefix = history.APIPrefix
+const apiPrefix = paths.APIPrefix
 
 // Options configure the API.
 type Options struct {

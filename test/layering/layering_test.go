@@ -34,16 +34,18 @@ var allowed = map[string][]string{
 	"api/escape": nil,
 	// The services' errors and their one map to status codes.
 	"api/errs": nil,
+	// The direct door's URL scheme, which the services write as links.
+	"api/restoreapi/paths": nil,
 	// services
 	"auditsink":               {"api/authlimit", "filter", "store/model"},
 	"auditsink/journal":       {"store", "store/model"},
 	"filter/rulesync":         {"api/v1alpha1", "filter", "store", "store/model"},
 	"api/history/diff":        nil,
-	"api/history":             {"api/errs", "api/history/diff", "store"},
+	"api/history":             {"api/errs", "api/history/diff", "api/restoreapi/paths", "store"},
 	"api/restore/impersonate": {"api/errs", "api/restore/manifest"},
-	"api/restore":             {"api/errs", "api/history", "api/restore/impersonate", "api/restore/manifest", "store", "store/model"},
+	"api/restore":             {"api/errs", "api/history", "api/restore/impersonate", "api/restore/manifest", "api/restoreapi/paths", "store", "store/model"},
 	// front doors
-	"api/restoreapi":         {"api/authlimit", "api/errs", "api/history", "api/restore", "api/restore/manifest"},
+	"api/restoreapi":         {"api/authlimit", "api/errs", "api/history", "api/restore", "api/restore/manifest", "api/restoreapi/paths"},
 	"api/aggregated/openapi": {"api/record/v1alpha1"},
 	// The record's typed client (client-gen): the types, and client-go.
 	"api/record/clientset/versioned/scheme":                {"api/record/v1alpha1"},
@@ -68,9 +70,10 @@ var allowed = map[string][]string{
 // pure are the packages that must not reach, even through other packages,
 // the database driver, the store, the Kubernetes clients or an HTTP router:
 // the rule engine, the record model, the manifest cleaner, the services'
-// errors and the escape (which reaches nothing outside the standard
-// library, nor the network).
+// errors, the direct door's paths and the escape (which, as the paths,
+// reaches nothing outside the standard library, nor the network).
 var pure = map[string][]string{
+	"api/restoreapi/paths": {"github.com/", "k8s.io/", "sigs.k8s.io/", "golang.org/", "net/http", module + "/"},
 	"api/errs":             {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/"},
 	"api/escape":           {"github.com/", "k8s.io/", "sigs.k8s.io/", "golang.org/", "net", module + "/"},
 	"filter":               {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations"},
@@ -82,6 +85,7 @@ var pure = map[string][]string{
 // direct are imports a package must not use itself (it may reach them
 // through the Kubernetes libraries it builds on).
 var direct = map[string][]string{
+	"api/restoreapi/paths": {"os", "io", "net/http", "syscall"},
 	"api/errs":             {"os", "io", "net/", "syscall", "github.com/jackc/"},
 	"api/escape":           {"os", "io", "net/", "syscall"},
 	"filter":               {"net/http"},
