@@ -228,7 +228,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, db *database, 
 	expired := make(chan struct{})
 	go func() {
 		defer close(expired)
-		expireRestores(expireCtx, owner, st, maxRetention(so.Rules.MaxRetention), time.Hour, log)
+		owner.KeepExpiringRestores(expireCtx, st, maxRetention(so.Rules.MaxRetention), time.Hour, log)
 	}()
 	mode := "cluster"
 	if so.Kube == nil {
@@ -249,32 +249,6 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, db *database, 
 		st.Close()
 		return err
 	}, nil
-}
-
-// expireRestores deletes, at start and then every interval, the restores
-// and plans made before the record's retention cutoff, which the ingest
-// role's retention pass records (read through reader), and never one made
-// within the API's own longest retention (--max-retention): a cutoff the
-// ingest role sets to infinity does not erase the restore log. They go with
-// the record, and only the API's role writes them. Every replica runs it;
-// the deletes are bounded and idempotent.
-func expireRestores(ctx context.Context, owner *store.APIStore, reader *store.Store, keep time.Duration, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		if n, err := owner.ExpireRestores(ctx, reader, time.Now().Add(-keep)); err != nil {
-			if ctx.Err() == nil {
-				log.Error("expire restores and plans", "err", err)
-			}
-		} else if n > 0 {
-			log.Info("restores and plans expired with the record", "deleted", n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
 
 // maxRetention is --max-retention, or its default when unset.

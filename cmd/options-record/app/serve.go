@@ -182,7 +182,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		{"shared rules", p.loadSharedRules},
 		background("shared rules", func(ctx context.Context) { p.sharer.Run(ctx, p.st) }),
 		background("maintenance", func(ctx context.Context) {
-			maintain(ctx, p.st, p.registry.MaxRetention, p.sharer.Loaded(), log)
+			p.st.Maintain(ctx, p.registry.MaxRetention, p.sharer.Loaded(), log)
 		}),
 	}
 	if o.API != nil {
@@ -443,49 +443,6 @@ func ensureToken(path string) (string, error) {
 		return "", fmt.Errorf("token: %w", err)
 	}
 	return path, nil
-}
-
-// maintain keeps partitions ahead of time and applies retention, hourly.
-// retention is asked each time, so rules added or changed since start-up
-// count.
-// rulesKnown is closed once the rules of every cluster are known (the
-// shared ones loaded): before, the longest retention could be too short.
-func maintain(ctx context.Context, st *store.Store, retention func() time.Duration, rulesKnown <-chan struct{}, log *slog.Logger) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		r := retention()
-		select {
-		case <-rulesKnown:
-		default:
-			r = 0 // not yet: partitions only
-		}
-		maintainOnce(ctx, st, time.Now(), r, log)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// maintainOnce creates the coming partitions and applies the retention of
-// the rules in force. With no rule in force (none created yet, all deleted
-// or invalid, the first LIST failed) nothing is deleted: the record is not
-// given up because its rules are gone.
-func maintainOnce(ctx context.Context, st *store.Store, now time.Time, retention time.Duration, log *slog.Logger) {
-	if err := st.EnsurePartitionsAround(ctx, now); err != nil {
-		log.Error("partition maintenance", "err", err)
-	}
-	if retention <= 0 {
-		log.Warn("retention not applied: no OptionsRecordController in force says how long to keep the record (or the rules the replicas shared are not loaded yet)")
-		return
-	}
-	if res, err := st.ApplyRetention(ctx, now, retention); err != nil {
-		log.Error("retention", "err", err)
-	} else if len(res.DroppedPartitions) > 0 || res.DeletedVersions > 0 {
-		log.Info("retention applied", "retention", retention, "dropped_partitions", res.DroppedPartitions, "deleted_versions", res.DeletedVersions)
-	}
 }
 
 // webhookProtocols is HTTP/1.1, and HTTP/2 only when asked for. The

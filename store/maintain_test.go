@@ -1,4 +1,4 @@
-package app
+package store_test
 
 import (
 	"context"
@@ -41,15 +41,15 @@ func TestMaintainKeepsTheRecordWithoutRules(t *testing.T) {
 	}
 	log := slog.New(slog.DiscardHandler)
 
-	maintainOnce(ctx, st, now, 0, log)
+	st.MaintainOnce(ctx, now, 0, log)
 	if n := count(); n != 1 {
 		t.Fatalf("no rule in force: %d events left, want the 1 recorded", n)
 	}
-	maintainOnce(ctx, st, now, 10*24*time.Hour, log)
+	st.MaintainOnce(ctx, now, 10*24*time.Hour, log)
 	if n := count(); n != 1 {
 		t.Fatalf("10-day retention: %d events left, want the 3-day-old one", n)
 	}
-	maintainOnce(ctx, st, now, 48*time.Hour, log)
+	st.MaintainOnce(ctx, now, 48*time.Hour, log)
 	if n := count(); n != 0 {
 		t.Fatalf("2-day retention: %d events left, want 0", n)
 	}
