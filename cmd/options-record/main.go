@@ -83,7 +83,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				return runCommand(cmd.Context(), c.Name, o, argv, stdin, stdout, stderr)
 			},
 		}
-		cmd.Flags().AddFlagSet(options.PFlagSet(c.Name, o))
+		cmd.Flags().AddFlagSet(options.FlagSet(c.Name, o))
 		cmd.ValidArgsFunction = cobra.NoFileCompletions
 		if c.Name == "import" {
 			cmd.ValidArgsFunction = nil // files

@@ -1,7 +1,6 @@
 package options
 
 import (
-	"flag"
 	"io"
 
 	"strings"
@@ -22,7 +21,7 @@ type Import struct {
 func NewImport() *Import { return &Import{} }
 
 // AddFlags defines import's flags on fs.
-func (o *Import) AddFlags(fs *flag.FlagSet) {
+func (o *Import) AddFlags(fs *pflag.FlagSet) {
 	o.Common.addFlags(fs)
 	o.Rules.addFlags(fs)
 	fs.IntVar(&o.BatchSize, "batch-size", 400, "events stored per transaction")
@@ -50,7 +49,7 @@ type SQL struct {
 func NewSQL() *SQL { return &SQL{} }
 
 // AddFlags defines sql's flags on fs.
-func (o *SQL) AddFlags(fs *flag.FlagSet) { o.Common.addFlags(fs) }
+func (o *SQL) AddFlags(fs *pflag.FlagSet) { o.Common.addFlags(fs) }
 
 // Validate checks the flags.
 func (o *SQL) Validate() error { return o.Common.validate() }
@@ -75,7 +74,7 @@ type Policy struct {
 func NewPolicy() *Policy { return &Policy{} }
 
 // AddFlags defines policy's flags on fs.
-func (o *Policy) AddFlags(fs *flag.FlagSet) {
+func (o *Policy) AddFlags(fs *pflag.FlagSet) {
 	o.Common.addFlags(fs)
 	o.Rules.addFlags(fs)
 	fs.BoolVar(&o.InCluster, "in-cluster", false, "add the OptionsRecordController objects of the cluster the command runs in")
@@ -96,7 +95,7 @@ func (o *Policy) Config(out, logs io.Writer) app.PolicyOptions {
 
 // Command is one command's options.
 type Command interface {
-	AddFlags(fs *flag.FlagSet)
+	AddFlags(fs *pflag.FlagSet)
 	Validate() error
 }
 
@@ -117,20 +116,12 @@ type NamedCommand struct {
 	New           func() Command
 }
 
-// FlagSet returns the flag set of a command's options.
-func FlagSet(name string, o Command, output io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(output)
-	o.AddFlags(fs)
-	return fs
-}
-
-// PFlagSet returns a command's flags as the command line takes them
+// FlagSet returns a command's flags as the command line takes them
 // (pflag, as kubectl: --name=value or --name value, anywhere among the
 // arguments).
-func PFlagSet(name string, o Command) *pflag.FlagSet {
+func FlagSet(name string, o Command) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.AddGoFlagSet(FlagSet(name, o, io.Discard))
+	o.AddFlags(fs)
 	fs.SortFlags = true
 	return fs
 }

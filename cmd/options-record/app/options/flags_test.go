@@ -27,7 +27,7 @@ func TestFlagReference(t *testing.T) {
 		"# go test ./cmd/options-record/app/options -run FlagReference -update\n# (make verify fails when it is stale).\n")
 	for _, c := range Commands() {
 		fmt.Fprintf(&b, "\n## options-record %s\n\n%s\n\n", c.Name, c.Summary)
-		b.WriteString(PFlagSet(c.Name, c.New()).FlagUsagesWrapped(100))
+		b.WriteString(FlagSet(c.Name, c.New()).FlagUsagesWrapped(100))
 	}
 	if *update {
 		if err := os.WriteFile(reference, b.Bytes(), 0o644); err != nil {
@@ -53,18 +53,18 @@ func TestValidate(t *testing.T) {
 		ok   bool
 	}{
 		{"defaults", nil, true},
-		{"bad log level", []string{"-log-level", "loud"}, false},
-		{"aggregated without api", []string{"-aggregated-bind-address", ":8445"}, false},
-		{"aggregated with api", []string{"-api-bind-address", ":8444", "-aggregated-bind-address", ":8445"}, true},
-		{"unknown role", []string{"-roles", "ingest,web"}, false},
-		{"both roles", []string{"-roles", "ingest, api"}, true},
-		{"api database without the reader's", []string{"-api-database-url", "postgres://api@db/r"}, false},
-		{"api database and the reader's", []string{"-database-url", "postgres://reader@db/r", "-api-database-url", "postgres://api@db/r"}, true},
+		{"bad log level", []string{"--log-level", "loud"}, false},
+		{"aggregated without api", []string{"--aggregated-bind-address", ":8445"}, false},
+		{"aggregated with api", []string{"--api-bind-address", ":8444", "--aggregated-bind-address", ":8445"}, true},
+		{"unknown role", []string{"--roles", "ingest,web"}, false},
+		{"both roles", []string{"--roles", "ingest, api"}, true},
+		{"api database without the reader's", []string{"--api-database-url", "postgres://api@db/r"}, false},
+		{"api database and the reader's", []string{"--database-url", "postgres://reader@db/r", "--api-database-url", "postgres://api@db/r"}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewServe()
-			fs := FlagSet("serve", o, &bytes.Buffer{})
+			fs := FlagSet("serve", o)
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
@@ -79,11 +79,11 @@ func TestValidate(t *testing.T) {
 // and the aggregated API only when their addresses are set, the lists split.
 func TestServeConfig(t *testing.T) {
 	o := NewServe()
-	fs := FlagSet("serve", o, &bytes.Buffer{})
-	args := []string{"-api-bind-address", ":8444", "-api-audiences", "a, b", "-aggregated-bind-address", ":8445",
-		"-aggregated-requestheader-allowed-names", "front-proxy-client", "-kubeconfig", "kc", "-roles", "api",
-		"-webhook-client-cn", "x", "-webhook-client-cn", "y", "-tenant-secret-data",
-		"-database-url", "postgres://reader@db/r", "-api-database-url", "postgres://api@db/r"}
+	fs := FlagSet("serve", o)
+	args := []string{"--api-bind-address", ":8444", "--api-audiences", "a, b", "--aggregated-bind-address", ":8445",
+		"--aggregated-requestheader-allowed-names", "front-proxy-client", "--kubeconfig", "kc", "--roles", "api",
+		"--webhook-client-cn", "x", "--webhook-client-cn", "y", "--tenant-secret-data",
+		"--database-url", "postgres://reader@db/r", "--api-database-url", "postgres://api@db/r"}
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestServeConfig(t *testing.T) {
 		t.Errorf("defaults lost: %d %d %d %v", c.API.MaxInFlight, c.MaxBodyBytes, c.ChunkBytes, c.Rules.MaxRetention)
 	}
 	bare := NewServe()
-	if err := FlagSet("serve", bare, &bytes.Buffer{}).Parse(nil); err != nil {
+	if err := FlagSet("serve", bare).Parse(nil); err != nil {
 		t.Fatal(err)
 	}
 	if c := bare.Config(&bytes.Buffer{}); c.API != nil || c.Kube != nil {

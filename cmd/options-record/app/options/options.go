@@ -2,11 +2,12 @@ package options
 
 import (
 	"errors"
-	"flag"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/options-record/options-record/cmd/options-record/app"
 )
@@ -18,7 +19,7 @@ type Common struct {
 	LogLevel    string
 }
 
-func (c *Common) addFlags(fs *flag.FlagSet) {
+func (c *Common) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", ".options-record", "directory of the embedded PostgreSQL and generated credentials")
 	fs.StringVar(&c.DatabaseURL, "database-url", os.Getenv("OPTIONS_RECORD_DATABASE_URL"), "PostgreSQL connection string; empty starts the embedded PostgreSQL in --data-dir (env OPTIONS_RECORD_DATABASE_URL)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
@@ -53,8 +54,8 @@ type Rules struct {
 	SecretDigestKeyFile string
 }
 
-func (r *Rules) addFlags(fs *flag.FlagSet) {
-	fs.Var((*stringList)(&r.Files), "rules-file", "YAML file of OptionsRecordController objects (repeatable)")
+func (r *Rules) addFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&r.Files, "rules-file", nil, "YAML file of OptionsRecordController objects (repeatable)")
 	fs.StringVar(&r.Namespace, "namespace", "options-record", "the sink's own namespace: rules there may select any namespace")
 	fs.StringVar(&r.Cluster, "cluster", "default", "cluster name recorded for events from the configured token or client CA")
 	fs.StringVar(&r.SecretDigestKeyFile, "secret-digest-key-file", "", "key of the HMAC digests that replace Secret values (the same for every replica of a cluster); empty: generated under --data-dir")
@@ -64,28 +65,14 @@ func (r *Rules) rules() app.RulesOptions {
 	return app.RulesOptions{Files: r.Files, Namespace: r.Namespace}
 }
 
-// stringList is a repeatable flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-// Type names the value in --help (pflag.Value).
-func (s *stringList) Type() string { return "stringArray" }
-
-// commaList is a flag of comma-separated values; each use replaces the list.
-type commaList []string
-
-func (s *commaList) String() string { return strings.Join(*s, ",") }
-
-// Type names the value in --help (pflag.Value).
-func (s *commaList) Type() string { return "strings" }
-func (s *commaList) Set(v string) error {
-	*s = nil
-	for _, x := range strings.Split(v, ",") {
+// trimmed is a comma-separated flag's values without the spaces around
+// them and without empty ones ("ingest, api" is ingest and api).
+func trimmed(l []string) []string {
+	var out []string
+	for _, x := range l {
 		if x = strings.TrimSpace(x); x != "" {
-			*s = append(*s, x)
+			out = append(out, x)
 		}
 	}
-	return nil
+	return out
 }

@@ -2,10 +2,11 @@ package options
 
 import (
 	"errors"
-	"flag"
 	"io"
 	"os"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/cmd/options-record/app"
@@ -16,7 +17,7 @@ type Serve struct {
 	Common
 	Rules
 
-	Roles              commaList
+	Roles              []string
 	APIDatabaseURL     string
 	WebhookAddr        string
 	TLSCertFile        string
@@ -39,9 +40,9 @@ type Serve struct {
 	JournalDir         string
 
 	API        app.APIOptions
-	Audiences  commaList
+	Audiences  []string
 	Aggregated app.AggregatedOptions
-	AllowedCNs commaList
+	AllowedCNs []string
 
 	InCluster          bool
 	Kube               app.KubeOptions
@@ -55,16 +56,16 @@ type Serve struct {
 func NewServe() *Serve { return &Serve{} }
 
 // AddFlags defines serve's flags, with their defaults, on fs.
-func (o *Serve) AddFlags(fs *flag.FlagSet) {
+func (o *Serve) AddFlags(fs *pflag.FlagSet) {
 	o.Common.addFlags(fs)
 	o.Rules.addFlags(fs)
-	fs.Var(&o.Roles, "roles", "comma-separated parts this process runs: ingest (webhook, rule sync, baselines, retention) and api (the restore API, which impersonates callers); default ingest,api (the API only with --api-bind-address). The default install runs each in its own workload and service account")
+	fs.StringSliceVar(&o.Roles, "roles", nil, "comma-separated parts this process runs: ingest (webhook, rule sync, baselines, retention) and api (the restore API, which impersonates callers); default ingest,api (the API only with --api-bind-address). The default install runs each in its own workload and service account")
 	fs.StringVar(&o.APIDatabaseURL, "api-database-url", os.Getenv("OPTIONS_RECORD_API_DATABASE_URL"), "PostgreSQL connection string of the restore API's own role, which owns the schema options_record_api (its restores and plans) and reads nothing of the record; the API reads the record through --database-url (the reader role). Empty: --database-url for both, one role with no separation (env OPTIONS_RECORD_API_DATABASE_URL)")
 	fs.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8443", "address of the HTTPS audit webhook")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serving certificate (reloaded when it changes); empty: self-signed under --data-dir")
 	fs.StringVar(&o.TLSKeyFile, "tls-key-file", "", "serving key")
 	fs.StringVar(&o.ClientCAFile, "webhook-client-ca", "", "CA that verifies the apiservers' client certificates")
-	fs.Var((*stringList)(&o.ClientCNs), "webhook-client-cn", "common name of an apiserver's client certificate (repeatable); required with --webhook-client-ca unless --webhook-clients-file or --webhook-allow-any-client-cert")
+	fs.StringArrayVar(&o.ClientCNs, "webhook-client-cn", nil, "common name of an apiserver's client certificate (repeatable); required with --webhook-client-ca unless --webhook-clients-file or --webhook-allow-any-client-cert")
 	fs.BoolVar(&o.AllowAnyClientCert, "webhook-allow-any-client-cert", false, "take any certificate --webhook-client-ca verifies for the apiserver (only for a CA that issues nothing but apiserver client certificates, never the cluster CA)")
 	fs.StringVar(&o.TokenFile, "webhook-token-file", "", "bearer token the apiserver presents (its events are recorded under --cluster)")
 	fs.StringVar(&o.ClientsFile, "webhook-clients-file", "", "YAML list of apiservers (token file or certificate CN) and their cluster names")
@@ -82,7 +83,7 @@ func (o *Serve) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.API.TLSCertFile, "api-tls-cert-file", "", "restore API serving certificate; empty reuses the webhook's")
 	fs.StringVar(&o.API.TLSKeyFile, "api-tls-key-file", "", "restore API serving key")
 	fs.StringVar(&o.API.TokenFile, "api-token-file", "", "standalone mode: read-only API on loopback for callers presenting this token (no cluster)")
-	fs.Var(&o.Audiences, "api-audiences", "comma-separated token audiences the restore API accepts (e.g. options-record: callers get a token with: kubectl create token SA --audience options-record); empty: the apiserver's own")
+	fs.StringSliceVar(&o.Audiences, "api-audiences", nil, "comma-separated token audiences the restore API accepts (e.g. options-record: callers get a token with: kubectl create token SA --audience options-record); empty: the apiserver's own")
 	fs.DurationVar(&o.API.RequestTimeout, "api-request-timeout", time.Minute, "deadline of each restore API request")
 	fs.DurationVar(&o.API.StatementTimeout, "api-statement-timeout", 30*time.Second, "statement_timeout of the restore API's queries")
 	fs.IntVar(&o.API.MaxInFlight, "api-max-in-flight", history.DefaultMaxInFlight, "requests each API (the direct API, the aggregated API) serves at once; more get 429")
@@ -91,7 +92,7 @@ func (o *Serve) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Aggregated.Addr, "aggregated-bind-address", "", "HTTPS address of the aggregated API (record.optionsrecord.io, reached through the kube-apiserver; needs --api-bind-address and a cluster); empty disables it")
 	fs.StringVar(&o.API.RecordAddr, "record-bind-address", "", "HTTPS address serving record.optionsrecord.io directly to bearer tokens (TokenReview), for kubectl record --record-server where the kube-apiserver cannot aggregate it; needs --api-bind-address and a cluster; empty disables it")
 	fs.StringVar(&o.Aggregated.RequestHeaderCAFile, "aggregated-requestheader-ca-file", "", "front-proxy CA: the kube-apiserver's --requestheader-client-ca-file (re-read when it changes); empty: the one the kube-apiserver publishes in kube-system/extension-apiserver-authentication, read with a GET every 10 minutes into --data-dir")
-	fs.Var(&o.AllowedCNs, "aggregated-requestheader-allowed-names", "comma-separated common names of the kube-apiserver's proxy client certificate (its --requestheader-allowed-names); empty: those published with the CA, or any the front-proxy CA signed")
+	fs.StringSliceVar(&o.AllowedCNs, "aggregated-requestheader-allowed-names", nil, "comma-separated common names of the kube-apiserver's proxy client certificate (its --requestheader-allowed-names); empty: those published with the CA, or any the front-proxy CA signed")
 	fs.StringVar(&o.JournalDir, "journal-dir", "", "durable local journal: batches the database cannot take are acknowledged from here and stored later")
 	fs.BoolVar(&o.InCluster, "in-cluster", false, "follow the OptionsRecordController objects of the cluster the sink runs in (in-cluster config)")
 	fs.StringVar(&o.Kube.Kubeconfig, "kubeconfig", "", "follow the OptionsRecordController objects of this kubeconfig's cluster")
@@ -101,7 +102,7 @@ func (o *Serve) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Kube.Baseline, "baseline", true, "LIST the objects a rule begins to cover and store them as baseline versions")
 	fs.IntVar(&o.Kube.BaselineMaxObjects, "baseline-max-objects", 100000, "objects one baseline pass lists at most; the next pass, 10 s later, goes on")
 	fs.StringVar(&o.Kube.Identity, "identity", os.Getenv("POD_NAME"), "this replica's name in the status Lease (default: hostname)")
-	fs.Var((*stringList)(&o.TrustedNamespaces), "trusted-rule-namespaces", "CLUSTER=NS[,NS...]: on CLUSTER only OptionsRecordControllers in these namespaces may select any namespace (repeatable); default: --namespace on --cluster, none on other clusters")
+	fs.StringArrayVar(&o.TrustedNamespaces, "trusted-rule-namespaces", nil, "CLUSTER=NS[,NS...]: on CLUSTER only OptionsRecordControllers in these namespaces may select any namespace (repeatable); default: --namespace on --cluster, none on other clusters")
 	fs.BoolVar(&o.TenantSecretData, "tenant-secret-data", false, "let rules outside the trusted namespaces record Secret values (otherwise digests)")
 	fs.DurationVar(&o.MaxRetention, "max-retention", 2160*time.Hour, "longest retention any rule gets (and so the record)")
 	fs.DurationVar(&o.TenantMaxRetention, "tenant-max-retention", 720*time.Hour, "longest retention a rule outside the trusted namespaces gets (at most --max-retention)")
@@ -122,7 +123,7 @@ func (o *Serve) Validate() error {
 	if o.API.RecordAddr != "" && o.API.Addr == "" {
 		return errors.New("--record-bind-address needs --api-bind-address: the record is served by the API role")
 	}
-	for _, r := range o.Roles {
+	for _, r := range trimmed(o.Roles) {
 		if r != string(app.RoleIngest) && r != string(app.RoleAPI) {
 			return errors.New("--roles: want ingest, api or both, comma-separated")
 		}
@@ -143,7 +144,7 @@ func (o *Serve) Config(logs io.Writer) app.ServeOptions {
 		SecretDigestKeyFile: o.SecretDigestKeyFile,
 	}
 	c.Database.APIURL = o.APIDatabaseURL
-	for _, r := range o.Roles {
+	for _, r := range trimmed(o.Roles) {
 		c.Roles = append(c.Roles, app.Role(r))
 	}
 	c.Rules.TrustedNamespaces, c.Rules.TenantSecretData = o.TrustedNamespaces, o.TenantSecretData
@@ -154,10 +155,10 @@ func (o *Serve) Config(logs io.Writer) app.ServeOptions {
 	}
 	if o.API.Addr != "" {
 		api := o.API
-		api.Audiences = o.Audiences
+		api.Audiences = trimmed(o.Audiences)
 		if o.Aggregated.Addr != "" {
 			agg := o.Aggregated
-			agg.RequestHeaderAllowedNames = o.AllowedCNs
+			agg.RequestHeaderAllowedNames = trimmed(o.AllowedCNs)
 			api.Aggregated = &agg
 		}
 		c.API = &api
