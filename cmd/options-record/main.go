@@ -23,6 +23,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/klog/v2"
 
 	"github.com/options-record/options-record/cmd/options-record/app"
@@ -83,7 +84,11 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				return runCommand(cmd.Context(), c.Name, o, argv, stdin, stdout, stderr)
 			},
 		}
-		cmd.Flags().AddFlagSet(options.FlagSet(c.Name, o))
+		sections := o.Flags()
+		for _, fs := range sections.FlagSets {
+			cmd.Flags().AddFlagSet(fs)
+		}
+		setSectionedHelp(cmd, sections)
 		cmd.ValidArgsFunction = cobra.NoFileCompletions
 		if c.Name == "import" {
 			cmd.ValidArgsFunction = nil // files
@@ -91,6 +96,20 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		root.AddCommand(cmd)
 	}
 	return root
+}
+
+// setSectionedHelp makes cmd's --help list its flags by section (as
+// kube-apiserver and metrics-server do), after its usage and examples.
+func setSectionedHelp(cmd *cobra.Command, sections cliflag.NamedFlagSets) {
+	cmd.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
+		w := cmd.OutOrStdout()
+		fmt.Fprintf(w, "%s\n\nUsage:\n  %s\n", cmd.Short, cmd.UseLine())
+		if cmd.HasExample() {
+			fmt.Fprintf(w, "\nExamples:\n%s\n", cmd.Example)
+		}
+		cliflag.PrintSections(w, sections, 0)
+		fmt.Fprintf(w, "\n  -h, --help   help for %s\n", cmd.Name())
+	})
 }
 
 var use = map[string]string{

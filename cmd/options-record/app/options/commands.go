@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/options-record/options-record/cmd/options-record/app"
 )
@@ -20,11 +21,12 @@ type Import struct {
 // NewImport returns the options of import with their defaults.
 func NewImport() *Import { return &Import{} }
 
-// AddFlags defines import's flags on fs.
-func (o *Import) AddFlags(fs *pflag.FlagSet) {
-	o.Common.addFlags(fs)
-	o.Rules.addFlags(fs)
-	fs.IntVar(&o.BatchSize, "batch-size", 400, "events stored per transaction")
+// Flags defines import's flags, in sections.
+func (o *Import) Flags() (fss cliflag.NamedFlagSets) {
+	o.Common.addFlags(fss.FlagSet("common"))
+	o.Rules.addFlags(fss.FlagSet("rules"))
+	fss.FlagSet("import").IntVar(&o.BatchSize, "batch-size", 400, "events stored per transaction")
+	return fss
 }
 
 // Validate checks the flags.
@@ -48,8 +50,11 @@ type SQL struct {
 // NewSQL returns the options of sql with their defaults.
 func NewSQL() *SQL { return &SQL{} }
 
-// AddFlags defines sql's flags on fs.
-func (o *SQL) AddFlags(fs *pflag.FlagSet) { o.Common.addFlags(fs) }
+// Flags defines sql's flags, in sections.
+func (o *SQL) Flags() (fss cliflag.NamedFlagSets) {
+	o.Common.addFlags(fss.FlagSet("common"))
+	return fss
+}
 
 // Validate checks the flags.
 func (o *SQL) Validate() error { return o.Common.validate() }
@@ -73,12 +78,14 @@ type Policy struct {
 // NewPolicy returns the options of policy with their defaults.
 func NewPolicy() *Policy { return &Policy{} }
 
-// AddFlags defines policy's flags on fs.
-func (o *Policy) AddFlags(fs *pflag.FlagSet) {
-	o.Common.addFlags(fs)
-	o.Rules.addFlags(fs)
+// Flags defines policy's flags, in sections.
+func (o *Policy) Flags() (fss cliflag.NamedFlagSets) {
+	o.Common.addFlags(fss.FlagSet("common"))
+	o.Rules.addFlags(fss.FlagSet("rules"))
+	fs := fss.FlagSet("cluster")
 	fs.BoolVar(&o.InCluster, "in-cluster", false, "add the OptionsRecordController objects of the cluster the command runs in")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "add the OptionsRecordController objects of this kubeconfig's cluster")
+	return fss
 }
 
 // Validate checks the flags.
@@ -95,7 +102,7 @@ func (o *Policy) Config(out, logs io.Writer) app.PolicyOptions {
 
 // Command is one command's options.
 type Command interface {
-	AddFlags(fs *pflag.FlagSet)
+	Flags() cliflag.NamedFlagSets
 	Validate() error
 }
 
@@ -116,12 +123,13 @@ type NamedCommand struct {
 	New           func() Command
 }
 
-// FlagSet returns a command's flags as the command line takes them
+// FlagSet returns a command's flags, all sections in one set, as the command line takes them
 // (pflag, as kubectl: --name=value or --name value, anywhere among the
 // arguments).
 func FlagSet(name string, o Command) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	o.AddFlags(fs)
-	fs.SortFlags = true
+	for _, section := range o.Flags().FlagSets {
+		fs.AddFlagSet(section)
+	}
 	return fs
 }

@@ -27,7 +27,10 @@ func TestFlagReference(t *testing.T) {
 		"# go test ./cmd/options-record/app/options -run FlagReference -update\n# (make verify fails when it is stale).\n")
 	for _, c := range Commands() {
 		fmt.Fprintf(&b, "\n## options-record %s\n\n%s\n\n", c.Name, c.Summary)
-		b.WriteString(FlagSet(c.Name, c.New()).FlagUsagesWrapped(100))
+		sections := c.New().Flags()
+		for _, name := range sections.Order {
+			fmt.Fprintf(&b, "### %s flags\n\n%s\n", name, sections.FlagSets[name].FlagUsagesWrapped(100))
+		}
 	}
 	if *update {
 		if err := os.WriteFile(reference, b.Bytes(), 0o644); err != nil {

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/spf13/pflag"
+	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/cmd/options-record/app"
@@ -55,12 +55,21 @@ type Serve struct {
 // NewServe returns the options of serve with their defaults.
 func NewServe() *Serve { return &Serve{} }
 
-// AddFlags defines serve's flags, with their defaults, on fs.
-func (o *Serve) AddFlags(fs *pflag.FlagSet) {
+// Flags defines serve's flags, with their defaults, in sections (as
+// --help and docs/command-line-flags.txt show them).
+func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
+	fs := fss.FlagSet("common")
 	o.Common.addFlags(fs)
-	o.Rules.addFlags(fs)
 	fs.StringSliceVar(&o.Roles, "roles", nil, "comma-separated parts this process runs: ingest (webhook, rule sync, baselines, retention) and api (the restore API, which impersonates callers); default ingest,api (the API only with --api-bind-address). The default install runs each in its own workload and service account")
 	fs.StringVar(&o.APIDatabaseURL, "api-database-url", os.Getenv("OPTIONS_RECORD_API_DATABASE_URL"), "PostgreSQL connection string of the restore API's own role, which owns the schema options_record_api (its restores and plans) and reads nothing of the record; the API reads the record through --database-url (the reader role). Empty: --database-url for both, one role with no separation (env OPTIONS_RECORD_API_DATABASE_URL)")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:9090", "address of /metrics, /healthz and /readyz (plain HTTP)")
+	fs = fss.FlagSet("rules")
+	o.Rules.addFlags(fs)
+	fs.StringArrayVar(&o.TrustedNamespaces, "trusted-rule-namespaces", nil, "CLUSTER=NS[,NS...]: on CLUSTER only OptionsRecordControllers in these namespaces may select any namespace (repeatable); default: --namespace on --cluster, none on other clusters")
+	fs.BoolVar(&o.TenantSecretData, "tenant-secret-data", false, "let rules outside the trusted namespaces record Secret values (otherwise digests)")
+	fs.DurationVar(&o.MaxRetention, "max-retention", 2160*time.Hour, "longest retention any rule gets (and so the record)")
+	fs.DurationVar(&o.TenantMaxRetention, "tenant-max-retention", 720*time.Hour, "longest retention a rule outside the trusted namespaces gets (at most --max-retention)")
+	fs = fss.FlagSet("webhook")
 	fs.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8443", "address of the HTTPS audit webhook")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serving certificate (reloaded when it changes); empty: self-signed under --data-dir")
 	fs.StringVar(&o.TLSKeyFile, "tls-key-file", "", "serving key")
@@ -78,7 +87,8 @@ func (o *Serve) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.BodyTimeout, "webhook-body-timeout", 15*time.Second, "longest a request body (or one chunk of a streamed body) may take to arrive; longer ones get 408")
 	fs.DurationVar(&o.MaxEventAge, "webhook-max-event-age", 0, "events older than this are skipped (they would each make a daily partition); 0: the longest retention of the rules in force, at least a day (400 days until the rules are known)")
 	fs.BoolVar(&o.WebhookHTTP2, "webhook-http2", false, "offer HTTP/2 on the webhook as well as HTTP/1.1 (HTTP/1.1 costs less CPU per event for large audit batches)")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "127.0.0.1:9090", "address of /metrics, /healthz and /readyz (plain HTTP)")
+	fs.StringVar(&o.JournalDir, "journal-dir", "", "durable local journal: batches the database cannot take are acknowledged from here and stored later")
+	fs = fss.FlagSet("restore API")
 	fs.StringVar(&o.API.Addr, "api-bind-address", "", "HTTPS address of the restore API; empty disables it")
 	fs.StringVar(&o.API.TLSCertFile, "api-tls-cert-file", "", "restore API serving certificate; empty reuses the webhook's")
 	fs.StringVar(&o.API.TLSKeyFile, "api-tls-key-file", "", "restore API serving key")
@@ -89,11 +99,12 @@ func (o *Serve) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.API.MaxInFlight, "api-max-in-flight", history.DefaultMaxInFlight, "requests each API (the direct API, the aggregated API) serves at once; more get 429")
 	fs.IntVar(&o.API.MaxPlanObjects, "api-max-plan-objects", 2000, "objects one restore plan may cover; a larger plan is refused (narrow it)")
 	fs.IntVar(&o.API.MaxInFlightPerUser, "api-max-in-flight-per-user", history.DefaultMaxInFlightPerUser, "requests of one caller served at once, counted across both APIs; more get 429")
-	fs.StringVar(&o.Aggregated.Addr, "aggregated-bind-address", "", "HTTPS address of the aggregated API (record.optionsrecord.io, reached through the kube-apiserver; needs --api-bind-address and a cluster); empty disables it")
 	fs.StringVar(&o.API.RecordAddr, "record-bind-address", "", "HTTPS address serving record.optionsrecord.io directly to bearer tokens (TokenReview), for kubectl record --record-server where the kube-apiserver cannot aggregate it; needs --api-bind-address and a cluster; empty disables it")
+	fs = fss.FlagSet("aggregated API")
+	fs.StringVar(&o.Aggregated.Addr, "aggregated-bind-address", "", "HTTPS address of the aggregated API (record.optionsrecord.io, reached through the kube-apiserver; needs --api-bind-address and a cluster); empty disables it")
 	fs.StringVar(&o.Aggregated.RequestHeaderCAFile, "aggregated-requestheader-ca-file", "", "front-proxy CA: the kube-apiserver's --requestheader-client-ca-file (re-read when it changes); empty: the one the kube-apiserver publishes in kube-system/extension-apiserver-authentication, read with a GET every 10 minutes into --data-dir")
 	fs.StringSliceVar(&o.AllowedCNs, "aggregated-requestheader-allowed-names", nil, "comma-separated common names of the kube-apiserver's proxy client certificate (its --requestheader-allowed-names); empty: those published with the CA, or any the front-proxy CA signed")
-	fs.StringVar(&o.JournalDir, "journal-dir", "", "durable local journal: batches the database cannot take are acknowledged from here and stored later")
+	fs = fss.FlagSet("cluster")
 	fs.BoolVar(&o.InCluster, "in-cluster", false, "follow the OptionsRecordController objects of the cluster the sink runs in (in-cluster config)")
 	fs.StringVar(&o.Kube.Kubeconfig, "kubeconfig", "", "follow the OptionsRecordController objects of this kubeconfig's cluster")
 	fs.StringVar(&o.Kube.Context, "context", "", "the kubeconfig context to use; without --kubeconfig, the kubeconfig is loaded as kubectl does (KUBECONFIG, else ~/.kube/config)")
@@ -102,10 +113,7 @@ func (o *Serve) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Kube.Baseline, "baseline", true, "LIST the objects a rule begins to cover and store them as baseline versions")
 	fs.IntVar(&o.Kube.BaselineMaxObjects, "baseline-max-objects", 100000, "objects one baseline pass lists at most; the next pass, 10 s later, goes on")
 	fs.StringVar(&o.Kube.Identity, "identity", os.Getenv("POD_NAME"), "this replica's name in the status Lease (default: hostname)")
-	fs.StringArrayVar(&o.TrustedNamespaces, "trusted-rule-namespaces", nil, "CLUSTER=NS[,NS...]: on CLUSTER only OptionsRecordControllers in these namespaces may select any namespace (repeatable); default: --namespace on --cluster, none on other clusters")
-	fs.BoolVar(&o.TenantSecretData, "tenant-secret-data", false, "let rules outside the trusted namespaces record Secret values (otherwise digests)")
-	fs.DurationVar(&o.MaxRetention, "max-retention", 2160*time.Hour, "longest retention any rule gets (and so the record)")
-	fs.DurationVar(&o.TenantMaxRetention, "tenant-max-retention", 720*time.Hour, "longest retention a rule outside the trusted namespaces gets (at most --max-retention)")
+	return fss
 }
 
 // Validate checks what the flags alone can tell; app.Serve checks the rest
