@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -48,31 +49,73 @@ func TestFlagReference(t *testing.T) {
 	}
 }
 
-// TestValidate checks the options each command refuses before it starts.
+// TestValidate checks the cross-flag checks of serve: each refusal names
+// what is wrong, and the combinations next to it pass.
 func TestValidate(t *testing.T) {
+	t.Parallel()
+	api := []string{"--api-bind-address", ":8444"}
+	cluster := []string{"--kubeconfig", "kc"}
+	ca := []string{"--webhook-client-ca", "ca.crt"}
+	join := func(ls ...[]string) []string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l...)
+		}
+		return out
+	}
 	tests := []struct {
-		name string
-		args []string
-		ok   bool
+		name    string
+		args    []string
+		wantErr string // "" = valid
 	}{
-		{"defaults", nil, true},
-		{"bad log level", []string{"--log-level", "loud"}, false},
-		{"aggregated without api", []string{"--aggregated-bind-address", ":8445"}, false},
-		{"aggregated with api", []string{"--api-bind-address", ":8444", "--aggregated-bind-address", ":8445"}, true},
-		{"unknown role", []string{"--roles", "ingest,web"}, false},
-		{"both roles", []string{"--roles", "ingest, api"}, true},
-		{"api database without the reader's", []string{"--api-database-url", "postgres://api@db/r"}, false},
-		{"api database and the reader's", []string{"--database-url", "postgres://reader@db/r", "--api-database-url", "postgres://api@db/r"}, true},
+		{"defaults", nil, ""},
+		{"bad log level", []string{"--log-level", "loud"}, "--log-level"},
+
+		{"api database without the reader's", []string{"--api-database-url", "postgres://api@db/r"}, "--api-database-url needs --database-url"},
+		{"api database and the reader's", []string{"--database-url", "postgres://reader@db/r", "--api-database-url", "postgres://api@db/r"}, ""},
+
+		{"unknown role", []string{"--roles", "ingest,web"}, "--roles: want ingest, api or both"},
+		{"both roles", join([]string{"--roles", "ingest, api"}, api), ""},
+		{"api role without an address", []string{"--roles", "api"}, "--roles=api needs --api-bind-address"},
+		{"ingest role with an API address", join([]string{"--roles", "ingest"}, api), "--api-bind-address without the role api"},
+		{"api role with a journal", join([]string{"--roles", "api", "--journal-dir", "j"}, api), "--journal-dir without the role ingest"},
+		{"ingest role with a journal", []string{"--roles", "ingest", "--journal-dir", "j"}, ""},
+		{"default roles with an API address and a journal", join(api, []string{"--journal-dir", "j"}), ""},
+
+		{"aggregated without api", []string{"--aggregated-bind-address", ":8445"}, "--aggregated-bind-address needs --api-bind-address"},
+		{"record door without api", []string{"--record-bind-address", ":8446"}, "--record-bind-address needs --api-bind-address"},
+		{"aggregated without a cluster", join(api, []string{"--aggregated-bind-address", ":8445"}), "--aggregated-bind-address needs a cluster"},
+		{"record door without a cluster", join(api, []string{"--record-bind-address", ":8446"}), "--record-bind-address needs a cluster"},
+		{"aggregated and record door with a cluster", join(api, cluster, []string{"--aggregated-bind-address", ":8445", "--record-bind-address", ":8446"}), ""},
+		{"aggregated in cluster", join(api, []string{"--in-cluster", "--aggregated-bind-address", ":8445"}), ""},
+		{"aggregated with a context", join(api, []string{"--context", "kind-dev", "--aggregated-bind-address", ":8445"}), ""},
+		{"api token with a cluster", join(api, cluster, []string{"--api-token-file", "tok"}), "--api-token-file is for the standalone mode"},
+		{"api token standalone", join(api, []string{"--api-token-file", "tok"}), ""},
+
+		{"client CA alone", ca, "--webhook-client-ca without a name allow-list"},
+		{"client CA and a token, no name", join(ca, []string{"--webhook-token-file", "tok"}), "--webhook-client-ca without a name allow-list"},
+		{"client CA and names", join(ca, []string{"--webhook-client-cn", "kube-apiserver"}), ""},
+		{"client CA and a clients file", join(ca, []string{"--webhook-clients-file", "clients.yaml"}), ""},
+		{"any certificate, said explicitly", join(ca, []string{"--webhook-allow-any-client-cert"}), ""},
+		{"any certificate and names", join(ca, []string{"--webhook-allow-any-client-cert", "--webhook-client-cn", "a"}), "contradicts the names"},
+		{"any certificate and a clients file", join(ca, []string{"--webhook-allow-any-client-cert", "--webhook-clients-file", "c.yaml"}), "contradicts the names"},
+		{"any certificate without a CA", []string{"--webhook-allow-any-client-cert"}, "--webhook-allow-any-client-cert needs --webhook-client-ca"},
+		{"client CA alone, ingest role", join(ca, []string{"--roles", "ingest"}), "--webhook-client-ca without a name allow-list"},
+		{"client CA alone, api role (no webhook)", join(ca, api, []string{"--roles", "api"}), ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			o := NewServe()
-			fs := FlagSet("serve", o)
-			if err := fs.Parse(tc.args); err != nil {
+			if err := FlagSet("serve", o).Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			if err := o.Validate(); (err == nil) != tc.ok {
-				t.Errorf("Validate() = %v, want ok=%v", err, tc.ok)
+			err := o.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("Validate() = %v, want it valid", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("Validate() = %v, want an error with %q", err, tc.wantErr)
 			}
 		})
 	}
