@@ -19,6 +19,7 @@ import (
 
 	"github.com/options-record/options-record/cmd/options-record/app"
 	"github.com/options-record/options-record/cmd/options-record/app/certs"
+	"github.com/options-record/options-record/filter/rulesync"
 	"github.com/options-record/options-record/store/pgtest"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
@@ -195,10 +196,10 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 			WebhookAddr: webhookAddr, MetricsAddr: "127.0.0.1:0", Listen: ls.listen,
 			TLSCertFile: certFile, TLSKeyFile: keyFile, TokenFile: tokenFile,
 			ChunkBytes: wo.chunkBytes, MaxEventBytes: wo.maxEventBytes,
-			Kube: &app.KubeOptions{Config: w.config(sinkUser), Resync: 20 * time.Second,
+			Kube: &app.KubeOptions{Config: w.config(sinkUser), Sync: rulesync.Options{Resync: 20 * time.Second,
 				StatusInterval: time.Second, Baseline: true, Identity: "e2e-sink",
 				// Small passes: baselines go on across several of them.
-				BaselineMaxObjects: 7, BaselineRetry: 200 * time.Millisecond, BaselineMinInterval: 2 * time.Second},
+				BaselineMaxObjects: 7, BaselineRetry: 200 * time.Millisecond, BaselineMinInterval: 2 * time.Second}},
 			API:         api,
 			Logger:      testLogger(t),
 			OnListening: func(_, m net.Addr) { w.metrics = m.String(); close(started) },

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -28,21 +27,11 @@ type KubeOptions struct {
 	Context string
 	// Config, when set, is used as is (tests).
 	Config *rest.Config
-	// Resync is the period of the safety-net LIST of OptionsRecordControllers.
-	Resync time.Duration
-	// StatusInterval bounds how often statuses are written.
-	StatusInterval time.Duration
-	// Baseline enables baseline LISTs of the resources the rules cover.
-	Baseline bool
-	// BaselineMaxObjects bounds the objects one baseline pass lists; the
-	// next pass goes on after BaselineRetry (defaults: 100,000 and 10 s).
-	BaselineMaxObjects int
-	BaselineRetry      time.Duration
-	// BaselineMinInterval is the shortest time between two LISTs of one
-	// resource from the start (default 1 min).
-	BaselineMinInterval time.Duration
-	// Identity names this replica in the status Lease.
-	Identity string
+	// Sync are the rule syncer's own options: the period of its safety-net
+	// LIST, how often it writes statuses, its baselines and this replica's
+	// name in the status Lease. Serve sets the rest (the client
+	// configuration, cluster, namespace, registry, store, digester, logger).
+	Sync rulesync.Options
 }
 
 // RestConfig resolves the client configuration.
@@ -74,13 +63,10 @@ func startSyncer(ctx context.Context, o ServeOptions, reg *rulesync.Registry, st
 	if err != nil {
 		return nil, err
 	}
-	s, err := rulesync.New(rulesync.Options{
-		Config: cfg, Cluster: o.Cluster, Namespace: o.Rules.Namespace, Identity: o.Kube.Identity,
-		Resync: o.Kube.Resync, StatusInterval: o.Kube.StatusInterval, Baseline: o.Kube.Baseline,
-		BaselineMaxObjects: o.Kube.BaselineMaxObjects, BaselineRetry: o.Kube.BaselineRetry,
-		BaselineMinInterval: o.Kube.BaselineMinInterval,
-		Registry:            reg, Store: st, Digester: dg, Logger: log,
-	})
+	so := o.Kube.Sync
+	so.Config, so.Cluster, so.Namespace = cfg, o.Cluster, o.Rules.Namespace
+	so.Registry, so.Store, so.Digester, so.Logger = reg, st, dg, log
+	s, err := rulesync.New(so)
 	if err != nil {
 		return nil, err
 	}

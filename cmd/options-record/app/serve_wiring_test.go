@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/options-record/options-record/cmd/options-record/app/certs"
+	"github.com/options-record/options-record/filter/rulesync"
 	"github.com/options-record/options-record/store/pgtest"
 	"github.com/options-record/options-record/test/framework/controlplane"
 	"github.com/options-record/options-record/test/gen"
@@ -158,7 +159,7 @@ func TestSecretDigestsAgreeAcrossPaths(t *testing.T) {
 	key := writeFile(t, dir, "digest-key", "the one key of serve and import, thirty-two bytes or more\n")
 	token := writeFile(t, dir, "token", "webhook-token\n")
 	webhook, c, dsn := serveInProcess(t, ServeOptions{Cluster: "default", TokenFile: token, SecretDigestKeyFile: key,
-		Kube: &KubeOptions{Config: cp.AdminConfig(), Baseline: true, Identity: "digest-test", StatusInterval: time.Second}})
+		Kube: &KubeOptions{Config: cp.AdminConfig(), Sync: rulesync.Options{Baseline: true, Identity: "digest-test", StatusInterval: time.Second}}})
 	digests := func(dsn, origin string) []string {
 		t.Helper()
 		conn, err := pgx.Connect(ctx, dsn)

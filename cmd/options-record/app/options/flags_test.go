@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/command-line-flags.txt")
@@ -129,7 +130,8 @@ func TestServeConfig(t *testing.T) {
 	args := []string{"--api-bind-address", ":8444", "--api-audiences", "a, b", "--aggregated-bind-address", ":8445",
 		"--aggregated-requestheader-allowed-names", "front-proxy-client", "--kubeconfig", "kc", "--roles", "api",
 		"--webhook-client-cn", "x", "--webhook-client-cn", "y", "--tenant-secret-data",
-		"--database-url", "postgres://reader@db/r", "--api-database-url", "postgres://api@db/r"}
+		"--database-url", "postgres://reader@db/r", "--api-database-url", "postgres://api@db/r",
+		"--resync", "1m", "--status-interval", "2s", "--baseline=false", "--baseline-max-objects", "7", "--identity", "sink-0"}
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +141,9 @@ func TestServeConfig(t *testing.T) {
 	}
 	if got := fmt.Sprint(c.API.Audiences, c.API.Aggregated.RequestHeaderAllowedNames, c.Roles, c.ClientCNs, c.Rules.TenantSecretData); got != "[a b] [front-proxy-client] [api] [x y] true" {
 		t.Errorf("config = %s", got)
+	}
+	if s := c.Kube.Sync; s.Resync != time.Minute || s.StatusInterval != 2*time.Second || s.Baseline || s.BaselineMaxObjects != 7 || s.Identity != "sink-0" {
+		t.Errorf("rule syncer options: %+v", s)
 	}
 	if c.Database.URL != "postgres://reader@db/r" || c.Database.APIURL != "postgres://api@db/r" {
 		t.Errorf("database URLs: %q and the API's %q", c.Database.URL, c.Database.APIURL)

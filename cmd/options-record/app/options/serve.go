@@ -108,11 +108,11 @@ func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
 	fs.BoolVar(&o.InCluster, "in-cluster", false, "follow the OptionsRecordController objects of the cluster the sink runs in (in-cluster config)")
 	fs.StringVar(&o.Kube.Kubeconfig, "kubeconfig", "", "follow the OptionsRecordController objects of this kubeconfig's cluster")
 	fs.StringVar(&o.Kube.Context, "context", "", "the kubeconfig context to use; without --kubeconfig, the kubeconfig is loaded as kubectl does (KUBECONFIG, else ~/.kube/config)")
-	fs.DurationVar(&o.Kube.Resync, "resync", 10*time.Minute, "period of the safety-net LIST of OptionsRecordControllers")
-	fs.DurationVar(&o.Kube.StatusInterval, "status-interval", 15*time.Second, "how often OptionsRecordController statuses are written at most")
-	fs.BoolVar(&o.Kube.Baseline, "baseline", true, "LIST the objects a rule begins to cover and store them as baseline versions")
-	fs.IntVar(&o.Kube.BaselineMaxObjects, "baseline-max-objects", 100000, "objects one baseline pass lists at most; the next pass, 10 s later, goes on")
-	fs.StringVar(&o.Kube.Identity, "identity", os.Getenv("POD_NAME"), "this replica's name in the status Lease (default: hostname)")
+	fs.DurationVar(&o.Kube.Sync.Resync, "resync", 10*time.Minute, "period of the safety-net LIST of OptionsRecordControllers")
+	fs.DurationVar(&o.Kube.Sync.StatusInterval, "status-interval", 15*time.Second, "how often OptionsRecordController statuses are written at most")
+	fs.BoolVar(&o.Kube.Sync.Baseline, "baseline", true, "LIST the objects a rule begins to cover and store them as baseline versions")
+	fs.IntVar(&o.Kube.Sync.BaselineMaxObjects, "baseline-max-objects", 100000, "objects one baseline pass lists at most; the next pass, 10 s later, goes on")
+	fs.StringVar(&o.Kube.Sync.Identity, "identity", os.Getenv("POD_NAME"), "this replica's name in the status Lease (default: hostname)")
 	return fss
 }
 
