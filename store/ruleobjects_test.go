@@ -2,9 +2,10 @@ package store
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/options-record/options-record/test/backofftest"
 )
 
 // TestListenRuleObjectsReconnects: the listening connection is killed
@@ -43,19 +44,9 @@ func TestListenRuleObjectsReconnects(t *testing.T) {
 // 30 s, each up to half again longer, and two replicas' differ (recorded
 // with Step, not waited).
 func TestListenBackoffJitters(t *testing.T) {
-	var seqs [2][]time.Duration
-	for i := range seqs {
-		bo := listenBackoff
-		for j := range 8 {
-			d := bo.Step()
-			low := min(time.Second<<j, 30*time.Second)
-			if d < low || d > low+low/2 {
-				t.Errorf("replica %d, wait %d: %s, want within [%s, %s]", i, j+1, d, low, low+low/2)
-			}
-			seqs[i] = append(seqs[i], d)
-		}
+	bo := listenBackoff
+	if bo.Duration != time.Second || bo.Cap != 30*time.Second || bo.Factor != 2 || bo.Jitter != 0.5 {
+		t.Errorf("listenBackoff: %+v, want 1 s doubling to 30 s, half of jitter", bo)
 	}
-	if slices.Equal(seqs[0], seqs[1]) {
-		t.Errorf("two replicas reconnect in lockstep: both wait %v", seqs[0])
-	}
+	backofftest.Jittered(t, bo, 8)
 }

@@ -1,9 +1,9 @@
 package journal
 
 import (
-	"slices"
 	"testing"
-	"time"
+
+	"github.com/options-record/options-record/test/backofftest"
 )
 
 // TestDrainBackoffJitters: the drainer's waits (the default RetryMin and
@@ -14,19 +14,9 @@ func TestDrainBackoffJitters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var seqs [2][]time.Duration
-	for i := range seqs {
-		bo := o.backoff()
-		for j := range 8 {
-			d := bo.Step()
-			low := min(o.RetryMin<<j, o.RetryMax)
-			if d < low || d > low+low/4 {
-				t.Errorf("replica %d, wait %d: %s, want within [%s, %s]", i, j+1, d, low, low+low/4)
-			}
-			seqs[i] = append(seqs[i], d)
-		}
+	bo := o.backoff()
+	if bo.Duration != o.RetryMin || bo.Cap != o.RetryMax || bo.Factor != 2 || bo.Jitter != 0.25 {
+		t.Errorf("the drainer's backoff %+v: want RetryMin doubling to RetryMax, a quarter of jitter", bo)
 	}
-	if slices.Equal(seqs[0], seqs[1]) {
-		t.Errorf("two replicas' drainers retry in lockstep: both wait %v", seqs[0])
-	}
+	backofftest.Jittered(t, bo, 8)
 }

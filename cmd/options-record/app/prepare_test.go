@@ -18,6 +18,7 @@ import (
 
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/pgtest"
+	"github.com/options-record/options-record/test/backofftest"
 )
 
 // refusingDatabase is the address of a "database" that accepts each
@@ -86,11 +87,9 @@ func TestKeepPreparingJitters(t *testing.T) {
 		default:
 		}
 		replicas[i] = *delays
-		base := prepareBackoff.Duration
 		for j, d := range replicas[i] {
-			low := min(base<<j, prepareBackoff.Cap)
-			if d < low || d > low+time.Duration(float64(low)*prepareBackoff.Jitter) {
-				t.Errorf("replica %d, delay %d: %s, want within [%s, %s·(1+%g)]", i, j+1, d, low, low, prepareBackoff.Jitter)
+			if low, high := backofftest.Bounds(prepareBackoff, j); d < low || d > high {
+				t.Errorf("replica %d, delay %d: %s, want within [%s, %s]", i, j+1, d, low, high)
 			}
 		}
 	}
