@@ -154,9 +154,6 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, db *database, 
 	apiOpts := restoreapi.Options{Logger: log, RequestTimeout: o.RequestTimeout, MaxInFlight: o.MaxInFlight,
 		Callers: history.NewCallerLimiter(o.MaxInFlightPerUser), AuthLimit: authlimit.New(authlimit.Options{})}
 	if so.Kube != nil {
-		if o.TokenFile != "" {
-			return nil, errors.New("--api-token-file is for the standalone mode (no cluster): with a cluster, callers present Kubernetes tokens")
-		}
 		if opts.Kube, err = so.Kube.RestConfig(); err != nil {
 			return nil, err
 		}
@@ -185,17 +182,11 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, db *database, 
 	}
 	var stopAggregated, stopDirect func(context.Context) error
 	if o.Aggregated != nil {
-		if so.Kube == nil {
-			return nil, errors.New("--aggregated-bind-address needs a cluster (--kubeconfig or --in-cluster)")
-		}
 		if stopAggregated, err = runAggregated(ctx, o, so, apiOpts.History, apiOpts.Restore, apiOpts.Callers, log); err != nil {
 			return nil, err
 		}
 	}
 	if o.RecordAddr != "" {
-		if so.Kube == nil {
-			return nil, errors.New("--record-bind-address needs a cluster (--kubeconfig or --in-cluster)")
-		}
 		if stopDirect, err = runRecordDirect(ctx, o, so, apiOpts, log); err != nil {
 			if stopAggregated != nil {
 				_ = stopAggregated(context.WithoutCancel(ctx))

@@ -58,8 +58,8 @@ func openDatabase(ctx context.Context, o DatabaseOptions, reuse bool, log *slog.
 		}
 		return &database{URL: o.URL, APIURL: api}, nil
 	}
-	if o.APIURL != "" {
-		return nil, errors.New("--api-database-url needs --database-url (the record's reader): the embedded PostgreSQL has one role")
+	if err := o.validate(); err != nil {
+		return nil, err
 	}
 	if o.DataDir == "" {
 		return nil, errors.New("no --database-url and no --data-dir for the embedded PostgreSQL")

@@ -112,32 +112,6 @@ func (o *ServeOptions) listen(addr string) (net.Listener, error) {
 	return net.Listen("tcp", addr)
 }
 
-// roles says which roles o runs, and refuses options of a role it does not.
-func (o *ServeOptions) roles() (ingest, api bool, err error) {
-	if len(o.Roles) == 0 {
-		return true, o.API != nil && o.API.Addr != "", nil
-	}
-	for _, r := range o.Roles {
-		switch r {
-		case RoleIngest:
-			ingest = true
-		case RoleAPI:
-			api = true
-		default:
-			return false, false, fmt.Errorf("--roles: unknown role %q (ingest, api)", r)
-		}
-	}
-	switch {
-	case api && (o.API == nil || o.API.Addr == ""):
-		return false, false, errors.New("--roles=api needs --api-bind-address")
-	case !api && o.API != nil && o.API.Addr != "":
-		return false, false, errors.New("--api-bind-address without the role api (--roles)")
-	case !ingest && o.JournalDir != "":
-		return false, false, errors.New("--journal-dir without the role ingest (--roles): only ingest takes batches")
-	}
-	return ingest, api, nil
-}
-
 // Serve runs the audit webhook until ctx is cancelled, then drains the
 // in-flight batches and stops.
 func Serve(ctx context.Context, o ServeOptions) error {
@@ -148,10 +122,10 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if o.Cluster == "" {
 		o.Cluster = "default"
 	}
-	ingest, withAPI, err := o.roles()
-	if err != nil {
+	if err := o.Validate(); err != nil {
 		return err
 	}
+	ingest, withAPI, _ := o.roles()
 	if !ingest {
 		return serveAPI(ctx, o, log)
 	}
@@ -337,8 +311,8 @@ func metricsServer(reg *prometheus.Registry, ready func(context.Context) error, 
 // self-signed certificate and a random token under the data directory:
 // the webhook is never served in clear nor unauthenticated.
 func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink.Authenticator, error) {
-	if o.AllowAnyClientCert && o.ClientCAFile == "" {
-		return nil, nil, errors.New("--webhook-allow-any-client-cert needs --webhook-client-ca")
+	if err := o.validateWebhookClients(); err != nil {
+		return nil, nil, err
 	}
 	if err := ensureServingCert(o, log); err != nil {
 		return nil, nil, err
@@ -366,18 +340,10 @@ func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink
 	anyCert := ""
 	var cns []string
 	switch {
-	case o.AllowAnyClientCert && (len(o.ClientCNs) > 0 || o.ClientsFile != ""):
-		return nil, nil, errors.New("--webhook-allow-any-client-cert contradicts the names of --webhook-client-cn or --webhook-clients-file: use one or the other")
 	case o.AllowAnyClientCert:
 		anyCert = o.Cluster
 		log.Warn("any client certificate --webhook-client-ca verifies is taken for the apiserver (--webhook-allow-any-client-cert): the CA must issue only apiserver client certificates, never the cluster CA, which also signs kubelets'")
 	case o.ClientCAFile != "" && o.ClientsFile == "":
-		// Fail closed: the cluster CA verifies every kubelet's certificate
-		// too, and any of them could write history.
-		if len(o.ClientCNs) == 0 {
-			return nil, nil, errors.New("--webhook-client-ca without a name allow-list would take any certificate the CA verifies (with the cluster CA, every kubelet's) for the apiserver: " +
-				"list the apiservers' certificate names with --webhook-client-cn (or --webhook-clients-file), or set --webhook-allow-any-client-cert if the CA issues only apiserver client certificates")
-		}
 		cns = o.ClientCNs
 	}
 	// The token files and the clients file are read again when a request

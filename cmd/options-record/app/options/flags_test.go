@@ -75,7 +75,7 @@ func TestValidate(t *testing.T) {
 		{"api database without the reader's", []string{"--api-database-url", "postgres://api@db/r"}, "--api-database-url needs --database-url"},
 		{"api database and the reader's", []string{"--database-url", "postgres://reader@db/r", "--api-database-url", "postgres://api@db/r"}, ""},
 
-		{"unknown role", []string{"--roles", "ingest,web"}, "--roles: want ingest, api or both"},
+		{"unknown role", []string{"--roles", "ingest,web"}, "--roles: unknown role \"web\": want ingest, api or both"},
 		{"both roles", join([]string{"--roles", "ingest, api"}, api), ""},
 		{"api role without an address", []string{"--roles", "api"}, "--roles=api needs --api-bind-address"},
 		{"ingest role with an API address", join([]string{"--roles", "ingest"}, api), "--api-bind-address without the role api"},

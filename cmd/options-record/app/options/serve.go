@@ -123,91 +123,17 @@ func (o *Serve) Validate() error {
 	if err := o.Common.validate(); err != nil {
 		return err
 	}
-	for _, check := range []func() error{o.validateDatabase, o.validateRoles, o.validateAPI, o.validateWebhookClients} {
-		if err := check(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (o *Serve) validateDatabase() error {
-	if o.APIDatabaseURL != "" && o.DatabaseURL == "" {
-		return errors.New("--api-database-url needs --database-url (the record's reader): the embedded PostgreSQL has one role")
-	}
-	return nil
-}
-
-// validateRoles refuses an unknown role and the options of a role the
-// process does not run.
-func (o *Serve) validateRoles() error {
-	roles := trimmed(o.Roles)
-	if len(roles) == 0 {
-		return nil // ingest, and api with --api-bind-address
-	}
-	var ingest, api bool
-	for _, r := range roles {
-		switch app.Role(r) {
-		case app.RoleIngest:
-			ingest = true
-		case app.RoleAPI:
-			api = true
-		default:
-			return errors.New("--roles: want ingest, api or both, comma-separated")
-		}
-	}
-	switch {
-	case api && o.API.Addr == "":
-		return errors.New("--roles=api needs --api-bind-address")
-	case !api && o.API.Addr != "":
-		return errors.New("--api-bind-address without the role api (--roles)")
-	case !ingest && o.JournalDir != "":
-		return errors.New("--journal-dir without the role ingest (--roles): only ingest takes batches")
-	}
-	return nil
-}
-
-// validateAPI refuses the API options that need the API, or a cluster, or
-// no cluster.
-func (o *Serve) validateAPI() error {
-	cluster := o.InCluster || o.Kube.Kubeconfig != "" || o.Kube.Context != ""
+	// What only the flags know: the app's options hold the aggregated API
+	// and the record door inside the API's.
 	switch {
 	case o.Aggregated.Addr != "" && o.API.Addr == "":
 		return errors.New("--aggregated-bind-address needs --api-bind-address: the aggregated API runs in the API role")
 	case o.API.RecordAddr != "" && o.API.Addr == "":
 		return errors.New("--record-bind-address needs --api-bind-address: the record is served by the API role")
-	case o.API.Addr == "":
-		return nil
-	case o.API.TokenFile != "" && cluster:
-		return errors.New("--api-token-file is for the standalone mode (no cluster): with a cluster, callers present Kubernetes tokens")
-	case o.Aggregated.Addr != "" && !cluster:
-		return errors.New("--aggregated-bind-address needs a cluster (--kubeconfig or --in-cluster)")
-	case o.API.RecordAddr != "" && !cluster:
-		return errors.New("--record-bind-address needs a cluster (--kubeconfig or --in-cluster)")
 	}
-	return nil
-}
-
-// validateWebhookClients refuses a client CA that would take any
-// certificate it verifies for the apiserver unless that is said. Only the
-// ingest role serves the webhook.
-func (o *Serve) validateWebhookClients() error {
-	ingest := len(trimmed(o.Roles)) == 0
-	for _, r := range trimmed(o.Roles) {
-		ingest = ingest || app.Role(r) == app.RoleIngest
-	}
-	switch {
-	case !ingest:
-		return nil
-	case o.AllowAnyClientCert && o.ClientCAFile == "":
-		return errors.New("--webhook-allow-any-client-cert needs --webhook-client-ca")
-	case o.AllowAnyClientCert && (len(o.ClientCNs) > 0 || o.ClientsFile != ""):
-		return errors.New("--webhook-allow-any-client-cert contradicts the names of --webhook-client-cn or --webhook-clients-file: use one or the other")
-	case o.ClientCAFile != "" && o.ClientsFile == "" && !o.AllowAnyClientCert && len(o.ClientCNs) == 0:
-		return errors.New("--webhook-client-ca without a name allow-list would take any certificate the CA verifies (with the cluster CA, every kubelet's) for the apiserver: " +
-			"list the apiservers' certificate names with --webhook-client-cn (or --webhook-clients-file), or set --webhook-allow-any-client-cert if the CA issues only apiserver client certificates")
-	}
-	return nil
+	// Every other combination is the app's to refuse, in one place.
+	c := o.Config(io.Discard)
+	return c.Validate()
 }
 
 // Config is the app's configuration of these options, logging to logs.
