@@ -75,7 +75,7 @@ func (r *restoreOptions) run(cmd *cobra.Command, args []string) error {
 	fmt.Fprintf(out, "Dry run: restoring %s to version %s (%s by %s, %s ago)\n", what, version, c.Verb, actorOf(c), age(c.ChangedAt.Time))
 	describe(out, dry)
 	if dry.StateDigest != "" {
-		fmt.Fprintf(out, "  recorded state: %s\n", dry.StateDigest)
+		fmt.Fprintf(out, "  recorded state: %s\n", cell(dry.StateDigest))
 	}
 	if dry.Phase != "Succeeded" {
 		return refusal(dry, t)
