@@ -2,10 +2,12 @@
 // record.optionsrecord.io/v1alpha1, served with k8s.io/apiserver's generic
 // API server and reached through the kube-apiserver's API aggregation.
 //
-// It owns the server's configuration and the REST storage of its
-// resources, each served from the history and restore services as the
-// caller (docs/aggregated-api.md lists them): one file per kind of record,
-// each with its namespaced and cluster-scoped resource.
+// It owns the server's configuration: secure serving, the delegation of
+// authentication and authorization to the kube-apiserver, the caps, the
+// OpenAPI documents and the group's installation. The REST storage of the
+// resources, served from the history and restore services as the caller
+// (docs/aggregated-api.md lists them), is in registry/: the record's
+// reads in registry/record, restores and plans in registry/restores.
 //
 // It must never start an informer or a watch: no core shared informers, no
 // admission, no priority-and-fairness, no extension-apiserver-authentication

@@ -1,28 +1,19 @@
 package aggregated
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
-	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
-	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	genericoptions "k8s.io/apiserver/pkg/server/options"
-	"k8s.io/component-base/compatibility"
 
-	generatedopenapi "github.com/options-record/options-record/api/aggregated/openapi"
 	"github.com/options-record/options-record/api/authlimit"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
@@ -117,142 +108,64 @@ type Server struct {
 // authorization (SubjectAccessReview), OpenAPI v2 and v3, and the group's
 // storage. Nothing that watches is configured.
 func New(opts Options) (*Server, error) {
-	direct := opts.Authenticator != nil
-	if !direct && len(opts.RequestHeaderAllowedNames) == 0 {
-		return nil, errors.New("aggregated: no front-proxy allowed names: any certificate of the front-proxy CA would be taken as the kube-apiserver's proxy; " +
-			"set --aggregated-requestheader-allowed-names to the common name of its --proxy-client-cert-file (front-proxy-client on kubeadm)")
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
-	if opts.Listener == nil || opts.CertFile == "" || (!direct && opts.RequestHeaderCAFile == "") || opts.History == nil || opts.Restore == nil || opts.Cluster == "" {
-		return nil, errors.New("aggregated: Listener, CertFile, RequestHeaderCAFile (or an Authenticator), History, Restore and Cluster are required")
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	cfg := genericapiserver.NewConfig(Codecs)
-	// Emulation and compatibility versions of the generic server's own
-	// machinery; /version reports it.
-	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString("1.36", "", "")
-	// NewConfig leaves FlowControl nil (the max-in-flight filter is used
-	// instead of priority-and-fairness, which needs FlowSchema informers),
-	// AdmissionControl nil (no admission plugins, hence no informers for
-	// them) and RESTOptionsGetter nil (no etcd).
-	cfg.EnableProfiling = false
-	// Counts objects in etcd for priority-and-fairness' work estimates;
-	// with neither, its post-start hook would only run an idle goroutine.
-	cfg.StorageObjectCountTracker = nil
-	// Bounded work, as the direct API: few requests at once in all and per
-	// caller, each with a deadline.
-	cfg.MaxRequestsInFlight = cmp.Or(opts.MaxInFlight, history.DefaultMaxInFlight)
-	cfg.MaxMutatingRequestsInFlight = max(cfg.MaxRequestsInFlight/2, 1)
-	cfg.RequestTimeout = cmp.Or(opts.RequestTimeout, time.Minute)
-	callers := opts.Callers
-	if callers == nil {
-		callers = history.NewCallerLimiter(opts.MaxInFlightPerUser)
-	}
-	authLimit := opts.AuthLimit
-	if direct && authLimit == nil {
-		authLimit = authlimit.New(authlimit.Options{})
-	}
-	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		chain := refuseImpersonation(genericapiserver.DefaultBuildHandlerChain(perCaller(h, callers), c))
-		if direct {
-			// Outside the whole chain: a refused request costs nothing.
-			chain = authLimit.Handler(chain, refuseUnauthenticated)
-		}
-		return chain
-	}
-	for _, h := range opts.DisabledPostStartHooks {
-		cfg.DisabledPostStartHooks.Insert(h)
-	}
-
-	serving := genericoptions.NewSecureServingOptions().WithLoopback()
-	serving.Listener = opts.Listener
-	serving.ServerCert.CertKey.CertFile = opts.CertFile
-	serving.ServerCert.CertKey.KeyFile = opts.KeyFile
-	// The aggregator multiplexes many requests into one HTTP/2 connection;
-	// a caller of the direct door is one client, and every stream it opens
-	// is a request to authenticate.
-	serving.HTTP2MaxStreamsPerConnection = 1000
-	if direct {
-		serving.HTTP2MaxStreamsPerConnection = DirectMaxStreamsPerConnection
-	}
-	if err := serving.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
+	opts = opts.complete()
+	cfg := genericConfig(opts)
+	if err := secureServing(opts).ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
 		return nil, fmt.Errorf("aggregated: secure serving: %w", err)
 	}
-
-	authn := genericoptions.NewDelegatingAuthenticationOptions()
-	authn.RemoteKubeConfigFile = opts.Kubeconfig
-	// Never look up (or watch) kube-system/extension-apiserver-authentication:
-	// the request-header CA and names come from the options.
-	authn.SkipInClusterLookup = true
-	if !direct {
-		authn.RequestHeader.ClientCAFile = opts.RequestHeaderCAFile
-		authn.RequestHeader.AllowedNames = opts.RequestHeaderAllowedNames
-	}
-	// The generic default does not read X-Remote-Uid (k8s.io/apiserver
-	// leaves UIDHeaders empty for old proxies); read it only from a
-	// kube-apiserver that sets it itself.
-	if opts.TrustUIDHeader {
-		authn.RequestHeader.UIDHeaders = []string{"X-Remote-Uid"}
-	}
-	openAPIV2 := genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(namingScheme))
-	openAPIV2.Info.Title = "Options Record"
-	if err := authn.ApplyTo(&cfg.Authentication, cfg.SecureServing, openAPIV2); err != nil {
+	openAPIV2, openAPIV3 := openAPIConfigs()
+	if err := delegateAuthentication(cfg, opts, openAPIV2); err != nil {
 		return nil, fmt.Errorf("aggregated: authentication: %w", err)
 	}
-	// Serve only the kube-apiserver's front proxy: ApplyTo also takes
-	// bearer tokens (TokenReview) and anonymous callers, which nothing but a
-	// caller going around the kube-apiserver would send. The aggregator's
-	// own availability checks come through the front proxy too.
-	if direct {
-		// Served directly: the bearer tokens the caller's authenticator
-		// takes (TokenReview), nothing else.
-		cfg.Authentication.Authenticator = authLimit.Authenticator(opts.Authenticator)
-		cfg.Authentication.RequestHeaderConfig = nil
-	} else {
-		frontProxyOnly, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
-			Anonymous:           &apiserver.AnonymousAuthConfig{Enabled: false},
-			RequestHeaderConfig: cfg.Authentication.RequestHeaderConfig,
-		}.New()
-		if err != nil {
-			return nil, fmt.Errorf("aggregated: authentication: %w", err)
-		}
-		cfg.Authentication.Authenticator = frontProxyOnly
-	}
-	authz := genericoptions.NewDelegatingAuthorizationOptions()
-	authz.RemoteKubeConfigFile = opts.Kubeconfig
-	if err := authz.ApplyTo(&cfg.Authorization); err != nil {
+	if err := delegateAuthorization(cfg, opts); err != nil {
 		return nil, fmt.Errorf("aggregated: authorization: %w", err)
 	}
-
-	cfg.OpenAPIConfig = openAPIV2
-	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(namingScheme))
-	cfg.OpenAPIV3Config.Info.Title = "Options Record"
-
+	cfg.OpenAPIConfig, cfg.OpenAPIV3Config = openAPIV2, openAPIV3
 	// No informer factory: no generic-apiserver-start-informers hook.
 	generic, err := cfg.Complete(nil).New("options-record-aggregated", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("aggregated: new generic server: %w", err)
 	}
-
-	group := genericapiserver.NewDefaultAPIGroupInfo(recordv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
-	group.VersionedResourcesStorageMap[recordv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
-		"deletions":           newDeletionStorage(log, opts.History, opts.Cluster, true),
-		"clusterdeletions":    newDeletionStorage(log, opts.History, opts.Cluster, false),
-		"changes":             newChangeStorage(log, opts.History, opts.Restore, opts.Cluster, true),
-		"clusterchanges":      newChangeStorage(log, opts.History, opts.Restore, opts.Cluster, false),
-		"attempts":            newAttemptStorage(log, opts.History, opts.Cluster, true),
-		"clusterattempts":     newAttemptStorage(log, opts.History, opts.Cluster, false),
-		"restoreplans":        newPlanStorage(log, opts.Restore, opts.Cluster, true),
-		"clusterrestoreplans": newPlanStorage(log, opts.Restore, opts.Cluster, false),
-		"restores":            newRestoreStorage(log, opts.History, opts.Restore, opts.Cluster, true),
-		"clusterrestores":     newRestoreStorage(log, opts.History, opts.Restore, opts.Cluster, false),
-	}
-	if err := generic.InstallAPIGroup(&group); err != nil {
+	if err := generic.InstallAPIGroup(apiGroup(opts)); err != nil {
 		return nil, fmt.Errorf("aggregated: install API group: %w", err)
 	}
 	return &Server{generic: generic}, nil
+}
+
+// direct says whether the group is served directly, not through the
+// kube-apiserver (an Authenticator is set).
+func (o *Options) direct() bool { return o.Authenticator != nil }
+
+// validate refuses options the server cannot be built from, or built
+// unsafely.
+func (o *Options) validate() error {
+	if !o.direct() && len(o.RequestHeaderAllowedNames) == 0 {
+		return errors.New("aggregated: no front-proxy allowed names: any certificate of the front-proxy CA would be taken as the kube-apiserver's proxy; " +
+			"set --aggregated-requestheader-allowed-names to the common name of its --proxy-client-cert-file (front-proxy-client on kubeadm)")
+	}
+	if o.Listener == nil || o.CertFile == "" || (!o.direct() && o.RequestHeaderCAFile == "") || o.History == nil || o.Restore == nil || o.Cluster == "" {
+		return errors.New("aggregated: Listener, CertFile, RequestHeaderCAFile (or an Authenticator), History, Restore and Cluster are required")
+	}
+	return nil
+}
+
+// complete fills in the defaults: a discarding logger, a per-caller cap of
+// the server's own, and (served directly) a limiter of unauthenticated
+// requests of its own.
+func (o Options) complete() Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Callers == nil {
+		o.Callers = history.NewCallerLimiter(o.MaxInFlightPerUser)
+	}
+	if o.direct() && o.AuthLimit == nil {
+		o.AuthLimit = authlimit.New(authlimit.Options{})
+	}
+	return o
 }
 
 // PostStartHooks lists the post-start hooks the server will run.

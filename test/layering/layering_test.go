@@ -51,7 +51,10 @@ var allowed = map[string][]string{
 	"api/record/clientset/versioned/scheme":                {"api/record/v1alpha1"},
 	"api/record/clientset/versioned/typed/record/v1alpha1": {"api/record/clientset/versioned/scheme", "api/record/v1alpha1"},
 	"api/record/clientset/versioned":                       {"api/record/clientset/versioned/typed/record/v1alpha1"},
-	"api/aggregated":                                       {"api/aggregated/openapi", "api/authlimit", "api/errs", "api/escape", "api/history", "api/record/v1alpha1", "api/restore"},
+	"api/aggregated/registry":                              {"api/errs", "api/escape", "api/history"},
+	"api/aggregated/registry/record":                       {"api/aggregated/registry", "api/errs", "api/history", "api/record/v1alpha1", "api/restore"},
+	"api/aggregated/registry/restores":                     {"api/aggregated/registry", "api/errs", "api/history", "api/record/v1alpha1", "api/restore"},
+	"api/aggregated":                                       {"api/aggregated/openapi", "api/aggregated/registry/record", "api/aggregated/registry/restores", "api/authlimit", "api/history", "api/record/v1alpha1", "api/restore"},
 	"cmd/options-record/app/certs":                         nil,
 	// wiring and mains
 	"cmd/options-record/app": {"api/aggregated", "api/authlimit", "api/escape", "api/history", "api/restore", "api/restoreapi", "api/v1alpha1",

@@ -1,9 +1,10 @@
-package aggregated
+package restores
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/options-record/options-record/api/aggregated/registry"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 )
 
@@ -22,7 +23,7 @@ func TestSecretChangeTellsNoValue(t *testing.T) {
 		{"", nil, map[string]any{"kind": "Secret", "data": map[string]any{"k": secret}}, `"k"`},
 		{"/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration", `{"data":{"k":"` + secret + `"}}`, nil, ""},
 	} {
-		fc := secretChange(recordv1alpha1.FieldChange{Op: "replace", Path: c.path, From: raw(c.from), To: raw(c.to)}, c.from, c.to)
+		fc := secretChange(recordv1alpha1.FieldChange{Op: "replace", Path: c.path, From: registry.Raw(c.from), To: registry.Raw(c.to)}, c.from, c.to)
 		got := ""
 		if fc.From != nil {
 			got += string(fc.From.Raw)

@@ -1,4 +1,4 @@
-package aggregated
+package restores
 
 import (
 	"strings"

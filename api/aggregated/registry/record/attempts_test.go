@@ -1,4 +1,4 @@
-package aggregated
+package record
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -100,12 +101,16 @@ func TestAttemptFieldSelectors(t *testing.T) {
 		})
 	}
 	// The field labels the scheme accepts are the ones the storage reads.
+	scheme := runtime.NewScheme()
+	if err := recordv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range append([]string{"metadata.name", "metadata.namespace"}, recordv1alpha1.AttemptSelectableFields...) {
-		if _, _, err := Scheme.ConvertFieldLabel(recordv1alpha1.SchemeGroupVersion.WithKind("Attempt"), f, "x"); err != nil {
+		if _, _, err := scheme.ConvertFieldLabel(recordv1alpha1.SchemeGroupVersion.WithKind("Attempt"), f, "x"); err != nil {
 			t.Errorf("the scheme refuses %s: %v", f, err)
 		}
 	}
-	if _, _, err := Scheme.ConvertFieldLabel(recordv1alpha1.SchemeGroupVersion.WithKind("ClusterAttempt"), "result.code", "403"); err == nil {
+	if _, _, err := scheme.ConvertFieldLabel(recordv1alpha1.SchemeGroupVersion.WithKind("ClusterAttempt"), "result.code", "403"); err == nil {
 		t.Error("the scheme accepts result.code")
 	}
 }

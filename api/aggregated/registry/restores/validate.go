@@ -1,4 +1,4 @@
-package aggregated
+package restores
 
 import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"

@@ -1,4 +1,4 @@
-package aggregated
+package restores
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -18,12 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
 
+	"github.com/options-record/options-record/api/aggregated/registry"
 	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
@@ -115,7 +114,7 @@ func (s *restoreStorage) out(r *recordv1alpha1.Restore) runtime.Object {
 func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
 	r, ok := asRestore(obj)
 	if !ok {
-		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
+		return nil, apierrors.NewInternalError(registry.ErrUnexpectedType(obj))
 	}
 	ns := genericapirequest.NamespaceValue(ctx)
 	if r.Namespace == "" || !s.namespaced {
@@ -163,19 +162,19 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 		if errors.Is(err, errs.ErrExists) {
 			return nil, apierrors.NewAlreadyExists(s.resource, r.Name)
 		}
-		return nil, statusError(s.log, err, s.resource, r.Name)
+		return nil, registry.StatusError(s.log, err, s.resource, r.Name)
 	}
 	out := r.DeepCopy()
 	out.UID = types.UID(res.RestoreID)
 	out.CreationTimestamp = metav1.NewTime(time.Now())
 	out.ResourceVersion = "1"
-	out.Spec.Version = objectName(res.Source.UID, res.Source.VersionKey)
+	out.Spec.Version = registry.ObjectName(res.Source.UID, res.Source.VersionKey)
 	u := history.Caller(ctx)
 	out.Status = recordv1alpha1.RestoreStatus{Phase: "Succeeded", DryRun: dryRun, Action: res.Action, RestoreID: res.RestoreID,
 		CreatedBy: u.GetName(), Object: sourceRef(&res.Source), StateDigest: res.StateDigest}
 	if err != nil {
 		out.Status.Phase = "Failed"
-		out.Status.Code, out.Status.Message = statusMessage(s.log, err)
+		out.Status.Code, out.Status.Message = registry.StatusMessage(s.log, err)
 		if errors.Is(err, errs.ErrConflict) || errors.Is(err, errs.ErrUnprocessable) {
 			out.Status.Phase = "Refused"
 		}
@@ -186,7 +185,7 @@ func (s *restoreStorage) Create(ctx context.Context, obj runtime.Object, validat
 	}
 	secret := res.Source.Group == "" && res.Source.Resource == "secrets"
 	for _, c := range res.Changes {
-		fc := recordv1alpha1.FieldChange{Op: c.Op, Path: c.Path, From: raw(c.From), To: raw(c.To)}
+		fc := recordv1alpha1.FieldChange{Op: c.Op, Path: c.Path, From: registry.Raw(c.From), To: registry.Raw(c.To)}
 		if secret {
 			fc = secretChange(fc, c.From, c.To)
 		}
@@ -209,7 +208,7 @@ func (s *restoreStorage) execute(ctx context.Context, r *recordv1alpha1.Restore,
 			field.ErrorList{field.Invalid(field.NewPath("spec", "plan"), r.Spec.Plan, "no "+planKind(s.namespaced)+" of yours by this name"+where(s.namespaced))})
 	}
 	if err != nil {
-		return nil, statusError(s.log, err, s.resource, r.Name)
+		return nil, registry.StatusError(s.log, err, s.resource, r.Name)
 	}
 	if !dryRun && r.Spec.PlanDigest == "" {
 		return nil, apierrors.NewInvalid(s.kind, r.Name, field.ErrorList{field.Required(field.NewPath("spec", "planDigest"),
@@ -221,12 +220,12 @@ func (s *restoreStorage) execute(ctx context.Context, r *recordv1alpha1.Restore,
 		if errors.Is(err, errs.ErrExists) {
 			return nil, apierrors.NewAlreadyExists(s.resource, r.Name)
 		}
-		return nil, statusError(s.log, err, s.resource, r.Name)
+		return nil, registry.StatusError(s.log, err, s.resource, r.Name)
 	}
 	out := restoreOf(p)
 	out.Spec = r.Spec
 	if err != nil {
-		_, out.Status.Message = statusMessage(s.log, err)
+		_, out.Status.Message = registry.StatusMessage(s.log, err)
 	}
 	return s.out(out), nil
 }
@@ -260,7 +259,7 @@ func (s *restoreStorage) source(ctx context.Context, r *recordv1alpha1.Restore, 
 			field.ErrorList{field.Invalid(field.NewPath("spec", path), value, why)})
 	}
 	if r.Spec.Deletion != "" {
-		did, err := parseRecordName(s.cluster, r.Spec.Deletion)
+		did, err := registry.ParseRecordName(s.cluster, r.Spec.Deletion)
 		if err != nil {
 			return did, invalid("deletion", r.Spec.Deletion, "not the name of a deletion (<uid>.<version key>)")
 		}
@@ -272,14 +271,14 @@ func (s *restoreStorage) source(ctx context.Context, r *recordv1alpha1.Restore, 
 			return did, invalid("deletion", r.Spec.Deletion, "no such deletion "+where+" that you may read")
 		}
 		if err != nil {
-			return did, statusError(s.log, err, s.resource, r.Name)
+			return did, registry.StatusError(s.log, err, s.resource, r.Name)
 		}
 		if d.StateKey == "" {
 			return did, invalid("deletion", r.Spec.Deletion, "the record holds no state from before this deletion")
 		}
-		return parseRecordName(s.cluster, objectName(d.UID, d.StateKey))
+		return registry.ParseRecordName(s.cluster, registry.ObjectName(d.UID, d.StateKey))
 	}
-	id, err := parseRecordName(s.cluster, r.Spec.Version)
+	id, err := registry.ParseRecordName(s.cluster, r.Spec.Version)
 	if err != nil {
 		return id, invalid("version", r.Spec.Version, "not the name of a version (<uid>.<version key>)")
 	}
@@ -291,7 +290,7 @@ func (s *restoreStorage) source(ctx context.Context, r *recordv1alpha1.Restore, 
 		return id, invalid("version", r.Spec.Version, "no such version "+where+" that you may read")
 	}
 	if err != nil {
-		return id, statusError(s.log, err, s.resource, r.Name)
+		return id, registry.StatusError(s.log, err, s.resource, r.Name)
 	}
 	return id, nil
 }
@@ -316,7 +315,7 @@ func (s *restoreStorage) Get(ctx context.Context, name string, _ *metav1.GetOpti
 		return nil, apierrors.NewNotFound(s.resource, name)
 	}
 	if err != nil {
-		return nil, statusError(s.log, err, s.resource, name)
+		return nil, registry.StatusError(s.log, err, s.resource, name)
 	}
 	r := restoreOf(p)
 	if p.PlanID != "" {
@@ -339,9 +338,9 @@ func (s *restoreStorage) List(ctx context.Context, opts *metainternalversion.Lis
 	}
 	ps, next, err := s.svc.NamedList(ctx, namedListOptions(ctx, opts, s.namespaced, true))
 	if err != nil {
-		return nil, statusError(s.log, err, s.resource, "")
+		return nil, registry.StatusError(s.log, err, s.resource, "")
 	}
-	setContinue(list, next)
+	registry.SetContinue(list, next)
 	for _, p := range ps {
 		r := restoreOf(p)
 		if opts != nil && opts.FieldSelector != nil && !opts.FieldSelector.Matches(fields.Set{"metadata.name": r.Name, "metadata.namespace": r.Namespace}) {
@@ -373,180 +372,6 @@ func nameAndNamespaceOnly(opts *metainternalversion.ListOptions, res schema.Grou
 	return nil
 }
 
-// restoreOf reads a recorded restore back as an object.
-func restoreOf(p *restore.Plan) *recordv1alpha1.Restore {
-	r := &recordv1alpha1.Restore{
-		TypeMeta:   metav1.TypeMeta{Kind: "Restore", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
-		ObjectMeta: metav1.ObjectMeta{UID: types.UID(p.ID), CreationTimestamp: metav1.NewTime(p.CreatedAt), ResourceVersion: "1"},
-		Status:     recordv1alpha1.RestoreStatus{DryRun: p.DryRun, RestoreID: p.ID, CreatedBy: p.CreatedBy},
-	}
-	if p.Record != nil {
-		r.Namespace, r.Name = p.Record.Namespace, p.Record.Name
-	}
-	r.Status.Phase = phaseOf(p.State)
-	if p.Kind != restore.KindVersion {
-		// The run of a plan: one result per step.
-		r.Status.PlanDigest = p.Digest
-		for _, o := range p.Outcome {
-			sr := recordv1alpha1.StepResult{Index: int32(o.Index), Action: o.Action, Result: o.Result, Code: int32(o.Code), Message: o.Message}
-			if o.Index >= 0 && o.Index < len(p.Steps) {
-				sr.Object = objectRef(p.Steps[o.Index].Object)
-			}
-			r.Status.Steps = append(r.Status.Steps, sr)
-		}
-		return r
-	}
-	if len(p.Steps) > 0 && p.Steps[0].Source != nil {
-		src := p.Steps[0].Source
-		r.Spec.Version = objectName(src.UID, src.VersionKey)
-		r.Status.Object = sourceRef(src)
-		r.Status.StateDigest = p.Steps[0].StateDigest
-	}
-	if len(p.Outcome) > 0 {
-		o := p.Outcome[0]
-		r.Status.Action, r.Status.Code, r.Status.Message = o.Action, int32(o.Code), o.Message
-		if r.Status.Object != nil && o.UID != "" {
-			r.Status.Object.UID = o.UID
-		}
-		r.Status.ResourceVersion = o.ResourceVersion
-		for _, d := range o.DroppedOwners {
-			r.Status.DroppedOwnerReferences = append(r.Status.DroppedOwnerReferences, recordv1alpha1.DroppedOwner(d))
-		}
-	}
-	return r
-}
-
-// phaseOf names a restore's state as a phase.
-func phaseOf(state string) string {
-	switch state {
-	case restore.StatePlanned:
-		return "Planned"
-	case restore.StateRunning:
-		return "Running"
-	case restore.StateSucceeded:
-		return "Succeeded"
-	case restore.StatePartial:
-		return "Partial"
-	case restore.StateRefused:
-		return "Refused"
-	}
-	return "Failed"
-}
-
-func objectRef(o restore.ObjectRef) recordv1alpha1.ObjectReference {
-	return recordv1alpha1.ObjectReference{APIGroup: o.Group, APIVersion: o.APIVersion, Resource: o.Resource, Kind: o.Kind,
-		Namespace: o.Namespace, Name: o.Name}
-}
-
-func sourceRef(v *history.Version) *recordv1alpha1.ObjectReference {
-	return &recordv1alpha1.ObjectReference{APIGroup: v.Group, APIVersion: v.APIVersion, Resource: v.Resource, Kind: v.Kind,
-		Namespace: v.Namespace, Name: v.Name, UID: v.UID}
-}
-
-func raw(v any) *runtime.RawExtension {
-	if v == nil {
-		return nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	return &runtime.RawExtension{Raw: b}
-}
-
-var restoreColumns = []metav1.TableColumnDefinition{
-	{Name: "Name", Type: "string", Format: "name"},
-	{Name: "Resource", Type: "string", Description: "Resource of the restored object"},
-	{Name: "Object", Type: "string", Description: "Name of the restored object"},
-	{Name: "Phase", Type: "string", Description: "Succeeded, Refused or Failed"},
-	{Name: "Action", Type: "string", Description: "create, update or none"},
-	{Name: "Age", Type: "string"},
-	{Name: "Message", Type: "string", Priority: 1},
-}
-
-func (*restoreStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: restoreColumns}
-	add := func(o runtime.Object, r *recordv1alpha1.Restore) {
-		var res, name string
-		if o := r.Status.Object; o != nil {
-			res, name = o.Resource, o.Name
-			if o.APIGroup != "" {
-				res += "." + o.APIGroup
-			}
-		}
-		phase := r.Status.Phase
-		if r.Status.DryRun {
-			phase += " (dry run)"
-		}
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{cell(r.Name), cell(res), cell(name), phase, r.Status.Action,
-				duration.HumanDuration(time.Since(r.CreationTimestamp.Time)), cell(strings.TrimSpace(r.Status.Message))},
-			Object: runtime.RawExtension{Object: o},
-		})
-	}
-	switch o := obj.(type) {
-	case *recordv1alpha1.Restore:
-		add(o, o)
-	case *recordv1alpha1.ClusterRestore:
-		r, _ := asRestore(o)
-		add(o, r)
-	case *recordv1alpha1.RestoreList:
-		table.ListMeta = o.ListMeta
-		for i := range o.Items {
-			add(&o.Items[i], &o.Items[i])
-		}
-	case *recordv1alpha1.ClusterRestoreList:
-		table.ListMeta = o.ListMeta
-		for i := range o.Items {
-			r, _ := asRestore(&o.Items[i])
-			add(&o.Items[i], r)
-		}
-	default:
-		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
-	}
-	return table, nil
-}
-
-// secretChange is a change of a Secret as a Restore's status tells it: the
-// path and operation, never a value. A Restore's create is answered with
-// its status, and the kube-apiserver's audit log (RequestResponse for
-// writes) keeps that answer, where Secret values must not be; the keys of a
-// data or stringData map that changed as a whole are named, each with an
-// empty value.
-func secretChange(fc recordv1alpha1.FieldChange, from, to any) recordv1alpha1.FieldChange {
-	keysOnly := func(v any) *runtime.RawExtension {
-		m, ok := v.(map[string]any)
-		if !ok || (fc.Path != "/data" && fc.Path != "/stringData" && fc.Path != "") {
-			return nil
-		}
-		if fc.Path == "" { // the whole object: keep its metadata, name its data keys
-			out := map[string]any{}
-			for k, val := range m {
-				switch k {
-				case "data", "stringData":
-					if d, ok := val.(map[string]any); ok {
-						keys := map[string]any{}
-						for dk := range d {
-							keys[dk] = ""
-						}
-						out[k] = keys
-					}
-				default:
-					out[k] = val
-				}
-			}
-			return raw(out)
-		}
-		keys := map[string]any{}
-		for k := range m {
-			keys[k] = ""
-		}
-		return raw(keys)
-	}
-	fc.From, fc.To = keysOnly(from), keysOnly(to)
-	return fc
-}
-
 // maxRestoresPage bounds a page of restores or plans: each carries its
 // steps (up to --api-max-plan-objects), so pages are fewer than other
 // lists' and continue with limit/continue.
@@ -561,15 +386,8 @@ func namedListOptions(ctx context.Context, opts *metainternalversion.ListOptions
 		o.Namespace = &ns
 	}
 	if opts != nil {
-		o.Limit = min(listLimit(opts), maxRestoresPage)
+		o.Limit = min(registry.ListLimit(opts), maxRestoresPage)
 		o.Continue = opts.Continue
 	}
 	return o
-}
-
-// setContinue sets the continue token of a list.
-func setContinue(list runtime.Object, next string) {
-	if l, err := meta.ListAccessor(list); err == nil {
-		l.SetContinue(next)
-	}
 }

@@ -1,4 +1,4 @@
-package aggregated
+package restores
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
 
+	"github.com/options-record/options-record/api/aggregated/registry"
 	"github.com/options-record/options-record/api/errs"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/restore"
@@ -108,7 +109,7 @@ func (s *planStorage) out(pl *recordv1alpha1.RestorePlan) runtime.Object {
 func (s *planStorage) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
 	pl, ok := asPlan(obj)
 	if !ok {
-		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
+		return nil, apierrors.NewInternalError(registry.ErrUnexpectedType(obj))
 	}
 	ns := genericapirequest.NamespaceValue(ctx)
 	if pl.Namespace == "" || !s.namespaced {
@@ -141,7 +142,7 @@ func (s *planStorage) Create(ctx context.Context, obj runtime.Object, validate r
 			field.ErrorList{field.Invalid(field.NewPath("spec"), pl.Spec, err.Error())})
 	}
 	if err != nil {
-		return nil, statusError(s.log, err, s.resource, pl.Name)
+		return nil, registry.StatusError(s.log, err, s.resource, pl.Name)
 	}
 	out := planOf(p)
 	out.Spec = pl.Spec
@@ -173,7 +174,7 @@ func (s *planStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions
 		return nil, apierrors.NewNotFound(s.resource, name)
 	}
 	if err != nil {
-		return nil, statusError(s.log, err, s.resource, name)
+		return nil, registry.StatusError(s.log, err, s.resource, name)
 	}
 	return s.out(planOf(p)), nil
 }
@@ -189,9 +190,9 @@ func (s *planStorage) List(ctx context.Context, opts *metainternalversion.ListOp
 	}
 	ps, next, err := s.svc.NamedList(ctx, namedListOptions(ctx, opts, s.namespaced, false))
 	if err != nil {
-		return nil, statusError(s.log, err, s.resource, "")
+		return nil, registry.StatusError(s.log, err, s.resource, "")
 	}
-	setContinue(list, next)
+	registry.SetContinue(list, next)
 	for _, p := range ps {
 		pl := planOf(p)
 		if opts != nil && opts.FieldSelector != nil && !opts.FieldSelector.Matches(fields.Set{"metadata.name": pl.Name, "metadata.namespace": pl.Namespace}) {
@@ -228,7 +229,7 @@ func planOf(p *restore.Plan) *recordv1alpha1.RestorePlan {
 	for _, st := range p.Steps {
 		ps := recordv1alpha1.PlanStep{Index: int32(st.Index), Action: st.Action, Object: objectRef(st.Object), Reason: st.Reason}
 		if st.Source != nil {
-			ps.Version = objectName(st.Source.UID, st.Source.VersionKey)
+			ps.Version = registry.ObjectName(st.Source.UID, st.Source.VersionKey)
 		}
 		for _, o := range p.Outcome {
 			if o.Index == st.Index {
@@ -264,7 +265,7 @@ func (*planStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runt
 	add := func(o runtime.Object, p *recordv1alpha1.RestorePlan) {
 		sm := p.Status.Summary
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{cell(p.Name), cell(p.Spec.Kind), p.Status.State, len(p.Status.Steps), sm[restore.ActionCreate], sm[restore.ActionUpdate],
+			Cells: []any{registry.Cell(p.Name), registry.Cell(p.Spec.Kind), p.Status.State, len(p.Status.Steps), sm[restore.ActionCreate], sm[restore.ActionUpdate],
 				sm[restore.ActionDelete], duration.HumanDuration(time.Since(p.CreationTimestamp.Time))},
 			Object: runtime.RawExtension{Object: o},
 		})
@@ -287,7 +288,7 @@ func (*planStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runt
 			add(&o.Items[i], p)
 		}
 	default:
-		return nil, apierrors.NewInternalError(errUnexpectedType(obj))
+		return nil, apierrors.NewInternalError(registry.ErrUnexpectedType(obj))
 	}
 	return table, nil
 }

@@ -1,4 +1,4 @@
-package aggregated
+package record
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apiserver/pkg/registry/rest"
 
+	"github.com/options-record/options-record/api/aggregated/registry"
 	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
@@ -60,13 +61,13 @@ func (s *changeStorage) NewList() runtime.Object {
 }
 
 func (s *changeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	id, err := parseRecordName(s.cluster, name)
+	id, err := registry.ParseRecordName(s.cluster, name)
 	if err != nil {
 		return nil, apierrors.NewNotFound(s.resource, name)
 	}
 	d, err := s.hist.ChangeDetail(ctx, id)
 	if err != nil {
-		return nil, statusError(s.log, err, s.resource, name)
+		return nil, registry.StatusError(s.log, err, s.resource, name)
 	}
 	v := history.VersionAsRead(d.Version)
 	if !s.serves(ctx, v.Namespace) {
@@ -85,7 +86,7 @@ func (s *changeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptio
 	}
 	if d.Diff != nil {
 		for _, c := range d.Diff.Changes {
-			rec.Diff = append(rec.Diff, recordv1alpha1.FieldChange{Op: c.Op, Path: c.Path, From: raw(c.From), To: raw(c.To)})
+			rec.Diff = append(rec.Diff, recordv1alpha1.FieldChange{Op: c.Op, Path: c.Path, From: registry.Raw(c.From), To: registry.Raw(c.To)})
 		}
 	}
 	// The clean manifest, when the version can be restored (the restore
@@ -94,7 +95,7 @@ func (s *changeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptio
 		m, err := s.restore.Manifest(ctx, id)
 		switch {
 		case err == nil:
-			rec.Manifest = raw(m.Manifest)
+			rec.Manifest = registry.Raw(m.Manifest)
 		case !errors.Is(err, errs.ErrUnprocessable):
 			// The change itself was read: it is answered without the
 			// manifest rather than not at all.
@@ -124,7 +125,7 @@ func (s *changeStorage) fieldSelector(sel fields.Selector, now time.Time) (histo
 		case "metadata.name", "object.uid":
 			uid := v
 			if r.Field == "metadata.name" {
-				id, err := parseRecordName(s.cluster, v)
+				id, err := registry.ParseRecordName(s.cluster, v)
 				if err != nil {
 					return f, p, apierrors.NewBadRequest("metadata.name: not the name of a change (<uid>.<version key>)")
 				}
@@ -184,10 +185,10 @@ func (s *changeStorage) List(ctx context.Context, opts *metainternalversion.List
 	}
 	f.NamespacedOnly = s.namespaced
 	f.Cluster = s.cluster
-	p.Limit, p.Continue = listLimit(opts), opts.Continue
+	p.Limit, p.Continue = registry.ListLimit(opts), opts.Continue
 	page, err := s.hist.Changes(ctx, f, p)
 	if err != nil {
-		return nil, statusError(s.log, err, s.resource, "")
+		return nil, registry.StatusError(s.log, err, s.resource, "")
 	}
 	items := make([]runtime.Object, 0, len(page.Items))
 	for i := range page.Items {
@@ -219,7 +220,7 @@ func (s *changeStorage) object(v *history.Version, withState bool) runtime.Objec
 	if withState && len(v.Object) > 0 {
 		rec.State = &runtime.RawExtension{Raw: v.Object}
 	}
-	meta := metav1.ObjectMeta{Name: objectName(v.UID, v.VersionKey), Namespace: v.Namespace, CreationTimestamp: metav1.NewTime(v.ChangedAt)}
+	meta := metav1.ObjectMeta{Name: registry.ObjectName(v.UID, v.VersionKey), Namespace: v.Namespace, CreationTimestamp: metav1.NewTime(v.ChangedAt)}
 	if s.namespaced {
 		return &recordv1alpha1.Change{TypeMeta: metav1.TypeMeta{Kind: "Change", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
 			ObjectMeta: meta, ChangeRecord: rec}
@@ -255,8 +256,8 @@ func (*changeStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ ru
 			user, as, audit = r.Actor.Username, r.Actor.ImpersonatedUser, r.Actor.AuditID
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{cell(name), cell(r.Verb), cell(res), cell(r.Object.Name), cell(user), cell(as), duration.HumanDuration(time.Since(r.ChangedAt.Time)),
-				cell(r.InitiatedBy), cell(r.Subresource), r.Restorable, cell(audit)},
+			Cells: []any{registry.Cell(name), registry.Cell(r.Verb), registry.Cell(res), registry.Cell(r.Object.Name), registry.Cell(user), registry.Cell(as), duration.HumanDuration(time.Since(r.ChangedAt.Time)),
+				registry.Cell(r.InitiatedBy), registry.Cell(r.Subresource), r.Restorable, registry.Cell(audit)},
 			Object: runtime.RawExtension{Object: o},
 		})
 	}
@@ -267,7 +268,7 @@ func (*changeStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ ru
 		case *recordv1alpha1.ClusterChange:
 			add(o, &o.ChangeRecord, o.Name)
 		default:
-			return errUnexpectedType(o)
+			return registry.ErrUnexpectedType(o)
 		}
 		return nil
 	})

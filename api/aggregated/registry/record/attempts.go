@@ -1,4 +1,4 @@
-package aggregated
+package record
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/registry/rest"
 
+	"github.com/options-record/options-record/api/aggregated/registry"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 )
@@ -92,7 +93,7 @@ func (s *attemptStorage) Get(ctx context.Context, name string, _ *metav1.GetOpti
 	}
 	e, err := s.hist.FailedMutation(ctx, id)
 	if err != nil {
-		return nil, statusError(s.log, err, s.resource, name)
+		return nil, registry.StatusError(s.log, err, s.resource, name)
 	}
 	if !s.serves(ctx, e.Namespace) {
 		return nil, apierrors.NewNotFound(s.resource, name)
@@ -199,9 +200,9 @@ func (s *attemptStorage) List(ctx context.Context, opts *metainternalversion.Lis
 	}
 	f.NamespacedOnly = s.namespaced
 	f.Cluster = s.cluster
-	page, err := s.hist.FailedMutations(ctx, f, history.PageOptions{Limit: listLimit(opts), Continue: opts.Continue, Since: since, Until: until})
+	page, err := s.hist.FailedMutations(ctx, f, history.PageOptions{Limit: registry.ListLimit(opts), Continue: opts.Continue, Since: since, Until: until})
 	if err != nil {
-		return nil, statusError(s.log, err, s.resource, "")
+		return nil, registry.StatusError(s.log, err, s.resource, "")
 	}
 	keep := func(e *history.Event) bool {
 		if sel.event != nil && string(e.Key) != string(sel.event.Key) {
@@ -253,7 +254,7 @@ func attemptNamespace(ns string) string {
 	if ns == "" || len(validation.IsDNS1123Label(ns)) == 0 {
 		return ns
 	}
-	return cell(ns)
+	return registry.Cell(ns)
 }
 
 // messageCells is how many characters of the apiserver's message the
@@ -261,12 +262,12 @@ func attemptNamespace(ns string) string {
 const messageCells = 120
 
 // shortMessage is the first messageCells characters of m, escaped as every
-// recorded string is (cell): the message quotes what the caller sent.
+// recorded string is (registry.Cell): the message quotes what the caller sent.
 func shortMessage(m string) string {
 	if r := []rune(m); len(r) > messageCells {
 		m = string(r[:messageCells-1]) + "…"
 	}
-	return cell(m)
+	return registry.Cell(m)
 }
 
 var attemptColumns = []metav1.TableColumnDefinition{
@@ -294,9 +295,9 @@ func (*attemptStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ r
 			res += "/" + r.Subresource
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{cell(name), cell(res), cell(r.Object.Name), cell(r.Actor.Username), cell(r.Actor.ImpersonatedUser), cell(r.Verb),
-				int64(r.Result.Code), cell(r.Result.Reason), duration.HumanDuration(time.Since(r.AttemptedAt.Time)),
-				shortMessage(r.Result.Message), cell(r.Actor.AuditID)},
+			Cells: []any{registry.Cell(name), registry.Cell(res), registry.Cell(r.Object.Name), registry.Cell(r.Actor.Username), registry.Cell(r.Actor.ImpersonatedUser), registry.Cell(r.Verb),
+				int64(r.Result.Code), registry.Cell(r.Result.Reason), duration.HumanDuration(time.Since(r.AttemptedAt.Time)),
+				shortMessage(r.Result.Message), registry.Cell(r.Actor.AuditID)},
 			Object: runtime.RawExtension{Object: o},
 		})
 	}
@@ -307,7 +308,7 @@ func (*attemptStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ r
 		case *recordv1alpha1.ClusterAttempt:
 			add(o, &o.AttemptRecord, o.Name)
 		default:
-			return errUnexpectedType(o)
+			return registry.ErrUnexpectedType(o)
 		}
 		return nil
 	})

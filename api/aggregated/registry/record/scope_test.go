@@ -1,4 +1,4 @@
-package aggregated
+package record
 
 import (
 	"context"

@@ -1,9 +1,7 @@
-package aggregated
+package record
 
 import (
 	"context"
-	"encoding/hex"
-	"errors"
 	"log/slog"
 	"strings"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apiserver/pkg/registry/rest"
 
+	"github.com/options-record/options-record/api/aggregated/registry"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 )
@@ -55,25 +54,9 @@ func (s *deletionStorage) NewList() runtime.Object {
 	return &recordv1alpha1.ClusterDeletionList{}
 }
 
-// objectName is the name of a record object: <uid>.<version key>.
-func objectName(uid, key string) string { return uid + "." + key }
-
-// parseRecordName reverses objectName.
-func parseRecordName(cluster, name string) (history.VersionID, error) {
-	i := strings.LastIndexByte(name, '.')
-	if i <= 0 {
-		return history.VersionID{}, errors.New("not <uid>.<version key>")
-	}
-	key, err := hex.DecodeString(name[i+1:])
-	if err != nil || len(key) != 32 {
-		return history.VersionID{}, errors.New("not <uid>.<version key>")
-	}
-	return history.VersionID{Cluster: cluster, UID: name[:i], Key: key}, nil
-}
-
-// parseObjectName reverses objectName; a name that is not one is not found.
+// parseObjectName reverses registry.ObjectName; a name that is not one is not found.
 func (s *deletionStorage) parseObjectName(name string) (history.VersionID, error) {
-	id, err := parseRecordName(s.cluster, name)
+	id, err := registry.ParseRecordName(s.cluster, name)
 	if err != nil {
 		return id, apierrors.NewNotFound(s.resource, name)
 	}
@@ -173,7 +156,7 @@ func (s *deletionStorage) List(ctx context.Context, opts *metainternalversion.Li
 	}
 	f.NamespacedOnly = s.namespaced
 	f.Cluster = s.cluster
-	page, err := s.hist.Deletions(ctx, f, history.PageOptions{Limit: listLimit(opts), Continue: opts.Continue, Since: sel.since, Until: sel.until})
+	page, err := s.hist.Deletions(ctx, f, history.PageOptions{Limit: registry.ListLimit(opts), Continue: opts.Continue, Since: sel.since, Until: sel.until})
 	if err != nil {
 		return nil, s.apiError(err, "")
 	}
@@ -210,12 +193,12 @@ func (s *deletionStorage) object(d *history.Deletion, withState bool) runtime.Ob
 			ImpersonatedGroups: d.Actor.ImpersonatedGroups, SourceIPs: d.Actor.SourceIPs, UserAgent: d.Actor.UserAgent, AuditID: d.Actor.AuditID}
 	}
 	if d.StateKey != "" {
-		rec.StateVersion = objectName(d.UID, d.StateKey)
+		rec.StateVersion = registry.ObjectName(d.UID, d.StateKey)
 	}
 	if withState && len(d.Object) > 0 {
 		rec.LastState = &runtime.RawExtension{Raw: d.Object}
 	}
-	meta := metav1.ObjectMeta{Name: objectName(d.UID, d.VersionKey), Namespace: d.Namespace,
+	meta := metav1.ObjectMeta{Name: registry.ObjectName(d.UID, d.VersionKey), Namespace: d.Namespace,
 		CreationTimestamp: metav1.NewTime(d.ChangedAt)}
 	if s.namespaced {
 		return &recordv1alpha1.Deletion{TypeMeta: metav1.TypeMeta{Kind: "Deletion", APIVersion: recordv1alpha1.SchemeGroupVersion.String()},
@@ -229,7 +212,7 @@ func (s *deletionStorage) object(d *history.Deletion, withState bool) runtime.Ob
 // apiError turns an error of the history service into the Kubernetes
 // status a client expects; internal errors say nothing of the database.
 func (s *deletionStorage) apiError(err error, name string) error {
-	return statusError(s.log, err, s.resource, name)
+	return registry.StatusError(s.log, err, s.resource, name)
 }
 
 var deletionColumns = []metav1.TableColumnDefinition{
@@ -253,8 +236,8 @@ func (*deletionStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ 
 			res += "." + r.Object.APIGroup
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{cell(name), cell(res), cell(r.Object.Name), cell(r.Actor.Username), cell(r.Actor.ImpersonatedUser), cell(r.InitiatedBy),
-				duration.HumanDuration(time.Since(r.DeletedAt.Time)), cell(r.Verb), r.StateVersion != "", cell(r.Actor.AuditID)},
+			Cells: []any{registry.Cell(name), registry.Cell(res), registry.Cell(r.Object.Name), registry.Cell(r.Actor.Username), registry.Cell(r.Actor.ImpersonatedUser), registry.Cell(r.InitiatedBy),
+				duration.HumanDuration(time.Since(r.DeletedAt.Time)), registry.Cell(r.Verb), r.StateVersion != "", registry.Cell(r.Actor.AuditID)},
 			Object: runtime.RawExtension{Object: o},
 		})
 	}
@@ -265,7 +248,7 @@ func (*deletionStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ 
 		case *recordv1alpha1.ClusterDeletion:
 			add(o, &o.DeletionRecord, o.Name)
 		default:
-			return errUnexpectedType(o)
+			return registry.ErrUnexpectedType(o)
 		}
 		return nil
 	})

@@ -1,4 +1,4 @@
-package aggregated
+package record
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/options-record/options-record/api/aggregated/registry"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 )
@@ -106,23 +107,13 @@ func listOptions(opts *metainternalversion.ListOptions) (*metainternalversion.Li
 	return opts, opts.LabelSelector == nil || opts.LabelSelector.Matches(labels.Set{})
 }
 
-// listLimit is a list's page size: the request's limit, at most (and by
-// default) history.MaxLimit.
-func listLimit(opts *metainternalversion.ListOptions) int {
-	limit := int(opts.Limit)
-	if limit <= 0 || limit > history.MaxLimit {
-		limit = history.MaxLimit
-	}
-	return limit
-}
-
 // fillList sets the items and the continue token of a list of any of the
 // record's kinds (a namespaced kind's list or its cluster-scoped twin's).
 func fillList(list runtime.Object, items []runtime.Object, next string) (runtime.Object, error) {
 	if err := meta.SetList(list, items); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	setContinue(list, next)
+	registry.SetContinue(list, next)
 	return list, nil
 }
 

@@ -1,4 +1,4 @@
-package aggregated
+package registry
 
 import (
 	"fmt"
@@ -14,11 +14,11 @@ import (
 	"github.com/options-record/options-record/api/escape"
 )
 
-// statusError turns an error of the history or restore service into the
+// StatusError turns an error of the history or restore service into the
 // Kubernetes status a client expects, with the status code the services
 // give it (errs.Status). Internal errors say nothing of the database:
 // their text may name its details.
-func statusError(log *slog.Logger, err error, res schema.GroupResource, name string) error {
+func StatusError(log *slog.Logger, err error, res schema.GroupResource, name string) error {
 	code, reason, fromCluster := errs.Status(err)
 	if fromCluster {
 		return err // the cluster's own answer to a call made as the caller
@@ -47,13 +47,15 @@ func statusError(log *slog.Logger, err error, res schema.GroupResource, name str
 	return apierrors.NewInternalError(fmt.Errorf("internal error (logged by the server)"))
 }
 
-func errUnexpectedType(obj runtime.Object) error {
+// ErrUnexpectedType is the internal error of a storage handed an object
+// of another kind.
+func ErrUnexpectedType(obj runtime.Object) error {
 	return fmt.Errorf("unexpected object type %T", obj)
 }
 
-// statusMessage is the message of err for a restore's status: internal
-// errors are logged and said generically, as statusError does.
-func statusMessage(log *slog.Logger, err error) (int32, string) {
+// StatusMessage is the message of err for a restore's status: internal
+// errors are logged and said generically, as StatusError does.
+func StatusMessage(log *slog.Logger, err error) (int32, string) {
 	code, _, fromCluster := errs.Status(err)
 	if code == http.StatusInternalServerError && !fromCluster {
 		log.Error("aggregated API restore failed", "err", err)
@@ -62,8 +64,8 @@ func statusMessage(log *slog.Logger, err error) (int32, string) {
 	return int32(code), err.Error()
 }
 
-// cell is a recorded string as a Table cell: kubectl prints cells to a
+// Cell is a recorded string as a Table cell: kubectl prints cells to a
 // terminal as they are, and every recorded value was written by some
 // cluster user (a username from an OIDC claim, a user agent), so one with
 // a hidden character is shown quoted and escaped, by the one rule.
-func cell(s string) string { return escape.Quote(s) }
+func Cell(s string) string { return escape.Quote(s) }
