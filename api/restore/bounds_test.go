@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/restore/planner"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
 	"github.com/options-record/options-record/store/pgtest"
@@ -137,14 +138,14 @@ func undoBob() PlanRequest {
 	return PlanRequest{Kind: KindUndo, User: "bob", Since: &since, Until: &until, Preview: true}
 }
 
-// TestUndoScanIsBounded: an undo plan scans at most undoScanFactor times
+// TestUndoScanIsBounded: an undo plan scans at most planner.UndoScanFactor times
 // its cap of changes, hidden ones included: bob's changes the caller may
 // not read neither refuse the plan nor let it through below the bound, and
 // past it the plan is refused, saying what to narrow.
 func TestUndoScanIsBounded(t *testing.T) {
 	const maxUndo = 3 // scans at most 30 rows
 	var hidden []change
-	for i := range undoScanFactor * maxUndo {
+	for i := range planner.UndoScanFactor * maxUndo {
 		hidden = append(hidden, change{"bob", "hidden", fmt.Sprintf("cm-%d", i)})
 	}
 	st := recordOf(t, hidden...)
@@ -155,7 +156,7 @@ func TestUndoScanIsBounded(t *testing.T) {
 	}
 	writeChanges(t, st.Store, len(hidden), change{"bob", "hidden", "one-more"})
 	_, err = s.CreatePlan(asCaller("alice"), "default", undoBob())
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d changes to scan", undoScanFactor*maxUndo)) {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d changes to scan", planner.UndoScanFactor*maxUndo)) {
 		t.Fatalf("an undo over %d hidden changes: %v, want refused past the scan bound", len(hidden)+1, err)
 	}
 }

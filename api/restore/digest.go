@@ -4,19 +4,16 @@ package restore
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
 	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/restore/digest"
+	"github.com/options-record/options-record/api/restore/planner"
 	"github.com/options-record/options-record/store"
 )
-
-// digestPrefix names the hash of a digest.
-const digestPrefix = "sha256:"
 
 // PlanDigest is the digest of a plan's steps: SHA-256 over their JSON
 // encoding (the steps as this package decodes them, fields in the order
@@ -34,19 +31,7 @@ func PlanDigest(steps []Step) string {
 		// Steps hold strings, numbers and decoded JSON values only.
 		panic(fmt.Sprintf("restore: encode steps: %v", err))
 	}
-	sum := sha256.Sum256(b)
-	return digestPrefix + hex.EncodeToString(sum[:])
-}
-
-// stateDigest is the digest of a stored state, as the record holds it.
-func stateDigest(obj []byte) string {
-	sum := sha256.Sum256(obj)
-	return digestPrefix + hex.EncodeToString(sum[:])
-}
-
-// sameDigest compares digests in constant time.
-func sameDigest(a, b string) bool {
-	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+	return digest.Of(b)
 }
 
 // errDigestMismatch is the refusal of a run whose plan is not the one
@@ -57,7 +42,7 @@ func errDigestMismatch(id, want, got string) error {
 
 // checkDigest refuses steps whose digest is not want.
 func checkDigest(id string, steps []Step, want string) error {
-	if got := PlanDigest(steps); !sameDigest(got, want) {
+	if got := PlanDigest(steps); !digest.Equal(got, want) {
 		return errDigestMismatch(id, want, got)
 	}
 	return nil
@@ -67,8 +52,8 @@ func checkDigest(id string, steps []Step, want string) error {
 // it was planned (a version rewritten since), before anything is written.
 // Each state is checked again when its step loads it.
 func (s *Service) checkStates(ctx context.Context, cluster string, steps []Step) error {
-	for start := 0; start < len(steps); start += planLoadBatch {
-		batch := steps[start:min(start+planLoadBatch, len(steps))]
+	for start := 0; start < len(steps); start += planner.LoadBatch {
+		batch := steps[start:min(start+planner.LoadBatch, len(steps))]
 		var uids []string
 		var keys [][]byte
 		for i := range batch {
@@ -96,7 +81,7 @@ func (s *Service) checkStates(ctx context.Context, cluster string, steps []Step)
 			}
 			key, _ := history.ParseVersionKey(st.Source.VersionKey)
 			obj, ok := objs[store.ObjectID(st.Source.UID, key)]
-			if !ok || !sameDigest(stateDigest(obj), st.StateDigest) {
+			if !ok || !digest.Equal(digest.Of(obj), st.StateDigest) {
 				return errStateChanged(st.Index)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/restore/digest"
 )
 
 // TestPlanDigestCoversEveryField: the digest of a plan survives its
@@ -17,7 +18,7 @@ func TestPlanDigestCoversEveryField(t *testing.T) {
 		return []Step{{Index: 0, Action: ActionUpdate, Object: ObjectRef{APIVersion: "v1", Resource: "configmaps", Namespace: "shop", Name: "app"},
 			Source: &history.Version{UID: "u1", VersionKey: strings.Repeat("ab", 32)}, Live: &LiveRef{UID: "u1", ResourceVersion: "7"},
 			Changes:     []history.DiffChange{{Op: "replace", Path: "/data/v", From: "bob", To: map[string]any{"b": 1.5, "a": []any{"x"}}}},
-			StateDigest: stateDigest([]byte(`{"data":{"v":"alice"}}`))},
+			StateDigest: digest.Of([]byte(`{"data":{"v":"alice"}}`))},
 			{Index: 1, Action: ActionDelete, Object: ObjectRef{APIVersion: "v1", Resource: "configmaps", Namespace: "shop", Name: "junk"},
 				Live: &LiveRef{UID: "u2", ResourceVersion: "9"}, Reason: "bob created it"}}
 	}
@@ -39,7 +40,7 @@ func TestPlanDigestCoversEveryField(t *testing.T) {
 		"source":       func(s []Step) []Step { s[0].Source.VersionKey = strings.Repeat("cd", 32); return s },
 		"live":         func(s []Step) []Step { s[1].Live.ResourceVersion = "10"; return s },
 		"change value": func(s []Step) []Step { s[0].Changes[0].To = "mallory"; return s },
-		"state":        func(s []Step) []Step { s[0].StateDigest = stateDigest([]byte(`{"data":{"v":"mallory"}}`)); return s },
+		"state":        func(s []Step) []Step { s[0].StateDigest = digest.Of([]byte(`{"data":{"v":"mallory"}}`)); return s },
 		"order":        func(s []Step) []Step { s[0], s[1] = s[1], s[0]; return s },
 		"one more":     func(s []Step) []Step { return append(s, s[1]) },
 		"none":         func([]Step) []Step { return nil },

@@ -5,16 +5,18 @@
 // It has no HTTP in it.
 //
 // It owns
-//   - the clean manifest of a version (manifest.go, with package manifest):
-//     a state without what the server sets, with ownerReferences only to
-//     owners that still exist, checked as the caller;
+//   - the clean manifest of a version (manifest.go, with packages manifest
+//     and restorable): a state without what the server sets, with
+//     ownerReferences only to owners that still exist, checked as the caller;
 //   - restores (restore.go): a version written back, refused when the live
 //     object changed after the version the caller saw;
-//   - plans (plan.go, steps.go) and their execution (execute.go), bounded
-//     before anything is loaded, covering only what the caller may read;
-//   - the digest that pins a plan as reviewed (digest.go): a real run
-//     carries it and runs those steps, restoring those states, or nothing;
-//     a version's restore is pinned alike by its dry run's stateDigest.
+//   - plans, made by package planner (bounded before anything is loaded,
+//     covering only what the caller may read), recorded (plan.go) and
+//     executed (execute.go);
+//   - the check that a run is what was reviewed (digest.go, with package
+//     digest): a real run carries the plan's digest and runs those steps,
+//     restoring those states, or nothing; a version's restore is pinned
+//     alike by its dry run's stateDigest.
 //
 // Every version a caller names is loaded, and every object a plan covers is
 // authorized, through package history. Every write to the cluster goes

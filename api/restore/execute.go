@@ -14,7 +14,9 @@ import (
 
 	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/restore/digest"
 	"github.com/options-record/options-record/api/restore/impersonate"
+	"github.com/options-record/options-record/api/restore/restorable"
 	"github.com/options-record/options-record/store"
 )
 
@@ -287,7 +289,7 @@ func (e *execution) apply(ctx context.Context, st *Step, o *StepOutcome) {
 		action = ActionUpdate
 	}
 	o.Action = action
-	m, err := cleanManifest(src, obj, e.s.kube.OwnerCheck(ctx, e.c, st.Object.Namespace, e.renamed))
+	m, err := restorable.Manifest(src, obj, e.s.kube.OwnerCheck(ctx, e.c, st.Object.Namespace, e.renamed))
 	if err != nil {
 		stepError(o, err)
 		return
@@ -297,7 +299,7 @@ func (e *execution) apply(ctx context.Context, st *Step, o *StepOutcome) {
 	if action == ActionCreate {
 		res, err = ri.Create(ctx, &unstructured.Unstructured{Object: m.Object}, metav1.CreateOptions{DryRun: e.dryRun(), FieldManager: FieldManager})
 	} else {
-		if len(compareLive(live.Object, m)) == 0 {
+		if len(restorable.Changes(live.Object, m)) == 0 {
 			o.Result, o.Message = ResultSkipped, "the live object already holds this state"
 			o.UID, o.ResourceVersion = string(live.GetUID()), live.GetResourceVersion()
 			e.renamed[src.UID] = string(live.GetUID())
@@ -346,10 +348,10 @@ func (e *execution) source(ctx context.Context, st *Step) (*store.VersionRecord,
 	if err != nil {
 		return nil, err
 	}
-	if err := restorable(v); err != nil {
+	if err := restorable.Check(v); err != nil {
 		return nil, err
 	}
-	if st.StateDigest != "" && !sameDigest(stateDigest(v.Object), st.StateDigest) {
+	if st.StateDigest != "" && !digest.Equal(digest.Of(v.Object), st.StateDigest) {
 		return nil, errStateChanged(st.Index)
 	}
 	return v, nil

@@ -2,11 +2,10 @@ package restore
 
 import (
 	"context"
-	"errors"
 
-	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore/manifest"
+	"github.com/options-record/options-record/api/restore/restorable"
 	"github.com/options-record/options-record/store"
 )
 
@@ -19,7 +18,7 @@ func (s *Service) Manifest(ctx context.Context, id history.VersionID) (*Manifest
 	if err != nil {
 		return nil, err
 	}
-	if err := restorable(v); err != nil {
+	if err := restorable.Check(v); err != nil {
 		return nil, s.withPriorHint(ctx, v, err)
 	}
 	obj, err := history.DecodeObject(v.Object)
@@ -38,7 +37,7 @@ func (s *Service) Manifest(ctx context.Context, id history.VersionID) (*Manifest
 	} else {
 		check, res.OwnersChecked = s.recordOwnerCheck(ctx, v.Cluster), "record"
 	}
-	m, err := cleanManifest(v, obj, check)
+	m, err := restorable.Manifest(v, obj, check)
 	if err != nil {
 		return nil, err
 	}
@@ -47,13 +46,6 @@ func (s *Service) Manifest(ctx context.Context, id history.VersionID) (*Manifest
 		res.Removed = []string{}
 	}
 	return &res, nil
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(baseline)"
-	}
-	return s
 }
 
 // recordOwnerCheck decides owner existence from the record (standalone
@@ -72,29 +64,3 @@ func (s *Service) recordOwnerCheck(ctx context.Context, cluster string) manifest
 		return ref.UID, true, ""
 	}
 }
-
-// cleanManifest is manifest.CleanManifest of the state of v, checked to
-// read back in kubectl as exactly the object v is (manifest.
-// CheckSingleObject), with a namespaced object's namespace filled in when
-// its state lacks it. Its "not an object" errors are answered as
-// errs.ErrUnprocessable (the manifest cleaner is pure and knows nothing
-// of the service's errors), their messages unchanged.
-func cleanManifest(v *store.VersionRecord, obj map[string]any, check manifest.OwnerCheck) (*manifest.Manifest, error) {
-	m, err := manifest.CleanManifest(obj, check)
-	if err == nil {
-		if md, ok := m.Object["metadata"].(map[string]any); ok && v.Namespace != "" && md["namespace"] == nil {
-			md["namespace"] = v.Namespace
-		}
-		err = manifest.CheckSingleObject(m.Object, manifest.Identity{Group: v.APIGroup, Kind: v.Kind, Namespace: v.Namespace, Name: v.Name})
-	}
-	if errors.Is(err, manifest.ErrNotObject) {
-		return nil, unprocessable{err}
-	}
-	return m, err
-}
-
-// unprocessable is an error that is also errs.ErrUnprocessable.
-type unprocessable struct{ err error }
-
-func (e unprocessable) Error() string   { return e.err.Error() }
-func (e unprocessable) Unwrap() []error { return []error{e.err, errs.ErrUnprocessable} }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,11 +15,12 @@ import (
 
 	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/restore/digest"
 	"github.com/options-record/options-record/api/restore/impersonate"
-	"github.com/options-record/options-record/api/restore/manifest"
+	"github.com/options-record/options-record/api/restore/planner"
+	"github.com/options-record/options-record/api/restore/restorable"
 	"github.com/options-record/options-record/api/restoreapi/paths"
 	"github.com/options-record/options-record/store"
-	"github.com/options-record/options-record/store/model"
 )
 
 // FieldManager names the restore API's writes in managedFields.
@@ -28,12 +28,12 @@ const FieldManager = "options-record-restore"
 
 // Plan and step actions.
 const (
-	ActionCreate = "create"
-	ActionUpdate = "update"
-	ActionDelete = "delete"
-	ActionNone   = "none"
-	ActionSkip   = "skip"
-	ActionRefuse = "refuse"
+	ActionCreate = planner.ActionCreate
+	ActionUpdate = planner.ActionUpdate
+	ActionDelete = planner.ActionDelete
+	ActionNone   = planner.ActionNone
+	ActionSkip   = planner.ActionSkip
+	ActionRefuse = planner.ActionRefuse
 )
 
 // States of a restore or plan (Plan.State).
@@ -56,26 +56,6 @@ const (
 // ErrStandalone refuses a restore in the standalone mode (no cluster).
 var ErrStandalone = fmt.Errorf("%w: standalone mode is read-only: restores need the sink to run with its cluster (--kubeconfig or --in-cluster)", errs.ErrForbidden)
 
-// restorable says whether a version's state can be written back.
-func restorable(v *store.VersionRecord) error {
-	id := v.UID + "/" + fmt.Sprintf("%x", v.Key)
-	if v.SecretDigested || (v.APIGroup == "" && v.Resource == "secrets" && secretHasDigests(v.Object)) {
-		return fmt.Errorf("%w: version %s of Secret %s holds digests (HMAC-SHA256) of the Secret's values, not the values "+
-			"(no rule recording it set recordSecretData: true), so it cannot be restored", errs.ErrUnprocessable, id, impersonate.ObjName(v.Namespace, v.Name))
-	}
-	if !v.HasState() {
-		why := "the change did not give the object's full state"
-		switch {
-		case v.Deleted:
-			why = "the delete was answered with a Status, not the object"
-		case !v.Complete:
-			why = "it is a subresource write (" + v.Subresource + ") that gave no full state"
-		}
-		return fmt.Errorf("%w: version %s holds no state to restore: %s", errs.ErrUnprocessable, id, why)
-	}
-	return nil
-}
-
 // withPriorHint adds to a "no state" refusal the version to use instead.
 func (s *Service) withPriorHint(ctx context.Context, v *store.VersionRecord, err error) error {
 	if v.HasState() || !errors.Is(err, errs.ErrUnprocessable) {
@@ -86,29 +66,6 @@ func (s *Service) withPriorHint(ctx context.Context, v *store.VersionRecord, err
 		return err
 	}
 	return fmt.Errorf("%w; the state before it is version %s/%x: %s", err, prior.UID, prior.Key, paths.LinksFor(prior.Cluster, prior.UID, prior.Key).Restore)
-}
-
-func secretHasDigests(raw []byte) bool {
-	var s struct {
-		Data       map[string]string `json:"data"`
-		StringData map[string]string `json:"stringData"`
-	}
-	if json.Unmarshal(raw, &s) != nil {
-		return false
-	}
-	for _, m := range []map[string]string{s.Data, s.StringData} {
-		for _, v := range m {
-			if strings.HasPrefix(v, model.KeyedDigestPrefix) || strings.HasPrefix(v, model.LegacyKeyedDigestPrefix) ||
-				strings.HasPrefix(v, model.PlainDigestPrefix) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func refOf(v *store.VersionRecord) ObjectRef {
-	return ObjectRef{Group: v.APIGroup, APIVersion: v.APIVersion, Resource: v.Resource, Kind: v.Kind, Namespace: v.Namespace, Name: v.Name}
 }
 
 // RestoreVersion writes a version's state back into the cluster, as the
@@ -124,16 +81,16 @@ func (s *Service) RestoreVersion(ctx context.Context, id history.VersionID, req 
 	}
 	// What was reviewed is what runs: the state the dry run answered the
 	// digest of, checked on the very bytes this restore writes back.
-	digest := stateDigest(v.Object)
-	if req.StateDigest != "" && !sameDigest(digest, req.StateDigest) {
+	sum := digest.Of(v.Object)
+	if req.StateDigest != "" && !digest.Equal(sum, req.StateDigest) {
 		s.log.Warn("restore of a version refused: the recorded state is not the one reviewed", "user", history.Caller(ctx).GetName(),
 			"resource", v.Resource, "namespace", v.Namespace, "name", v.Name, "uid", v.UID)
-		return nil, errVersionStateChanged(id, req.StateDigest, digest)
+		return nil, errVersionStateChanged(id, req.StateDigest, sum)
 	}
 	u := history.Caller(ctx)
 	src := history.VersionOf(v)
 	src.Object = nil
-	step := Step{Index: 0, Action: "restore", Object: refOf(v), Source: &src, StateDigest: digest}
+	step := Step{Index: 0, Action: "restore", Object: restorable.Ref(v), Source: &src, StateDigest: sum}
 	rec, err := s.begin(ctx, "version", map[string]any{"version": src.ID, "options": req}, []Step{step}, req.DryRun, nil, req.Record)
 	if err != nil {
 		return nil, err
@@ -142,7 +99,7 @@ func (s *Service) RestoreVersion(ctx context.Context, id history.VersionID, req 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	res, err := s.restoreOne(ctx, v, req, u)
-	res.StateDigest = digest
+	res.StateDigest = sum
 	out := StepOutcome{Index: 0, Action: res.Action, Result: ResultDone}
 	state := store.RestoreSucceeded
 	if err != nil {
@@ -181,7 +138,7 @@ func (s *Service) RestoreVersion(ctx context.Context, id history.VersionID, req 
 func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req RestoreRequest, u user.Info) (RestoreResult, error) {
 	res := RestoreResult{Source: history.VersionOf(v), DryRun: req.DryRun}
 	res.Source.Object = nil
-	if err := restorable(v); err != nil {
+	if err := restorable.Check(v); err != nil {
 		return res, err
 	}
 	obj, err := history.DecodeObject(v.Object)
@@ -192,7 +149,7 @@ func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req Re
 	if err != nil {
 		return res, err
 	}
-	ref := refOf(v)
+	ref := restorable.Ref(v)
 	live, err := impersonate.GetLive(ctx, c, ref)
 	if err != nil {
 		return res, err
@@ -205,7 +162,7 @@ func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req Re
 			return res, err
 		}
 	}
-	m, err := cleanManifest(v, obj, s.kube.OwnerCheck(ctx, c, v.Namespace, nil))
+	m, err := restorable.Manifest(v, obj, s.kube.OwnerCheck(ctx, c, v.Namespace, nil))
 	if err != nil {
 		return res, err
 	}
@@ -219,7 +176,7 @@ func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req Re
 		res.Action = ActionCreate
 		out, err = impersonate.Resource(c, ref).Create(ctx, &unstructured.Unstructured{Object: m.Object}, metav1.CreateOptions{DryRun: dryRun, FieldManager: FieldManager})
 	} else {
-		res.Changes = compareLive(live.Object, m)
+		res.Changes = restorable.Changes(live.Object, m)
 		if len(res.Changes) == 0 {
 			res.Action = ActionNone
 			res.Object, _ = json.Marshal(live.Object)
@@ -235,27 +192,6 @@ func (s *Service) restoreOne(ctx context.Context, v *store.VersionRecord, req Re
 	}
 	res.Object, _ = json.Marshal(out.Object)
 	return res, nil
-}
-
-// compareLive is what writing the manifest changes in the live object:
-// the fields the manifest leaves to the server are not compared.
-func compareLive(live map[string]any, m *manifest.Manifest) []history.DiffChange {
-	l := manifest.DeepCopy(live).(map[string]any)
-	for _, f := range m.Removed {
-		removePath(l, strings.Split(f, "."))
-	}
-	return history.Diff(l, m.Object, history.DiffOptions{})
-}
-
-func removePath(obj map[string]any, path []string) {
-	for len(path) > 1 {
-		next, ok := obj[path[0]].(map[string]any)
-		if !ok {
-			return
-		}
-		obj, path = next, path[1:]
-	}
-	delete(obj, path[0])
 }
 
 // guard refuses a restore when the live object changed after the version
@@ -297,7 +233,7 @@ func (s *Service) guard(ctx context.Context, v *store.VersionRecord, live *unstr
 		recorded = strconv.FormatInt(*newest.ResourceVersion, 10)
 	}
 	return fmt.Errorf("%w: the live %s changed after the newest recorded version (live resourceVersion %s, recorded %s at %s by %s; the change may not be recorded yet, or not recorded at all); %s",
-		errs.ErrConflict, what, liveRV, recorded, newest.ChangedAt.UTC().Format(time.RFC3339), orNone(newest.Username), hint)
+		errs.ErrConflict, what, liveRV, recorded, newest.ChangedAt.UTC().Format(time.RFC3339), restorable.Author(newest), hint)
 }
 
 // begin records a restore before anything is written.

@@ -4,25 +4,20 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 
 	"k8s.io/client-go/rest"
 
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore/impersonate"
+	"github.com/options-record/options-record/api/restore/planner"
 	"github.com/options-record/options-record/store"
 )
 
-// Reader is what restores read from the record, besides what the history
-// service reads for them (each version a caller names, authorized).
+// Reader is what restores and their plans read from the record, besides
+// what the history service reads for them (each version a caller names,
+// authorized).
 type Reader interface {
-	Changes(ctx context.Context, q store.ChangeQuery) ([]store.VersionRecord, error)
-	Version(ctx context.Context, cluster, uid string, key []byte) (*store.VersionRecord, error)
-	Objects(ctx context.Context, cluster string, uids []string, keys [][]byte) (map[string][]byte, error)
-	StateBefore(ctx context.Context, v *store.VersionRecord) (*store.VersionRecord, error)
-	Newest(ctx context.Context, cluster, group, resource, namespace, name string) (*store.VersionRecord, error)
-	ObjectsAsOf(ctx context.Context, q store.AsOfQuery) ([]store.VersionRecord, error)
-	ResourcesIn(ctx context.Context, cluster, namespace string, at time.Time, limit int) ([]store.GroupResource, error)
+	planner.Reader
 }
 
 // RestoreLog records restores (the restores table).
@@ -65,8 +60,7 @@ type Service struct {
 	restores RestoreLog
 	cluster  string
 	kube     *impersonate.Access
-	maxSteps int
-	maxUndo  int
+	planner  *planner.Planner
 }
 
 // New builds the service.
@@ -77,15 +71,9 @@ func New(o Options) (*Service, error) {
 	if o.Kube != nil && (o.Log == nil || o.Cluster == "") {
 		return nil, errors.New("restore: restores need Log and Cluster")
 	}
-	s := &Service{history: o.History, reader: o.Reader, restores: o.Log, cluster: o.Cluster, maxSteps: o.MaxPlanSteps, log: o.Logger}
+	s := &Service{history: o.History, reader: o.Reader, restores: o.Log, cluster: o.Cluster, log: o.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
-	}
-	if s.maxUndo = o.MaxUndoRows; s.maxUndo <= 0 {
-		s.maxUndo = defaultMaxUndoRows
-	}
-	if s.maxSteps <= 0 {
-		s.maxSteps = 2000
 	}
 	if o.Kube != nil {
 		k, err := impersonate.New(o.Kube)
@@ -94,6 +82,12 @@ func New(o Options) (*Service, error) {
 		}
 		s.kube = k
 	}
+	p, err := planner.New(planner.Options{History: o.History, Reader: o.Reader, Kube: s.kube,
+		MaxSteps: o.MaxPlanSteps, MaxUndoRows: o.MaxUndoRows})
+	if err != nil {
+		return nil, err
+	}
+	s.planner = p
 	return s, nil
 }
 

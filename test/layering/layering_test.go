@@ -28,6 +28,8 @@ var allowed = map[string][]string{
 	"store/pgtest":         {"store/pgembed"},
 	"filter":               {"api/v1alpha1"},
 	"api/restore/manifest": nil,
+	// The one digest pinning what a caller reviewed.
+	"api/restore/digest": nil,
 	// The one limiter of unauthenticated callers, for every front door.
 	"api/authlimit": nil,
 	// The one escape of recorded strings shown to a person.
@@ -43,7 +45,11 @@ var allowed = map[string][]string{
 	"api/history/diff":        nil,
 	"api/history":             {"api/errs", "api/history/diff", "api/restoreapi/paths", "store"},
 	"api/restore/impersonate": {"api/errs", "api/restore/manifest"},
-	"api/restore":             {"api/errs", "api/history", "api/restore/impersonate", "api/restore/manifest", "api/restoreapi/paths", "store", "store/model"},
+	"api/restore/restorable":  {"api/errs", "api/history", "api/restore/impersonate", "api/restore/manifest", "store", "store/model"},
+	"api/restore/planner": {"api/errs", "api/history", "api/restore/digest", "api/restore/impersonate", "api/restore/manifest",
+		"api/restore/restorable", "store"},
+	"api/restore": {"api/errs", "api/history", "api/restore/digest", "api/restore/impersonate", "api/restore/manifest",
+		"api/restore/planner", "api/restore/restorable", "api/restoreapi/paths", "store"},
 	// front doors
 	"api/restoreapi":         {"api/authlimit", "api/errs", "api/history", "api/restore", "api/restore/manifest", "api/restoreapi/paths"},
 	"api/aggregated/openapi": {"api/record/v1alpha1"},
@@ -79,6 +85,7 @@ var pure = map[string][]string{
 	"api/restoreapi/paths": {"github.com/", "k8s.io/", "sigs.k8s.io/", "golang.org/", "net/http", module + "/"},
 	"api/errs":             {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/"},
 	"api/escape":           {"github.com/", "k8s.io/", "sigs.k8s.io/", "golang.org/", "net", module + "/"},
+	"api/restore/digest":   {"github.com/", "k8s.io/", "sigs.k8s.io/", "golang.org/", "net", module + "/"},
 	"filter":               {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations"},
 	"store/model":          {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations"},
 	"api/restore/manifest": {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations", module + "/api/history"},
@@ -91,6 +98,7 @@ var direct = map[string][]string{
 	"api/restoreapi/paths": {"os", "io", "net/http", "syscall"},
 	"api/errs":             {"os", "io", "net/", "syscall", "github.com/jackc/"},
 	"api/escape":           {"os", "io", "net/", "syscall"},
+	"api/restore/digest":   {"os", "io", "net/", "syscall"},
 	"filter":               {"net/http"},
 	"store/model":          {"net/http"},
 	"store":                {"k8s.io/client-go/", "net/http"},
@@ -98,6 +106,10 @@ var direct = map[string][]string{
 	"api/restore/manifest": {"net/http"},
 	"api/history/diff":     {"net/http"},
 	"api/restore":          {"net/http", "github.com/go-chi/"},
+	// The planner reads the record through its Reader and the cluster
+	// through package impersonate; restorable reads nothing.
+	"api/restore/planner":    {"net/http", "github.com/go-chi/", "github.com/jackc/"},
+	"api/restore/restorable": {"net/http", "github.com/go-chi/", "github.com/jackc/", "k8s.io/client-go/"},
 }
 
 type pkg struct {

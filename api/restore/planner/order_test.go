@@ -1,4 +1,4 @@
-package restore
+package planner
 
 import (
 	"strings"

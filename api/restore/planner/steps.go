@@ -1,15 +1,12 @@
-package restore
+package planner
 
-// Planning the steps of a restore and ordering them.
+// Planning each object's step: what the live object and the record say to do.
 
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,8 +14,9 @@ import (
 
 	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
-	"github.com/options-record/options-record/api/restore/impersonate"
+	"github.com/options-record/options-record/api/restore/digest"
 	"github.com/options-record/options-record/api/restore/manifest"
+	"github.com/options-record/options-record/api/restore/restorable"
 	"github.com/options-record/options-record/store"
 )
 
@@ -26,13 +24,13 @@ import (
 // the live objects as the caller, and orders the steps.
 // createdAfter, when set (as-of plans), is the time an object to delete must
 // have been created after: one that already existed then is left alone.
-func (s *Service) planSteps(ctx context.Context, cluster string, targets, deletes []store.VersionRecord, undo map[string]*undoInfo, createdAfter time.Time) ([]Step, error) {
-	if n := len(targets) + len(deletes); n > s.maxSteps {
-		return nil, s.tooManySteps(n)
+func (p *Planner) planSteps(ctx context.Context, cluster string, targets, deletes []store.VersionRecord, undo map[string]*undoInfo, createdAfter time.Time) ([]Step, error) {
+	if n := len(targets) + len(deletes); n > p.maxSteps {
+		return nil, p.tooManySteps(n)
 	}
 	// The planners keep only what the caller may read; this is the last
 	// word, and its refusal names no object.
-	rf := s.history.ReadFilter(ctx)
+	rf := p.history.ReadFilter(ctx)
 	for _, set := range [][]store.VersionRecord{targets, deletes} {
 		for i := range set {
 			ok, err := rf.Allowed(history.AuthzTarget(&set[i]))
@@ -44,7 +42,7 @@ func (s *Service) planSteps(ctx context.Context, cluster string, targets, delete
 			}
 		}
 	}
-	c, err := s.kube.As(history.Caller(ctx))
+	c, err := p.kube.As(history.Caller(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -66,9 +64,9 @@ func (s *Service) planSteps(ctx context.Context, cluster string, targets, delete
 	// The targets' states are loaded a batch at a time (one query, not one
 	// a step: 5,000 single loads took seconds) and each is let go of once
 	// its step is planned, so a plan holds a batch and the steps in flight.
-	for start := 0; start < len(targets); start += planLoadBatch {
-		batch := targets[start:min(start+planLoadBatch, len(targets))]
-		if err := s.loadObjects(gctx, cluster, batch); err != nil {
+	for start := 0; start < len(targets); start += LoadBatch {
+		batch := targets[start:min(start+LoadBatch, len(targets))]
+		if err := p.loadObjects(gctx, cluster, batch); err != nil {
 			// A failed step cancels gctx: its error is the one to tell.
 			if werr := g.Wait(); werr != nil {
 				return nil, werr
@@ -81,7 +79,7 @@ func (s *Service) planSteps(ctx context.Context, cluster string, targets, delete
 				if undo != nil {
 					info = undo[targets[i].UID]
 				}
-				st, err := s.planTarget(gctx, c, live, &targets[i], info, targetUIDs)
+				st, err := p.planTarget(gctx, c, live, &targets[i], info, targetUIDs)
 				targets[i].Object = nil
 				steps[i] = st
 				return err
@@ -90,7 +88,7 @@ func (s *Service) planSteps(ctx context.Context, cluster string, targets, delete
 	}
 	for i := range deletes {
 		g.Go(func() error {
-			st, err := s.planDelete(gctx, c, live, &deletes[i], deleteUIDs, createdAfter)
+			st, err := p.planDelete(gctx, c, live, &deletes[i], deleteUIDs, createdAfter)
 			steps[len(targets)+i] = st
 			return err
 		})
@@ -105,12 +103,12 @@ func (s *Service) planSteps(ctx context.Context, cluster string, targets, delete
 	return steps, nil
 }
 
-// planLoadBatch is how many states a plan loads in one query.
-const planLoadBatch = 50
+// LoadBatch is how many states a plan loads in one query.
+const LoadBatch = 50
 
 // loadObjects loads the stored objects of the versions that have one and
 // are not loaded yet.
-func (s *Service) loadObjects(ctx context.Context, cluster string, vs []store.VersionRecord) error {
+func (p *Planner) loadObjects(ctx context.Context, cluster string, vs []store.VersionRecord) error {
 	var uids []string
 	var keys [][]byte
 	for i := range vs {
@@ -121,7 +119,7 @@ func (s *Service) loadObjects(ctx context.Context, cluster string, vs []store.Ve
 	if len(uids) == 0 {
 		return nil
 	}
-	objs, err := s.reader.Objects(ctx, cluster, uids, keys)
+	objs, err := p.reader.Objects(ctx, cluster, uids, keys)
 	if err != nil {
 		return err
 	}
@@ -169,10 +167,10 @@ func ownersOf(obj map[string]any) (uids []string, controller *manifest.OwnerRefe
 
 // planTarget plans giving one object the state t (or, for an undo of a
 // create, its absence).
-func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, lv liveObjects, t *store.VersionRecord, undo *undoInfo, targetUIDs map[string]bool) (Step, error) {
+func (p *Planner) planTarget(ctx context.Context, c dynamic.Interface, lv liveObjects, t *store.VersionRecord, undo *undoInfo, targetUIDs map[string]bool) (Step, error) {
 	src := history.VersionOf(t)
 	src.Object = nil
-	st := Step{Object: refOf(t), Source: &src}
+	st := Step{Object: restorable.Ref(t), Source: &src}
 	live, err := lv.get(ctx, c, st.Object)
 	if err != nil {
 		if code, _, fromCluster := errs.Status(err); fromCluster && code < 500 {
@@ -185,7 +183,7 @@ func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, lv liveOb
 		st.Live = &LiveRef{UID: string(live.GetUID()), ResourceVersion: live.GetResourceVersion()}
 	}
 	if undo != nil {
-		if w := s.laterChanges(ctx, undo); w != "" {
+		if w := p.laterChanges(ctx, undo); w != "" {
 			st.Warnings = append(st.Warnings, w)
 		}
 		switch {
@@ -215,18 +213,18 @@ func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, lv liveOb
 	if t.Object == nil && t.HasObject {
 		// Plans read metadata: the stored object is loaded for this step
 		// only, and let go with it.
-		full, err := s.reader.Version(ctx, t.Cluster, t.UID, t.Key)
+		full, err := p.reader.Version(ctx, t.Cluster, t.UID, t.Key)
 		if err != nil {
 			return st, fmt.Errorf("load version %s/%x: %w", t.UID, t.Key, err)
 		}
 		full.Stale = t.Stale
 		t = full
 	}
-	if err := restorable(t); err != nil {
+	if err := restorable.Check(t); err != nil {
 		st.Action, st.Reason = ActionRefuse, err.Error()
 		return st, nil
 	}
-	st.StateDigest = stateDigest(t.Object)
+	st.StateDigest = digest.Of(t.Object)
 	obj, err := history.DecodeObject(t.Object)
 	if err != nil {
 		return st, err
@@ -236,7 +234,7 @@ func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, lv liveOb
 	if ctl != nil {
 		exists := targetUIDs[ctl.UID]
 		if !exists {
-			_, exists, _ = s.kube.OwnerCheck(ctx, c, t.Namespace, nil)(*ctl)
+			_, exists, _ = p.kube.OwnerCheck(ctx, c, t.Namespace, nil)(*ctl)
 		}
 		switch {
 		case exists && live == nil:
@@ -260,11 +258,11 @@ func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, lv liveOb
 	if string(live.GetUID()) != t.UID {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("the live object is another incarnation (uid %s): it gets this state", live.GetUID()))
 	}
-	m, err := cleanManifest(t, obj, func(manifest.OwnerReference) (string, bool, string) { return "", true, "" })
+	m, err := restorable.Manifest(t, obj, func(manifest.OwnerReference) (string, bool, string) { return "", true, "" })
 	if err != nil {
 		return st, err
 	}
-	changes := compareLive(live.Object, m)
+	changes := restorable.Changes(live.Object, m)
 	if len(changes) == 0 {
 		st.Action, st.Reason = ActionNone, "the live object already holds this state"
 		return st, nil
@@ -280,18 +278,18 @@ func (s *Service) planTarget(ctx context.Context, c dynamic.Interface, lv liveOb
 
 // laterChanges warns when someone changed the object after the user whose
 // changes an undo reverts.
-func (s *Service) laterChanges(ctx context.Context, u *undoInfo) string {
-	n, err := s.reader.Newest(ctx, u.last.Cluster, u.last.APIGroup, u.last.Resource, u.last.Namespace, u.last.Name)
+func (p *Planner) laterChanges(ctx context.Context, u *undoInfo) string {
+	n, err := p.reader.Newest(ctx, u.last.Cluster, u.last.APIGroup, u.last.Resource, u.last.Namespace, u.last.Name)
 	if err != nil || string(n.Key) == string(u.last.Key) || !n.ChangedAt.After(u.last.ChangedAt) {
 		return ""
 	}
 	return fmt.Sprintf("changed after %s's last change, by %s (%s at %s): undoing reverts that too",
-		u.last.Username, orNone(n.Username), n.Verb, n.ChangedAt.UTC().Format(time.RFC3339))
+		u.last.Username, restorable.Author(n), n.Verb, n.ChangedAt.UTC().Format(time.RFC3339))
 }
 
 // planDelete plans deleting an object created after the as-of time.
-func (s *Service) planDelete(ctx context.Context, c dynamic.Interface, lv liveObjects, v *store.VersionRecord, deleting map[string]bool, createdAfter time.Time) (Step, error) {
-	st := Step{Object: refOf(v)}
+func (p *Planner) planDelete(ctx context.Context, c dynamic.Interface, lv liveObjects, v *store.VersionRecord, deleting map[string]bool, createdAfter time.Time) (Step, error) {
+	st := Step{Object: restorable.Ref(v)}
 	live, err := lv.get(ctx, c, st.Object)
 	if err != nil {
 		if code, _, fromCluster := errs.Status(err); fromCluster && code < 500 {
@@ -340,242 +338,4 @@ func (s *Service) planDelete(ctx context.Context, c dynamic.Interface, lv liveOb
 	}
 	st.Action, st.Reason = ActionDelete, "created after the time restored to"
 	return st, nil
-}
-
-// installOrder ranks resources for creates and updates: namespaces first,
-// CRDs before their objects, what workloads use before workloads. Unknown
-// resources (custom objects) come last.
-var installOrder = map[GroupResource]int{
-	{"", "namespaces"}: 0, {"apiextensions.k8s.io", "customresourcedefinitions"}: 1,
-	{"", "resourcequotas"}: 2, {"", "limitranges"}: 2, {"scheduling.k8s.io", "priorityclasses"}: 2,
-	{"", "serviceaccounts"}: 3, {"", "secrets"}: 3, {"", "configmaps"}: 3, {"storage.k8s.io", "storageclasses"}: 3,
-	{"", "persistentvolumes"}: 4, {"", "persistentvolumeclaims"}: 4,
-	{"rbac.authorization.k8s.io", "clusterroles"}: 4, {"rbac.authorization.k8s.io", "roles"}: 4,
-	{"rbac.authorization.k8s.io", "clusterrolebindings"}: 5, {"rbac.authorization.k8s.io", "rolebindings"}: 5,
-	{"", "services"}: 6,
-	{"", "pods"}:     7, {"", "replicationcontrollers"}: 7, {"apps", "daemonsets"}: 7, {"apps", "replicasets"}: 7,
-	{"apps", "deployments"}: 7, {"apps", "statefulsets"}: 7, {"batch", "jobs"}: 7, {"batch", "cronjobs"}: 7,
-	{"autoscaling", "horizontalpodautoscalers"}: 8, {"policy", "poddisruptionbudgets"}: 8,
-	{"networking.k8s.io", "ingresses"}: 8, {"networking.k8s.io", "networkpolicies"}: 8,
-}
-
-func rank(o ObjectRef) int {
-	if r, ok := installOrder[GroupResource{o.Group, o.Resource}]; ok {
-		return r
-	}
-	return 9
-}
-
-// stepUID is the uid a step's object is known by in the plan: owners'
-// references name it.
-func stepUID(st *Step) string {
-	switch {
-	case st.Source != nil:
-		return st.Source.UID
-	case st.Live != nil:
-		return st.Live.UID
-	}
-	return ""
-}
-
-// orderSteps puts deletes first (dependents before owners, reverse install
-// order), then creates and updates in install order with owners before
-// their dependents, then the steps that do nothing.
-func orderSteps(steps []Step) []Step {
-	var dels, writes, rest []Step
-	for _, st := range steps {
-		switch st.Action {
-		case ActionDelete:
-			dels = append(dels, st)
-		case ActionCreate, ActionUpdate:
-			writes = append(writes, st)
-		default:
-			rest = append(rest, st)
-		}
-	}
-	byName := func(a, b Step) int {
-		if a.Object.Namespace != b.Object.Namespace {
-			if a.Object.Namespace < b.Object.Namespace {
-				return -1
-			}
-			return 1
-		}
-		if a.Object.Resource != b.Object.Resource {
-			if a.Object.Resource < b.Object.Resource {
-				return -1
-			}
-			return 1
-		}
-		switch {
-		case a.Object.Name < b.Object.Name:
-			return -1
-		case a.Object.Name > b.Object.Name:
-			return 1
-		}
-		return 0
-	}
-	slices.SortStableFunc(writes, func(a, b Step) int {
-		if d := rank(a.Object) - rank(b.Object); d != 0 {
-			return d
-		}
-		return byName(a, b)
-	})
-	writes = ownersFirst(writes)
-	// Deletes: the install order with owners first, reversed.
-	slices.SortStableFunc(dels, func(a, b Step) int {
-		if d := rank(a.Object) - rank(b.Object); d != 0 {
-			return d
-		}
-		return byName(b, a)
-	})
-	dels = ownersFirst(dels)
-	slices.Reverse(dels)
-	slices.SortStableFunc(rest, byName)
-	out := append(dels, writes...)
-	return append(out, rest...)
-}
-
-// ownersFirst moves every step after the steps of its owners (by uid),
-// keeping the order otherwise. Cycles (which the garbage collector would
-// not allow) keep their order.
-func ownersFirst(steps []Step) []Step {
-	pos := map[string]int{}
-	for i := range steps {
-		if uid := stepUID(&steps[i]); uid != "" {
-			pos[uid] = i
-		}
-	}
-	// Kahn's algorithm, picking the earliest ready step each time.
-	indeg := make([]int, len(steps))
-	deps := make([][]int, len(steps))
-	for i := range steps {
-		for _, o := range steps[i].Owners {
-			if j, ok := pos[o]; ok && j != i {
-				indeg[i]++
-				deps[j] = append(deps[j], i)
-			}
-		}
-	}
-	out := make([]Step, 0, len(steps))
-	done := make([]bool, len(steps))
-	for len(out) < len(steps) {
-		next := -1
-		for i := range steps {
-			if !done[i] && indeg[i] == 0 {
-				next = i
-				break
-			}
-		}
-		if next < 0 { // a cycle: take the earliest remaining
-			for i := range steps {
-				if !done[i] {
-					next = i
-					break
-				}
-			}
-		}
-		done[next] = true
-		out = append(out, steps[next])
-		for _, d := range deps[next] {
-			indeg[d]--
-		}
-	}
-	return out
-}
-
-// listThreshold is the number of planned objects of one resource in one
-// namespace from which their live objects are LISTed, in pages, rather than
-// fetched one GET each: a plan of 5,000 ConfigMaps makes ten requests, not
-// 5,000 (at the impersonated client's rate, most of a minute).
-const listThreshold = 20
-
-// maxListed bounds the live objects one LIST of a plan reads: a resource
-// with more objects in the namespace is left to single GETs. Of those it
-// reads, the plan keeps only the ones it plans (a namespace's other objects
-// are dropped page by page), and a page is listPage objects, so a caller
-// cannot make a plan hold a huge namespace in memory: its memory is its
-// planned objects and one page.
-const (
-	maxListed = 20000
-	listPage  = 100
-)
-
-// liveObjects are the live objects LISTed as the caller, per resource and
-// namespace; a group not listed is fetched object by object.
-type liveObjects map[liveGroup]map[string]*unstructured.Unstructured
-
-type liveGroup struct{ group, version, resource, namespace string }
-
-func groupOf(o ObjectRef) liveGroup {
-	return liveGroup{o.Group, o.APIVersion, o.Resource, o.Namespace}
-}
-
-// get returns the live object (nil when it does not exist).
-func (lv liveObjects) get(ctx context.Context, c dynamic.Interface, o ObjectRef) (*unstructured.Unstructured, error) {
-	if objs, ok := lv[groupOf(o)]; ok {
-		return objs[o.Name], nil
-	}
-	return impersonate.GetLive(ctx, c, o)
-}
-
-// listLive LISTs, as the caller, the live objects of each resource and
-// namespace with many planned objects, where the caller may list them (it
-// never asks a list the cluster would refuse); a failed LIST leaves the
-// group to single GETs.
-func listLive(ctx context.Context, c dynamic.Interface, rf *history.ReadFilter, sets ...[]store.VersionRecord) (liveObjects, error) {
-	count := map[liveGroup]int{}
-	planned := map[liveGroup]map[string]bool{}
-	for _, set := range sets {
-		for i := range set {
-			ref := refOf(&set[i])
-			g := groupOf(ref)
-			count[g]++
-			if planned[g] == nil {
-				planned[g] = map[string]bool{}
-			}
-			planned[g][ref.Name] = true
-		}
-	}
-	lv := liveObjects{}
-	for g, n := range count {
-		if n < listThreshold {
-			continue
-		}
-		ok, err := rf.AllowedVerbs(g.group, g.resource, g.namespace, "list")
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		objs := map[string]*unstructured.Unstructured{}
-		ri := impersonate.Resource(c, ObjectRef{Group: g.group, APIVersion: g.version, Resource: g.resource, Namespace: g.namespace})
-		opts := metav1.ListOptions{Limit: listPage}
-		complete := true
-		listed := 0
-		for {
-			l, err := ri.List(ctx, opts)
-			if err != nil {
-				complete = false
-				break
-			}
-			for i := range l.Items {
-				if name := l.Items[i].GetName(); planned[g][name] {
-					obj := l.Items[i] // not a pointer into the page, which goes
-					objs[name] = &obj
-				}
-			}
-			if listed += len(l.Items); listed > maxListed {
-				complete = false
-				break
-			}
-			if opts.Continue = l.GetContinue(); opts.Continue == "" {
-				break
-			}
-		}
-		if complete {
-			lv[g] = objs
-		}
-	}
-	return lv, nil
 }
