@@ -1,0 +1,206 @@
+package export
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	record "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/api/restore/manifest"
+	"github.com/options-record/options-record/cmd/kubectl-record/app/cmdutil"
+	"github.com/options-record/options-record/cmd/kubectl-record/app/format"
+)
+
+type options struct {
+	*cmdutil.Factory
+	asOf      string
+	dir       string
+	resources []string
+	written   map[string]bool // the file names written, case-folded
+	root      *os.Root        // DIR, opened once checked
+}
+
+// NewCmdExport returns kubectl record export.
+func NewCmdExport(f *cmdutil.Factory) *cobra.Command {
+	e := &options{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "export -n NAMESPACE -o DIR",
+		Short: "Write the namespace as it was at a time: one clean manifest per object",
+		Long: `Write every recorded object of the namespace as it was at a time (default:
+now) into DIR, one clean YAML manifest per object (status, uid,
+resourceVersion, managedFields... removed; ownerReferences to owners that are
+gone dropped), that kubectl apply -f DIR accepts: the file backup operators
+know, served from the record. Only objects you may read are written; objects
+whose state the record cannot restore (Secret values recorded as digests, no
+full state) are listed and skipped. DIR is created if needed (0700), and
+refused when it is a symbolic link (with or without a trailing slash), another
+user's, or writable by others, or when a link on the way to it is neither yours
+nor root's;
+files are written 0600 (Secrets may be recorded in clear) and never over an
+existing file. An object whose file cannot be written is listed and skipped,
+and the export then exits 1.`,
+		Example: `  kubectl record export -n shop -o shop-now/
+  kubectl record export -n shop --as-of 2026-11-25T09:00:00Z -o shop-before-the-outage/
+  kubectl apply --dry-run=server -f shop-before-the-outage/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return e.run(cmd.Context()) },
+	}
+	cmd.Flags().StringVar(&e.asOf, "as-of", "", "The time (RFC 3339, or 2h for two hours ago); default: now")
+	cmd.Flags().StringVarP(&e.dir, "output", "o", "", "The directory to write into (required)")
+	cmd.Flags().StringSliceVar(&e.resources, "resources", nil, "Only these types (cm, deployments.apps...), comma-separated")
+	return cmd
+}
+
+func (e *options) run(ctx context.Context) error {
+	if e.dir == "" {
+		return cmdutil.Usage(errors.New("-o DIR is required: the directory to write the manifests into"))
+	}
+	at := format.Now()
+	if e.asOf != "" {
+		var err error
+		if at, err = cmdutil.ParseTime(e.asOf); err != nil {
+			return err
+		}
+	}
+	ns, err := e.Namespace()
+	if err != nil {
+		return err
+	}
+	var only []*cmdutil.Target
+	for _, r := range e.resources {
+		gr, namespaced, err := e.Resolve(r)
+		if err != nil {
+			return err
+		}
+		if !namespaced {
+			return cmdutil.Usagef("%s is cluster-scoped: export writes a namespace's objects", gr)
+		}
+		only = append(only, &cmdutil.Target{Resource: gr, Namespaced: true})
+	}
+	if len(only) == 0 {
+		only = []*cmdutil.Target{nil}
+	}
+	rc, err := e.Record()
+	if err != nil {
+		return err
+	}
+	if e.root, err = openPrivateDir(e.dir); err != nil {
+		return err
+	}
+	defer e.root.Close()
+	var written, skipped, failed int
+	for _, t := range only {
+		opts := metav1.ListOptions{FieldSelector: t.Selector(cmdutil.Field("asOf", at.UTC().Format(time.RFC3339Nano))), Limit: 100}
+		for {
+			page, err := rc.Changes(ns).List(ctx, opts)
+			if err != nil {
+				return cmdutil.Explain(err, "list the objects of namespace "+ns+" as of "+at.UTC().Format(time.RFC3339))
+			}
+			for _, c := range page.Items {
+				file, err := e.write(ctx, ns, &c)
+				var fe *fileError
+				switch {
+				case errors.As(err, &fe):
+					fmt.Fprintf(e.Streams.ErrOut, "not written %s: %s\n", fe.what, format.Cell(fe.Error()))
+					failed++
+					continue
+				case err != nil:
+					return err
+				}
+				if file == "" {
+					skipped++
+					continue
+				}
+				written++
+			}
+			if page.Continue == "" {
+				break
+			}
+			opts.Continue = page.Continue
+		}
+	}
+	fmt.Fprintf(e.Streams.Out, "Exported %d objects of namespace %s as of %s into %s", written, format.Cell(ns), at.UTC().Format(time.RFC3339), format.Cell(e.dir))
+	if skipped > 0 {
+		fmt.Fprintf(e.Streams.Out, " (%d skipped: see above)", skipped)
+	}
+	fmt.Fprintln(e.Streams.Out)
+	if failed > 0 {
+		return fmt.Errorf("%d objects could not be written into %s: see above", failed, format.Cell(e.dir))
+	}
+	return nil
+}
+
+// fileError is an object whose file could not be written: it is listed,
+// the export goes on, and exits 1 at its end.
+type fileError struct {
+	what string
+	err  error
+}
+
+func (e *fileError) Error() string { return e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
+
+// write writes one object's manifest as of its version; "" when skipped.
+func (e *options) write(ctx context.Context, ns string, c *record.Change) (string, error) {
+	what := format.ResourceCell(c.Object) + "/" + format.Cell(c.Object.Name)
+	if !c.Restorable {
+		fmt.Fprintf(e.Streams.ErrOut, "skipped %s: the record holds no restorable state of it (Secret values as digests, or no full state)\n", what)
+		return "", nil
+	}
+	rc, err := e.Record()
+	if err != nil {
+		return "", err
+	}
+	full, err := rc.Changes(ns).Get(ctx, c.Name, metav1.GetOptions{})
+	if err != nil {
+		return "", cmdutil.Explain(err, "get version "+c.Name+" in namespace "+ns)
+	}
+	if full.Manifest == nil || len(full.Manifest.Raw) == 0 {
+		fmt.Fprintf(e.Streams.ErrOut, "skipped %s: no manifest\n", what)
+		return "", nil
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(full.Manifest.Raw, &obj); err != nil {
+		return "", fmt.Errorf("%s: the manifest is not an object: %w", what, err)
+	}
+	if err := manifest.CheckSingleObject(obj, manifest.Identity{Group: full.Object.APIGroup, Kind: full.Object.Kind,
+		Namespace: full.Object.Namespace, Name: full.Object.Name}); err != nil {
+		fmt.Fprintf(e.Streams.ErrOut, "skipped %s: %s\n", what, format.Cell(err.Error()))
+		return "", nil
+	}
+	name, err := manifestFile(full.Object)
+	if err != nil {
+		fmt.Fprintf(e.Streams.ErrOut, "skipped %s: %s\n", what, format.Cell(err.Error()))
+		return "", nil
+	}
+	y, err := manifest.JSONToYAML(full.Manifest.Raw)
+	if err != nil {
+		return "", err
+	}
+	file := e.claim(name, full.Object.UID)
+	// O_EXCL: never over a file, never through a link.
+	f, err := e.root.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return "", &fileError{what, fmt.Errorf("%s exists: export never overwrites a file (use an empty directory)", file)}
+	}
+	if err != nil {
+		return "", &fileError{what, err}
+	}
+	_, err = f.Write(y)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = e.root.Remove(file)
+		return "", &fileError{what, err}
+	}
+	return filepath.Join(e.dir, file), nil
+}

@@ -1,0 +1,73 @@
+package cmdutil
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/options-record/options-record/cmd/kubectl-record/app/format"
+)
+
+// CompleteObjects completes TYPE/NAME (or NAME after TYPE) with the names
+// the record holds for that type in the namespace: objects deleted long
+// ago included, which the cluster can no longer list.
+func (f *Factory) CompleteObjects(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	typ, prefix, slash := "", "", false
+	switch len(args) {
+	case 0:
+		typ, prefix, slash = strings.Cut(toComplete, "/")
+		if !slash {
+			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+		}
+	case 1:
+		if strings.Contains(args[0], "/") {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		typ, prefix = args[0], toComplete
+	default:
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+	defer cancel()
+	var out []string
+	for _, n := range f.recordedNames(ctx, typ) {
+		if !strings.HasPrefix(n, prefix) {
+			continue
+		}
+		if slash {
+			n = typ + "/" + n
+		}
+		out = append(out, n)
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// recordedNames are the names of the recorded objects of a type, in the
+// namespace (or the cluster scope), newest changes first, each once.
+func (f *Factory) recordedNames(ctx context.Context, typ string) []string {
+	t, err := f.Target([]string{typ}, false)
+	if err != nil || t == nil {
+		return nil
+	}
+	_, recs, _, err := f.Versions(ctx, t, nil, 500)
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, r := range recs {
+		// A name that is not plain text (a newline makes two suggestions,
+		// controls reach the terminal) is not offered: it can still be
+		// typed, quoted.
+		if format.Cell(r.Object.Name) != r.Object.Name {
+			continue
+		}
+		if !seen[r.Object.Name] {
+			seen[r.Object.Name] = true
+			names = append(names, r.Object.Name)
+		}
+	}
+	return names
+}

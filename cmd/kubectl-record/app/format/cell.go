@@ -1,0 +1,72 @@
+package format
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/options-record/options-record/api/escape"
+	record "github.com/options-record/options-record/api/record/v1alpha1"
+)
+
+// Cell makes a recorded string safe for one cell of a terminal table:
+// escape.Quote, and <none> for an empty one.
+func Cell(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return escape.Quote(s)
+}
+
+// CellOrNone is s (a cell already), or <none> for an empty one.
+func CellOrNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+// ResourceCell is resource.group, as kubectl names types.
+func ResourceCell(o record.ObjectReference) string {
+	if o.APIGroup == "" {
+		return Cell(o.Resource)
+	}
+	return Cell(o.Resource + "." + o.APIGroup)
+}
+
+// ActorCell is who did it: the user, and the identity they acted as.
+func ActorCell(user, as string) string {
+	if as == "" {
+		return Cell(user)
+	}
+	return fmt.Sprintf("%s (as %s)", Cell(user), Cell(as))
+}
+
+// ActorOf is who made a recorded change, or "a baseline".
+func ActorOf(c *record.ChangeRecord) string {
+	if c.Actor == nil {
+		return "a baseline"
+	}
+	return ActorCell(c.Actor.Username, c.Actor.ImpersonatedUser)
+}
+
+// Now is the clock of ages, and of times given as a duration before now
+// (fixed in tests).
+var Now = time.Now
+
+// Age is how long ago t was, as kubectl shows it.
+func Age(t time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(Now().Sub(t))
+}
+
+// Short shortens a long identifier (a uid) for a table.
+func Short(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
