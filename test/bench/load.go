@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/options-record/options-record/test/bench/workload"
 )
 
 // maxAttempts is how often the apiserver's webhook backend sends a batch
@@ -90,7 +92,7 @@ type worker struct {
 	client  *http.Client
 	url     string
 	auth    string
-	pool    []*template
+	pool    []*workload.Template
 	samples []sample
 	dropped []time.Time
 	proto   string
@@ -155,14 +157,14 @@ func (w *worker) run(ctx context.Context, stop <-chan struct{}, p *pacer) {
 				return
 			}
 			select {
-			case <-t.released:
+			case <-t.Released:
 			case <-time.After(30 * time.Second):
 				w.err = fmt.Errorf("the HTTP transport did not release a request body in 30 s")
 				return
 			case <-ctx.Done():
 				return
 			}
-			t.stamp(round, time.Now())
+			t.Stamp(round, time.Now())
 			if !w.send(ctx, stop, t) {
 				return
 			}
@@ -174,7 +176,7 @@ func (w *worker) run(ctx context.Context, stop <-chan struct{}, p *pacer) {
 // answer or error it waits (Retry-After when given, else 1 s: the bench
 // cannot wait the apiserver's 10 s backoff) and sends it again, up to
 // maxAttempts. It returns false when the worker must stop.
-func (w *worker) send(ctx context.Context, stop <-chan struct{}, t *template) bool {
+func (w *worker) send(ctx context.Context, stop <-chan struct{}, t *workload.Template) bool {
 	for attempt := 1; ; attempt++ {
 		s, wait, err := w.post(ctx, t)
 		s.retry = attempt > 1
@@ -207,15 +209,15 @@ func (w *worker) send(ctx context.Context, stop <-chan struct{}, t *template) bo
 }
 
 // post sends t once and says how long to wait before a retry.
-func (w *worker) post(ctx context.Context, t *template) (sample, time.Duration, error) {
-	body := &releasingBody{Reader: bytes.NewReader(t.body), done: make(chan struct{})}
-	t.released = body.done
+func (w *worker) post(ctx context.Context, t *workload.Template) (sample, time.Duration, error) {
+	body := &releasingBody{Reader: bytes.NewReader(t.Body), done: make(chan struct{})}
+	t.Released = body.done
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, body)
 	if err != nil {
 		_ = body.Close()
 		return sample{done: time.Now()}, time.Second, fmt.Errorf("request: %w", err)
 	}
-	req.ContentLength = int64(len(t.body))
+	req.ContentLength = int64(len(t.Body))
 	req.GetBody = nil
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, */*")
@@ -224,11 +226,11 @@ func (w *worker) post(ctx context.Context, t *template) (sample, time.Duration, 
 	start := time.Now()
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return sample{done: time.Now(), latency: time.Since(start), events: t.events}, time.Second, err
+		return sample{done: time.Now(), latency: time.Since(start), events: t.Events}, time.Second, err
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
-	s := sample{done: time.Now(), code: resp.StatusCode, events: t.events}
+	s := sample{done: time.Now(), code: resp.StatusCode, events: t.Events}
 	s.latency = s.done.Sub(start)
 	if w.proto == "" {
 		w.proto = resp.Proto

@@ -30,6 +30,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/options-record/options-record/test/bench/workload"
 )
 
 type options struct {
@@ -43,7 +45,7 @@ type options struct {
 	reference bool
 	pgBinDir  string
 	pgSet     pgSettings
-	mixes     []mix
+	mixes     []workload.Mix
 	rates     []float64 // per mix; 0: as fast as the sink acknowledges
 	workers   int
 	batchSize int
@@ -122,7 +124,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if i < 0 {
 			return o, fmt.Errorf("-mix: unknown mix %q (want all or 10pct)", key)
 		}
-		o.mixes = append(o.mixes, mixes[i])
+		o.mixes = append(o.mixes, workload.Mixes[i])
 	}
 	for r := range strings.SplitSeq(rateList, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
@@ -162,8 +164,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 }
 
 func slicesIndex(key string) int {
-	for i, m := range mixes {
-		if m.key == strings.TrimSpace(key) {
+	for i, m := range workload.Mixes {
+		if m.Key == strings.TrimSpace(key) {
 			return i
 		}
 	}
@@ -172,10 +174,10 @@ func slicesIndex(key string) int {
 
 // result is the measurement of one mix.
 type result struct {
-	mix          mix
+	mix          workload.Mix
 	sink         string // "" for -sink, "base" for -compare
 	rate         float64
-	pools        *pools
+	pools        *workload.Pools
 	window       time.Duration
 	counts       counts
 	sinkCPU      time.Duration
@@ -234,11 +236,11 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 			runs++
 			ro := o
 			ro.sinkBin = sk.bin
-			name := mx.name
+			name := mx.Name
 			if sk.label != "" {
 				name += " (" + sk.label + ")"
 			}
-			fmt.Fprintf(out, "\n== mix %q: %.0f%% of the events in namespaces a rule selects; offered load %s; sink %s\n", name, mx.kept*100, rateString(o.rates[i]), sk.bin)
+			fmt.Fprintf(out, "\n== mix %q: %.0f%% of the events in namespaces a rule selects; offered load %s; sink %s\n", name, mx.Kept*100, rateString(o.rates[i]), sk.bin)
 			r, err := runMix(ctx, ro, mx, o.rates[i], out)
 			if err != nil {
 				return fmt.Errorf("mix %q: %w", name, err)
@@ -287,15 +289,15 @@ func rateString(r float64) string {
 	return fmt.Sprintf("%.0f events/s", r)
 }
 
-func runMix(ctx context.Context, o options, mx mix, rate float64, out io.Writer) (r result, err error) {
+func runMix(ctx context.Context, o options, mx workload.Mix, rate float64, out io.Writer) (r result, err error) {
 	r.mix, r.rate = mx, rate
 	// Bodies first: nothing generated while the clock runs.
-	if r.pools, err = generate(mx, o.workers, o.poolSize, o.batchSize); err != nil {
+	if r.pools, err = workload.Generate(mx, o.workers, o.poolSize, o.batchSize); err != nil {
 		return r, err
 	}
 	fmt.Fprintf(out, "generated %d distinct batches (%d events, %.1f MiB, %.0f bytes per event, %.1f%% kept) in %s\n",
-		o.workers*o.poolSize, r.pools.events, float64(r.pools.bytes)/(1<<20), float64(r.pools.bytes)/float64(r.pools.events),
-		100*float64(r.pools.kept)/float64(r.pools.events), r.pools.generatedIn.Round(time.Millisecond))
+		o.workers*o.poolSize, r.pools.Events, float64(r.pools.Bytes)/(1<<20), float64(r.pools.Bytes)/float64(r.pools.Events),
+		100*float64(r.pools.Kept)/float64(r.pools.Events), r.pools.GeneratedIn.Round(time.Millisecond))
 
 	e, err := startEnv(ctx, o)
 	if err != nil {
@@ -318,7 +320,7 @@ func runMix(ctx context.Context, o options, mx mix, rate float64, out io.Writer)
 		if err != nil {
 			return r, err
 		}
-		ws[i] = &worker{client: c, url: e.webhook, auth: "Bearer " + e.token, pool: r.pools.perWorker[i]}
+		ws[i] = &worker{client: c, url: e.webhook, auth: "Bearer " + e.token, pool: r.pools.PerWorker[i]}
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -456,7 +458,7 @@ type perfRun struct {
 	file string
 }
 
-func startPerf(dir string, mx mix, out io.Writer) *perfRun {
+func startPerf(dir string, mx workload.Mix, out io.Writer) *perfRun {
 	if dir == "" {
 		return &perfRun{}
 	}
@@ -464,7 +466,7 @@ func startPerf(dir string, mx mix, out io.Writer) *perfRun {
 		fmt.Fprintf(out, "perf: %v\n", err)
 		return &perfRun{}
 	}
-	file := filepath.Join(dir, "perf-"+mx.key+".data")
+	file := filepath.Join(dir, "perf-"+mx.Key+".data")
 	cmd := exec.Command("perf", "record", "-a", "-g", "-F", "499", "-o", file)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGINT}
@@ -591,9 +593,9 @@ func printSummary(out io.Writer, o options, rs []result) {
 	}
 	row("", func(r result) string {
 		if r.sink != "" {
-			return r.mix.name + " (" + r.sink + ")"
+			return r.mix.Name + " (" + r.sink + ")"
 		}
-		return r.mix.name
+		return r.mix.Name
 	}, "target")
 	row("offered load (events/s)", func(r result) string {
 		if r.rate == 0 {
@@ -602,7 +604,7 @@ func printSummary(out io.Writer, o options, rs []result) {
 		return thousands(r.rate)
 	}, "")
 	row("events/s accepted (2xx)", func(r result) string { return thousands(float64(r.counts.eventsOK) / r.window.Seconds()) },
-		targetList(rs, func(m mix) string { return "≥ " + thousands(m.target) }))
+		targetList(rs, func(m workload.Mix) string { return "≥ " + thousands(m.Target) }))
 	row("kept events/s", func(r result) string { return thousands(float64(r.counts.keptOK) / r.window.Seconds()) }, "")
 	row("batches (2xx)", func(r result) string { return thousands(float64(r.counts.batchesOK)) }, "")
 	row("ack p50", func(r result) string { return ms(quantile(r.counts.latencies, .5)) }, "")
@@ -673,7 +675,7 @@ func printRatios(out io.Writer, rs []result) {
 			continue
 		}
 		for _, other := range rs {
-			if other.mix.key != this.mix.key || other.sink == "" {
+			if other.mix.Key != this.mix.Key || other.sink == "" {
 				continue
 			}
 			name := "the compared build"
@@ -681,7 +683,7 @@ func printRatios(out io.Writer, rs []result) {
 				name = "the reference writer"
 			}
 			fmt.Fprintf(out, "%s, this build / %s: events/s %s, stored bytes per kept event %s, WAL per kept event %s, PostgreSQL CPU per kept event %s, peak RSS %s\n",
-				this.mix.name, name, ratio(rate(this), rate(other)), ratio(stored(this), stored(other)), ratio(wal(this), wal(other)),
+				this.mix.Name, name, ratio(rate(this), rate(other)), ratio(stored(this), stored(other)), ratio(wal(this), wal(other)),
 				ratio(pg(this), pg(other)), ratio(float64(this.sinkPeakRSS), float64(other.sinkPeakRSS)))
 		}
 	}
@@ -694,7 +696,7 @@ func perEvent(d time.Duration, n int) string {
 	return fmt.Sprintf("%.0f", float64(d.Microseconds())/float64(n))
 }
 
-func targetList(rs []result, f func(m mix) string) string {
+func targetList(rs []result, f func(m workload.Mix) string) string {
 	var parts []string
 	for _, r := range rs {
 		parts = append(parts, f(r.mix))

@@ -22,6 +22,7 @@ import (
 
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/pgembed"
+	"github.com/options-record/options-record/test/bench/workload"
 )
 
 // env is one mix's throwaway PostgreSQL and sink process.
@@ -77,7 +78,7 @@ func startEnv(ctx context.Context, o options) (_ *env, err error) {
 	}
 
 	rules := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(rules, []byte(rulesYAML), 0o644); err != nil {
+	if err := os.WriteFile(rules, []byte(workload.RulesYAML), 0o644); err != nil {
 		return nil, fmt.Errorf("rules file: %w", err)
 	}
 	webhookAddr, err := freeAddr()

@@ -1,4 +1,4 @@
-package main
+package workload
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func (nopWriter) WriteBatch(_ context.Context, b *model.Batch) (model.WriteResul
 
 func benchRules(tb testing.TB) *filter.Rules {
 	tb.Helper()
-	objs, err := filter.Parse([]byte(rulesYAML))
+	objs, err := filter.Parse([]byte(RulesYAML))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -38,27 +38,27 @@ func benchRules(tb testing.TB) *filter.Rules {
 // one object version per kept event, and new identities in every round.
 func TestWorkload(t *testing.T) {
 	rules := benchRules(t)
-	for _, m := range mixes {
-		t.Run(m.key, func(t *testing.T) {
-			p, err := generate(m, 2, 2, 400)
+	for _, m := range Mixes {
+		t.Run(m.Key, func(t *testing.T) {
+			p, err := Generate(m, 2, 2, 400)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := int(float64(p.events) * m.kept); p.kept != want {
-				t.Errorf("kept %d of %d events, want %d", p.kept, p.events, want)
+			if want := int(float64(p.Events) * m.Kept); p.Kept != want {
+				t.Errorf("kept %d of %d events, want %d", p.Kept, p.Events, want)
 			}
-			if per := p.bytes / p.events; per < 6000 || per > 10000 {
+			if per := p.Bytes / p.Events; per < 6000 || per > 10000 {
 				t.Errorf("%d bytes per event, want about 8 KB", per)
 			}
 			pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, nopWriter{}, nil, nil)
 			keys := map[string]bool{}
 			for round := 1; round <= 2; round++ {
-				for _, ts := range p.perWorker {
+				for _, ts := range p.PerWorker {
 					for _, tpl := range ts {
-						tpl.stamp(round, time.Now())
+						tpl.Stamp(round, time.Now())
 						// The pipeline cuts managedFields in the body's bytes: the
 						// template stays the load generator's.
-						evs, bad, err := auditsink.DecodeEventList(append([]byte(nil), tpl.body...), time.Now())
+						evs, bad, err := auditsink.DecodeEventList(append([]byte(nil), tpl.Body...), time.Now())
 						if err != nil || len(bad) > 0 {
 							t.Fatalf("decode: %v, skipped %v", err, bad)
 						}
@@ -73,9 +73,9 @@ func TestWorkload(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if out.Kept != tpl.kept || out.Written.Versions != tpl.kept || len(out.Skipped) > 0 {
+						if out.Kept != tpl.Kept || out.Written.Versions != tpl.Kept || len(out.Skipped) > 0 {
 							t.Fatalf("kept %d, versions %d, skipped %v; want %d kept with one version each (dropped: %v)",
-								out.Kept, out.Written.Versions, out.Skipped, tpl.kept, out.Dropped)
+								out.Kept, out.Written.Versions, out.Skipped, tpl.Kept, out.Dropped)
 						}
 						for reason := range out.Dropped {
 							if reason != string(filter.DropNoRule) {
@@ -94,26 +94,26 @@ func TestWorkload(t *testing.T) {
 // converting the events into rows (Pipeline.Process with a writer that
 // stores nothing), on the bench's own batches. Profile it with
 //
-//	go test ./test/bench -run '^$' -bench Pipeline -cpuprofile cpu.out
-//	go tool pprof -top -nodecount 40 test/bench.test cpu.out
+//	go test ./test/bench/workload -run '^$' -bench Pipeline -cpuprofile cpu.out
+//	go tool pprof -top -nodecount 40 workload.test cpu.out
 func BenchmarkPipeline(b *testing.B) {
 	rules := benchRules(b)
-	for _, m := range mixes {
-		p, err := generate(m, 1, 8, 400)
+	for _, m := range Mixes {
+		p, err := Generate(m, 1, 8, 400)
 		if err != nil {
 			b.Fatal(err)
 		}
-		ts := p.perWorker[0]
+		ts := p.PerWorker[0]
 		for _, t := range ts {
-			t.stamp(1, time.Now())
+			t.Stamp(1, time.Now())
 		}
 		pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, nopWriter{}, nil, nil)
 		ctx := context.Background()
 
-		b.Run(m.key+"/decode", func(b *testing.B) {
-			b.SetBytes(int64(p.bytes / len(ts)))
+		b.Run(m.Key+"/decode", func(b *testing.B) {
+			b.SetBytes(int64(p.Bytes / len(ts)))
 			for i := 0; b.Loop(); i++ {
-				if _, _, err := auditsink.DecodeEventList(ts[i%len(ts)].body, time.Now()); err != nil {
+				if _, _, err := auditsink.DecodeEventList(ts[i%len(ts)].Body, time.Now()); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -122,10 +122,10 @@ func BenchmarkPipeline(b *testing.B) {
 		// The pipeline rewrites the body's bytes (it cuts managedFields in
 		// place), so each iteration processes a fresh copy of a body; the
 		// filter and conversion cost is /all less /decode.
-		b.Run(m.key+"/all", func(b *testing.B) {
-			b.SetBytes(int64(p.bytes / len(ts)))
+		b.Run(m.Key+"/all", func(b *testing.B) {
+			b.SetBytes(int64(p.Bytes / len(ts)))
 			for i := 0; b.Loop(); i++ {
-				evs, bad, err := auditsink.DecodeEventList(append([]byte(nil), ts[i%len(ts)].body...), time.Now())
+				evs, bad, err := auditsink.DecodeEventList(append([]byte(nil), ts[i%len(ts)].Body...), time.Now())
 				if err != nil {
 					b.Fatal(err)
 				}
