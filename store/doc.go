@@ -2,7 +2,7 @@
 // migrations, writes each webhook batch in one transaction (COPY into the
 // time-partitioned events table and the object_versions table), keeps the
 // partitions and retention, and serves the reads of packages history and
-// restore.
+// restore (their queries are package store/reads', embedded in Store).
 //
 // It must never decide what to record (package filter does) nor interpret
 // audit events (package store/model turns them into rows); it stores rows

@@ -2,17 +2,17 @@ package store
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/store/model"
+	"github.com/options-record/options-record/store/reads"
 )
 
 // ErrNotFound is returned by reads that find no row. It is an
-// errs.ErrNotFound, so errs.Status answers it 404.
-var ErrNotFound = fmt.Errorf("store: %w", errs.ErrNotFound)
+// errs.ErrNotFound, so errs.Status answers it 404 (defined with the reads,
+// which return it too).
+var ErrNotFound = reads.ErrNotFound
 
 // ErrExists is returned for a restore whose object name is already taken.
 var ErrExists = errors.New("store: already exists")

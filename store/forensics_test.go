@@ -54,7 +54,7 @@ func TestForensicQueriesUseIndexes(t *testing.T) {
 			if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+string(q)).Scan(&plan); err != nil {
 				t.Fatalf("explain: %v", err)
 			}
-			for _, p := range store.PlanProblems(plan) {
+			for _, p := range pgtest.PlanProblems(plan) {
 				t.Errorf("%s\n%s", p, plan)
 			}
 		})

@@ -1,8 +1,9 @@
 package store
 
-// Integration tests of the restore API's reads, on a real PostgreSQL
-// (TestMain in main_test.go). Internal to the package so the EXPLAIN test
-// can reach the SQL each query shape builds.
+// Integration tests of the restore API's reads (package store/reads,
+// embedded in the Store) and of the restores log, on a real PostgreSQL
+// (TestMain in main_test.go): rows written through the Store, read back
+// through it. The EXPLAIN tests of each query shape are store/reads' own.
 
 import (
 	"context"
@@ -11,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -359,7 +359,7 @@ func TestAsOf(t *testing.T) {
 			}
 		}
 		for _, q := range []AsOfQuery{
-			{Resources: []GroupResource{{"", "secrets"}}},
+			{Resources: []GroupResource{{Group: "", Resource: "secrets"}}},
 			{Names: []string{"nothing"}},
 			{Names: []string{"old"}, Limit: 1},
 		} {
@@ -381,7 +381,7 @@ func TestAsOf(t *testing.T) {
 		}
 	}
 	grs, err := s.ResourcesIn(ctx, "default", "prod", t0.Add(time.Hour), 10)
-	if err != nil || !cmp.Equal(grs, []GroupResource{{"", "configmaps"}}) {
+	if err != nil || !cmp.Equal(grs, []GroupResource{{Group: "", Resource: "configmaps"}}) {
 		t.Errorf("resources in prod: %v, %v", grs, err)
 	}
 }
@@ -552,94 +552,6 @@ func TestRestoresLog(t *testing.T) {
 	}
 }
 
-// TestReadQueriesUseIndexes runs EXPLAIN on every shape of the API's list
-// queries with sequential scans disabled: a sequential scan left means no
-// index serves the shape.
-func TestReadQueriesUseIndexes(t *testing.T) {
-	s := openStore(t)
-	ctx := context.Background()
-	if err := s.EnsurePartitionsAround(ctx, t0); err != nil {
-		t.Fatal(err)
-	}
-	seed, err := os.ReadFile("testdata/plan-seed.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.pool.Exec(ctx, string(seed)); err != nil {
-		t.Fatalf("seed: %v", err)
-	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
-		t.Fatal(err)
-	}
-	cur := &Cursor{At: t0, UID: "u", Key: []byte{1}}
-	shapes := map[string]func() (string, []any){
-		"changes: cluster, time": func() (string, []any) { return changesSQL(ChangeQuery{Cluster: "c", Since: t0, Limit: 10, After: cur}) },
-		"changes: uid": func() (string, []any) {
-			return changesSQL(ChangeQuery{Cluster: "c", UID: "u", Limit: 10, Ascending: true})
-		},
-		"changes: by name": func() (string, []any) {
-			return changesSQL(ChangeQuery{Cluster: "c", Group: str(""), Resource: "r", Namespace: str("n"), Name: "x", Limit: 10})
-		},
-		"changes: by name, any group": func() (string, []any) {
-			return changesSQL(ChangeQuery{Cluster: "c", Resource: "r", Namespace: str("n"), Name: "x", Limit: 10})
-		},
-		"changes: namespace": func() (string, []any) { return changesSQL(ChangeQuery{Cluster: "c", Namespace: str("n"), Limit: 10}) },
-		"changes: user": func() (string, []any) {
-			return changesSQL(ChangeQuery{Cluster: "c", User: "bob", Since: t0, Limit: 10})
-		},
-		"deletions: cluster": func() (string, []any) { return deletionsSQL(DeletionQuery{Cluster: "c", Limit: 10, After: cur}) },
-		"deletions: namespace, name": func() (string, []any) {
-			return deletionsSQL(DeletionQuery{Cluster: "c", Namespace: str("n"), Name: "x", Limit: 10})
-		},
-		"failed mutations": func() (string, []any) { return eventsSQL(EventQuery{Cluster: "c", Since: t0, Limit: 10}, true) },
-		"activity": func() (string, []any) {
-			return eventsSQL(EventQuery{Cluster: "c", User: "bob", Limit: 10, After: cur}, false)
-		},
-		"authors of versions": func() (string, []any) {
-			return eventActorSQL, []any{"c", []time.Time{t0, t0.Add(time.Minute)}, [][]byte{{1}, {2}}}
-		},
-		"cascades of deletions": func() (string, []any) { return cascadeSQL, []any{"c", []string{"u", "w"}, [][]byte{{1}, {2}}} },
-		"deletions: user": func() (string, []any) {
-			return deletionsSQL(DeletionQuery{Cluster: "c", User: "bob", Since: t0, Limit: 10})
-		},
-		"failed mutations: namespace": func() (string, []any) {
-			return eventsSQL(EventQuery{Cluster: "c", Namespace: str("n"), Since: t0, Limit: 10}, true)
-		},
-		"failed mutations: cluster scope": func() (string, []any) {
-			return eventsSQL(EventQuery{Cluster: "c", Namespace: str(""), Limit: 10, After: cur}, true)
-		},
-		"failed mutation": func() (string, []any) { return failedMutationSQL, []any{"c", t0, []byte{1}} },
-		"version":         func() (string, []any) { return versionByKeySQL, []any{"c", "u", []byte{1}} },
-		"state before":    func() (string, []any) { return stateBeforeSQL, []any{"c", "u", []byte{1}, int64(5), false} },
-		"newest by name":  func() (string, []any) { return newestByNameSQL, []any{"c", "", "r", "n", "x"} },
-		"as of":           func() (string, []any) { return asOfSQL, []any{"c", "n", t0} },
-		"objects as of: resources, names": func() (string, []any) {
-			return asOfMetaSQL(AsOfQuery{Cluster: "c", Namespace: "n", At: t0, Resources: []GroupResource{{"", "r"}}, Names: []string{"x"}, Limit: 10})
-		},
-		"undo: a user's changes in namespaces and resources": func() (string, []any) {
-			return changesSQL(ChangeQuery{Cluster: "c", User: "bob", Since: t0, Until: t0.Add(time.Hour), Ascending: true, Limit: 500,
-				Namespaces: []string{"n"}, Resources: []GroupResource{{"", "r"}}, ChangesOnly: true})
-		},
-	}
-	for name, shape := range shapes {
-		t.Run(name, func(t *testing.T) {
-			q, args := shape()
-			var plan []byte
-			if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+q, args...).Scan(&plan); err != nil {
-				t.Fatalf("explain: %v\n%s", err, q)
-			}
-			for _, p := range PlanProblems(plan) {
-				t.Errorf("%s\n%s", p, plan)
-			}
-		})
-	}
-}
-
 // cascade: alice deletes namespace prod and the namespace controller then
 // deletes what was in it; bob deletes dev/owner and the garbage collector
 // then deletes its dependent.
@@ -654,7 +566,7 @@ var cascade = append(slices.Clone(lifecycle),
 )
 
 // TestDeletionsAgreeWithTheView: Deletions reads object_versions and the
-// events apart (actors.go); every row, actor and cascade must be what the
+// events apart (store/reads/actors.go); every row, actor and cascade must be what the
 // deletions view says, the rule operators query with SQL.
 func TestDeletionsAgreeWithTheView(t *testing.T) {
 	s := openStore(t)

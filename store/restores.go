@@ -132,8 +132,16 @@ func (s *APIStore) NamedRestores(ctx context.Context, q NamedRestoreQuery) ([]Re
 	if afterID == "" {
 		afterID = "00000000-0000-0000-0000-000000000000"
 	}
-	return queryAll[RestoreRecord](ctx, s.pool, "named restores", namedRestoresSQL, q.Cluster, q.Username, q.Namespace,
+	rows, err := s.pool.Query(ctx, namedRestoresSQL, q.Cluster, q.Username, q.Namespace,
 		q.Restores, q.Namespaced, afterAt, afterID, q.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: named restores: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[RestoreRecord])
+	if err != nil {
+		return nil, fmt.Errorf("store: named restores: %w", err)
+	}
+	return out, nil
 }
 
 const restoreByIDSQL = `SELECT ` + restoreColumns + ` FROM options_record_api.restores WHERE cluster = $1 AND id = $2::uuid`

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/options-record/options-record/migrations"
+	"github.com/options-record/options-record/store/reads"
 )
 
 // Options configure a Store.
@@ -44,8 +45,12 @@ type Options struct {
 	Secondary bool
 }
 
-// Store is the PostgreSQL record.
+// Store is the PostgreSQL record. Its reads (Changes, Version,
+// StateBefore, Newest, AsOf, ObjectsAsOf, ResourcesIn, Objects, Deletions,
+// FailedMutations, FailedMutation, RequestObjects, Activity) are those of
+// the embedded reads.Reader, on the same gated pool.
 type Store struct {
+	*reads.Reader
 	pool      *gatedPool
 	conn      *pgx.ConnConfig // what Prepare migrates with
 	log       *slog.Logger
@@ -71,7 +76,8 @@ func Connect(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
-	s := &Store{pool: &gatedPool{raw: pool}, conn: cfg.ConnConfig, log: opts.Logger,
+	gated := &gatedPool{raw: pool}
+	s := &Store{Reader: reads.New(gated), pool: gated, conn: cfg.ConnConfig, log: opts.Logger,
 		parts: newPartitions(opts.PartitionsAhead), secondary: opts.Secondary,
 		partitionFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "options_record_partition_failures_total",

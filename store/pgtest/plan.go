@@ -1,4 +1,4 @@
-package store
+package pgtest
 
 import (
 	"encoding/json"
@@ -10,8 +10,8 @@ import (
 // PlanProblems reads an EXPLAIN (FORMAT JSON) plan, made with sequential
 // scans disabled, and names what shows that no index serves the query: a
 // sequential scan of a table of the record, or a subquery run once per
-// result row that reads every row of a cluster. Exported for the tests of
-// package store_test.
+// result row that reads every row of a cluster. The tests of the record's
+// queries (package store's, store/reads') check their plans with it.
 func PlanProblems(plan []byte) []string {
 	var doc []map[string]any
 	if err := json.Unmarshal(plan, &doc); err != nil || len(doc) == 0 {

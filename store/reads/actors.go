@@ -1,4 +1,4 @@
-package store
+package reads
 
 import (
 	"context"
@@ -84,7 +84,7 @@ type eventID struct {
 // version whose event is gone (its day dropped by retention while the
 // version stays as the state at the cutoff) keeps empty event columns, and
 // is in the second map.
-func (s *Store) attachActors(ctx context.Context, cluster string, n int, at func(i int) (*VersionRecord, []byte)) (cascades, missing map[int]bool, err error) {
+func (r *Reader) attachActors(ctx context.Context, cluster string, n int, at func(i int) (*VersionRecord, []byte)) (cascades, missing map[int]bool, err error) {
 	var times []time.Time
 	var keys [][]byte
 	for i := range n {
@@ -96,7 +96,7 @@ func (s *Store) attachActors(ctx context.Context, cluster string, n int, at func
 	if len(keys) == 0 {
 		return nil, nil, nil
 	}
-	actors, err := queryAll[eventActor](ctx, s.pool, "authors of versions", eventActorSQL, cluster, times, keys)
+	actors, err := queryAll[eventActor](ctx, r.db, "authors of versions", eventActorSQL, cluster, times, keys)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -126,17 +126,17 @@ func (s *Store) attachActors(ctx context.Context, cluster string, n int, at func
 }
 
 // versions reads rows of versionWithEvent with sql and attaches their actors.
-func (s *Store) versions(ctx context.Context, what, cluster, sql string, args ...any) ([]VersionRecord, error) {
-	rows, err := queryAll[versionWithEvent](ctx, s.pool, what, sql, args...)
+func (r *Reader) versions(ctx context.Context, what, cluster, sql string, args ...any) ([]VersionRecord, error) {
+	rows, err := queryAll[versionWithEvent](ctx, r.db, what, sql, args...)
 	if err != nil {
 		return nil, err
 	}
 	at := func(i int) (*VersionRecord, []byte) { return &rows[i].VersionRecord, rows[i].EventKey }
-	cascades, _, err := s.attachActors(ctx, cluster, len(rows), at)
+	cascades, _, err := r.attachActors(ctx, cluster, len(rows), at)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.attachCascades(ctx, cluster, cascades, at); err != nil {
+	if _, err := r.attachCascades(ctx, cluster, cascades, at); err != nil {
 		return nil, err
 	}
 	out := make([]VersionRecord, len(rows))
@@ -160,7 +160,7 @@ func ObjectID(uid string, key []byte) string { return uid + "\x00" + string(key)
 // a cluster, by ObjectID; a version without an object is absent. A plan
 // loads its steps' states this way, a batch at a time, instead of one
 // query a step.
-func (s *Store) Objects(ctx context.Context, cluster string, uids []string, keys [][]byte) (map[string][]byte, error) {
+func (r *Reader) Objects(ctx context.Context, cluster string, uids []string, keys [][]byte) (map[string][]byte, error) {
 	if len(uids) != len(keys) {
 		return nil, fmt.Errorf("store: objects: %d uids and %d keys", len(uids), len(keys))
 	}
@@ -168,7 +168,7 @@ func (s *Store) Objects(ctx context.Context, cluster string, uids []string, keys
 	if len(uids) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, objectsSQL, cluster, uids, keys)
+	rows, err := r.db.Query(ctx, objectsSQL, cluster, uids, keys)
 	if err != nil {
 		return nil, fmt.Errorf("store: objects: %w", err)
 	}
@@ -191,7 +191,7 @@ func (s *Store) Objects(ctx context.Context, cluster string, uids []string, keys
 // the versions picked (those of a cascade actor, from attachActors) from the
 // deletions view, which alone holds the rule, and returns when each
 // cascade started.
-func (s *Store) attachCascades(ctx context.Context, cluster string, picked map[int]bool, at func(i int) (*VersionRecord, []byte)) (map[int]*time.Time, error) {
+func (r *Reader) attachCascades(ctx context.Context, cluster string, picked map[int]bool, at func(i int) (*VersionRecord, []byte)) (map[int]*time.Time, error) {
 	var uids []string
 	var keys [][]byte
 	for i := range picked {
@@ -202,7 +202,7 @@ func (s *Store) attachCascades(ctx context.Context, cluster string, picked map[i
 	if len(uids) == 0 {
 		return nil, nil
 	}
-	started, err := queryAll[cascadeRow](ctx, s.pool, "cascades of deletions", cascadeSQL, cluster, uids, keys)
+	started, err := queryAll[cascadeRow](ctx, r.db, "cascades of deletions", cascadeSQL, cluster, uids, keys)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package store
+package reads
 
 // Reads of the record as it was at a time: a namespace's objects and
 // the resources recorded in it.
@@ -17,8 +17,8 @@ import (
 // AsOf returns the objects of a namespace ("" for cluster-scoped objects)
 // as they were at a time: the newest recorded full state of each object
 // that existed then, with its object.
-func (s *Store) AsOf(ctx context.Context, cluster, namespace string, at time.Time) ([]VersionRecord, error) {
-	rows, err := s.pool.Query(ctx, asOfSQL, cluster, namespace, at)
+func (r *Reader) AsOf(ctx context.Context, cluster, namespace string, at time.Time) ([]VersionRecord, error) {
+	rows, err := r.db.Query(ctx, asOfSQL, cluster, namespace, at)
 	if err != nil {
 		return nil, fmt.Errorf("store: objects of %q as of %s: %w", namespace, at.Format(time.RFC3339), err)
 	}
@@ -98,12 +98,12 @@ LIMIT ` + strconv.Itoa(q.Limit), b.args
 // ObjectsAsOf is AsOf without the objects' bodies (load those one by one
 // with Version), filtered by resources and names in the database and
 // bounded by q.Limit: what a plan reads before it knows what it keeps.
-func (s *Store) ObjectsAsOf(ctx context.Context, q AsOfQuery) ([]VersionRecord, error) {
+func (r *Reader) ObjectsAsOf(ctx context.Context, q AsOfQuery) ([]VersionRecord, error) {
 	if q.Cluster == "" || q.Limit <= 0 {
 		return nil, errors.New("store: objects as of: cluster and limit are required")
 	}
 	sql, args := asOfMetaSQL(q)
-	return queryAll[VersionRecord](ctx, s.pool, "objects as of", sql, args...)
+	return queryAll[VersionRecord](ctx, r.db, "objects as of", sql, args...)
 }
 
 const resourcesInSQL = `
@@ -115,8 +115,8 @@ LIMIT $4`
 
 // ResourcesIn returns the resources of which the record holds versions in
 // a namespace up to a time, at most limit of them.
-func (s *Store) ResourcesIn(ctx context.Context, cluster, namespace string, at time.Time, limit int) ([]GroupResource, error) {
-	rows, err := s.pool.Query(ctx, resourcesInSQL, cluster, namespace, at, limit)
+func (r *Reader) ResourcesIn(ctx context.Context, cluster, namespace string, at time.Time, limit int) ([]GroupResource, error) {
+	rows, err := r.db.Query(ctx, resourcesInSQL, cluster, namespace, at, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: resources of %q: %w", namespace, err)
 	}

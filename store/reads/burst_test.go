@@ -1,4 +1,4 @@
-package store
+package reads_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/options-record/options-record/store/model"
+	"github.com/options-record/options-record/store/reads"
 )
 
 // A user's changes in a namespace, asked right after a burst of them, before
@@ -46,15 +47,15 @@ func TestUserChangesAfterABurstFindEventsByKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	since := start.Add(-time.Minute)
-	for _, q := range []ChangeQuery{
+	for _, q := range []reads.ChangeQuery{
 		{Cluster: "default", User: "mallory", ChangesOnly: true, Limit: 500, Namespaces: []string{"burst"}, Since: since}, // an undo plan's
 		{Cluster: "default", User: "mallory", Limit: 500, Namespace: str("burst"), Since: since},
 		{Cluster: "default", User: "mallory", ChangesOnly: true, Limit: 500, Since: since, Ascending: true, // cluster-wide
-			Resources: []GroupResource{{Group: "", Resource: "configmaps"}, {Group: "apps", Resource: "deployments"}}},
+			Resources: []reads.GroupResource{{Group: "", Resource: "configmaps"}, {Group: "apps", Resource: "deployments"}}},
 		{Cluster: "default", User: "mallory", Limit: 500, Since: since},
 	} {
-		text, args := changesSQL(q)
-		rows, err := s.pool.Query(ctx, "EXPLAIN (ANALYZE, TIMING OFF) "+text, args...)
+		text, args := reads.ChangesSQL(q)
+		rows, err := s.Pool().Query(ctx, "EXPLAIN (ANALYZE, TIMING OFF) "+text, args...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package store
+package reads
 
 // Reads of deletions: who deleted what, with the cascades they started.
 
@@ -100,7 +100,7 @@ type cascadeRow struct {
 }
 
 // Deletions returns successful deletes, newest first.
-func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, error) {
+func (r *Reader) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, error) {
 	if q.Cluster == "" || q.Limit <= 0 {
 		return nil, errors.New("store: deletions: cluster and limit are required")
 	}
@@ -112,7 +112,7 @@ func (s *Store) Deletions(ctx context.Context, q DeletionQuery) ([]Deletion, err
 	// as a scan's bound does in history).
 	var out []Deletion
 	for reads := 0; len(out) < q.Limit && reads < maxDeletionRefills; reads++ {
-		page, fetched, err := s.deletionsPage(ctx, q)
+		page, fetched, err := r.deletionsPage(ctx, q)
 		if err != nil {
 			return nil, err
 		}
@@ -132,19 +132,19 @@ const maxDeletionRefills = 10
 // deletionsPage reads a page of q and returns the deletions of it with
 // their events (who deleted, and who started a cascade), and every row it
 // read.
-func (s *Store) deletionsPage(ctx context.Context, q DeletionQuery) ([]Deletion, []deletionRow, error) {
+func (r *Reader) deletionsPage(ctx context.Context, q DeletionQuery) ([]Deletion, []deletionRow, error) {
 	sql, args := deletionsSQL(q)
-	rows, err := queryAll[deletionRow](ctx, s.pool, "deletions", sql, args...)
+	rows, err := queryAll[deletionRow](ctx, r.db, "deletions", sql, args...)
 	if err != nil {
 		return nil, nil, err
 	}
-	cascades, missing, err := s.attachActors(ctx, q.Cluster, len(rows), func(i int) (*VersionRecord, []byte) {
+	cascades, missing, err := r.attachActors(ctx, q.Cluster, len(rows), func(i int) (*VersionRecord, []byte) {
 		return &rows[i].VersionRecord, rows[i].EventKey
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	started, err := s.attachCascades(ctx, q.Cluster, cascades, func(i int) (*VersionRecord, []byte) {
+	started, err := r.attachCascades(ctx, q.Cluster, cascades, func(i int) (*VersionRecord, []byte) {
 		return &rows[i].VersionRecord, rows[i].EventKey
 	})
 	if err != nil {

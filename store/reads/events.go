@@ -1,4 +1,4 @@
-package store
+package reads
 
 // Reads of kept audit events: failed and denied writes, a user's activity.
 
@@ -84,8 +84,8 @@ FROM events e`
 //
 // The request bodies are not read here: a page of them could be hundreds
 // of megabytes. RequestObjects reads those of a page, within a budget.
-func (s *Store) FailedMutations(ctx context.Context, q EventQuery) ([]EventRecord, error) {
-	return s.events(ctx, "failed mutations", q, true)
+func (r *Reader) FailedMutations(ctx context.Context, q EventQuery) ([]EventRecord, error) {
+	return r.events(ctx, "failed mutations", q, true)
 }
 
 // EventKey names an event: its partition key and key.
@@ -105,7 +105,7 @@ ORDER BY k.ord`
 // then each while the sum of those read does not exceed it. A body is read
 // only once the ones before it fit, so the memory held is the budget (and
 // one body) whatever the page. An event without a body counts nothing.
-func (s *Store) RequestObjects(ctx context.Context, cluster string, keys []EventKey, budget int) ([][]byte, error) {
+func (r *Reader) RequestObjects(ctx context.Context, cluster string, keys []EventKey, budget int) ([][]byte, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -113,7 +113,7 @@ func (s *Store) RequestObjects(ctx context.Context, cluster string, keys []Event
 	for i, k := range keys {
 		ats[i], ks[i] = k.At, k.Key
 	}
-	rows, err := s.pool.Query(ctx, requestObjectsSQL, cluster, ats, ks)
+	rows, err := r.db.Query(ctx, requestObjectsSQL, cluster, ats, ks)
 	if err != nil {
 		return nil, fmt.Errorf("store: request bodies: %w", err)
 	}
@@ -144,8 +144,8 @@ WHERE e.cluster = $1 AND e.stage_at = $2 AND e.event_key = $3 AND e.response_cod
 // FailedMutation returns one mutation answered with a code >= 300, named
 // by its event (stage time and key), with its request body; ErrNotFound
 // when there is none (a successful event is none).
-func (s *Store) FailedMutation(ctx context.Context, cluster string, at time.Time, key []byte) (*EventRecord, error) {
-	rows, err := s.pool.Query(ctx, failedMutationSQL, cluster, at, key)
+func (r *Reader) FailedMutation(ctx context.Context, cluster string, at time.Time, key []byte) (*EventRecord, error) {
+	rows, err := r.db.Query(ctx, failedMutationSQL, cluster, at, key)
 	if err != nil {
 		return nil, fmt.Errorf("store: failed mutation: %w", err)
 	}
@@ -161,19 +161,19 @@ func (s *Store) FailedMutation(ctx context.Context, cluster string, at time.Time
 
 // Activity returns the kept events of one user (q.User is required),
 // newest first: what they changed, and what they tried to.
-func (s *Store) Activity(ctx context.Context, q EventQuery) ([]EventRecord, error) {
+func (r *Reader) Activity(ctx context.Context, q EventQuery) ([]EventRecord, error) {
 	if q.User == "" {
 		return nil, errors.New("store: activity: user is required")
 	}
-	return s.events(ctx, "activity", q, false)
+	return r.events(ctx, "activity", q, false)
 }
 
-func (s *Store) events(ctx context.Context, what string, q EventQuery, failed bool) ([]EventRecord, error) {
+func (r *Reader) events(ctx context.Context, what string, q EventQuery, failed bool) ([]EventRecord, error) {
 	if q.Cluster == "" || q.Limit <= 0 {
 		return nil, fmt.Errorf("store: %s: cluster and limit are required", what)
 	}
 	sql, args := eventsSQL(q, failed)
-	return queryAll[EventRecord](ctx, s.pool, what, sql, args...)
+	return queryAll[EventRecord](ctx, r.db, what, sql, args...)
 }
 
 func eventsSQL(q EventQuery, failed bool) (string, []any) {

@@ -1,4 +1,4 @@
-package store
+package reads
 
 // The query builder of the reads. Every query is a constant, or is
 // assembled from constant fragments chosen by which filters are set (so
@@ -95,8 +95,8 @@ func orderBy(ascending bool, cols ...string) string {
 }
 
 // queryAll runs a read and collects its rows into T by column name.
-func queryAll[T any](ctx context.Context, pool *gatedPool, what, sql string, args ...any) ([]T, error) {
-	rows, err := pool.Query(ctx, sql, args...)
+func queryAll[T any](ctx context.Context, db Querier, what, sql string, args ...any) ([]T, error) {
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", what, err)
 	}

@@ -1,4 +1,4 @@
-package store
+package reads
 
 // Reads of object versions: an object's history, one version and the
 // state before it, the changes a query selects.
@@ -154,17 +154,17 @@ type ChangeQuery struct {
 
 // Changes returns the versions that match q, without their objects, in
 // changed_at order (then uid, version key), at most q.Limit of them.
-func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]VersionRecord, error) {
+func (r *Reader) Changes(ctx context.Context, q ChangeQuery) ([]VersionRecord, error) {
 	if q.Cluster == "" || q.Limit <= 0 {
 		return nil, errors.New("store: changes: cluster and limit are required")
 	}
 	sql, args := changesSQL(q)
 	if q.User == "" {
-		return s.versions(ctx, "changes", q.Cluster, sql, args...)
+		return r.versions(ctx, "changes", q.Cluster, sql, args...)
 	}
 	// Joined to the user's events already; when the user is a cascade
 	// actor, its deletes name who started each cascade, as elsewhere.
-	rows, err := queryAll[versionWithEvent](ctx, s.pool, "changes", sql, args...)
+	rows, err := queryAll[versionWithEvent](ctx, r.db, "changes", sql, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]VersionRecord, er
 	if deletes {
 		actor, err := queryAll[struct {
 			Cascade bool `db:"cascade"`
-		}](ctx, s.pool, "changes", `SELECT EXISTS (SELECT 1 FROM cascade_actors WHERE username = $1) AS cascade`, q.User)
+		}](ctx, r.db, "changes", `SELECT EXISTS (SELECT 1 FROM cascade_actors WHERE username = $1) AS cascade`, q.User)
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +187,7 @@ func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]VersionRecord, er
 		for i := range rows {
 			picked[i] = true
 		}
-		if _, err := s.attachCascades(ctx, q.Cluster, picked, func(i int) (*VersionRecord, []byte) {
+		if _, err := r.attachCascades(ctx, q.Cluster, picked, func(i int) (*VersionRecord, []byte) {
 			return &rows[i].VersionRecord, rows[i].EventKey
 		}); err != nil {
 			return nil, err
@@ -283,8 +283,8 @@ FROM object_versions v
 WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key = $3`
 
 // Version returns one version with its object, or ErrNotFound.
-func (s *Store) Version(ctx context.Context, cluster, uid string, key []byte) (*VersionRecord, error) {
-	return s.oneVersion(ctx, "version", cluster, versionByKeySQL, cluster, uid, key)
+func (r *Reader) Version(ctx context.Context, cluster, uid string, key []byte) (*VersionRecord, error) {
+	return r.oneVersion(ctx, "version", cluster, versionByKeySQL, cluster, uid, key)
 }
 
 // stateBeforeSQL is the prior-state rule of the object_history view: the
@@ -303,14 +303,14 @@ LIMIT 1`
 // change v: v itself for a delete whose answer held the last state, the
 // newest older full state otherwise. It returns ErrNotFound when the record
 // holds no earlier state, and (nil, nil) for a create: there was none.
-func (s *Store) StateBefore(ctx context.Context, v *VersionRecord) (*VersionRecord, error) {
+func (r *Reader) StateBefore(ctx context.Context, v *VersionRecord) (*VersionRecord, error) {
 	switch {
 	case v.Created:
 		return nil, nil
 	case v.Deleted && v.HasObject:
 		return v, nil
 	}
-	return s.oneVersion(ctx, "state before", v.Cluster, stateBeforeSQL, v.Cluster, v.UID, v.Key, v.ResourceVersion, v.Deleted)
+	return r.oneVersion(ctx, "state before", v.Cluster, stateBeforeSQL, v.Cluster, v.UID, v.Key, v.ResourceVersion, v.Deleted)
 }
 
 // newestByNameSQL orders an object's versions by resourceVersion, not by
@@ -331,12 +331,12 @@ LIMIT 1`
 
 // Newest returns the newest version recorded for an object by name (any
 // incarnation), with its object, or ErrNotFound.
-func (s *Store) Newest(ctx context.Context, cluster, group, resource, namespace, name string) (*VersionRecord, error) {
-	return s.oneVersion(ctx, "newest version", cluster, newestByNameSQL, cluster, group, resource, namespace, name)
+func (r *Reader) Newest(ctx context.Context, cluster, group, resource, namespace, name string) (*VersionRecord, error) {
+	return r.oneVersion(ctx, "newest version", cluster, newestByNameSQL, cluster, group, resource, namespace, name)
 }
 
-func (s *Store) oneVersion(ctx context.Context, what, cluster, sql string, args ...any) (*VersionRecord, error) {
-	vs, err := s.versions(ctx, what, cluster, sql, args...)
+func (r *Reader) oneVersion(ctx context.Context, what, cluster, sql string, args ...any) (*VersionRecord, error) {
+	vs, err := r.versions(ctx, what, cluster, sql, args...)
 	if err != nil {
 		return nil, err
 	}
