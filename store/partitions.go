@@ -3,37 +3,22 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sort"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/options-record/options-record/store/partitions"
 )
 
-// partitionLockID serialises partition DDL across sink replicas.
-const partitionLockID = 0x6f70747265630003
+// ErrPartitionTaken is the name of a day's partition of events taken by a
+// relation that is not one (made by another role that may create in the
+// schema public). The day's events cannot be stored until an administrator
+// drops it; it is the database's state, not the events' fault: retryable,
+// never a reason to drop them.
+var ErrPartitionTaken = partitions.ErrTaken
 
-// partitions remembers which daily partitions of events exist, so the write
-// path only runs DDL for a day it has not seen (backfills, clock skew).
-type partitions struct {
-	ahead int
-	mu    sync.Mutex
-	known map[string]bool
-}
-
-func newPartitions(ahead int) *partitions {
-	return &partitions{ahead: ahead, known: map[string]bool{}}
-}
-
-func day(t time.Time) time.Time {
-	y, m, d := t.UTC().Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-}
-
-func partitionName(d time.Time) string { return "events_p" + d.Format("20060102") }
+// ErrNoPartition is a batch PostgreSQL found no partition of events for,
+// after the store made its days' partitions: the database's state, not the
+// events' fault (retryable, never invalid data).
+var ErrNoPartition = errors.New("store: no partition of events for the batch")
 
 // EnsurePartitionsAround creates the partitions from yesterday to
 // PartitionsAhead days after now. The sink calls it at start and daily.
@@ -41,138 +26,11 @@ func partitionName(d time.Time) string { return "events_p" + d.Format("20060102"
 // is logged, counted and returned, and the others are made; the next call
 // tries it again.
 func (s *Store) EnsurePartitionsAround(ctx context.Context, now time.Time) error {
-	return s.ensurePartitions(ctx, s.pool, s.parts.around(now), time.Time{})
-}
-
-// around are the days from yesterday to ahead days after now.
-func (p *partitions) around(now time.Time) []time.Time {
-	var days []time.Time
-	for i := -1; i <= p.ahead; i++ {
-		days = append(days, now.AddDate(0, 0, i))
-	}
-	return days
-}
-
-// forget drops the days of times from what the store knows exists.
-func (p *partitions) forget(times []time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, t := range times {
-		delete(p.known, partitionName(day(t)))
-	}
-}
-
-// checkPartitionSQL says whether the relation $1 is a partition of
-// public.events, and who owns it.
-const checkPartitionSQL = `
-SELECT c.relispartition AND EXISTS (SELECT 1 FROM pg_inherits i
-                                    WHERE i.inhrelid = c.oid AND i.inhparent = 'public.events'::regclass),
-       pg_get_userbyid(c.relowner)
-FROM pg_class c WHERE c.oid = $1::regclass`
-
-// ErrPartitionTaken is the name of a day's partition of events taken by a
-// relation that is not one (made by another role that may create in the
-// schema public). The day's events cannot be stored until an administrator
-// drops it; it is the database's state, not the events' fault: retryable,
-// never a reason to drop them.
-var ErrPartitionTaken = errors.New("store: a partition's name is taken (drop that relation)")
-
-// ErrNoPartition is a batch PostgreSQL found no partition of events for,
-// after the store made its days' partitions: the database's state, not the
-// events' fault (retryable, never invalid data).
-var ErrNoPartition = errors.New("store: no partition of events for the batch")
-
-// isMissingPartition reports whether err is PostgreSQL finding no
-// partition of events for a row (23514, "no partition of relation").
-func isMissingPartition(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23514" && strings.Contains(pe.Message, "no partition of relation")
+	return s.parts.Ensure(ctx, s.pool, s.parts.Around(now), time.Time{})
 }
 
 // EnsurePartitionsFor creates the event partitions of the days of times
 // that do not exist yet. WriteBatch calls it for the days of its events.
 func (s *Store) EnsurePartitionsFor(ctx context.Context, times []time.Time) error {
-	return s.ensurePartitions(ctx, s.pool, times, time.Time{})
-}
-
-// ensurePartitions creates the missing partitions of times through db (the
-// gated pool, or the raw one while Prepare runs), each day in a
-// transaction of its own: a day that cannot be made (a squatted name)
-// never rolls back or blocks another. Each day that fails is logged, with
-// the owner of the relation that took its name, and counted; it stays
-// unknown, so the next call tries it again. It returns the failures of
-// the days up to failUpTo (the zero time: of every day), joined.
-func (s *Store) ensurePartitions(ctx context.Context, db interface {
-	Begin(context.Context) (pgx.Tx, error)
-}, times []time.Time, failUpTo time.Time) error {
-	s.parts.mu.Lock()
-	defer s.parts.mu.Unlock()
-	var missing []time.Time
-	seen := map[time.Time]bool{}
-	for _, t := range times {
-		d := day(t)
-		if !s.parts.known[partitionName(d)] && !seen[d] {
-			missing = append(missing, d)
-			seen[d] = true
-		}
-	}
-	sort.Slice(missing, func(i, j int) bool { return missing[i].Before(missing[j]) })
-	var errs []error
-	for _, d := range missing {
-		name := partitionName(d)
-		owner, err := makePartition(ctx, db, d)
-		if err == nil {
-			s.parts.known[name] = true
-			continue
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("store: ensure event partitions: %w", err)
-		}
-		s.partitionFailures.Inc()
-		attrs := []any{"partition", "public." + name, "err", err}
-		if owner != "" {
-			attrs = append(attrs, "owner", owner)
-		}
-		s.log.Error("a day's partition of events cannot be made: its events are refused (retryable) until it is; tried again at the next upkeep or batch of that day", attrs...)
-		if failUpTo.IsZero() || !d.After(failUpTo) {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("store: ensure event partitions: %w", errors.Join(errs...))
-	}
-	return nil
-}
-
-// makePartition creates day d's partition of events in a transaction of its
-// own, serialised with other replicas'. When its name is taken by a
-// relation that is not a partition of public.events, it returns that
-// relation's owner and an error wrapping ErrPartitionTaken.
-func makePartition(ctx context.Context, db interface {
-	Begin(context.Context) (pgx.Tx, error)
-}, d time.Time) (owner string, err error) {
-	name := partitionName(d)
-	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(partitionLockID)); err != nil {
-			return err
-		}
-		// Schema-qualified, whatever the session's search_path.
-		sql := fmt.Sprintf("CREATE TABLE IF NOT EXISTS public.%s PARTITION OF public.events FOR VALUES FROM ('%s') TO ('%s')",
-			pgx.Identifier{name}.Sanitize(), d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
-		if _, err := tx.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("create partition %s: %w", name, err)
-		}
-		// IF NOT EXISTS is satisfied by any relation of that name: one
-		// another role made (a squat) would take none of the day's events.
-		var partition bool
-		if err := tx.QueryRow(ctx, checkPartitionSQL, "public."+name).Scan(&partition, &owner); err != nil {
-			return fmt.Errorf("check partition %s: %w", name, err)
-		}
-		if !partition {
-			return fmt.Errorf("public.%s, owned by %q, is not a partition of public.events: %w", name, owner, ErrPartitionTaken)
-		}
-		owner = ""
-		return nil
-	})
-	return owner, err
+	return s.parts.Ensure(ctx, s.pool, times, time.Time{})
 }

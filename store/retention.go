@@ -196,9 +196,7 @@ func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.D
 			errs = append(errs, fmt.Errorf("store: drop partition %s: %w", name, err))
 			continue
 		}
-		s.parts.mu.Lock()
-		delete(s.parts.known, name)
-		s.parts.mu.Unlock()
+		s.parts.Dropped(name)
 		res.DroppedPartitions = append(res.DroppedPartitions, name)
 	}
 	for {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/options-record/options-record/migrations"
+	"github.com/options-record/options-record/store/partitions"
 	"github.com/options-record/options-record/store/reads"
 )
 
@@ -54,11 +55,8 @@ type Store struct {
 	pool      *gatedPool
 	conn      *pgx.ConnConfig // what Prepare migrates with
 	log       *slog.Logger
-	parts     *partitions
+	parts     *partitions.Manager
 	secondary bool
-	// partitionFailures counts the days whose partition could not be
-	// made, at each attempt.
-	partitionFailures prometheus.Counter
 }
 
 // Connect makes a Store without any I/O: its pool connects when a
@@ -76,15 +74,18 @@ func Connect(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
+	// partitionFailures counts the days whose partition could not be made,
+	// at each attempt.
+	partitionFailures := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "options_record_partition_failures_total",
+		Help: "Attempts to make a day's partition of events that failed (a relation of another role under its name, or an error); that day's events are refused until it is made.",
+	})
 	gated := &gatedPool{raw: pool}
 	s := &Store{Reader: reads.New(gated), pool: gated, conn: cfg.ConnConfig, log: opts.Logger,
-		parts: newPartitions(opts.PartitionsAhead), secondary: opts.Secondary,
-		partitionFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "options_record_partition_failures_total",
-			Help: "Attempts to make a day's partition of events that failed (a relation of another role under its name, or an error); that day's events are refused until it is made.",
-		})}
+		parts:     partitions.New(opts.PartitionsAhead, opts.Logger, partitionFailures),
+		secondary: opts.Secondary}
 	if opts.Registerer != nil && !opts.Secondary {
-		if err := opts.Registerer.Register(s.partitionFailures); err != nil {
+		if err := opts.Registerer.Register(partitionFailures); err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("store: metrics: %w", err)
 		}
@@ -160,9 +161,9 @@ func (s *Store) Prepare(ctx context.Context) error {
 	}
 	// A day up to today that cannot be made stops ingest (its events have
 	// nowhere to go); a coming day's failure is logged and counted by
-	// ensurePartitions and tried again at the next upkeep.
+	// the partitions' Manager and tried again at the next upkeep.
 	now := time.Now()
-	if err := s.ensurePartitions(ctx, s.pool.raw, s.parts.around(now), day(now)); err != nil {
+	if err := s.parts.Ensure(ctx, s.pool.raw, s.parts.Around(now), partitions.Day(now)); err != nil {
 		return err
 	}
 	s.pool.prepared.Store(true)

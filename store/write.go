@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/options-record/options-record/store/model"
+	"github.com/options-record/options-record/store/partitions"
 )
 
 var eventColumns = []string{
@@ -75,16 +76,16 @@ func (s *Store) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteResu
 		return err
 	}
 	err := s.Transact(ctx, write)
-	if isMissingPartition(err) {
+	if partitions.IsMissing(err) {
 		// Another replica's retention dropped a day this one still knew
 		// (a late event of a day a short retention expired): make it again.
-		s.parts.forget(days)
+		s.parts.Forget(days)
 		if err := s.EnsurePartitionsFor(ctx, days); err != nil {
 			return model.WriteResult{}, err
 		}
 		err = s.Transact(ctx, write)
 	}
-	if isMissingPartition(err) {
+	if partitions.IsMissing(err) {
 		// Not the PostgreSQL error's SQLSTATE (class 23, which would make
 		// the batch invalid data, dropped): the database lacks a table.
 		return model.WriteResult{}, fmt.Errorf("%w: %d events: %v", ErrNoPartition, len(b.Events), err)
