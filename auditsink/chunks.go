@@ -121,14 +121,3 @@ func readStatus(err error) int {
 	}
 	return http.StatusBadRequest
 }
-
-// streamOutcome is the batches metric's outcome of a failed stream.
-func streamOutcome(status int) string {
-	switch status {
-	case http.StatusServiceUnavailable:
-		return "unavailable"
-	case http.StatusRequestTimeout:
-		return "slow_body"
-	}
-	return "rejected"
-}

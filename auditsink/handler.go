@@ -158,50 +158,27 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	}, nil
 }
 
-// ServeHTTP handles one POSTed EventList.
+// ServeHTTP handles one POSTed EventList: it answers 200 once the batch is
+// stored durably, and otherwise writes the refusal serve returned.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	m := h.opts.Metrics
 	outcome := "stored"
-	defer func() {
-		m.batches.WithLabelValues(outcome).Inc()
-		m.ack.Observe(time.Since(start).Seconds())
-	}()
+	if err := h.serve(w, r); err != nil {
+		outcome = h.refuse(w, err)
+	}
+	h.opts.Metrics.batches.WithLabelValues(outcome).Inc()
+	h.opts.Metrics.ack.Observe(time.Since(start).Seconds())
+}
 
-	cluster, ok := h.opts.Authenticator.Authenticate(r)
-	if !ok {
-		outcome = "unauthenticated"
-		if ok, wait := h.fails.allow(r, time.Now()); !ok {
-			m.authFailures.WithLabelValues("throttled").Inc()
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-			w.Header().Set("Connection", "close")
-			http.Error(w, "too many failed authentications from this address; retry later", http.StatusTooManyRequests)
-			return
-		}
-		m.authFailures.WithLabelValues("refused").Inc()
-		w.Header().Set("WWW-Authenticate", `Bearer realm="options-record"`)
-		http.Error(w, "unauthenticated: present the configured client certificate or bearer token", http.StatusUnauthorized)
-		return
+// serve authenticates the caller, reads the body under the limits, records
+// the events and acknowledges them. Any other answer is a *refusal.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
+	cluster, err := h.authenticate(r)
+	if err != nil {
+		return err
 	}
-	if r.Method != http.MethodPost {
-		outcome = "rejected"
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "method not allowed: POST an audit.k8s.io/v1 EventList", http.StatusMethodNotAllowed)
-		return
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			outcome = "rejected"
-			http.Error(w, fmt.Sprintf("unsupported content type %q: want application/json", ct), http.StatusUnsupportedMediaType)
-			return
-		}
-	}
-	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
-		// Never inflate: a compressed body escapes the size limit (a bomb).
-		outcome = "rejected"
-		http.Error(w, fmt.Sprintf("unsupported content encoding %q: send the EventList uncompressed", ce), http.StatusUnsupportedMediaType)
-		return
+	if err := checkRequest(r); err != nil {
+		return err
 	}
 	// The answer, whatever it is, must not wait on a caller that does not read it.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.opts.BodyTimeout + h.opts.WriteTimeout + 10*time.Second))
@@ -218,105 +195,168 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooBig):
-			outcome = "rejected"
-			http.Error(w, fmt.Sprintf("body exceeds %d bytes: raise or unset --webhook-max-body-bytes", h.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
-		case errors.Is(err, errBytesBusy):
-			outcome = "throttled"
-			w.Header().Set("Retry-After", "1")
-			w.Header().Set("Connection", "close") // the rest of the body is not read
-			http.Error(w, "too many bytes in flight; retry", http.StatusTooManyRequests)
-		case errors.Is(err, errSlowBody):
-			outcome = "slow_body"
-			h.opts.Logger.Warn("request body too slow: cut off", "cluster", cluster, "remote", r.RemoteAddr,
-				"received_bytes", len(body), "min_rate", h.opts.MinBodyRate)
-			// The apiserver retries a failed batch only when the answer says
-			// so (webhook.DefaultShouldRetry): a slow link is no reason to
-			// lose the batch.
-			w.Header().Set("Retry-After", slowBodyRetryAfter)
-			w.Header().Set("Connection", "close")
-			http.Error(w, fmt.Sprintf("request body slower than %d bytes/s or longer than %v to send", h.opts.MinBodyRate, h.opts.BodyTimeout), http.StatusRequestTimeout)
-		default:
-			outcome = "rejected"
-			http.Error(w, "reading body: "+err.Error(), http.StatusBadRequest)
-		}
-		return
+		return h.readRefusal(r, cluster, len(body), err)
 	}
+	release, err := h.takeSlot()
+	if err != nil {
+		return err
+	}
+	defer release()
+	if rest != nil {
+		if err := h.reserveStream(&held); err != nil {
+			return err
+		}
+		out, err = h.recordStream(w, r, cluster, body, rest)
+	} else {
+		out, err = h.recordBatch(r.Context(), cluster, body)
+	}
+	if err != nil {
+		return err
+	}
+	h.ack(w, cluster, out)
+	return nil
+}
+
+// authenticate returns the caller's cluster, or refuses a caller that is
+// not one: 401, or 429 beyond the failures allowed from its address.
+func (h *Handler) authenticate(r *http.Request) (string, error) {
+	if cluster, ok := h.opts.Authenticator.Authenticate(r); ok {
+		return cluster, nil
+	}
+	if ok, wait := h.fails.allow(r, time.Now()); !ok {
+		h.opts.Metrics.authFailures.WithLabelValues("throttled").Inc()
+		return "", newRefusal(http.StatusTooManyRequests, "unauthenticated",
+			"too many failed authentications from this address; retry later",
+			"Retry-After", strconv.Itoa(int(wait.Seconds())+1), "Connection", "close")
+	}
+	h.opts.Metrics.authFailures.WithLabelValues("refused").Inc()
+	return "", newRefusal(http.StatusUnauthorized, "unauthenticated",
+		"unauthenticated: present the configured client certificate or bearer token",
+		"WWW-Authenticate", `Bearer realm="options-record"`)
+}
+
+// checkRequest refuses a request that is not a POST of uncompressed JSON.
+func checkRequest(r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return newRefusal(http.StatusMethodNotAllowed, "rejected",
+			"method not allowed: POST an audit.k8s.io/v1 EventList", "Allow", http.MethodPost)
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return newRefusal(http.StatusUnsupportedMediaType, "rejected",
+				fmt.Sprintf("unsupported content type %q: want application/json", ct))
+		}
+	}
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		// Never inflate: a compressed body escapes the size limit (a bomb).
+		return newRefusal(http.StatusUnsupportedMediaType, "rejected",
+			fmt.Sprintf("unsupported content encoding %q: send the EventList uncompressed", ce))
+	}
+	return nil
+}
+
+// readRefusal is the answer to a body that could not be read (received
+// bytes of it).
+func (h *Handler) readRefusal(r *http.Request, cluster string, received int, err error) error {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return newRefusal(http.StatusRequestEntityTooLarge, "rejected",
+			fmt.Sprintf("body exceeds %d bytes: raise or unset --webhook-max-body-bytes", h.opts.MaxBodyBytes))
+	case errors.Is(err, errBytesBusy):
+		// Connection: close, as the rest of the body is not read.
+		return newRefusal(http.StatusTooManyRequests, "throttled", "too many bytes in flight; retry",
+			"Retry-After", "1", "Connection", "close")
+	case errors.Is(err, errSlowBody):
+		// The apiserver retries a failed batch only when the answer says
+		// so (webhook.DefaultShouldRetry): a slow link is no reason to
+		// lose the batch.
+		return newRefusal(http.StatusRequestTimeout, "slow_body",
+			fmt.Sprintf("request body slower than %d bytes/s or longer than %v to send", h.opts.MinBodyRate, h.opts.BodyTimeout),
+			"Retry-After", slowBodyRetryAfter, "Connection", "close").
+			logged(slog.LevelWarn, "request body too slow: cut off", "cluster", cluster, "remote", r.RemoteAddr,
+				"received_bytes", received, "min_rate", h.opts.MinBodyRate)
+	}
+	return newRefusal(http.StatusBadRequest, "rejected", "reading body: "+err.Error())
+}
+
+// takeSlot takes one of MaxInFlight's slots, to give back with release,
+// or refuses the batch with 429.
+func (h *Handler) takeSlot() (release func(), err error) {
 	select {
 	case h.sem <- struct{}{}:
-		defer func() { <-h.sem }()
 	default:
-		outcome = "throttled"
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, "too many batches in flight; retry", http.StatusTooManyRequests)
-		return
+		return nil, newRefusal(http.StatusTooManyRequests, "throttled", "too many batches in flight; retry", "Retry-After", "1")
 	}
-	m.inFlight.Inc()
-	defer m.inFlight.Dec()
+	h.opts.Metrics.inFlight.Inc()
+	return func() {
+		h.opts.Metrics.inFlight.Dec()
+		<-h.sem
+	}, nil
+}
 
-	if rest != nil {
-		// More than a chunk: decoded as a stream. It holds a chunk and the
-		// largest event at most, the bytes read so far included.
-		need := h.opts.ChunkBytes + h.opts.MaxEventBytes - held
-		if need > 0 {
-			if !h.body.mem.TryAcquire(need) {
-				outcome = "throttled"
-				w.Header().Set("Retry-After", "1")
-				w.Header().Set("Connection", "close") // the rest of the body is not read
-				http.Error(w, "too many bytes in flight; retry", http.StatusTooManyRequests)
-				return
-			}
-			held += need
-		}
-		var status int
-		out, status, err = h.stream(r.Context(), cluster, body, rest)
-		// A long stream outlives the write deadline set for one chunk: the
-		// answer, whichever it is, gets its own.
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(10 * time.Second))
-		if err != nil {
-			outcome = streamOutcome(status)
-			switch status {
-			case http.StatusServiceUnavailable:
-				h.opts.Logger.Error("batch not stored; the apiserver will retry", "cluster", cluster, "events", out.Received, "err", err)
-				w.Header().Set("Retry-After", "5")
-				http.Error(w, "the record is unavailable; retry", status)
-			case http.StatusRequestTimeout:
-				h.opts.Logger.Warn("request body too slow: cut off", "cluster", cluster, "remote", r.RemoteAddr, "min_rate", h.opts.MinBodyRate)
-				w.Header().Set("Retry-After", slowBodyRetryAfter)
-				w.Header().Set("Connection", "close")
-				http.Error(w, fmt.Sprintf("request body slower than %d bytes/s or a chunk longer than %v to send", h.opts.MinBodyRate, h.opts.BodyTimeout), status)
-			default:
-				h.opts.Logger.Warn("rejected webhook body", "cluster", cluster, "err", err)
-				w.Header().Set("Connection", "close")
-				http.Error(w, err.Error(), status)
-			}
-			return
-		}
-	} else {
-		now := h.now()
-		events, undecodable, err := DecodeEventList(body, now)
-		if err != nil {
-			outcome = "rejected"
-			h.opts.Logger.Warn("rejected webhook body", "cluster", cluster, "err", err)
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		events, undecodable = h.inWindow(events, undecodable, now)
-		// The write is not cut short by the apiserver hanging up: what has started
-		// to be stored is finished (the apiserver will redeliver; we dedupe).
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.opts.WriteTimeout)
-		defer cancel()
-		out, err = h.opts.Pipeline.Process(ctx, cluster, events, undecodable)
-		if err != nil {
-			outcome = "unavailable"
-			h.opts.Logger.Error("batch not stored; the apiserver will retry", "cluster", cluster, "events", len(events), "err", err)
-			w.Header().Set("Retry-After", "5")
-			http.Error(w, "the record is unavailable; retry", http.StatusServiceUnavailable)
-			return
-		}
+// reserveStream counts a body longer than a chunk, decoded as a stream, as
+// a chunk and the largest event at most, the bytes read so far (held)
+// included, or refuses it with 429.
+func (h *Handler) reserveStream(held *int64) error {
+	need := h.opts.ChunkBytes + h.opts.MaxEventBytes - *held
+	if need <= 0 {
+		return nil
 	}
+	if !h.body.mem.TryAcquire(need) {
+		// Connection: close, as the rest of the body is not read.
+		return newRefusal(http.StatusTooManyRequests, "throttled", "too many bytes in flight; retry",
+			"Retry-After", "1", "Connection", "close")
+	}
+	*held += need
+	return nil
+}
+
+// recordStream decodes and stores a body longer than a chunk as it
+// arrives (see stream): prefix is what was read of it.
+func (h *Handler) recordStream(w http.ResponseWriter, r *http.Request, cluster string, prefix []byte, rest *restReader) (Outcome, error) {
+	out, status, err := h.stream(r.Context(), cluster, prefix, rest)
+	// A long stream outlives the write deadline set for one chunk: the
+	// answer, whichever it is, gets its own.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(10 * time.Second))
+	switch {
+	case err == nil:
+		return out, nil
+	case status == http.StatusServiceUnavailable:
+		return out, unavailable(cluster, out.Received, err)
+	case status == http.StatusRequestTimeout:
+		return out, newRefusal(status, "slow_body",
+			fmt.Sprintf("request body slower than %d bytes/s or a chunk longer than %v to send", h.opts.MinBodyRate, h.opts.BodyTimeout),
+			"Retry-After", slowBodyRetryAfter, "Connection", "close").
+			logged(slog.LevelWarn, "request body too slow: cut off", "cluster", cluster, "remote", r.RemoteAddr, "min_rate", h.opts.MinBodyRate)
+	}
+	return out, newRefusal(status, "rejected", err.Error(), "Connection", "close").
+		logged(slog.LevelWarn, "rejected webhook body", "cluster", cluster, "err", err)
+}
+
+// recordBatch decodes a body read whole and stores its events in one
+// transaction.
+func (h *Handler) recordBatch(ctx context.Context, cluster string, body []byte) (Outcome, error) {
+	now := h.now()
+	events, undecodable, err := DecodeEventList(body, now)
+	if err != nil {
+		return Outcome{}, newRefusal(http.StatusBadRequest, "rejected", err.Error()).
+			logged(slog.LevelWarn, "rejected webhook body", "cluster", cluster, "err", err)
+	}
+	events, undecodable = h.inWindow(events, undecodable, now)
+	// The write is not cut short by the apiserver hanging up: what has started
+	// to be stored is finished (the apiserver will redeliver; we dedupe).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.WriteTimeout)
+	defer cancel()
+	out, err := h.opts.Pipeline.Process(ctx, cluster, events, undecodable)
+	if err != nil {
+		return out, unavailable(cluster, len(events), err)
+	}
+	return out, nil
+}
+
+// ack answers a batch stored durably: 200, with its counts.
+func (h *Handler) ack(w http.ResponseWriter, cluster string, out Outcome) {
 	h.opts.Logger.Debug("batch stored", "cluster", cluster, "received", out.Received, "kept", out.Kept,
 		"events_written", out.Written.Events, "duplicates", out.Written.DuplicateEvents)
 	w.Header().Set("Content-Type", "application/json")
