@@ -1,7 +1,8 @@
 // Package auditsink owns the ingest of audit events: the HTTPS webhook
 // handler the kube-apiserver posts EventLists to, the authentication of that
 // caller (client certificate or bearer token, each mapped to a cluster), the
-// decoding of EventLists, and the pipeline that filters events with the rules
+// decoding of EventLists and of audit log files (logfile.go, for
+// `options-record import`), and the pipeline that filters events with the rules
 // of package filter, turns kept events into rows with package store/model
 // (prior-state bookkeeping, deletecollection explosion, Secret digests) and
 // hands each batch to a writer in one call.

@@ -1,14 +1,11 @@
 package app
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -83,18 +80,12 @@ func Import(ctx context.Context, o ImportOptions) error {
 }
 
 func importFile(ctx context.Context, pipe *auditsink.Pipeline, o ImportOptions, path string, total *auditsink.Outcome) error {
-	f, err := os.Open(path)
+	f, err := auditsink.OpenLogFile(path, time.Now())
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
 	defer f.Close()
-	var size int64
-	if st, err := f.Stat(); err == nil {
-		size = st.Size()
-	}
-	cr := &countingReader{r: bufio.NewReaderSize(f, 1<<20)}
-	dec := json.NewDecoder(cr)
-	bar := newProgress(o.Progress, path, size)
+	bar := newProgress(o.Progress, path, f.Size())
 	defer bar.done()
 
 	var batch []auditv1.Event
@@ -108,21 +99,14 @@ func importFile(ctx context.Context, pipe *auditsink.Pipeline, o ImportOptions, 
 		batch, skipped = batch[:0], map[string]int{}
 		return nil
 	}
-	now := time.Now()
 	for {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
+		events, bad, err := f.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			line := lineOf(path, dec.InputOffset())
-			return fmt.Errorf("import %s:%d: not JSON: %w (the %d events of the unfinished batch were not stored)", path, line, err, len(batch))
-		}
-		events, bad, err := decodeValue(raw, now)
-		if err != nil {
-			line := lineOf(path, dec.InputOffset())
-			return fmt.Errorf("import %s:%d: %w (the %d events of the unfinished batch were not stored)", path, line, err, len(batch))
+			// err names the file and the line: "import bad.log:4: not JSON: ...".
+			return fmt.Errorf("import %w (the %d events of the unfinished batch were not stored)", err, len(batch))
 		}
 		for r, n := range bad {
 			skipped[r] += n
@@ -133,71 +117,12 @@ func importFile(ctx context.Context, pipe *auditsink.Pipeline, o ImportOptions, 
 				return err
 			}
 		}
-		bar.update(cr.n)
+		bar.update(f.BytesRead())
 	}
 	if len(batch) > 0 || len(skipped) > 0 {
 		return flush()
 	}
 	return nil
-}
-
-// decodeValue decodes one top-level JSON value of an audit file: an Event
-// (log backend) or an EventList.
-func decodeValue(raw []byte, now time.Time) ([]auditv1.Event, map[string]int, error) {
-	var head struct {
-		Kind       string `json:"kind"`
-		APIVersion string `json:"apiVersion"`
-	}
-	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, nil, fmt.Errorf("not an audit Event or EventList: %w", err)
-	}
-	switch head.Kind {
-	case "EventList":
-		return auditsink.DecodeEventList(raw, now)
-	case "Event":
-		if head.APIVersion != auditv1.SchemeGroupVersion.String() {
-			return nil, nil, fmt.Errorf("Event of apiVersion %q, want %s", head.APIVersion, auditv1.SchemeGroupVersion)
-		}
-		list := append(append([]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[`), raw...), "]}"...)
-		return auditsink.DecodeEventList(list, now)
-	default:
-		return nil, nil, fmt.Errorf("kind %q is not an audit Event or EventList", head.Kind)
-	}
-}
-
-// lineOf finds the line of the first non-blank byte at or after a byte
-// offset (where the decoder stopped), for error messages only.
-func lineOf(path string, off int64) int {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	line := 1
-	for i := int64(0); ; i++ {
-		b, err := r.ReadByte()
-		if err != nil {
-			return line
-		}
-		if i >= off && b != ' ' && b != '\t' && b != '\r' && b != '\n' {
-			return line
-		}
-		if b == '\n' {
-			line++
-		}
-	}
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 func printSummary(w io.Writer, o *auditsink.Outcome) {
