@@ -37,16 +37,18 @@ func NewLogDecoder(r io.Reader, now time.Time) *LogDecoder {
 // the last value, and a *LogError where the log is not JSON or a value is
 // not an audit.k8s.io/v1 Event or EventList.
 func (d *LogDecoder) Next() ([]auditv1.Event, map[string]int, error) {
+	// Where the value starts (after blanks): where an error is reported.
+	start := d.dec.InputOffset()
 	var raw json.RawMessage
 	if err := d.dec.Decode(&raw); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, nil, io.EOF
 		}
-		return nil, nil, &LogError{Offset: d.dec.InputOffset(), Err: fmt.Errorf("not JSON: %w", err)}
+		return nil, nil, &LogError{Offset: start, Err: fmt.Errorf("not JSON: %w", err)}
 	}
 	events, skipped, err := decodeLogValue(raw, d.now)
 	if err != nil {
-		return nil, nil, &LogError{Offset: d.dec.InputOffset(), Err: err}
+		return nil, nil, &LogError{Offset: start, Err: err}
 	}
 	return events, skipped, nil
 }
@@ -58,7 +60,7 @@ func (d *LogDecoder) BytesRead() int64 { return d.in.n }
 type LogError struct {
 	Path   string // the file, if known
 	Line   int    // its line, if known
-	Offset int64  // the byte offset where decoding stopped
+	Offset int64  // the byte offset of the value (or the blanks before it)
 	Err    error
 }
 
@@ -133,7 +135,7 @@ func decodeLogValue(raw []byte, now time.Time) ([]auditv1.Event, map[string]int,
 }
 
 // lineAt finds the line of the first non-blank byte at or after a byte
-// offset of r (where the decoder stopped), for error messages only.
+// offset of r (where a value starts), for error messages only.
 func lineAt(r io.Reader, off int64) int {
 	br := bufio.NewReader(r)
 	line := 1

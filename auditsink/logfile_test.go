@@ -72,7 +72,9 @@ func TestLogFileErrorsNameTheLine(t *testing.T) {
 		name, tail, want string
 	}{
 		{"not JSON", "{\"kind\":\"Event\", oops\n", "not JSON"},
+		{"not an event", "\n  {\"kind\":\"Pod\",\"apiVersion\":\"v1\"}\n", `kind "Pod" is not an audit Event or EventList`},
 		{"another version", `{"kind":"Event","apiVersion":"audit.k8s.io/v1beta1"}`, `Event of apiVersion "audit.k8s.io/v1beta1"`},
+		{"not an object", "[1,2]\n", "not an audit Event or EventList"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "audit.log")
