@@ -1,4 +1,4 @@
-package app
+package sqlcmd
 
 import (
 	"context"
@@ -38,6 +38,8 @@ func TestPsqlGetsThePasswordOutOfItsArguments(t *testing.T) {
 		}
 	}
 }
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // TestTableCellsEscapeWhatCouldForgeOutput: the sql command shows values
 // from a real PostgreSQL by api/escape's rule, as the plugin does.
