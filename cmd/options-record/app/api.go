@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
@@ -124,7 +125,10 @@ func openAPIStores(ctx context.Context, db *database, o *APIOptions, log *slog.L
 	return reader, owner, nil
 }
 
-// runAPI starts the restore API and returns a function that stops it.
+// runAPI starts the restore API and returns a function that stops it:
+// its stores, the services both doors serve, the doors of the group
+// record.optionsrecord.io that are configured, the direct API's listener
+// and the expiry of old restores.
 //
 // With a cluster (so.Kube) callers are authenticated by TokenReview and
 // authorized by SubjectAccessReview, and restores impersonate them. Without
@@ -143,6 +147,39 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, db *database, 
 			st.Close()
 		}
 	}()
+	svc, err := apiServices(o, so, st, owner, dg, log)
+	if err != nil {
+		return nil, err
+	}
+	api, err := restoreapi.New(svc)
+	if err != nil {
+		return nil, err
+	}
+	stopDoors, err := startRecordDoors(ctx, o, so, svc, log)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := serveRestoreAPI(ctx, o, so, api, log)
+	if err != nil {
+		_ = stopDoors(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	stopExpiring, _ := background("restore expiry", func(ctx context.Context) {
+		owner.KeepExpiringRestores(ctx, st, maxRetention(so.Rules.MaxRetention), time.Hour, log)
+	}).start(context.WithoutCancel(ctx))
+	return func(ctx context.Context) error {
+		err := errors.Join(srv.stop(ctx), stopDoors(ctx))
+		_ = stopExpiring(ctx)
+		owner.Close()
+		st.Close()
+		return err
+	}, nil
+}
+
+// apiServices builds the services both doors serve (history's reads,
+// restore's writes), as the direct API's options: with the caller
+// authentication of a cluster, or standalone.
+func apiServices(o *APIOptions, so *ServeOptions, st *store.Store, owner *store.APIStore, dg *model.SecretDigester, log *slog.Logger) (svc restoreapi.Options, err error) {
 	// Page cursors are sealed with a key the replicas share (they share the
 	// digest key), so a page from one replica continues on another.
 	hopts := history.Options{Reader: st, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors")}
@@ -151,54 +188,76 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, db *database, 
 	// requests at once by using the direct API and kubectl together.
 	// And one limit of unauthenticated requests: bad tokens spend one budget
 	// per address at both doors.
-	apiOpts := restoreapi.Options{Logger: log, RequestTimeout: o.RequestTimeout, MaxInFlight: o.MaxInFlight,
+	svc = restoreapi.Options{Logger: log, RequestTimeout: o.RequestTimeout, MaxInFlight: o.MaxInFlight,
 		Callers: history.NewCallerLimiter(o.MaxInFlightPerUser), AuthLimit: authlimit.New(authlimit.Options{})}
-	if so.Kube != nil {
-		if opts.Kube, err = so.Kube.RestConfig(); err != nil {
-			return nil, err
-		}
+	if opts.Kube, svc.Authenticator, hopts.Authorizer, err = apiAuth(o, so, log); err != nil {
+		return svc, err
+	}
+	if opts.Kube != nil {
 		hopts.Cluster = so.Cluster // its RBAC authorizes the reads
-		if apiOpts.Authenticator, hopts.Authorizer, err = delegatingAuth(opts.Kube, o.Audiences); err != nil {
-			return nil, err
-		}
-	} else {
+	}
+	if svc.History, err = history.New(hopts); err != nil {
+		return svc, err
+	}
+	opts.History = svc.History
+	svc.Restore, err = restore.New(opts)
+	return svc, err
+}
+
+// apiAuth authenticates and authorizes the API's callers: by the cluster
+// (TokenReview, SubjectAccessReview), whose config it returns, or, without
+// one, by the static token, on loopback only.
+func apiAuth(o *APIOptions, so *ServeOptions, log *slog.Logger) (*rest.Config, authenticator.Request, authorizer.Authorizer, error) {
+	if so.Kube == nil {
 		if err := loopbackOnly(o.Addr); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
-		if apiOpts.Authenticator, hopts.Authorizer, err = standaloneAuth(o, so, log); err != nil {
-			return nil, err
-		}
+		authn, authz, err := standaloneAuth(o, so, log)
+		return nil, authn, authz, err
 	}
-	if apiOpts.History, err = history.New(hopts); err != nil {
-		return nil, err
-	}
-	opts.History = apiOpts.History
-	if apiOpts.Restore, err = restore.New(opts); err != nil {
-		return nil, err
-	}
-	api, err := restoreapi.New(apiOpts)
+	kube, err := so.Kube.RestConfig()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
+	authn, authz, err := delegatingAuth(kube, o.Audiences)
+	return kube, authn, authz, err
+}
+
+// startRecordDoors starts the doors of record.optionsrecord.io that are
+// configured (through the kube-apiserver, and directly to bearer tokens)
+// over the API's services; the function it returns stops them.
+func startRecordDoors(ctx context.Context, o *APIOptions, so *ServeOptions, svc restoreapi.Options, log *slog.Logger) (func(context.Context) error, error) {
 	var stopAggregated, stopDirect func(context.Context) error
+	var err error
 	if o.Aggregated != nil {
-		if stopAggregated, err = runAggregated(ctx, o, so, apiOpts.History, apiOpts.Restore, apiOpts.Callers, log); err != nil {
+		if stopAggregated, err = runAggregated(ctx, o, so, svc.History, svc.Restore, svc.Callers, log); err != nil {
 			return nil, err
 		}
 	}
 	if o.RecordAddr != "" {
-		if stopDirect, err = runRecordDirect(ctx, o, so, apiOpts, log); err != nil {
+		if stopDirect, err = runRecordDirect(ctx, o, so, svc, log); err != nil {
 			if stopAggregated != nil {
 				_ = stopAggregated(context.WithoutCancel(ctx))
 			}
 			return nil, err
 		}
 	}
+	return func(ctx context.Context) error {
+		var err error
+		if stopAggregated != nil {
+			err = stopAggregated(ctx)
+		}
+		if stopDirect != nil {
+			err = errors.Join(err, stopDirect(ctx))
+		}
+		return err
+	}, nil
+}
 
-	certFile, keyFile := o.TLSCertFile, o.TLSKeyFile
-	if certFile == "" {
-		certFile, keyFile = so.TLSCertFile, so.TLSKeyFile
-	}
+// serveRestoreAPI serves the direct API on its listener, with its own
+// certificate or the webhook's.
+func serveRestoreAPI(ctx context.Context, o *APIOptions, so *ServeOptions, api http.Handler, log *slog.Logger) (*httpServer, error) {
+	certFile, keyFile := apiCert(o, so)
 	reloader, err := certs.NewReloader(certFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("restore API: %w", err)
@@ -215,31 +274,20 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, db *database, 
 		idle: 120 * time.Second, maxStreams: aggregated.DirectMaxStreamsPerConnection}, log)
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	srv.serve(ln, nil)
-	expireCtx, stopExpiring := context.WithCancel(context.WithoutCancel(ctx))
-	expired := make(chan struct{})
-	go func() {
-		defer close(expired)
-		owner.KeepExpiringRestores(expireCtx, st, maxRetention(so.Rules.MaxRetention), time.Hour, log)
-	}()
 	mode := "cluster"
 	if so.Kube == nil {
 		mode = "standalone (read-only)"
 	}
 	log.Info("serving the restore API", "addr", ln.Addr().String(), "mode", mode, "openapi", "/api/v1/openapi.json")
-	return func(ctx context.Context) error {
-		err := srv.stop(ctx)
-		if stopAggregated != nil {
-			err = errors.Join(err, stopAggregated(ctx))
-		}
-		if stopDirect != nil {
-			err = errors.Join(err, stopDirect(ctx))
-		}
-		stopExpiring()
-		<-expired
-		owner.Close()
-		st.Close()
-		return err
-	}, nil
+	return srv, nil
+}
+
+// apiCert is the API's serving certificate: its own, or the webhook's.
+func apiCert(o *APIOptions, so *ServeOptions) (certFile, keyFile string) {
+	if o.TLSCertFile == "" {
+		return so.TLSCertFile, so.TLSKeyFile
+	}
+	return o.TLSCertFile, o.TLSKeyFile
 }
 
 // maxRetention is --max-retention, or its default when unset.
@@ -255,10 +303,7 @@ func maxRetention(d time.Duration) time.Duration {
 // API's serving certificate and history service.
 func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *history.Service, svc *restore.Service, callers *history.CallerLimiter, log *slog.Logger) (func(context.Context) error, error) {
 	a := o.Aggregated
-	certFile, keyFile := o.TLSCertFile, o.TLSKeyFile
-	if certFile == "" {
-		certFile, keyFile = so.TLSCertFile, so.TLSKeyFile
-	}
+	certFile, keyFile := apiCert(o, so)
 	kubeconfig := a.Kubeconfig
 	if kubeconfig == "" {
 		kubeconfig = so.Kube.Kubeconfig
@@ -336,10 +381,7 @@ func runUntilStopped(ctx context.Context, what string, run func(context.Context)
 // read is, with the direct API's bounds: failed authentications limited
 // per address, the same per-caller cap.
 func runRecordDirect(ctx context.Context, o *APIOptions, so *ServeOptions, api restoreapi.Options, log *slog.Logger) (func(context.Context) error, error) {
-	certFile, keyFile := o.TLSCertFile, o.TLSKeyFile
-	if certFile == "" {
-		certFile, keyFile = so.TLSCertFile, so.TLSKeyFile
-	}
+	certFile, keyFile := apiCert(o, so)
 	kubeconfig := so.Kube.Kubeconfig
 	if o.Aggregated != nil && o.Aggregated.Kubeconfig != "" {
 		kubeconfig = o.Aggregated.Kubeconfig
