@@ -64,13 +64,15 @@ var allowed = map[string][]string{
 	"api/aggregated/registry/restores":                     {"api/aggregated/registry", "api/errs", "api/history", "api/record/v1alpha1", "api/restore"},
 	"api/aggregated":                                       {"api/aggregated/openapi", "api/aggregated/registry/record", "api/aggregated/registry/restores", "api/authlimit", "api/history", "api/record/v1alpha1", "api/restore"},
 	"cmd/options-record/app/certs":                         nil,
-	// The sql command's query and table; the import's batches and report.
-	"cmd/options-record/app/sqlcmd":   {"api/escape"},
-	"cmd/options-record/app/importer": {"auditsink"},
+	// The sql command's query and table; the import's batches and report;
+	// the secrets kept in files.
+	"cmd/options-record/app/sqlcmd":     {"api/escape"},
+	"cmd/options-record/app/importer":   {"auditsink"},
+	"cmd/options-record/app/secretfile": nil,
 	// wiring and mains
 	"cmd/options-record/app": {"api/aggregated", "api/authlimit", "api/history", "api/restore", "api/restoreapi", "api/v1alpha1",
 		"auditsink", "auditsink/journal", "cmd/options-record/app/certs", "cmd/options-record/app/importer",
-		"cmd/options-record/app/sqlcmd", "filter", "filter/rulesync", "store", "store/model", "store/pgembed"},
+		"cmd/options-record/app/secretfile", "cmd/options-record/app/sqlcmd", "filter", "filter/rulesync", "store", "store/model", "store/pgembed"},
 	"cmd/options-record/app/options": {"api/history", "cmd/options-record/app"},
 	"cmd/options-record":             {"cmd/options-record/app", "cmd/options-record/app/options"},
 	"cmd/audit-replay":               nil,

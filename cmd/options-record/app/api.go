@@ -23,6 +23,7 @@ import (
 	"github.com/options-record/options-record/api/restore"
 	"github.com/options-record/options-record/api/restoreapi"
 	"github.com/options-record/options-record/cmd/options-record/app/certs"
+	"github.com/options-record/options-record/cmd/options-record/app/secretfile"
 	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
@@ -419,12 +420,12 @@ func standaloneAuth(o *APIOptions, so *ServeOptions, log *slog.Logger) (authenti
 			return nil, nil, errors.New("restore API without a cluster: set --api-token-file (or --data-dir to generate one)")
 		}
 		var err error
-		if file, err = ensureToken(filepath.Join(so.Database.DataDir, "api-token")); err != nil {
+		if file, err = secretfile.Ensure(filepath.Join(so.Database.DataDir, "api-token")); err != nil {
 			return nil, nil, err
 		}
 		log.Info("using a generated restore API token (standalone mode)", "token_file", file)
 	}
-	tok, err := readSecretFile(file, generated)
+	tok, err := secretfile.Read(file, generated)
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore API token: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/options-record/options-record/cmd/options-record/app/secretfile"
 	"github.com/options-record/options-record/store/model"
 )
 
@@ -22,12 +23,12 @@ func loadSecretDigester(file, dataDir string, log *slog.Logger) (*model.SecretDi
 		}
 		var err error
 		generated = true
-		if file, err = ensureToken(filepath.Join(dataDir, "secret-digest-key")); err != nil {
+		if file, err = secretfile.Ensure(filepath.Join(dataDir, "secret-digest-key")); err != nil {
 			return nil, fmt.Errorf("secret digest key: %w", err)
 		}
 		log.Info("digesting Secret values with a key generated under --data-dir; replicas of one cluster need the same key (--secret-digest-key-file)", "key_file", file)
 	}
-	key, err := readSecretFile(file, generated)
+	key, err := secretfile.Read(file, generated)
 	if err != nil {
 		return nil, fmt.Errorf("secret digest key: %w", err)
 	}

@@ -2,15 +2,11 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -19,6 +15,7 @@ import (
 
 	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/cmd/options-record/app/certs"
+	"github.com/options-record/options-record/cmd/options-record/app/secretfile"
 	"github.com/options-record/options-record/filter/rulesync"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
@@ -330,7 +327,7 @@ func webhookSecurity(o *ServeOptions, log *slog.Logger) (*tls.Config, *auditsink
 		if o.Database.DataDir == "" {
 			return nil, nil, errors.New("no webhook client credentials: set --webhook-token-file, --webhook-client-ca or --webhook-clients-file")
 		}
-		tf, err := ensureToken(filepath.Join(o.Database.DataDir, "webhook-token"))
+		tf, err := secretfile.Ensure(filepath.Join(o.Database.DataDir, "webhook-token"))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -389,26 +386,6 @@ func ensureServingCert(o *ServeOptions, log *slog.Logger) error {
 	o.TLSCertFile, o.TLSKeyFile = cert, key
 	log.Info("using a generated self-signed serving certificate", "ca", ca, "cert", cert)
 	return nil
-}
-
-// ensureToken creates a random token file (0600) if it does not exist. An
-// existing one is used only if it is this process's own and private
-// (readSecretFile checks it when it is read).
-func ensureToken(path string) (string, error) {
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", fmt.Errorf("token: %w", err)
-	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("token: %w", err)
-	}
-	if err := os.WriteFile(path, []byte(hex.EncodeToString(b)+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("token: %w", err)
-	}
-	return path, nil
 }
 
 // webhookProtocols is HTTP/1.1, and HTTP/2 only when asked for. The

@@ -1,4 +1,4 @@
-package app
+package secretfile
 
 import (
 	"os"
@@ -35,7 +35,7 @@ func TestSecretFilesAreCheckedBeforeTheyAreTrusted(t *testing.T) {
 	}
 	for i, tt := range tests {
 		p := write(strings.ReplaceAll(tt.name, " ", "-")+string(rune('a'+i)), tt.mode)
-		_, err := readSecretFile(p, tt.generated)
+		_, err := Read(p, tt.generated)
 		switch {
 		case tt.wantErr == "" && err != nil:
 			t.Errorf("%s: %v", tt.name, err)
@@ -45,7 +45,7 @@ func TestSecretFilesAreCheckedBeforeTheyAreTrusted(t *testing.T) {
 	}
 	// A key file the sink generates is private, in a private directory.
 	data := filepath.Join(dir, "data")
-	p, err := ensureToken(filepath.Join(data, "api-token"))
+	p, err := Ensure(filepath.Join(data, "api-token"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestSecretFilesAreCheckedBeforeTheyAreTrusted(t *testing.T) {
 	if st, _ := os.Stat(data); st.Mode().Perm()&0o077 != 0 {
 		t.Errorf("generated token's directory mode %04o, want private", st.Mode().Perm())
 	}
-	if _, err := readSecretFile(p, true); err != nil {
+	if _, err := Read(p, true); err != nil {
 		t.Errorf("the generated token is refused: %v", err)
 	}
 }
