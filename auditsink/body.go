@@ -34,7 +34,7 @@ var chunks = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b
 // per event without, 91-95k and 9-10 µs with; peak RSS 145 and 155 MiB).
 // The classes are quarter octaves, so a buffer is less than a quarter
 // larger than its body. A body is recycled only once nothing reads it:
-// see Handler.ServeHTTP and Outcome.Retained.
+// see Handler.serve and Outcome.Retained.
 const (
 	minPooledBody = 64 << 10 // smaller bodies are allocated
 	maxPooledBody = 1 << 30
