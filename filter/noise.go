@@ -1,12 +1,20 @@
 package filter
 
+import (
+	"bytes"
+	"errors"
+
+	"github.com/options-record/options-record/store/model/jsonscan"
+)
+
 // Noise detection: does a write change anything but status-like fields?
 //
 // The answer must never be "yes, only noise" for a write that changed
 // something else, or a crafted request could hide a real change. So the
 // scanner below is an allow-list over strictly valid JSON: anything it does
 // not fully understand (YAML, escaped keys, unknown operations, deep nesting,
-// server-side apply bodies) counts as a real change.
+// server-side apply bodies) counts as a real change. The patch is read with
+// jsonscan, strictly.
 
 // statusKey is the one top-level key of a merge or strategic merge patch
 // that never makes the patch a real change; "metadata" may appear too, with
@@ -43,79 +51,78 @@ func statusOnlyPointerMetadata(seg []byte) bool {
 // as real changes.
 const maxNoiseDepth = 200
 
+// errRealChange stops a walk: the patch changes more than status.
+var errRealChange = errors.New("a real change")
+
+// noiseScan is how the patch is read: strictly valid JSON, its values
+// inside at most maxNoiseDepth objects and arrays of it.
+var noiseScan = jsonscan.Mode{Strict: true, MaxNest: maxNoiseDepth}
+
 // patchIsStatusOnly reports whether a PATCH body (the raw requestObject of a
 // patch audit event: a JSON merge patch, a strategic merge patch or a JSON
 // patch array) touches only status, managed fields, the resource version and
 // similar server-managed fields. An empty patch ({} or []) is a no-op and
 // counts as status-only.
 func patchIsStatusOnly(body []byte) bool {
-	s := scanner{b: body}
-	s.ws()
-	var ok bool
-	switch s.peek() {
+	i := jsonscan.Space(body, 0)
+	if i == len(body) {
+		return false
+	}
+	var (
+		end int
+		err error
+	)
+	switch body[i] {
 	case '{':
-		ok = s.mergePatchIsStatusOnly()
+		end, err = noiseScan.Object(body, i, func(m jsonscan.Member) error { return mergeMemberIsStatusOnly(body, m) })
 	case '[':
-		ok = s.jsonPatchIsStatusOnly()
+		end, err = noiseScan.Array(body, i, func(start, _ int) error { return jsonPatchOpIsStatusOnly(body, start) })
 	default:
 		return false
 	}
-	if !ok {
-		return false
-	}
-	s.ws()
-	return s.i == len(s.b)
+	return err == nil && jsonscan.Space(body, end) == len(body)
 }
 
-func (s *scanner) mergePatchIsStatusOnly() bool {
-	return s.object(func(key []byte) bool {
-		switch string(key) {
-		case statusKey:
-			return s.value(1)
-		case "metadata":
-			if s.peek() != '{' {
-				return false
+// mergeMemberIsStatusOnly checks a top-level member of a merge patch. Keys
+// written with escapes count as a real change: they could spell an allowed
+// key differently.
+func mergeMemberIsStatusOnly(body []byte, m jsonscan.Member) error {
+	if m.Escaped() {
+		return errRealChange
+	}
+	switch string(m.Key) {
+	case statusKey:
+		return nil
+	case "metadata":
+		if body[m.Value] != '{' {
+			return errRealChange
+		}
+		_, err := noiseScan.Object(body, m.Value, func(m jsonscan.Member) error {
+			if m.Escaped() || !statusOnlyMetadata(m.Key) {
+				return errRealChange
 			}
-			return s.object(func(key []byte) bool {
-				return statusOnlyMetadata(key) && s.value(2)
-			})
-		}
-		return false
-	})
+			return nil
+		})
+		return err
+	}
+	return errRealChange
 }
 
-func (s *scanner) jsonPatchIsStatusOnly() bool {
-	s.i++ // '['
-	s.ws()
-	if s.peek() == ']' {
-		s.i++
-		return true
+// jsonPatchOpIsStatusOnly checks one operation of a JSON patch, at
+// body[start].
+func jsonPatchOpIsStatusOnly(body []byte, start int) error {
+	if body[start] != '{' {
+		return errRealChange
 	}
-	for {
-		if s.peek() != '{' || !s.jsonPatchOpIsStatusOnly() {
-			return false
-		}
-		s.ws()
-		switch s.peek() {
-		case ',':
-			s.i++
-			s.ws()
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-func (s *scanner) jsonPatchOpIsStatusOnly() bool {
 	var op, path, from []byte
 	var haveOp, havePath, haveFrom bool
-	ok := s.object(func(key []byte) bool {
+	_, err := noiseScan.Object(body, start, func(m jsonscan.Member) error {
+		if m.Escaped() {
+			return errRealChange
+		}
 		var dst *[]byte
 		var seen *bool
-		switch string(key) {
+		switch string(m.Key) {
 		case "op":
 			dst, seen = &op, &haveOp
 		case "path":
@@ -123,30 +130,31 @@ func (s *scanner) jsonPatchOpIsStatusOnly() bool {
 		case "from":
 			dst, seen = &from, &haveFrom
 		default:
-			return s.value(2)
+			return nil
 		}
-		if *seen || s.peek() != '"' {
-			return false
+		v := body[m.Value:m.End]
+		if *seen || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+			return errRealChange
 		}
-		v, escaped, ok := s.str()
-		if !ok || escaped {
-			return false
-		}
-		*dst, *seen = v, true
-		return true
+		*dst, *seen = v[1:len(v)-1], true
+		return nil
 	})
-	if !ok || !haveOp {
-		return false
+	if err != nil || !haveOp {
+		return errRealChange
 	}
 	switch string(op) {
 	case "test":
-		return true
+		return nil
 	case "add", "remove", "replace", "copy":
-		return havePath && pointerIsStatusOnly(path)
+		if havePath && pointerIsStatusOnly(path) {
+			return nil
+		}
 	case "move":
-		return havePath && haveFrom && pointerIsStatusOnly(path) && pointerIsStatusOnly(from)
+		if havePath && haveFrom && pointerIsStatusOnly(path) && pointerIsStatusOnly(from) {
+			return nil
+		}
 	}
-	return false
+	return errRealChange
 }
 
 // pointerIsStatusOnly reports whether a JSON pointer (RFC 6901) addresses
@@ -180,210 +188,4 @@ func nextSegment(p []byte) (seg, rest []byte, ok bool) {
 		}
 	}
 	return p, nil, true
-}
-
-// scanner is a minimal, allocation-free, strictly validating JSON reader.
-type scanner struct {
-	b []byte
-	i int
-}
-
-func (s *scanner) peek() byte {
-	if s.i < len(s.b) {
-		return s.b[s.i]
-	}
-	return 0
-}
-
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-// object reads an object whose '{' is at s.i. For each member it reads the
-// key and the ':' and calls member with the value at s.i; member must consume
-// the value and return false to reject the object. Keys that contain escapes
-// are rejected, since they could spell an allowed key differently.
-func (s *scanner) object(member func(key []byte) bool) bool {
-	s.i++ // '{'
-	s.ws()
-	if s.peek() == '}' {
-		s.i++
-		return true
-	}
-	for {
-		if s.peek() != '"' {
-			return false
-		}
-		key, escaped, ok := s.str()
-		if !ok || escaped {
-			return false
-		}
-		s.ws()
-		if s.peek() != ':' {
-			return false
-		}
-		s.i++
-		s.ws()
-		if !member(key) {
-			return false
-		}
-		s.ws()
-		switch s.peek() {
-		case ',':
-			s.i++
-			s.ws()
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// value skips one JSON value at s.i, validating it.
-func (s *scanner) value(depth int) bool {
-	if depth > maxNoiseDepth {
-		return false
-	}
-	switch c := s.peek(); {
-	case c == '{':
-		return s.object(func([]byte) bool { return s.value(depth + 1) })
-	case c == '[':
-		s.i++
-		s.ws()
-		if s.peek() == ']' {
-			s.i++
-			return true
-		}
-		for {
-			if !s.value(depth + 1) {
-				return false
-			}
-			s.ws()
-			switch s.peek() {
-			case ',':
-				s.i++
-				s.ws()
-			case ']':
-				s.i++
-				return true
-			default:
-				return false
-			}
-		}
-	case c == '"':
-		_, _, ok := s.str()
-		return ok
-	case c == 't':
-		return s.literal("true")
-	case c == 'f':
-		return s.literal("false")
-	case c == 'n':
-		return s.literal("null")
-	case c == '-' || (c >= '0' && c <= '9'):
-		return s.number()
-	}
-	return false
-}
-
-func (s *scanner) literal(word string) bool {
-	if len(s.b)-s.i < len(word) || string(s.b[s.i:s.i+len(word)]) != word {
-		return false
-	}
-	s.i += len(word)
-	return true
-}
-
-// str reads a string whose '"' is at s.i and returns its raw contents and
-// whether they contain escapes.
-func (s *scanner) str() (raw []byte, escaped, ok bool) {
-	s.i++ // '"'
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			raw = s.b[start:s.i]
-			s.i++
-			return raw, escaped, true
-		case c < 0x20:
-			return nil, false, false
-		case c == '\\':
-			escaped = true
-			s.i++
-			if s.i >= len(s.b) {
-				return nil, false, false
-			}
-			switch s.b[s.i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i++
-			case 'u':
-				if len(s.b)-s.i < 5 {
-					return nil, false, false
-				}
-				for _, h := range s.b[s.i+1 : s.i+5] {
-					if !isHex(h) {
-						return nil, false, false
-					}
-				}
-				s.i += 5
-			default:
-				return nil, false, false
-			}
-		default:
-			s.i++
-		}
-	}
-	return nil, false, false
-}
-
-func isHex(c byte) bool {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
-}
-
-// number reads a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (s *scanner) number() bool {
-	if s.peek() == '-' {
-		s.i++
-	}
-	switch c := s.peek(); {
-	case c == '0':
-		s.i++
-	case c >= '1' && c <= '9':
-		s.digits()
-	default:
-		return false
-	}
-	if s.peek() == '.' {
-		s.i++
-		if !s.digits() {
-			return false
-		}
-	}
-	if c := s.peek(); c == 'e' || c == 'E' {
-		s.i++
-		if c := s.peek(); c == '+' || c == '-' {
-			s.i++
-		}
-		if !s.digits() {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *scanner) digits() bool {
-	start := s.i
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		s.i++
-	}
-	return s.i > start
 }
