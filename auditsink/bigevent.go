@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash"
 	"io"
+
+	"github.com/options-record/options-record/store/model/jsonscan"
 )
 
 // A kube-apiserver writes no event near MaxEventBytes for one object (it
@@ -62,7 +64,7 @@ const maxMetaString = 64 << 10
 func metaStringCap(limit int64) int { return int(min(maxMetaString, max(limit/32, 96))) }
 
 // span is where a member lies in the buffer, its trailing comma included.
-type span struct{ start, end int }
+type span = jsonscan.Span
 
 // event copies one event, a JSON object whose opening brace was read, to
 // dst, under limit whatever its length (see above). It returns how many of
@@ -77,7 +79,7 @@ func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, marked bool
 		collection bool   // the event's verb is deletecollection
 		bodies     []span // bodies copied, which a later member may evict
 		list       = -1   // bodies' index of a deletecollection's List
-		ann        = span{-1, -1}
+		ann        = span{Start: -1, End: -1}
 		scratch    bytes.Buffer
 		name       bytes.Buffer
 	)
@@ -98,18 +100,18 @@ func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, marked bool
 		removeSpans(dst, drop)
 		moved := func(pos int) int {
 			for _, d := range drop {
-				if d.start < pos {
-					pos -= d.end - d.start
+				if d.Start < pos {
+					pos -= d.End - d.Start
 				}
 			}
 			return pos
 		}
-		if ann.start >= 0 {
-			ann = span{moved(ann.start), moved(ann.end)}
+		if ann.Start >= 0 {
+			ann = span{Start: moved(ann.Start), End: moved(ann.End)}
 		}
 		bodies, list = nil, -1
 		if len(keep) == 1 {
-			bodies, list = []span{{moved(keep[0].start), moved(keep[0].end)}}, 0
+			bodies, list = []span{{Start: moved(keep[0].Start), End: moved(keep[0].End)}}, 0
 		}
 		marked = true
 	}
@@ -170,7 +172,7 @@ func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, marked bool
 			if isList {
 				list = len(bodies)
 			}
-			bodies = append(bodies, span{at, dst.Len()})
+			bodies = append(bodies, span{Start: at, End: dst.Len()})
 		default:
 			scratch.Reset()
 			shortened, err := s.boundedValue(c, &scratch, strCap, int(memberCap))
@@ -199,20 +201,20 @@ func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, marked bool
 			case `"verb"`:
 				collection = scratch.String() == `"deletecollection"`
 			case `"annotations"`:
-				ann = span{at, dst.Len()} // the last, as the decoder takes
+				ann = span{Start: at, End: dst.Len()} // the last, as the decoder takes
 			}
 		}
 	}
 	if marked {
 		// The mark goes into the annotations (markRoom keeps room for it).
-		if ann.start < 0 {
+		if ann.Start < 0 {
 			dst.WriteString(`"annotations":{` + truncatedAnnotation + `},`)
 		} else {
 			b := dst.Bytes()
-			value := markTruncated(b[ann.start+len(`"annotations":`) : ann.end-1])
-			rest := bytes.Clone(b[ann.end:])
+			value := markTruncated(b[ann.Start+len(`"annotations":`) : ann.End-1])
+			rest := bytes.Clone(b[ann.End:])
 			s.holding(dst.Len() - start + len(value) + len(rest))
-			dst.Truncate(ann.start)
+			dst.Truncate(ann.Start)
 			dst.WriteString(`"annotations":`)
 			dst.Write(value)
 			dst.WriteByte(',')
@@ -253,16 +255,7 @@ func markTruncated(ann []byte) []byte {
 
 // removeSpans removes spans (in order, not overlapping) from dst.
 func removeSpans(dst *bytes.Buffer, spans []span) {
-	b := dst.Bytes()
-	w := spans[0].start
-	for i, sp := range spans {
-		next := len(b)
-		if i+1 < len(spans) {
-			next = spans[i+1].start
-		}
-		w += copy(b[w:], b[sp.end:next])
-	}
-	dst.Truncate(w)
+	dst.Truncate(len(jsonscan.Cut(dst.Bytes(), spans)))
 }
 
 // boundedValue copies one JSON value that starts with c to w, its strings
@@ -271,47 +264,17 @@ func removeSpans(dst *bytes.Buffer, spans []span) {
 // holds at most max + maxStr bytes whatever the value's length.
 func (s *itemStream) boundedValue(c byte, w *bytes.Buffer, maxStr, max int) (shortened bool, err error) {
 	start := w.Len()
-	switch c {
-	case '"':
-		w.WriteByte('"')
-		return s.boundedString(w, maxStr)
-	case '{', '[':
-		w.WriteByte(c)
-		for depth := 1; depth > 0; {
-			if w.Len()-start > max {
-				w.Truncate(start)
-				return false, s.tooLarge(depth)
-			}
-			c, err := s.readByte()
-			if err != nil {
-				return false, err
-			}
-			w.WriteByte(c)
-			switch c {
-			case '"':
-				sh, err := s.boundedString(w, maxStr)
-				if err != nil {
-					return false, err
-				}
-				shortened = shortened || sh
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-		}
-		if w.Len()-start > max {
-			w.Truncate(start)
-			return false, errItemTooLarge
-		}
-		return shortened, nil
-	default:
+	if c != '"' && c != '{' && c != '[' {
 		if err := s.value(c, w, int64(max)); err != nil {
 			w.Truncate(start)
 			return false, err
 		}
 		return false, nil
 	}
+	var e jsonscan.Extent
+	e.Step(c)
+	w.WriteByte(c)
+	return s.bounded(&e, w, start, maxStr, max)
 }
 
 // boundedString copies the rest of a string whose opening quote was read,
@@ -320,58 +283,106 @@ func (s *itemStream) boundedValue(c byte, w *bytes.Buffer, maxStr, max int) (sho
 // "…sha256:" and 16 hex digits of the digest of its whole text as sent:
 // distinct values stay distinct, and the reader sees it was shortened.
 func (s *itemStream) boundedString(w *bytes.Buffer, max int) (shortened bool, err error) {
-	const suffix = len("…sha256:") + 16
-	start := w.Len()
-	var h hash.Hash // of the whole text, once it is known to be long
-	var one [1]byte
-	n, safe := 0, start // bytes of the string read; where a cut may be made
-	escape := 0         // bytes left of an escape sequence
+	var e jsonscan.Extent
+	e.Step('"')
+	return s.bounded(&e, w, w.Len(), max, -1)
+}
+
+// bounded copies the rest of the value e follows (its first byte read and
+// written at start in w): its strings as boundedString does and, for an
+// object or array, no more than max bytes (see boundedValue).
+func (s *itemStream) bounded(e *jsonscan.Extent, w *bytes.Buffer, start, maxStr, max int) (shortened bool, err error) {
+	container := !e.InString()
+	str := shortener{w: w, max: maxStr}
+	if !container {
+		str.open()
+	}
 	for {
+		if container && !e.InString() && w.Len()-start > max {
+			w.Truncate(start)
+			return false, s.skipRest(e)
+		}
 		c, err := s.readByte()
 		if err != nil {
 			return false, err
 		}
-		if escape == 0 && c == '"' {
+		f := e.Step(c)
+		switch {
+		case f&jsonscan.Text != 0:
+			str.text(c, f&jsonscan.Boundary != 0)
+		case f&jsonscan.Close != 0:
+			shortened = str.close() || shortened
+		default:
+			w.WriteByte(c)
+			if f&jsonscan.Open != 0 {
+				str.open()
+			}
+		}
+		if f&jsonscan.Done != 0 {
 			break
 		}
-		one[0] = c
-		if h != nil {
-			h.Write(one[:])
-		}
-		n++
-		startsChar := false // a cut may be made before c
-		switch {
-		case escape > 0:
-			if escape == 1 && c == 'u' {
-				escape = 5 // the u and four hex digits
-			}
-			escape--
-		case c == '\\':
-			escape, startsChar = 1, true
-		default:
-			startsChar = c&0xC0 != 0x80
-		}
-		if shortened {
-			continue
-		}
-		if n > max {
-			shortened = true
-			h = sha256.New()
-			h.Write(w.Bytes()[start:]) // what was copied of it
-			h.Write(one[:])
-			continue
-		}
-		if startsChar && n-1 <= max-suffix {
-			safe = w.Len()
-		}
-		w.WriteByte(c)
 	}
-	if shortened {
-		w.Truncate(safe)
-		fmt.Fprintf(w, "…sha256:%x", h.Sum(nil)[:8])
+	if container && w.Len()-start > max {
+		w.Truncate(start)
+		return false, errItemTooLarge
 	}
-	w.WriteByte('"')
 	return shortened, nil
+}
+
+// shortener copies a string's text to w, keeping at most max bytes of it
+// (see boundedString).
+type shortener struct {
+	w         *bytes.Buffer
+	max       int
+	start     int       // where the text begins in w
+	n         int       // bytes of the text read
+	safe      int       // where a cut may be made
+	h         hash.Hash // of the whole text, once it is known to be long
+	shortened bool
+	one       [1]byte
+}
+
+// cutSuffix is what a shortened string ends with.
+const cutSuffix = len("…sha256:") + 16
+
+// open starts a string, its opening quote written.
+func (t *shortener) open() {
+	t.start, t.n, t.safe, t.h, t.shortened = t.w.Len(), 0, t.w.Len(), nil, false
+}
+
+// text takes a byte of the string's text; boundary: a cut may be made
+// before it.
+func (t *shortener) text(c byte, boundary bool) {
+	t.one[0] = c
+	if t.h != nil {
+		t.h.Write(t.one[:])
+	}
+	t.n++
+	if t.shortened {
+		return
+	}
+	if t.n > t.max {
+		t.shortened = true
+		t.h = sha256.New()
+		t.h.Write(t.w.Bytes()[t.start:]) // what was copied of it
+		t.h.Write(t.one[:])
+		return
+	}
+	if boundary && t.n-1 <= t.max-cutSuffix {
+		t.safe = t.w.Len()
+	}
+	t.w.WriteByte(c)
+}
+
+// close ends the string, writing its closing quote, and reports whether it
+// was shortened.
+func (t *shortener) close() bool {
+	if t.shortened {
+		t.w.Truncate(t.safe)
+		fmt.Fprintf(t.w, "…sha256:%x", t.h.Sum(nil)[:8])
+	}
+	t.w.WriteByte('"')
+	return t.shortened
 }
 
 // list copies the List (its opening brace read) a deletecollection
@@ -691,26 +702,15 @@ func (s *itemStream) memberName(w io.ByteWriter) (byte, error) {
 // value of theirs was read whole), and returns errItemTooLarge, or the
 // error that kept it from reading them.
 func (s *itemStream) tooLarge(depth int) error {
-	for depth > 0 {
-		c, err := s.readByte()
-		if err != nil {
-			return err
-		}
-		switch c {
-		case '"':
-			if err := s.copyString(discardBytes{}, -1); err != nil {
-				return err
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-		}
+	e := jsonscan.Within(depth)
+	return s.skipRest(&e)
+}
+
+// skipRest reads and drops the rest of the value e follows, and returns
+// errItemTooLarge, or the error that kept it from reading it.
+func (s *itemStream) skipRest(e *jsonscan.Extent) error {
+	if err := s.feed(e, nil); err != nil {
+		return err
 	}
 	return errItemTooLarge
 }
-
-// discardBytes is io.Discard as an io.ByteWriter.
-type discardBytes struct{}
-
-func (discardBytes) WriteByte(byte) error { return nil }

@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/options-record/options-record/store/model/jsonscan"
 )
 
 // itemStream reads an EventList from a reader one item at a time, holding
 // at most one item: a batch larger than memory is decoded as it arrives.
-// Like splitEventList it finds the items' extent without a nesting limit,
-// leaving their decoding (and validation) to DecodeEventList.
+// Like splitEventList it finds the items' extent without a nesting limit
+// (with jsonscan.Extent), leaving their decoding (and validation) to
+// DecodeEventList.
 //
 // It needs kind and apiVersion before the items (the kube-apiserver writes
 // them first): the events of a batch are stored chunk by chunk as they
@@ -67,7 +70,7 @@ func (s *itemStream) readByte() (byte, error) {
 func (s *itemStream) space() (byte, error) {
 	for {
 		c, err := s.readByte()
-		if err != nil || (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+		if err != nil || !jsonscan.IsSpace(c) {
 			return c, err
 		}
 	}
@@ -182,7 +185,7 @@ func (s *itemStream) trailer() error {
 			return err
 		}
 		s.off++
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+		if !jsonscan.IsSpace(c) {
 			return s.errorf("data after the EventList")
 		}
 	}
@@ -254,51 +257,18 @@ func (s *itemStream) next(dst *bytes.Buffer) error {
 }
 
 // value copies one JSON value that starts with c to w (io.Discard to skip
-// it): a string, an object or array however deep, or a literal or number.
-// Past max bytes (max >= 0) it stops copying, skips the rest of the value
-// and returns errItemTooLarge.
+// it): a string, an object or array however deep, or a literal or number,
+// its extent as jsonscan.Extent finds it. Past max bytes (max >= 0) it
+// stops copying, skips the rest of the value and returns errItemTooLarge.
 func (s *itemStream) value(c byte, w io.Writer, max int64) error {
+	var e jsonscan.Extent
+	if e.Step(c)&jsonscan.Bad != 0 {
+		return s.errorf("want a value")
+	}
 	lw := &limitWriter{w: w, max: max}
 	lw.WriteByte(c)
-	switch c {
-	case '"':
-		if err := s.copyString(lw, -1); err != nil {
-			return err
-		}
-	case '{', '[':
-		depth := 1
-		for depth > 0 {
-			c, err := s.readByte()
-			if err != nil {
-				return err
-			}
-			lw.WriteByte(c)
-			switch c {
-			case '"':
-				if err := s.copyString(lw, -1); err != nil {
-					return err
-				}
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-		}
-	default:
-		for {
-			b, err := s.r.Peek(1)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			if strings.IndexByte(",}] \t\r\n", b[0]) >= 0 {
-				break
-			}
-			c, _ := s.readByte()
-			lw.WriteByte(c)
-		}
+	if err := s.feed(&e, lw); err != nil {
+		return err
 	}
 	if lw.over {
 		return errItemTooLarge
@@ -306,31 +276,52 @@ func (s *itemStream) value(c byte, w io.Writer, max int64) error {
 	return lw.err
 }
 
+// feed reads the rest of the value e follows, a buffer at a time, and
+// writes it to w (nil: drops it).
+func (s *itemStream) feed(e *jsonscan.Extent, w *limitWriter) error {
+	for {
+		if _, err := s.r.Peek(1); err != nil {
+			if errors.Is(err, io.EOF) {
+				if e.End() == nil {
+					return nil // a number or literal ends with the body
+				}
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		b, _ := s.r.Peek(s.r.Buffered())
+		n, done, err := e.Feed(b)
+		if err != nil {
+			return s.errorf("want a value")
+		}
+		if w != nil {
+			w.Write(b[:n])
+		}
+		s.r.Discard(n)
+		s.off += int64(n)
+		if done {
+			return nil
+		}
+	}
+}
+
 // copyString copies the rest of a string whose opening quote was read,
 // closing quote included; past max bytes (max >= 0) it fails.
 func (s *itemStream) copyString(w io.ByteWriter, max int) error {
-	n := 0
-	for {
+	var e jsonscan.Extent
+	e.Step('"')
+	for n := 1; ; n++ {
 		c, err := s.readByte()
 		if err != nil {
 			return err
 		}
-		if n++; max >= 0 && n > max {
+		if max >= 0 && n > max {
 			return s.errorf("string longer than %d bytes", max)
 		}
 		if err := w.WriteByte(c); err != nil {
 			return err
 		}
-		switch c {
-		case '\\':
-			c, err := s.readByte()
-			if err != nil {
-				return err
-			}
-			if err := w.WriteByte(c); err != nil {
-				return err
-			}
-		case '"':
+		if e.Step(c)&jsonscan.Close != 0 {
 			return nil
 		}
 	}
@@ -347,20 +338,20 @@ type limitWriter struct {
 	one  [1]byte
 }
 
-func (l *limitWriter) WriteByte(c byte) error {
+// Write writes what of p is under the limit.
+func (l *limitWriter) Write(p []byte) {
 	if l.over || l.err != nil {
-		return nil
+		return
 	}
-	if l.max >= 0 && l.n >= l.max {
-		l.over = true
-		return nil
+	if l.max >= 0 && l.n+int64(len(p)) > l.max {
+		p, l.over = p[:l.max-l.n], true
 	}
-	l.n++
-	if bw, ok := l.w.(io.ByteWriter); ok {
-		l.err = bw.WriteByte(c)
-		return nil
-	}
+	l.n += int64(len(p))
+	_, l.err = l.w.Write(p)
+}
+
+func (l *limitWriter) WriteByte(c byte) error {
 	l.one[0] = c
-	_, l.err = l.w.Write(l.one[:])
+	l.Write(l.one[:])
 	return nil
 }

@@ -159,6 +159,10 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
+// Within is an Extent for the rest of a value in which depth objects or
+// arrays are open, outside a string: what ends them.
+func Within(depth int) Extent { return Extent{depth: depth, started: true} }
+
 // InString reports whether the Extent is inside a string.
 func (e *Extent) InString() bool { return e.str != outside }
 
