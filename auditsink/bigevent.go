@@ -193,6 +193,7 @@ func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, marked bool
 				marked = true
 				continue
 			}
+			at = dst.Len() // after what evict dropped
 			dst.Write(name.Bytes())
 			dst.WriteByte(':')
 			dst.Write(scratch.Bytes())

@@ -434,3 +434,28 @@ func TestALongEventHoldsLittleBeyondItsLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestItemStreamMarksAnnotationsThatEvictABody: annotations that find no
+// room until a body copied before them is dropped are kept, and marked,
+// where they were written after the drop.
+func TestItemStreamMarksAnnotationsThatEvictABody(t *testing.T) {
+	ev := `{"auditID":"a","verb":"delete","requestObject":{"a":"` + strings.Repeat("x", 700) + `"},` +
+		`"annotations":{"k":"` + strings.Repeat("y", 80) + `","l":"` + strings.Repeat("z", 80) + `","m":"` + strings.Repeat("w", 50) + `"}}`
+	body := `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[` + ev + `,{"sentinel":true}]}`
+	items, skipped, s, err := streamItems(body, 1000)
+	if err != nil || skipped != 0 || len(items) != 2 || s.truncated != 1 {
+		t.Fatalf("%q, %d skipped, %d truncated, %v; want the event kept, marked", items, skipped, s.truncated, err)
+	}
+	var got struct {
+		AuditID       string            `json:"auditID"`
+		RequestObject json.RawMessage   `json:"requestObject"`
+		Annotations   map[string]string `json:"annotations"`
+	}
+	if err := json.Unmarshal([]byte(items[0]), &got); err != nil {
+		t.Fatalf("kept %q: %v", items[0], err)
+	}
+	if got.AuditID != "a" || got.RequestObject != nil || len(got.Annotations) != 4 || got.Annotations["audit.k8s.io/truncated"] != "true" ||
+		got.Annotations["m"] != strings.Repeat("w", 50) {
+		t.Errorf("kept %q; want the annotations, marked, without the request's body", items[0])
+	}
+}
