@@ -24,14 +24,14 @@ FUZZ_MINIMIZETIME ?= 5s
 # Run only the fuzz targets whose name matches this regexp.
 FUZZ_RUN          ?= .
 # package:target pairs fuzzed on every `make test`.
-FUZZ_SHORT_TARGETS := ./auditsink:FuzzDecodeEventList ./auditsink/journal:FuzzScanSegment ./filter:FuzzCompile ./api/restore/manifest:FuzzCleanManifest ./api/escape:FuzzEscape
+FUZZ_SHORT_TARGETS := ./auditsink:FuzzDecodeEventList ./auditsink/journal:FuzzScanSegment ./filter:FuzzCompile ./api/restore/manifest:FuzzCleanManifest ./api/escape:FuzzEscape ./store/model/jsonscan:FuzzScan
 
 .PHONY: test-fault
 test-fault: deps ## Fault tests: kill -9, database outage, slow database, SIGTERM, full journal disk (real processes)
 	go test -count=1 -timeout 15m -v ./test/fault/
 
 .PHONY: fuzz-short
-fuzz-short: ## Bounded fuzzing of the ingest decoder, the journal scan, the rule compiler, the manifest cleaner and the escape (FUZZ_SHORT_EXECS executions each; part of make test)
+fuzz-short: ## Bounded fuzzing of the ingest decoder, the JSON scanner, the journal scan, the rule compiler, the manifest cleaner and the escape (FUZZ_SHORT_EXECS executions each; part of make test)
 	@set -e; for pt in $(FUZZ_SHORT_TARGETS); do \
 		pkg=$${pt%%:*}; target=$${pt##*:}; \
 		echo "go test -run='^$$' -fuzz='^$$target\$$' -fuzztime=$(FUZZ_SHORT_EXECS) $$pkg"; \

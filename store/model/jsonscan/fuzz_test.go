@@ -100,6 +100,7 @@ func stepEnd(b []byte) (int, bool) {
 func checkWalk(t *testing.T, m Mode, b []byte, start int) {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(b[start:]))
+	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil {
 		t.Fatal(err)
