@@ -116,28 +116,14 @@ func (s *itemStream) event(dst *bytes.Buffer, limit int64) (cut int, marked bool
 		marked = true
 	}
 	for first := true; ; first = false {
-		c, err := s.space()
+		name.Reset()
+		nw := &limitWriter{w: &name, max: 256}
+		c, end, err := s.member(first, nw, "event")
 		if err != nil {
 			return 0, false, err
 		}
-		if c == '}' {
+		if end {
 			break
-		}
-		if !first {
-			if c != ',' {
-				return 0, false, s.errorf("event: want , or }")
-			}
-			if c, err = s.space(); err != nil {
-				return 0, false, err
-			}
-		}
-		if c != '"' {
-			return 0, false, s.errorf("event: want a member name")
-		}
-		name.Reset()
-		nw := &limitWriter{w: &name, max: 256}
-		if c, err = s.memberName(nw); err != nil {
-			return 0, false, err
 		}
 		if nw.over { // no member of an event's: dropped
 			if err := s.value(c, io.Discard, -1); err != nil {
@@ -392,30 +378,21 @@ func (s *itemStream) list(dst *bytes.Buffer, start int, limit int64) (cut int, e
 	used := func() int64 { return int64(dst.Len() - start) }
 	dst.WriteByte('{')
 	for first := true; ; first = false {
-		c, err := s.space()
-		if err != nil {
-			return cut, err
-		}
-		if c == '}' {
-			dst.WriteByte('}')
-			return cut, nil
-		}
 		if !first {
-			if c != ',' {
-				return cut, s.errorf("list: want , or }")
-			}
-			if c, err = s.space(); err != nil {
-				return cut, err
-			}
-			dst.WriteByte(',')
-		}
-		if c != '"' {
-			return cut, s.errorf("list: want a member name")
+			dst.WriteByte(',') // taken back at the end
 		}
 		nameAt := dst.Len()
 		lw := &limitWriter{w: dst, max: max(0, limit-used())}
-		if c, err = s.memberName(lw); err != nil {
+		c, end, err := s.member(first, lw, "list")
+		if err != nil {
 			return cut, err
+		}
+		if end {
+			if !first {
+				dst.Truncate(nameAt - 1)
+			}
+			dst.WriteByte('}')
+			return cut, nil
 		}
 		if lw.over {
 			if err := s.value(c, io.Discard, -1); err != nil {
@@ -459,21 +436,15 @@ func (s *itemStream) items(dst *bytes.Buffer, start int, limit int64) (cut int, 
 	cutting := false
 	dst.WriteByte('[')
 	for first := true; ; first = false {
-		c, err := s.space()
+		c, end, err := s.element(first, "items")
 		if err != nil {
 			return cut, err
 		}
-		if c == ']' {
+		if end {
 			dst.WriteByte(']')
 			return cut, nil
 		}
 		if !first {
-			if c != ',' {
-				return cut, s.errorf("items: want , or ]")
-			}
-			if c, err = s.space(); err != nil {
-				return cut, err
-			}
 			dst.WriteByte(',')
 		}
 		if c != '{' {
@@ -588,28 +559,14 @@ func (s *itemStream) item(dst *bytes.Buffer, start int, limit int64, cutting boo
 	}
 	wrote := false // a member was written (a comma goes before the next)
 	for first := true; ; first = false {
-		c, err := s.space()
+		var name bytes.Buffer
+		nw := &limitWriter{w: &name, max: 1 << 10}
+		c, end, err := s.member(first, nw, "item")
 		if err != nil {
 			return it, err
 		}
-		if c == '}' {
+		if end {
 			break
-		}
-		if !first {
-			if c != ',' {
-				return it, s.errorf("item: want , or }")
-			}
-			if c, err = s.space(); err != nil {
-				return it, err
-			}
-		}
-		if c != '"' {
-			return it, s.errorf("item: want a member name")
-		}
-		var name bytes.Buffer
-		nw := &limitWriter{w: &name, max: 1 << 10}
-		if c, err = s.memberName(nw); err != nil {
-			return it, err
 		}
 		if !nw.over && name.String() == `"metadata"` {
 			// Read aside first: kept whatever becomes of the item.

@@ -94,43 +94,23 @@ func (s *itemStream) start() error {
 // object closes.
 func (s *itemStream) members() error {
 	for {
-		c, err := s.space()
+		var name bytes.Buffer
+		nw := &limitWriter{w: &name, max: 1 << 10}
+		c, end, err := s.member(s.first, nw, "EventList")
 		if err != nil {
 			return err
 		}
-		if c == '}' {
+		if end {
 			s.state = atEnd
 			return s.trailer()
 		}
-		if !s.first {
-			if c != ',' {
-				return s.errorf("want , or }")
-			}
-			if c, err = s.space(); err != nil {
-				return err
-			}
-		}
 		s.first = false
-		if c != '"' {
-			return s.errorf("want a member name")
-		}
-		var name bytes.Buffer
-		name.WriteByte('"')
-		if err := s.copyString(&name, 1<<10); err != nil {
-			return fmt.Errorf("member name: %w", err)
+		if nw.over {
+			return s.errorf("member name longer than %d bytes", 1<<10)
 		}
 		var key string
 		if err := json.Unmarshal(name.Bytes(), &key); err != nil {
 			return fmt.Errorf("member name: %w", err)
-		}
-		if c, err = s.space(); err != nil {
-			return err
-		}
-		if c != ':' {
-			return s.errorf("want :")
-		}
-		if c, err = s.space(); err != nil {
-			return err
 		}
 		switch {
 		case strings.EqualFold(key, "items"):
@@ -211,24 +191,16 @@ func (s *itemStream) literal(rest string) error {
 // event), and any other error for a body that is not an EventList.
 func (s *itemStream) next(dst *bytes.Buffer) error {
 	for s.state == inItems {
-		c, err := s.space()
+		c, end, err := s.element(s.first, "items")
 		if err != nil {
 			return err
 		}
-		if c == ']' {
+		if end {
 			s.state = inEnvelope
 			if err := s.members(); err != nil {
 				return err
 			}
 			continue
-		}
-		if !s.first {
-			if c != ',' {
-				return s.errorf("items: want , or ]")
-			}
-			if c, err = s.space(); err != nil {
-				return err
-			}
 		}
 		s.first = false
 		mark := dst.Len()
@@ -254,6 +226,44 @@ func (s *itemStream) next(dst *bytes.Buffer) error {
 		return io.EOF
 	}
 	return s.errorf("not in the items")
+}
+
+// member reads up to the next member of an object (first: none was read),
+// its name written to w, quoted, and its colon read: it returns the first
+// byte of its value, or end at the object's closing brace. where names the
+// object in errors.
+func (s *itemStream) member(first bool, w io.ByteWriter, where string) (c byte, end bool, err error) {
+	if c, err = s.space(); err != nil || c == '}' {
+		return c, err == nil, err
+	}
+	if !first {
+		if c != ',' {
+			return 0, false, s.errorf("%s: want , or }", where)
+		}
+		if c, err = s.space(); err != nil {
+			return 0, false, err
+		}
+	}
+	if c != '"' {
+		return 0, false, s.errorf("%s: want a member name", where)
+	}
+	c, err = s.memberName(w)
+	return c, false, err
+}
+
+// element reads up to the next element of an array (first: none was
+// read): it returns its first byte, or end at the array's closing bracket.
+func (s *itemStream) element(first bool, where string) (c byte, end bool, err error) {
+	if c, err = s.space(); err != nil || c == ']' {
+		return c, err == nil, err
+	}
+	if !first {
+		if c != ',' {
+			return 0, false, s.errorf("%s: want , or ]", where)
+		}
+		c, err = s.space()
+	}
+	return c, false, nil
 }
 
 // value copies one JSON value that starts with c to w (io.Discard to skip
