@@ -23,19 +23,24 @@ func splitEventList(body []byte) (eventList, error) {
 	if i == len(body) || body[i] != '{' {
 		return l, errors.New("not a JSON object")
 	}
-	end, err := jsonscan.Lax.Object(body, i, func(m jsonscan.Member) error {
+	end, err := jsonscan.Lax.Walk(body, i, func(m jsonscan.Member) (int, error) {
 		key, err := m.Name()
 		if err != nil {
-			return fmt.Errorf("member name: %w", err)
+			return m.Value, fmt.Errorf("member name: %w", err)
 		}
-		v := body[m.Value:m.End]
-		switch {
-		case strings.EqualFold(key, "items"):
-			l.Items, err = eventItems(body, m)
-			if err != nil {
-				return fmt.Errorf("items: %w", err)
+		if strings.EqualFold(key, "items") {
+			var end int
+			if l.Items, end, err = eventItems(body, m.Value); err != nil {
+				return end, fmt.Errorf("items: %w", err)
 			}
-			return nil
+			return end, nil
+		}
+		end, err := jsonscan.Skip(body, m.Value)
+		if err != nil {
+			return end, err
+		}
+		v := body[m.Value:end]
+		switch {
 		case strings.EqualFold(key, "kind"):
 			err = json.Unmarshal(v, &l.Kind)
 		case strings.EqualFold(key, "apiVersion"):
@@ -46,9 +51,9 @@ func splitEventList(body []byte) (eventList, error) {
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("member %q: %w", key, err)
+			return end, fmt.Errorf("member %q: %w", key, err)
 		}
-		return nil
+		return end, nil
 	})
 	if err != nil {
 		return l, err
@@ -59,16 +64,20 @@ func splitEventList(body []byte) (eventList, error) {
 	return l, nil
 }
 
-// eventItems returns the elements of the array m holds (or nil for null),
-// undecoded.
-func eventItems(body []byte, m jsonscan.Member) ([]json.RawMessage, error) {
-	if string(body[m.Value:m.End]) == "null" {
-		return nil, nil
+// eventItems returns the elements of the array at body[i] (or nil for
+// null), undecoded, and the end of the array.
+func eventItems(body []byte, i int) ([]json.RawMessage, int, error) {
+	if i < len(body) && body[i] == 'n' {
+		end, err := jsonscan.Skip(body, i)
+		if err == nil && string(body[i:end]) != "null" {
+			err = errors.New("want an array")
+		}
+		return nil, end, err
 	}
 	items := []json.RawMessage{}
-	_, err := jsonscan.Lax.Array(body, m.Value, func(start, end int) error {
+	end, err := jsonscan.Lax.Array(body, i, func(start, end int) error {
 		items = append(items, json.RawMessage(body[start:end]))
 		return nil
 	})
-	return items, err
+	return items, end, err
 }

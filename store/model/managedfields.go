@@ -21,7 +21,7 @@ var managedFieldsKey = []byte(`"managedFields"`)
 // restores drop them. So the record never keeps them: the same record
 // whatever the policy, and a smaller one.
 //
-// It walks the text with jsonscan, without decoding it (the write path's
+// It walks the text with jsonscan, in one pass, without decoding it (the write path's
 // cost is a pass over the bytes): the spans of every managedFields member of
 // every top-level metadata object are cut, in raw itself, which it
 // returns shortened: the caller gives up raw's bytes. A text that is not
@@ -31,13 +31,13 @@ func withoutManagedFields(raw []byte) []byte {
 		return raw
 	}
 	var cuts []jsonscan.Span
-	_, err := jsonscan.Lax.Object(raw, jsonscan.Space(raw, 0), func(m jsonscan.Member) error {
-		if !m.KeyIs("metadata") || raw[m.Value] != '{' {
-			return nil
+	_, err := jsonscan.Lax.Walk(raw, jsonscan.Space(raw, 0), func(m jsonscan.Member) (int, error) {
+		if !m.KeyIs("metadata") || m.Value >= len(raw) || raw[m.Value] != '{' {
+			return jsonscan.Skip(raw, m.Value)
 		}
-		spans, err := jsonscan.Lax.Drop(raw, m.Value, func(m jsonscan.Member) bool { return m.KeyIs("managedFields") })
+		spans, end, err := jsonscan.Lax.Drop(raw, m.Value, func(m jsonscan.Member) bool { return m.KeyIs("managedFields") })
 		cuts = append(cuts, spans...)
-		return err
+		return end, err
 	})
 	if err != nil || len(cuts) == 0 {
 		return raw

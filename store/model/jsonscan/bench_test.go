@@ -45,12 +45,11 @@ func BenchmarkWalk(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, ev := range events {
-					_, err := m.mode.Object(ev, 0, func(mb Member) error {
+					_, err := m.mode.Walk(ev, 0, func(mb Member) (int, error) {
 						if ev[mb.Value] != '{' {
-							return nil
+							return m.mode.skip(ev, mb.Value, 1)
 						}
-						_, err := m.mode.Object(ev, mb.Value, func(Member) error { return nil })
-						return err
+						return m.mode.Object(ev, mb.Value, func(Member) error { return nil })
 					})
 					if err != nil {
 						b.Fatal(err)

@@ -1,6 +1,9 @@
 package jsonscan
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+)
 
 // IsSpace reports whether c is JSON white space.
 func IsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -175,9 +178,7 @@ func (e *Extent) Feed(b []byte) (n int, done bool, err error) {
 	for i := 0; i < len(b); {
 		switch {
 		case e.str == inText:
-			for i < len(b) && b[i] != '"' && b[i] != '\\' {
-				i++
-			}
+			i += textLen(b[i:])
 			if i == len(b) {
 				return len(b), false, nil
 			}
@@ -226,6 +227,19 @@ func (e *Extent) Feed(b []byte) (n int, done bool, err error) {
 	return len(b), false, nil
 }
 
+// textLen is the length of the plain text at the start of b, up to a
+// quote or a backslash.
+func textLen(b []byte) int {
+	q := bytes.IndexByte(b, '"')
+	if q < 0 {
+		q = len(b)
+	}
+	if k := bytes.IndexByte(b[:q], '\\'); k >= 0 {
+		return k
+	}
+	return q
+}
+
 // structural are the bytes that change an Extent inside an object or
 // array, outside its strings.
 var structural = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true}
@@ -244,6 +258,11 @@ func (e *Extent) End() error {
 func Skip(b []byte, i int) (int, error) {
 	if i >= len(b) {
 		return i, errUnexpectedEnd
+	}
+	if b[i] == '"' { // most values: a string without escapes
+		if j := i + 1 + textLen(b[i+1:]); j < len(b) && b[j] == '"' {
+			return j + 1, nil
+		}
 	}
 	var e Extent
 	n, done, err := e.Feed(b[i:])

@@ -155,7 +155,7 @@ func checkWalk(t *testing.T, m Mode, b []byte, start int) {
 func checkDrop(t *testing.T, b []byte, start int) {
 	t.Helper()
 	var first string
-	spans, err := Lax.Drop(b, start, func(m Member) bool {
+	spans, _, err := Lax.Drop(b, start, func(m Member) bool {
 		name, _ := m.Name()
 		if first == "" && m.Start == start+1 {
 			first = name

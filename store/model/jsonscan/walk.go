@@ -70,6 +70,21 @@ func (m Member) KeyIs(name string) bool {
 // member lies. It returns the end of the object, or the first error,
 // member's included.
 func (m Mode) Object(b []byte, i int, member func(Member) error) (int, error) {
+	return m.Walk(b, i, func(mb Member) (int, error) {
+		end, err := m.skip(b, mb.Value, 1)
+		if err != nil {
+			return end, err
+		}
+		mb.End = end
+		return end, member(mb)
+	})
+}
+
+// Walk is Object for a walk that goes into some values, in one pass:
+// member is called before the value is scanned (End is 0), and returns
+// its end, found by a walk of its own (Object, Array, Drop) or by Skip.
+// (In a Strict walk, member checks the value as it sees fit.)
+func (m Mode) Walk(b []byte, i int, member func(Member) (end int, err error)) (int, error) {
 	if i >= len(b) || b[i] != '{' {
 		return i, errorAt(i, "want an object")
 	}
@@ -81,23 +96,19 @@ func (m Mode) Object(b []byte, i int, member func(Member) error) (int, error) {
 		if i >= len(b) || b[i] != '"' {
 			return i, errorAt(i, "want a member name")
 		}
-		var mb Member
 		end, err := m.name(b, i)
 		if err != nil {
 			return end, err
 		}
-		mb.Start, mb.Key = start, b[i+1:end-1]
+		mb := Member{Start: start, Key: b[i+1 : end-1]}
 		if i = Space(b, end); i >= len(b) || b[i] != ':' {
 			return i, errorAt(i, "want :")
 		}
 		mb.Value = Space(b, i+1)
-		if mb.End, err = m.skip(b, mb.Value, 1); err != nil {
-			return mb.End, err
+		if end, err = member(mb); err != nil {
+			return end, err
 		}
-		if err := member(mb); err != nil {
-			return mb.End, err
-		}
-		if i = Space(b, mb.End); i >= len(b) {
+		if i = Space(b, end); i >= len(b) {
 			return i, errUnexpectedEnd
 		}
 		switch b[i] {
@@ -158,13 +169,13 @@ type Span struct{ Start, End int }
 // Drop returns the spans to cut (Cut) from the text to remove, from the
 // object that begins at b[i], the members for which drop is true, each
 // with one comma beside it: what is left is the object without them, its
-// other bytes as they were. It returns nothing if the object does not
-// scan.
-func (m Mode) Drop(b []byte, i int, drop func(Member) bool) ([]Span, error) {
+// other bytes as they were. It returns the object's end too, and no spans
+// if it does not scan.
+func (m Mode) Drop(b []byte, i int, drop func(Member) bool) ([]Span, int, error) {
 	var cuts []Span
 	kept := 0     // members left before the current one
 	prevEnd := -1 // the end of the last member left, or of the last cut
-	_, err := m.Object(b, i, func(mb Member) error {
+	end, err := m.Object(b, i, func(mb Member) error {
 		if !drop(mb) {
 			kept++
 			prevEnd = mb.End
@@ -187,9 +198,9 @@ func (m Mode) Drop(b []byte, i int, drop func(Member) bool) ([]Span, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, end, err
 	}
-	return cuts, nil
+	return cuts, end, nil
 }
 
 // Cut removes spans (in order, not overlapping) from b, in place: the
