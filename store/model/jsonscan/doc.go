@@ -10,9 +10,10 @@
 //     Extent takes the text a byte or a piece at a time, for a stream;
 //   - strict scanning (Mode.Strict): the text must be JSON as encoding/json
 //     takes it, within a nesting limit, for the callers that must not guess;
-//   - walking the members of an object (Mode.Object) and the elements of an
-//     array (Mode.Array) in order, and cutting members out of the text in
-//     place (Mode.Drop, Cut).
+//   - walking the members of an object (Mode.Object, or Mode.Walk to go
+//     into some values in the same pass) and the elements of an array
+//     (Mode.Array) in order, and cutting members out of the text in place
+//     (Mode.Drop, Cut).
 //
 // FuzzScan checks it against encoding/json. The package does no I/O and
 // imports only the standard library (test/layering checks both): the
