@@ -196,7 +196,9 @@ func (s *itemStream) next(dst *bytes.Buffer) error {
 			return err
 		}
 		if end {
-			s.state = inEnvelope
+			// The items member was read: what follows it needs a comma
+			// even when the array was empty.
+			s.state, s.first = inEnvelope, false
 			if err := s.members(); err != nil {
 				return err
 			}

@@ -44,6 +44,9 @@ func TestItemStreamAgreesWithSplit(t *testing.T) {
 		` { "kind" : "EventList" , "apiVersion":"audit.k8s.io/v1", "metadata":{"x":[1,{"y":"]}"}]},
 		  "items" : [ {"a":"b\"]}"} , {"deep":` + deep + `}, 42, "s", true ] , "more": {"z":1} } `,
 		`{"KIND":"EventList","ApiVersion":"audit.k8s.io/v1","items":[{"a":1}],"items2":[{"b":2}]}`,
+		// An empty items array followed by another member.
+		`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[],"metadata":{}}`,
+		`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[ ] , "metadata":{},"x":1}`,
 	}
 	for _, body := range bodies {
 		want, err := splitEventList([]byte(body))
