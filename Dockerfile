@@ -27,6 +27,8 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 # no version, so the digest is the pin.
 FROM gcr.io/distroless/static-debian13:nonroot@sha256:1c2c046bc09ed40fad370b599a0b1ae7987f55b01e247cf27a7c27cd97e5bbc7
 COPY --from=build /out/options-record /options-record
+# The licence (Apache-2.0) ships in every image and archive.
+COPY LICENSE /LICENSE
 USER 65532:65532
 # 8443 audit webhook (HTTPS), 8444 restore API (HTTPS), 9090 metrics and probes (HTTP).
 EXPOSE 8443 8444 9090

@@ -3,7 +3,8 @@
 # names them, with their sha256 (make plugin):
 #
 #   out/kubectl-record_<os>_<arch>.tar.gz   kubectl-record, kubectl_complete-record
-#                                           (kubectl's completion hook) and README.md
+#                                           (kubectl's completion hook), README.md and
+#                                           LICENSE (Apache-2.0)
 #   out/record.yaml                         the krew manifest
 #
 # Install one on this machine with krew:
@@ -11,8 +12,9 @@
 # or put the binary on your PATH (kubectl finds kubectl-* plugins there).
 #
 # PLATFORMS (default: linux/amd64 linux/arm64 darwin/amd64 darwin/arm64),
-# VERSION (a semver tag, default v0.1.0) and OUT (default _output/plugin)
-# can be set. Archives are reproducible, byte for byte, on any builder:
+# VERSION (a semver tag, default v0.1.0), OUT (default _output/plugin) and
+# LDFLAGS (more linker flags: the Makefile's -X stamps of the version,
+# commit and build date, api/version) can be set. Archives are reproducible, byte for byte, on any builder:
 # one Go toolchain (GO_TOOLCHAIN, default below: go fetches it when the
 # local go is another version), no paths or VCS stamp in the binary
 # (-trimpath -buildvcs=false), no environment GOFLAGS, and fixed file
@@ -38,15 +40,16 @@ for p in $platforms; do
 	os=${p%/*} arch=${p#*/}
 	name=kubectl-record_${os}_${arch}
 	mkdir -p "$work/$name"
-	(cd "$root" && GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false -ldflags="-s -w -buildid=" \
+	(cd "$root" && GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false -ldflags="-s -w -buildid= ${LDFLAGS:-}" \
 		-o "$work/$name/kubectl-record" ./cmd/kubectl-record)
 	cp "$root/cmd/kubectl-record/README.md" "$work/$name/README.md"
+	cp "$root/LICENSE" "$work/$name/LICENSE"
 	cp "$root/cmd/kubectl-record/kubectl_complete-record" "$work/$name/kubectl_complete-record"
 	# Modes as released, not as the umask or the checkout left them.
 	chmod 0755 "$work/$name/kubectl-record" "$work/$name/kubectl_complete-record"
-	chmod 0644 "$work/$name/README.md"
+	chmod 0644 "$work/$name/README.md" "$work/$name/LICENSE"
 	tar --format=gnu --sort=name --mtime='2026-01-01 00:00:00Z' --owner=0 --group=0 --numeric-owner \
-		-C "$work/$name" -cf - kubectl-record kubectl_complete-record README.md | gzip -n -9 >"$out/$name.tar.gz"
+		-C "$work/$name" -cf - kubectl-record kubectl_complete-record README.md LICENSE | gzip -n -9 >"$out/$name.tar.gz"
 	sum=$(sha256sum "$out/$name.tar.gz" | cut -d' ' -f1)
 	echo "build.sh: $out/$name.tar.gz $sum"
 	platform_entries+="
@@ -63,6 +66,8 @@ for p in $platforms; do
         - from: kubectl_complete-record
           to: .
         - from: README.md
+          to: .
+        - from: LICENSE
           to: ."
 done
 

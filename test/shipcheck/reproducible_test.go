@@ -18,7 +18,7 @@ import (
 
 // TestPluginArchivesAreReproducible: make plugin's script, run twice from
 // two umasks (022 and 077, as two builders may have), writes the same
-// archive bytes; in it the binaries are 0755 and the README 0644, owned
+// archive bytes; in it the binaries are 0755 and the README and LICENSE 0644, owned
 // by 0:0; and the binary carries no VCS stamp and no local paths, built by
 // the toolchain the script pins.
 func TestPluginArchivesAreReproducible(t *testing.T) {
@@ -55,7 +55,7 @@ func TestPluginArchivesAreReproducible(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Errorf("the archives built under umask 022 and 077 differ:\n%s\n%s", listing(t, a), listing(t, b))
 	}
-	want := map[string]int64{"README.md": 0o644, "kubectl-record": 0o755, "kubectl_complete-record": 0o755}
+	want := map[string]int64{"README.md": 0o644, "LICENSE": 0o644, "kubectl-record": 0o755, "kubectl_complete-record": 0o755}
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
