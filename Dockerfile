@@ -18,9 +18,12 @@ COPY . .
 # Cross-builds (docker buildx --platform) compile natively for the target.
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
+# The version stamps (-X of api/version), from the Makefile's VERSION_LDFLAGS
+# (`make image` passes them); without them the binary says v0.0.0-dev.
+ARG VERSION_LDFLAGS=
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath -o /out/options-record ./cmd/options-record
+    go build -trimpath -ldflags "${VERSION_LDFLAGS}" -o /out/options-record ./cmd/options-record
 
 # distroless "static", Debian 13, tag nonroot (uid/gid 65532): CA certificates,
 # tzdata and /etc/passwd; no shell, no package manager. distroless tags carry

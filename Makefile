@@ -14,6 +14,17 @@ export OPTIONS_RECORD_REQUIRE_DEPS := 1
 GO_PKGS  := ./...
 TEST_TIMEOUT ?= 40m
 
+# The release this build is: its version, commit and the commit's date,
+# stamped into every binary (options-record, kubectl-record, the image) by
+# VERSION_LDFLAGS, the one place they are set (api/version reads them). The
+# date is the commit's, not the clock's, so a build is reproducible. A tree
+# without a vX.Y.Z tag is v0.0.0-dev; `make release VERSION=v0.1.0` names it.
+VERSION    ?= $(shell git describe --tags --always --dirty --match 'v[0-9]*' 2>/dev/null | grep '^v[0-9]' || echo v0.0.0-dev)
+COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+VERSION_PKG := github.com/options-record/options-record/api/version
+VERSION_LDFLAGS = -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).BuildDate=$(BUILD_DATE)
+
 # Targets whose recipes need the real control-plane binaries (hack/make/controlplane.mk).
 CONTROLPLANE_TEST_TARGETS := test test-e2e e2e test-controlplane-smoke
 include hack/make/controlplane.mk
@@ -34,7 +45,7 @@ deps: ## Install missing system packages (PostgreSQL server binaries, psql)
 
 .PHONY: build
 build: ## Build bin/options-record and bin/audit-replay
-	CGO_ENABLED=0 go build -trimpath -o $(BIN)/options-record ./cmd/options-record
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/options-record ./cmd/options-record
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/audit-replay ./cmd/audit-replay
 
 .PHONY: demo

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
@@ -17,6 +18,7 @@ import (
 	"github.com/options-record/options-record/api/aggregated/registry/restores"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/api/version"
 )
 
 // genericConfig is the generic server's configuration without serving,
@@ -25,8 +27,9 @@ import (
 func genericConfig(opts Options) *genericapiserver.Config {
 	cfg := genericapiserver.NewConfig(Codecs)
 	// Emulation and compatibility versions of the generic server's own
-	// machinery; /version reports it.
-	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString("1.36", "", "")
+	// machinery (which APIs and features of k8s.io/apiserver 1.36 it has);
+	// /version reports this build's release instead (api/version).
+	cfg.EffectiveVersion = reportedVersion{compatibility.NewEffectiveVersionFromString("1.36", "", ""), version.Get().Kubernetes()}
 	// NewConfig leaves FlowControl nil (the max-in-flight filter is used
 	// instead of priority-and-fairness, which needs FlowSchema informers),
 	// AdmissionControl nil (no admission plugins, hence no informers for
@@ -92,3 +95,13 @@ func apiGroup(opts Options) *genericapiserver.APIGroupInfo {
 	group.VersionedResourcesStorageMap[recordv1alpha1.SchemeGroupVersion.Version] = storage
 	return &group
 }
+
+// reportedVersion is the generic server's effective version, whose Info,
+// served at /version, is Options Record's release rather than the
+// library's.
+type reportedVersion struct {
+	compatibility.EffectiveVersion
+	info *apimachineryversion.Info
+}
+
+func (v reportedVersion) Info() *apimachineryversion.Info { return v.info }

@@ -6,6 +6,7 @@
 //	options-record import  FILE... [flags]    audit log files through the same pipeline
 //	options-record sql     [QUERY] [flags]    SQL on the database in use
 //	options-record policy  [flags]            the audit Policy the rules need
+//	options-record version [-o json|yaml]     the release, commit and build date
 //
 // main only builds the command line (cobra, with each command's flags from
 // its options type in package cmd/options-record/app/options) and runs the
@@ -95,6 +96,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		}
 		root.AddCommand(cmd)
 	}
+	root.AddCommand(newVersionCommand(stdout))
 	return root
 }
 

@@ -4,13 +4,13 @@
 # script pins the Go toolchain (GO_TOOLCHAIN), builds with -trimpath
 # -buildvcs=false, and fixes modes, times and owners whatever the umask.
 
-PLUGIN_VERSION ?= v0.1.0
+PLUGIN_VERSION ?= $(VERSION)
 PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
 .PHONY: plugin
 plugin: ## Build kubectl-record archives (linux/darwin, amd64/arm64) and the krew manifest into _output/plugin/
-	VERSION=$(PLUGIN_VERSION) PLATFORMS="$(PLUGIN_PLATFORMS)" bash hack/plugin/build.sh
+	VERSION=$(PLUGIN_VERSION) PLATFORMS="$(PLUGIN_PLATFORMS)" LDFLAGS='$(VERSION_LDFLAGS)' bash hack/plugin/build.sh
 
 .PHONY: kubectl-record
 kubectl-record: ## Build bin/kubectl-record for this machine (put bin/ on PATH: kubectl record ...)
-	go build -o bin/kubectl-record ./cmd/kubectl-record
+	go build -ldflags '$(VERSION_LDFLAGS)' -o bin/kubectl-record ./cmd/kubectl-record

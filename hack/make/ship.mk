@@ -30,7 +30,7 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
 .PHONY: image
 image: ## Build the container image (IMAGE=options-record:dev) from the Dockerfile; needs Docker with BuildKit
-	DOCKER_BUILDKIT=1 $(DOCKER) build --build-arg SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) -t $(IMAGE) .
+	DOCKER_BUILDKIT=1 $(DOCKER) build --build-arg SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) --build-arg VERSION_LDFLAGS='$(VERSION_LDFLAGS)' -t $(IMAGE) .
 
 .PHONY: kind-credentials
 kind-credentials: ## Write kind-config/credentials/: the sink's CA, certificate, token and the apiserver's webhook kubeconfig

@@ -41,6 +41,9 @@ var allowed = map[string][]string{
 	"api/escape": nil,
 	// The services' errors and their one map to status codes.
 	"api/errs": nil,
+	// The release of this build (stamped by the Makefile), for every
+	// command and the aggregated API's /version.
+	"api/version": nil,
 	// The direct door's URL scheme, which the services write as links.
 	"api/restoreapi/paths": nil,
 	// services
@@ -65,7 +68,7 @@ var allowed = map[string][]string{
 	"api/aggregated/registry":                              {"api/errs", "api/escape", "api/history"},
 	"api/aggregated/registry/record":                       {"api/aggregated/registry", "api/errs", "api/history", "api/record/v1alpha1", "api/restore"},
 	"api/aggregated/registry/restores":                     {"api/aggregated/registry", "api/errs", "api/history", "api/record/v1alpha1", "api/restore"},
-	"api/aggregated":                                       {"api/aggregated/openapi", "api/aggregated/registry/record", "api/aggregated/registry/restores", "api/authlimit", "api/history", "api/record/v1alpha1", "api/restore"},
+	"api/aggregated":                                       {"api/aggregated/openapi", "api/aggregated/registry/record", "api/aggregated/registry/restores", "api/authlimit", "api/history", "api/record/v1alpha1", "api/restore", "api/version"},
 	"cmd/options-record/app/certs":                         nil,
 	// The sql command's query and table; the import's batches and report;
 	// the secrets kept in files.
@@ -76,10 +79,11 @@ var allowed = map[string][]string{
 	"cmd/options-record/app": {"api/aggregated", "api/authlimit", "api/history", "api/restore", "api/restoreapi", "api/v1alpha1",
 		"auditsink", "auditsink/journal", "cmd/options-record/app/certs", "cmd/options-record/app/importer",
 		"cmd/options-record/app/secretfile", "cmd/options-record/app/sqlcmd", "filter", "filter/rulesync", "store", "store/model", "store/pgembed"},
-	"cmd/options-record/app/options": {"api/history", "cmd/options-record/app"},
-	"cmd/options-record":             {"cmd/options-record/app", "cmd/options-record/app/options"},
-	"cmd/audit-replay":               nil,
-	"cmd/kubectl-record/app/ui":      nil,
+	"cmd/options-record/app/options":     {"api/history", "cmd/options-record/app"},
+	"cmd/options-record":                 {"api/version", "cmd/options-record/app", "cmd/options-record/app/options"},
+	"cmd/audit-replay":                   nil,
+	"cmd/kubectl-record/app/ui":          nil,
+	"cmd/kubectl-record/app/cmd/version": {"api/version"},
 	// The plugin: shared text and shared plumbing, then one package per verb.
 	"cmd/kubectl-record/app/format":     {"api/escape", "api/record/v1alpha1", "api/restore/manifest"},
 	"cmd/kubectl-record/app/cmdtesting": nil,
@@ -99,7 +103,7 @@ var allowed = map[string][]string{
 	"cmd/kubectl-record/app": {"api/escape", "cmd/kubectl-record/app/cmdutil",
 		"cmd/kubectl-record/app/cmd/activity", "cmd/kubectl-record/app/cmd/deletions", "cmd/kubectl-record/app/cmd/diff",
 		"cmd/kubectl-record/app/cmd/export", "cmd/kubectl-record/app/cmd/history", "cmd/kubectl-record/app/cmd/manifest",
-		"cmd/kubectl-record/app/cmd/plan", "cmd/kubectl-record/app/cmd/restore", "cmd/kubectl-record/app/cmd/ui"},
+		"cmd/kubectl-record/app/cmd/plan", "cmd/kubectl-record/app/cmd/restore", "cmd/kubectl-record/app/cmd/ui", "cmd/kubectl-record/app/cmd/version"},
 	"cmd/kubectl-record": {"cmd/kubectl-record/app"},
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/options-record/options-record/cmd/kubectl-record/app/cmd/plan"
 	"github.com/options-record/options-record/cmd/kubectl-record/app/cmd/restore"
 	"github.com/options-record/options-record/cmd/kubectl-record/app/cmd/ui"
+	recordversion "github.com/options-record/options-record/cmd/kubectl-record/app/cmd/version"
 	"github.com/options-record/options-record/cmd/kubectl-record/app/cmdutil"
 )
 
@@ -81,5 +82,6 @@ write back.`,
 		c.GroupID = "incident"
 		root.AddCommand(c)
 	}
+	root.AddCommand(recordversion.NewCommand(streams))
 	return root
 }
