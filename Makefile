@@ -34,6 +34,7 @@ include hack/make/ship.mk
 include hack/make/fault.mk
 include hack/make/aggregated.mk
 include hack/make/plugin.mk
+include hack/make/release.mk
 
 .PHONY: help
 help: ## List the targets
