@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/options-record/options-record => ../..
 
 require (
+	github.com/google/go-containerregistry v0.22.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/moby/buildkit v0.31.0
 	github.com/moby/patternmatcher v0.6.1
