@@ -69,7 +69,7 @@ var (
 
 type config struct {
 	root, out, version, commit, date, ldflags, image string
-	platforms                                         []string
+	platforms                                        []string
 }
 
 func main() {
