@@ -97,9 +97,9 @@ func decodeEvent(raw []byte, now time.Time) (auditv1.Event, string) {
 	if !utf8.Valid(raw) {
 		// encoding/json replaced the invalid UTF-8 of the strings unseen:
 		// decoded again with it left in place, for the store's sanitizer
-		// to replace and count (see wireKeepAPI).
+		// to replace and count (see wire.go).
 		var w wireEvent
-		if err := wireKeepAPI.Unmarshal(raw, &w); err == nil {
+		if decodeEventKeepingInvalidUTF8(raw, &w) {
 			ev = w.event()
 		}
 	}

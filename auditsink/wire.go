@@ -4,36 +4,33 @@ import (
 	"bytes"
 	"reflect"
 	"time"
-	"unsafe"
 
-	"github.com/bytedance/sonic"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/options-record/options-record/store/model/jsonfast"
 )
 
 // The webhook's fast path. Nine events in ten are typically dropped by the
 // rules, so decoding must cost little for an event whose objects are never
 // looked at: the objects are found, not parsed, and not copied.
 //
-// sonic (SIMD, JIT-compiled for these types) decodes the envelope fields and
-// skips each object without validating it (NoValidateJSONSkip); the object
-// stays a slice of the body. This is safe because a body that is not JSON
-// fails the envelope decode anyway, and an object that is kept is parsed or
-// validated before it is stored (convertRaw). Strings are not copied
-// (CopyString off) but are checked (ValidateString): a raw control
-// character in a string is refused, as encoding/json refuses it.
-var wireAPI = sonic.Config{NoValidateJSONSkip: true, ValidateString: true}.Froze()
-
-// wireKeepAPI is wireAPI but for the UTF-8 check. ValidateString replaces
-// invalid UTF-8 in a copy of the whole body before decoding it, so the
-// store's sanitizer would never see it: it replaces it too, but counts the
-// event (options_record_events_sanitized_total), as the operations guide
-// promises. A body that wireAPI took but copied is decoded again with
-// wireKeepAPI, which differs only in leaving the invalid bytes in place.
-var wireKeepAPI = sonic.Config{NoValidateJSONSkip: true}.Froze()
+// jsonfast (sonic where it runs natively) decodes the envelope fields and
+// skips each object without validating it; the object stays a slice of the
+// body. This is safe because a body that is not JSON fails the envelope
+// decode anyway, and an object that is kept is parsed or validated before
+// it is stored (store/model's convertRaw). Strings are not copied but are
+// checked: a raw control character in a string is refused, as
+// encoding/json refuses it. Invalid UTF-8 is left in place, so the store's
+// sanitizer replaces it and counts the event
+// (options_record_events_sanitized_total), as the operations guide
+// promises. Where sonic does not run natively, jsonfast decodes with
+// encoding/json, which validates and copies everything and replaces
+// invalid UTF-8 itself (TestWirePathsAgree).
+var wire = jsonfast.Default
 
 // wireList is an audit.k8s.io/v1 EventList as the fast path decodes it.
 type wireList struct {
@@ -121,33 +118,23 @@ func (w *wireEvent) event() auditv1.Event {
 
 // warmDecoder compiles the decoder of wireList now rather than on the first
 // batch (about 14 ms).
-func warmDecoder() error { return sonic.Pretouch(reflect.TypeFor[wireList]()) }
+func warmDecoder() error { return wire.Pretouch(reflect.TypeFor[wireList]()) }
 
-// decodeWire decodes body in one pass. body is read as a string without a
-// copy: it must not change while anything decoded from it is in use.
-func decodeWire(body []byte) (*wireList, error) {
+// decodeWire decodes body in one pass. body is read without a copy: it must
+// not change while anything decoded from it is in use.
+func decodeWire(body []byte) (*wireList, error) { return decodeWireWith(wire, body) }
+
+func decodeWireWith(p jsonfast.Path, body []byte) (*wireList, error) {
 	var wl wireList
-	str := unsafe.String(unsafe.SliceData(body), len(body))
-	if err := wireAPI.UnmarshalFromString(str, &wl); err != nil {
+	if err := p.DecodeInPlace(body, &wl, &wl.Kind); err != nil {
 		return nil, err
-	}
-	if len(wl.Kind) > 0 && !within(unsafe.StringData(wl.Kind), body) {
-		// Decoded from a copy: most likely one with invalid UTF-8
-		// replaced (or a kind written with escapes, which costs a second
-		// decode and changes nothing).
-		var keep wireList
-		if err := wireKeepAPI.UnmarshalFromString(str, &keep); err == nil {
-			return &keep, nil
-		}
 	}
 	return &wl, nil
 }
 
-// within tells whether p points into b.
-func within(p *byte, b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	return uintptr(unsafe.Pointer(p))-start < uintptr(len(b))
+// decodeEventKeepingInvalidUTF8 decodes one event (of a body decodeWire
+// refused) leaving invalid UTF-8 in its strings; false where the decoder
+// cannot (encoding/json's replacement stands).
+func decodeEventKeepingInvalidUTF8(raw []byte, w *wireEvent) bool {
+	return wire.UnmarshalKeepingInvalidUTF8(raw, w) == nil
 }

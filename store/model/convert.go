@@ -11,9 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/bytedance/sonic"
-	fastjson "github.com/goccy/go-json"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/options-record/options-record/store/model/jsonfast"
 )
 
 // Reasons for which a kept event yields no version, or is skipped. They are
@@ -94,6 +94,9 @@ func Convert(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigester)
 	return c, err
 }
 
+// convertRaw reads top to bottom: the event's row (who did what, the
+// answer, the annotations and the request body kept), then the versions
+// its response object gives.
 func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigester) (Converted, error) {
 	var c Converted
 	if ev.ObjectRef == nil {
@@ -104,8 +107,29 @@ func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigest
 	if digest && dg == nil {
 		return c, ErrNoDigester
 	}
+	var pd *placeDigester // the Secret's digests, when the event is about one
+	if digest {
+		at := dg.at(SecretPlace{cluster, ref.Namespace, ref.Name})
+		pd = &at
+	}
+	c.Event = newEvent(cluster, ev, d.Rules, digest)
+	c.addUser(ev)
+	echoed := c.echoedSecretValues(ev, digest)
+	c.addAnswer(ev, echoed)
+	c.addAnnotations(ev, pd, echoed)
+	c.addRequestObject(ev, pd)
+	meta, ok := c.responseMeta(ev)
+	if !ok {
+		return c, nil
+	}
+	c.addVersions(ev, &meta, d, dg)
+	return c, nil
+}
 
-	e := Event{
+// newEvent is the event's row as far as the envelope says it as is.
+func newEvent(cluster string, ev *auditv1.Event, rules []string, digest bool) Event {
+	ref := ev.ObjectRef
+	return Event{
 		Cluster:        cluster,
 		Key:            EventKey(cluster, ev),
 		StageAt:        ev.StageTimestamp.Time,
@@ -126,10 +150,15 @@ func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigest
 		Namespace:      ref.Namespace,
 		Name:           ref.Name,
 		ObjectUID:      string(ref.UID),
-		Rules:          d.Rules,
+		Rules:          rules,
 		SecretDigested: digest,
 		ResponseCode:   responseCode(ev),
 	}
+}
+
+// addUser records the user's extras (as JSON) and whom they impersonated.
+func (c *Converted) addUser(ev *auditv1.Event) {
+	e := &c.Event
 	if len(ev.User.Extra) > 0 {
 		e.UserExtra, _ = json.Marshal(ev.User.Extra)
 		for k, vs := range ev.User.Extra {
@@ -143,83 +172,101 @@ func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigest
 			e.ImpersonatedGroups = []string{}
 		}
 	}
-	// What a refusal of a write to a Secret may echo: the values sent (an
-	// admission webhook's or a validating policy's message can quote them).
-	var echoed []string
-	if digest && ev.RequestObject != nil && (e.ResponseCode >= 300 || len(ev.Annotations) > 0) {
-		echoed = secretValues(ev.RequestObject.Raw)
+}
+
+// echoedSecretValues are what a refusal of a write to a Secret may echo:
+// the values sent (an admission webhook's or a validating policy's message
+// can quote them).
+func (c *Converted) echoedSecretValues(ev *auditv1.Event, digest bool) []string {
+	if digest && ev.RequestObject != nil && (c.Event.ResponseCode >= 300 || len(ev.Annotations) > 0) {
+		return secretValues(ev.RequestObject.Raw)
 	}
+	return nil
+}
+
+// addAnswer records the answer's reason and message, without the Secret
+// values it echoes.
+func (c *Converted) addAnswer(ev *auditv1.Event, echoed []string) {
 	if ev.ResponseStatus != nil {
-		e.ResponseReason = string(ev.ResponseStatus.Reason)
-		e.ResponseMessage = scrubSecretValues(ev.ResponseStatus.Message, echoed)
+		c.Event.ResponseReason = string(ev.ResponseStatus.Reason)
+		c.Event.ResponseMessage = scrubSecretValues(ev.ResponseStatus.Message, echoed)
 	}
-	if len(ev.Annotations) > 0 {
-		ann := ev.Annotations
-		if digest {
-			ann = dg.at(SecretPlace{cluster, ref.Namespace, ref.Name}).annotations(ann)
-			if len(echoed) > 0 {
-				scrubbed := make(map[string]string, len(ann))
-				for k, v := range ann {
-					scrubbed[k] = scrubSecretValues(v, echoed)
-				}
-				ann = scrubbed
+}
+
+// addAnnotations records the annotations as JSON; about a Secret (pd), with
+// its values digested and the echoed ones scrubbed.
+func (c *Converted) addAnnotations(ev *auditv1.Event, pd *placeDigester, echoed []string) {
+	if len(ev.Annotations) == 0 {
+		return
+	}
+	ann := ev.Annotations
+	if pd != nil {
+		ann = pd.annotations(ann)
+		if len(echoed) > 0 {
+			scrubbed := make(map[string]string, len(ann))
+			for k, v := range ann {
+				scrubbed[k] = scrubSecretValues(v, echoed)
 			}
-		}
-		e.Annotations, _ = json.Marshal(ann)
-		for k, v := range ev.Annotations {
-			c.Sanitized = c.Sanitized || !utf8.ValidString(k) || !utf8.ValidString(v) // json.Marshal replaced it
+			ann = scrubbed
 		}
 	}
-	if keepRequestObject(ev, e.ResponseCode) {
-		raw := withoutManagedFields(withoutCredentials(ref, ev.RequestObject.Raw))
-		// The decoder skipped the objects without validating them (wire.go);
-		// what PostgreSQL's json column would refuse is not stored.
-		if !validJSON(raw) {
-			raw = nil
-			c.Sanitized = true
-		} else if digest {
-			raw = dg.at(SecretPlace{cluster, ref.Namespace, ref.Name}).request(raw)
-		}
-		e.RequestObject = raw
+	c.Event.Annotations, _ = json.Marshal(ann)
+	for k, v := range ev.Annotations {
+		c.Sanitized = c.Sanitized || !utf8.ValidString(k) || !utf8.ValidString(v) // json.Marshal replaced it
 	}
-	c.Event = e
+}
+
+// addRequestObject records the request body where it adds to the record
+// (keepRequestObject), without credentials or managedFields; about a
+// Secret (pd), digested.
+func (c *Converted) addRequestObject(ev *auditv1.Event, pd *placeDigester) {
+	if !keepRequestObject(ev, c.Event.ResponseCode) {
+		return
+	}
+	raw := withoutManagedFields(withoutCredentials(ev.ObjectRef, ev.RequestObject.Raw))
+	// The decoder skipped the objects without validating them (auditsink's
+	// wire.go); what PostgreSQL's json column would refuse is not stored.
+	switch {
+	case !jsonfast.Default.Valid(raw):
+		raw = nil
+		c.Sanitized = true
+	case pd != nil:
+		raw = pd.request(raw)
+	}
+	c.Event.RequestObject = raw
+}
+
+// responseMeta reads what the record needs of the response object. An
+// event without one gives no version (false) but a delete's, whose uid the
+// request's preconditions tell; one whose object does not decode is
+// skipped and counted.
+func (c *Converted) responseMeta(ev *auditv1.Event) (objectMeta, bool) {
+	e := &c.Event
 	if e.ResponseCode >= 300 || ev.ResponseObject == nil || len(ev.ResponseObject.Raw) == 0 {
-		if e.ResponseCode < 300 && ev.ResponseObject == nil && ev.Verb == "delete" && ref.UID != "" {
+		if e.ResponseCode < 300 && ev.ResponseObject == nil && ev.Verb == "delete" && ev.ObjectRef.UID != "" {
 			// A delete whose response the policy did not record: the uid is
 			// still known from the request's preconditions.
-			c.Versions = append(c.Versions, deletedVersion(&e, string(ref.UID), ev))
+			c.Versions = append(c.Versions, deletedVersion(e, string(ev.ObjectRef.UID), ev))
 		}
-		return c, nil
+		return objectMeta{}, false
 	}
-
 	var meta objectMeta
-	if err := fastjson.Unmarshal(ev.ResponseObject.Raw, &meta); err != nil {
+	if err := jsonfast.Default.Unmarshal(ev.ResponseObject.Raw, &meta); err != nil {
 		c.Skips = append(c.Skips, skipBadObject)
-		return c, nil
+		return objectMeta{}, false
 	}
+	return meta, true
+}
+
+// addVersions records the versions the response object meta gives: one per
+// item of a deletecollection's List, a deletion answered with a Status, a
+// stale mark where the answer is not the object's full state, else the
+// object's new state.
+func (c *Converted) addVersions(ev *auditv1.Event, meta *objectMeta, d Selection, dg *SecretDigester) {
+	e, ref := &c.Event, ev.ObjectRef
 	switch {
 	case ev.Verb == "deletecollection":
-		if meta.Items == nil {
-			c.Skips = append(c.Skips, skipNoListInResult)
-			return c, nil
-		}
-		// The items of a List carry no apiVersion and kind of their own
-		// (the namespace controller's deletecollection answers a
-		// ConfigMapList, ...): they are the List's, without "List".
-		itemAPIVersion, itemKind := listItemType(&meta, ref)
-		for _, item := range meta.Items {
-			var im objectMeta
-			if err := fastjson.Unmarshal(item, &im); err != nil {
-				c.Skips = append(c.Skips, skipBadObject)
-				continue
-			}
-			if im.Kind == "PartialObjectMetadata" {
-				c.addMetadataVersion(&e, &im, itemAPIVersion, itemKind)
-				continue
-			}
-			item = withTypeMeta(item, &im, itemAPIVersion, itemKind)
-			c.addObjectVersion(&e, ev, &im, item, !d.RecordSecretData, dg)
-		}
+		c.addListVersions(ev, meta, d, dg)
 	case ev.Verb == "delete" && meta.Kind == "Status":
 		uid := string(ref.UID)
 		if meta.Details != nil && meta.Details.UID != "" {
@@ -227,43 +274,73 @@ func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigest
 		}
 		if uid == "" {
 			c.Skips = append(c.Skips, skipNoUID)
-			return c, nil
+			return
 		}
-		c.Versions = append(c.Versions, deletedVersion(&e, uid, ev))
+		c.Versions = append(c.Versions, deletedVersion(e, uid, ev))
 	case notTheObject[meta.Kind] || meta.Metadata.UID == "" || meta.Metadata.Name != ref.Name && ref.Name != "":
-		// The object changed but the answer is not its full state (e.g. a
-		// /scale write answers a Scale): record that the last full version is
-		// stale from here on.
-		uid := meta.Metadata.UID
-		if meta.Kind == "Status" || meta.Metadata.Name != ref.Name {
-			uid = string(ref.UID)
-		}
-		if uid == "" {
-			c.Skips = append(c.Skips, skipNoUID)
-			return c, nil
-		}
-		v := baseVersion(&e, uid)
-		v.Complete = false
-		// The garbage collector removes finalizers through the metadata
-		// API: the last one removed, the object is gone.
-		v.Deleted = meta.Kind == "PartialObjectMetadata" && removedLastFinalizer(&meta) && gone(&meta)
-		if meta.Kind == "Scale" || meta.Kind == "PartialObjectMetadata" {
-			rv, err := parseRV(meta.Metadata.ResourceVersion)
-			if err != nil {
-				c.Skips = append(c.Skips, skipBadRV)
-				return c, nil
-			}
-			v.ResourceVersion = rv
-		}
-		if v.ResourceVersion == nil {
-			return c, nil // nothing orders it: say nothing rather than guess
-		}
-		v.Key = versionKey(e.Key, uid)
-		c.Versions = append(c.Versions, v)
+		c.addStaleVersion(ev, meta)
 	default:
-		c.addObjectVersion(&e, ev, &meta, ev.ResponseObject.Raw, !d.RecordSecretData, dg)
+		c.addObjectVersion(e, ev, meta, ev.ResponseObject.Raw, !d.RecordSecretData, dg)
 	}
-	return c, nil
+}
+
+// addListVersions records the items of the List a deletecollection
+// answered with.
+func (c *Converted) addListVersions(ev *auditv1.Event, list *objectMeta, d Selection, dg *SecretDigester) {
+	if list.Items == nil {
+		c.Skips = append(c.Skips, skipNoListInResult)
+		return
+	}
+	// The items of a List carry no apiVersion and kind of their own
+	// (the namespace controller's deletecollection answers a
+	// ConfigMapList, ...): they are the List's, without "List".
+	itemAPIVersion, itemKind := listItemType(list, ev.ObjectRef)
+	for _, item := range list.Items {
+		var im objectMeta
+		if err := jsonfast.Default.Unmarshal(item, &im); err != nil {
+			c.Skips = append(c.Skips, skipBadObject)
+			continue
+		}
+		if im.Kind == "PartialObjectMetadata" {
+			c.addMetadataVersion(&c.Event, &im, itemAPIVersion, itemKind)
+			continue
+		}
+		item = withTypeMeta(item, &im, itemAPIVersion, itemKind)
+		c.addObjectVersion(&c.Event, ev, &im, item, !d.RecordSecretData, dg)
+	}
+}
+
+// addStaleVersion records that the object changed but the answer is not its
+// full state (e.g. a /scale write answers a Scale): the last full version
+// is stale from here on.
+func (c *Converted) addStaleVersion(ev *auditv1.Event, meta *objectMeta) {
+	e, ref := &c.Event, ev.ObjectRef
+	uid := meta.Metadata.UID
+	if meta.Kind == "Status" || meta.Metadata.Name != ref.Name {
+		uid = string(ref.UID)
+	}
+	if uid == "" {
+		c.Skips = append(c.Skips, skipNoUID)
+		return
+	}
+	v := baseVersion(e, uid)
+	v.Complete = false
+	// The garbage collector removes finalizers through the metadata
+	// API: the last one removed, the object is gone.
+	v.Deleted = meta.Kind == "PartialObjectMetadata" && removedLastFinalizer(meta) && gone(meta)
+	if meta.Kind == "Scale" || meta.Kind == "PartialObjectMetadata" {
+		rv, err := parseRV(meta.Metadata.ResourceVersion)
+		if err != nil {
+			c.Skips = append(c.Skips, skipBadRV)
+			return
+		}
+		v.ResourceVersion = rv
+	}
+	if v.ResourceVersion == nil {
+		return // nothing orders it: say nothing rather than guess
+	}
+	v.Key = versionKey(e.Key, uid)
+	c.Versions = append(c.Versions, v)
 }
 
 // addObjectVersion records raw (the object in a response) as the state after
@@ -333,36 +410,6 @@ func (c *Converted) objectVersion(e *Event, meta *objectMeta) (Version, bool) {
 	v.ResourceVersion = rv
 	v.Namespace, v.Name = meta.Metadata.Namespace, meta.Metadata.Name
 	return v, true
-}
-
-// validJSON reports whether raw is JSON that PostgreSQL's json type takes.
-// sonic's fast check settles most: but it lets raw control characters
-// through inside strings (PostgreSQL refuses them, SQLSTATE 22P02), and it
-// stops at 4,096 levels where the apiserver goes to 10,000. encoding/json,
-// strict and with the apiserver's limit, judges the rest.
-func validJSON(raw []byte) bool {
-	if sonic.Valid(raw) && !controlInString(raw) {
-		return true
-	}
-	return json.Valid(raw)
-}
-
-// controlInString reports whether a string of raw holds a raw control
-// character, which JSON wants escaped.
-func controlInString(raw []byte) bool {
-	in := false
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; {
-		case c == '"':
-			in = !in
-		case !in:
-		case c == '\\':
-			i++ // the escaped byte
-		case c < 0x20:
-			return true
-		}
-	}
-	return false
 }
 
 // listItemType is the apiVersion and kind of the items of a List answered

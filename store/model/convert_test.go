@@ -79,7 +79,11 @@ func TestADeepPatchIsKept(t *testing.T) {
 		body string
 		kept bool
 	}{{deep, true}, {`{"data":tru}`, false}, {"[{\"op\":\"add\",\"path\":\"/data/k\",\"val\x00\":\"v\"}]", false},
-		{"{\"data\":{\"k\":\"tab\there\"}}", false}, {`{"data":{"k":"\"quoted\\\\\" ok"}}`, true}} {
+		{"{\"data\":{\"k\":\"tab\there\"}}", false}, {`{"data":{"k":"\"quoted\\\\\" ok"}}`, true},
+		// Escapes the fast validator does not check: PostgreSQL's json
+		// refuses them (SQLSTATE 22P02), failing the whole batch.
+		{`{"data":{"k":"\x41"}}`, false}, {`{"data":{"k":"\u12"}}`, false}, {`{"data":{"k":"\U0041"}}`, false},
+		{`{"data":{"k":"\u00e9\/\b\f\n\r\t\uD83D\uDE00"}}`, true}} {
 		c, err := Convert("c", patch(tt.body), Selection{Rules: []string{"r"}}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -87,6 +91,28 @@ func TestADeepPatchIsKept(t *testing.T) {
 		if kept := c.Event.RequestObject != nil; kept != tt.kept || c.Sanitized == tt.kept {
 			t.Errorf("%.40s…: kept %v (sanitized %v), want kept %v", tt.body, kept, c.Sanitized, tt.kept)
 		}
+	}
+}
+
+// TestADeepObjectIsRecorded: an object nested deeper than sonic decodes
+// (4,096 levels; the apiserver takes 10,000) still gives its version.
+func TestADeepObjectIsRecorded(t *testing.T) {
+	at := metav1.NewMicroTime(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
+	obj := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"prod","uid":"u1","resourceVersion":"7"},` +
+		`"data":{"k":` + strings.Repeat(`[`, 5000) + strings.Repeat(`]`, 5000) + `}}`
+	ev := &auditv1.Event{
+		AuditID: "a1", Stage: auditv1.StageResponseComplete, Verb: "update", RequestURI: "/api/v1/namespaces/prod/configmaps/a",
+		User:           authnv1.UserInfo{Username: "alice"},
+		ObjectRef:      &auditv1.ObjectReference{APIVersion: "v1", Resource: "configmaps", Namespace: "prod", Name: "a"},
+		ResponseStatus: &metav1.Status{Code: 200}, StageTimestamp: at, RequestReceivedTimestamp: at,
+		ResponseObject: &runtime.Unknown{Raw: []byte(obj)},
+	}
+	c, err := Convert("c", ev, Selection{Rules: []string{"r"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Versions) != 1 || c.Versions[0].UID != "u1" || len(c.Skips) > 0 {
+		t.Fatalf("versions %d, skips %v", len(c.Versions), c.Skips)
 	}
 }
 

@@ -22,10 +22,13 @@ var allowed = map[string][]string{
 	"api/v1alpha1":        nil,
 	"api/record/v1alpha1": nil,
 	"migrations":          nil,
-	"store/model":         {"store/model/jsonscan"},
+	"store/model":         {"store/model/jsonfast", "store/model/jsonscan"},
 	// The one JSON scanner, which the model, the rules and the ingest walk
 	// JSON text with.
 	"store/model/jsonscan": nil,
+	// The one use of sonic (the ingest's hot path), with its
+	// encoding/json fallback.
+	"store/model/jsonfast": nil,
 	"store":                {"migrations", "store/model", "store/partitions", "store/reads"},
 	"store/partitions":     nil,
 	"store/reads":          {"api/errs"},
@@ -47,7 +50,7 @@ var allowed = map[string][]string{
 	// The direct door's URL scheme, which the services write as links.
 	"api/restoreapi/paths": nil,
 	// services
-	"auditsink":               {"api/authlimit", "filter", "store/model", "store/model/jsonscan"},
+	"auditsink":               {"api/authlimit", "filter", "store/model", "store/model/jsonfast", "store/model/jsonscan"},
 	"auditsink/journal":       {"store", "store/model"},
 	"filter/rulesync":         {"api/v1alpha1", "filter", "store", "store/model"},
 	"api/history/diff":        nil,
@@ -121,6 +124,7 @@ var pure = map[string][]string{
 	"store/model/jsonscan": {"github.com/", "k8s.io/", "sigs.k8s.io/", "golang.org/", "net", module + "/"},
 	"filter":               {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations"},
 	"store/model":          {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations"},
+	"store/model/jsonfast": {"k8s.io/", "sigs.k8s.io/", "github.com/jackc/", "github.com/go-chi/", "net/http", module + "/"},
 	"api/restore/manifest": {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations", module + "/api/history"},
 	"api/history/diff":     {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/store", module + "/migrations"},
 }
@@ -142,6 +146,7 @@ var direct = map[string][]string{
 	"store/model/jsonscan": {"os", "io", "net/", "syscall"},
 	"filter":               {"net/http"},
 	"store/model":          {"net/http"},
+	"store/model/jsonfast": {"os", "io", "net/", "syscall"},
 	"store":                {"k8s.io/client-go/", "net/http"},
 	"store/partitions":     {"k8s.io/client-go/", "net/http"},
 	"store/reads":          {"k8s.io/client-go/", "net/http"},

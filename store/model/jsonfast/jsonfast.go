@@ -1,0 +1,189 @@
+// Package jsonfast is the one place that decodes JSON with
+// github.com/bytedance/sonic: the hot path of the ingest, where the webhook
+// decodes every EventList's envelope (auditsink) and the model reads the
+// metadata of every kept response object (store/model). Everything else
+// decodes with encoding/json (docs/development.md, "JSON").
+//
+// sonic runs natively only on amd64 and arm64 with the Go versions it
+// knows; elsewhere its API is encoding/json behind a copy of the input, and
+// its options (skipping without validating, strings left in the body) do
+// nothing. So each operation has two paths: Sonic, and Std, which calls
+// encoding/json itself. Default is Sonic where sonic runs natively, else
+// Std. Both give the same results on the same input, except where a method
+// says otherwise; TestPathsAgree runs the same cases through both.
+//
+// It does no I/O and imports nothing of the module.
+package jsonfast
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/bytedance/sonic"
+)
+
+// Native says whether sonic runs natively on this platform.
+const Native = sonic.APIKind == sonic.UseSonicJSON
+
+// A Path is one implementation of the operations: Sonic or Std.
+type Path struct{ sonic bool }
+
+var (
+	// Sonic decodes with sonic (with encoding/json where sonic would
+	// differ from it).
+	Sonic = Path{sonic: true}
+	// Std decodes with encoding/json only.
+	Std = Path{}
+	// Default is Sonic where sonic runs natively, else Std.
+	Default = Path{sonic: Native}
+)
+
+// ErrCannotKeepInvalidUTF8 is returned by UnmarshalKeepingInvalidUTF8 on
+// the Std path: encoding/json replaces invalid UTF-8 without a word.
+var ErrCannotKeepInvalidUTF8 = errors.New("encoding/json cannot keep invalid UTF-8")
+
+var (
+	// strict decodes as encoding/json does (a raw control character in a
+	// string is refused, invalid UTF-8 replaced by U+FFFD, strings copied),
+	// from a copy of the input.
+	strict = sonic.Config{ValidateString: true}.Froze()
+	// inPlace skips the values it does not decode without validating them
+	// (NoValidateJSONSkip): a json.Unmarshaler gets a slice of the input.
+	// Strings are not copied (CopyString off) but are checked
+	// (ValidateString): a raw control character is refused.
+	// ValidateString replaces invalid UTF-8 in a copy of the whole input
+	// before decoding it, so inPlaceKeep decodes such an input again.
+	inPlace = sonic.Config{NoValidateJSONSkip: true, ValidateString: true}.Froze()
+	// inPlaceKeep is inPlace without the string check: invalid UTF-8 and
+	// raw control characters are left as they are.
+	inPlaceKeep = sonic.Config{NoValidateJSONSkip: true}.Froze()
+)
+
+// Unmarshal decodes data into v as encoding/json.Unmarshal does. sonic
+// replaces invalid UTF-8 in a copy of the whole input, in the values v
+// keeps raw too (json.RawMessage), where encoding/json leaves them for the
+// store's sanitizer to replace and count; and it refuses more than 4,096
+// levels of nesting, where encoding/json takes 10,000. So such an input,
+// and any sonic refuses, is decoded by encoding/json on both paths.
+func (p Path) Unmarshal(data []byte, v any) error {
+	if p.sonic && utf8.Valid(data) && strict.Unmarshal(data, v) == nil {
+		return nil
+	}
+	return json.Unmarshal(data, v)
+}
+
+// Valid reports whether data is JSON as encoding/json.Valid does. sonic's
+// check lets raw control characters and malformed escapes through inside
+// strings, and stops at 4,096 levels of nesting where encoding/json goes to
+// 10,000; encoding/json judges what it refuses and what holds such a
+// string.
+func (p Path) Valid(data []byte) bool {
+	if p.sonic && sonic.Valid(data) && !unsureString(data) {
+		return true
+	}
+	return json.Valid(data)
+}
+
+// DecodeInPlace decodes body into v, a pointer, in one pass, for the
+// webhook's envelope: a value that a json.Unmarshaler field of v takes is
+// a slice of body, and the strings of v may be too, so body must not change
+// while anything decoded from it is in use. probe is a string field of v
+// that a decoded body sets (an EventList's kind): if it does not point into
+// body, the Sonic path decoded a copy, most likely one with invalid UTF-8
+// replaced, and decodes body again leaving it in place.
+//
+// The paths differ on a body they both take in three ways, and the
+// record's tests say what each costs:
+//   - Sonic skips the values it does not decode without validating them
+//     (a kept object is checked with Valid before it is stored); Std
+//     refuses a body with a malformed object.
+//   - Sonic leaves invalid UTF-8 in the strings, for the store's sanitizer
+//     to replace (a run by one U+FFFD) and count; Std replaces each invalid
+//     byte with U+FFFD itself, uncounted.
+//   - Std copies the strings.
+func (p Path) DecodeInPlace(body []byte, v any, probe *string) error {
+	if !p.sonic {
+		return json.Unmarshal(body, v)
+	}
+	str := unsafe.String(unsafe.SliceData(body), len(body))
+	if err := inPlace.UnmarshalFromString(str, v); err != nil {
+		return err
+	}
+	if len(*probe) == 0 || within(unsafe.StringData(*probe), body) {
+		return nil
+	}
+	// Decoded from a copy (or the probe was written with escapes, which
+	// costs a second decode and changes nothing).
+	keep := reflect.New(reflect.TypeOf(v).Elem())
+	if err := inPlaceKeep.UnmarshalFromString(str, keep.Interface()); err != nil {
+		return nil // the first decode stands
+	}
+	reflect.ValueOf(v).Elem().Set(keep.Elem())
+	return nil
+}
+
+// UnmarshalKeepingInvalidUTF8 decodes data (one event of a body that
+// DecodeInPlace refused) into v leaving invalid UTF-8 in its strings, for
+// the store's sanitizer to replace and count. data need not stay
+// unchanged. The Std path cannot: it returns ErrCannotKeepInvalidUTF8.
+func (p Path) UnmarshalKeepingInvalidUTF8(data []byte, v any) error {
+	if !p.sonic {
+		return ErrCannotKeepInvalidUTF8
+	}
+	return inPlaceKeep.Unmarshal(data, v)
+}
+
+// Pretouch compiles sonic's decoder of t now rather than on first use
+// (about 14 ms for an EventList). The Std path has nothing to compile.
+func (p Path) Pretouch(t reflect.Type) error {
+	if !p.sonic {
+		return nil
+	}
+	return sonic.Pretouch(t)
+}
+
+// unsureString reports whether a string of raw holds what sonic.Valid
+// does not check: a raw control character (JSON wants it escaped) or an
+// escape other than \" \\ \/ \b \f \n \r \t and \u with four hex digits.
+func unsureString(raw []byte) bool {
+	in := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			in = !in
+		case !in:
+		case c < 0x20:
+			return true
+		case c == '\\':
+			if i+1 >= len(raw) {
+				return true
+			}
+			i++
+			switch raw[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(raw) || !hex(raw[i+1]) || !hex(raw[i+2]) || !hex(raw[i+3]) || !hex(raw[i+4]) {
+					return true
+				}
+				i += 4
+			default:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+// within tells whether p points into b.
+func within(p *byte, b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return uintptr(unsafe.Pointer(p))-start < uintptr(len(b))
+}
