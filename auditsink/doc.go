@@ -14,34 +14,16 @@
 //
 // # JSON, and which library where
 //
-// The project decodes JSON with four libraries and two hand scanners; each
-// has one job, and this is the one place that says which:
+// docs/development.md ("JSON") says which decoder the project uses where,
+// and why. This package uses:
 //
-//   - github.com/bytedance/sonic (wire.go, and sonic.Valid in store/model/convert.go):
-//     the webhook's envelope. Nine events in ten are dropped by the rules, so
-//     the objects are skipped unparsed and stay slices of the body; a kept
-//     request body is validated with it before it is stored. The
+//   - store/model/jsonfast (sonic where it runs natively, else
+//     encoding/json; wire.go): each EventList's envelope in one pass, the
+//     objects skipped unparsed and kept as slices of the body. The
 //     throughput targets of the benchmark (make bench) rest on it.
-//   - github.com/goccy/go-json (store/model/convert.go): the few fields of a kept
-//     response object the record needs (objectMeta), on the hot path of the
-//     all-kept mix; measured faster than encoding/json there.
-//   - encoding/json: everything off the hot path, where the standard
-//     library's exact semantics matter more than speed: Secret digests
-//     (store/model/redact.go), the re-encoding that replaces NUL, invalid UTF-8 and lone
-//     surrogates (store/model/pgsafe.go: its decoder turns a lone surrogate into U+FFFD,
-//     which the record relies on), the journal's records, baselines, and
-//     the answers of the restore API (restoreapi).
-//   - k8s.io/apimachinery/pkg/util/json (filter's loading and dry-run checks,
-//     the manifests and diffs of packages restore and history): objects as Kubernetes decodes them,
-//     integers kept as int64 rather than float64, so a manifest or a rule
-//     reads back as it was written.
-//   - filter/noise.go's scanner: an allocation-free, strictly validating
-//     walk that decides whether a patch touches only status, for every
-//     patch event before the rules keep or drop it.
-//   - hasLoneSurrogate (store/model/pgsafe.go): a scan for unpaired \uD800-\uDFFF
-//     escapes, which PostgreSQL's json accepts and its jsonb refuses; it
-//     jumps between backslashes, so it costs little on bodies without any.
-//
-// A new use takes encoding/json unless a benchmark shows the hot path needs
-// more, and says so here.
+//   - encoding/json (decode.go): an event decoded on its own, when its
+//     batch did not decode in one pass.
+//   - the scanner package (see docs/development.md): the members of a
+//     large EventList streamed, and members cut in place.
+//   - sigs.k8s.io/yaml (auth.go): the token file.
 package auditsink
