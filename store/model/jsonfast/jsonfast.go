@@ -46,10 +46,10 @@ var (
 var ErrCannotKeepInvalidUTF8 = errors.New("encoding/json cannot keep invalid UTF-8")
 
 var (
-	// strict decodes as encoding/json does (a raw control character in a
-	// string is refused, invalid UTF-8 replaced by U+FFFD, strings copied),
-	// from a copy of the input.
-	strict = sonic.Config{ValidateString: true}.Froze()
+	// strict decodes as encoding/json does: a raw control character in a
+	// string is refused, invalid UTF-8 replaced by U+FFFD, and nothing
+	// decoded shares the input's bytes (CopyString).
+	strict = sonic.Config{ValidateString: true, CopyString: true}.Froze()
 	// inPlace skips the values it does not decode without validating them
 	// (NoValidateJSONSkip): a json.Unmarshaler gets a slice of the input.
 	// Strings are not copied (CopyString off) but are checked
@@ -67,10 +67,14 @@ var (
 // keeps raw too (json.RawMessage), where encoding/json leaves them for the
 // store's sanitizer to replace and count; and it refuses more than 4,096
 // levels of nesting, where encoding/json takes 10,000. So such an input,
-// and any sonic refuses, is decoded by encoding/json on both paths.
+// and any sonic refuses, is decoded by encoding/json on both paths. As
+// with encoding/json, nothing decoded shares data's bytes.
 func (p Path) Unmarshal(data []byte, v any) error {
-	if p.sonic && utf8.Valid(data) && strict.Unmarshal(data, v) == nil {
-		return nil
+	if p.sonic && utf8.Valid(data) {
+		str := unsafe.String(unsafe.SliceData(data), len(data))
+		if strict.UnmarshalFromString(str, v) == nil {
+			return nil
+		}
 	}
 	return json.Unmarshal(data, v)
 }

@@ -184,6 +184,24 @@ func TestDecodeInPlaceKeepsObjectsInTheBody(t *testing.T) {
 	}
 }
 
+// TestUnmarshalCopies: nothing Unmarshal decodes shares the input's bytes
+// (the model cuts a List's items in place).
+func TestUnmarshalCopies(t *testing.T) {
+	for name, p := range map[string]Path{"sonic": Sonic, "encoding/json": Std} {
+		in := []byte(`{"name":"alice","list":[{"a":"b"}],"data":{"k":"v"}}`)
+		var m meta
+		if err := p.Unmarshal(in, &m); err != nil {
+			t.Fatal(err)
+		}
+		for i := range in {
+			in[i] = 'x'
+		}
+		if m.Name != "alice" || string(m.List[0]) != `{"a":"b"}` || string(m.Data) != `{"k":"v"}` {
+			t.Errorf("%s: changed with its input: %q %q %q", name, m.Name, m.List, m.Data)
+		}
+	}
+}
+
 func TestUnmarshalKeepingInvalidUTF8(t *testing.T) {
 	in := []byte("{\"name\":\"a\xffb\"}")
 	var s, j envelope
