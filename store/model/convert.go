@@ -226,8 +226,10 @@ func (c *Converted) addRequestObject(ev *auditv1.Event, pd *placeDigester) {
 	raw := withoutManagedFields(withoutCredentials(ev.ObjectRef, ev.RequestObject.Raw))
 	// The decoder skipped the objects without validating them (auditsink's
 	// wire.go); what PostgreSQL's json column would refuse is not stored.
+	// encoding/json judges: sonic.Valid takes truncated literals and
+	// malformed escapes (store/model/jsonfast).
 	switch {
-	case !jsonfast.Default.Valid(raw):
+	case !json.Valid(raw):
 		raw = nil
 		c.Sanitized = true
 	case pd != nil:

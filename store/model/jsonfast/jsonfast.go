@@ -4,6 +4,10 @@
 // metadata of every kept response object (store/model). Everything else
 // decodes with encoding/json (docs/development.md, "JSON").
 //
+// A kept object is checked with encoding/json.Valid, not sonic.Valid, which
+// takes truncated literals ("tr"), malformed escapes and raw control
+// characters, all of which PostgreSQL's json refuses.
+//
 // sonic runs natively only on amd64 and arm64 with the Go versions it
 // knows; elsewhere its API is encoding/json behind a copy of the input, and
 // its options (skipping without validating, strings left in the body) do
@@ -16,6 +20,7 @@
 package jsonfast
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -62,33 +67,24 @@ var (
 	inPlaceKeep = sonic.Config{NoValidateJSONSkip: true}.Froze()
 )
 
-// Unmarshal decodes data into v as encoding/json.Unmarshal does. sonic
-// replaces invalid UTF-8 in a copy of the whole input, in the values v
-// keeps raw too (json.RawMessage), where encoding/json leaves them for the
-// store's sanitizer to replace and count; and it refuses more than 4,096
-// levels of nesting, where encoding/json takes 10,000. So such an input,
-// and any sonic refuses, is decoded by encoding/json on both paths. As
-// with encoding/json, nothing decoded shares data's bytes.
+// Unmarshal decodes data into v as encoding/json.Unmarshal does, and
+// refuses what it refuses. sonic differs from it in three ways, and such an
+// input is decoded by encoding/json on both paths: it replaces invalid
+// UTF-8 in a copy of the whole input, in the values v keeps raw too
+// (json.RawMessage), where encoding/json leaves them for the store's
+// sanitizer to replace and count; it refuses more than 4,096 levels of
+// nesting, where encoding/json takes 10,000; and it takes malformed escapes
+// (\0, \x41) in the values it skips, so an input with a backslash is
+// checked by encoding/json.Valid first. As with encoding/json, nothing
+// decoded shares data's bytes.
 func (p Path) Unmarshal(data []byte, v any) error {
-	if p.sonic && utf8.Valid(data) {
+	if p.sonic && utf8.Valid(data) && (bytes.IndexByte(data, '\\') < 0 || json.Valid(data)) {
 		str := unsafe.String(unsafe.SliceData(data), len(data))
 		if strict.UnmarshalFromString(str, v) == nil {
 			return nil
 		}
 	}
 	return json.Unmarshal(data, v)
-}
-
-// Valid reports whether data is JSON as encoding/json.Valid does. sonic's
-// check lets raw control characters and malformed escapes through inside
-// strings, and stops at 4,096 levels of nesting where encoding/json goes to
-// 10,000; encoding/json judges what it refuses and what holds such a
-// string.
-func (p Path) Valid(data []byte) bool {
-	if p.sonic && sonic.Valid(data) && !unsureString(data) {
-		return true
-	}
-	return json.Valid(data)
 }
 
 // DecodeInPlace decodes body into v, a pointer, in one pass, for the
@@ -102,7 +98,7 @@ func (p Path) Valid(data []byte) bool {
 // The paths differ on a body they both take in three ways, and the
 // record's tests say what each costs:
 //   - Sonic skips the values it does not decode without validating them
-//     (a kept object is checked with Valid before it is stored); Std
+//     (a kept object is checked with encoding/json before it is stored); Std
 //     refuses a body with a malformed object.
 //   - Sonic leaves invalid UTF-8 in the strings, for the store's sanitizer
 //     to replace (a run by one U+FFFD) and count; Std replaces each invalid
@@ -148,40 +144,6 @@ func (p Path) Pretouch(t reflect.Type) error {
 	}
 	return sonic.Pretouch(t)
 }
-
-// unsureString reports whether a string of raw holds what sonic.Valid
-// does not check: a raw control character (JSON wants it escaped) or an
-// escape other than \" \\ \/ \b \f \n \r \t and \u with four hex digits.
-func unsureString(raw []byte) bool {
-	in := false
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; {
-		case c == '"':
-			in = !in
-		case !in:
-		case c < 0x20:
-			return true
-		case c == '\\':
-			if i+1 >= len(raw) {
-				return true
-			}
-			i++
-			switch raw[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if i+4 >= len(raw) || !hex(raw[i+1]) || !hex(raw[i+2]) || !hex(raw[i+3]) || !hex(raw[i+4]) {
-					return true
-				}
-				i += 4
-			default:
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func hex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 
 // within tells whether p points into b.
 func within(p *byte, b []byte) bool {

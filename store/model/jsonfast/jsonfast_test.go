@@ -61,15 +61,12 @@ type meta struct {
 }
 
 // TestPathsAgree runs the same inputs through the Sonic path and the
-// encoding/json one and compares what they decode: Unmarshal and Valid
-// agree on everything; DecodeInPlace differs only as its comment says.
+// encoding/json one and compares what they decode: Unmarshal agrees on
+// everything; DecodeInPlace differs only as its comment says.
 func TestPathsAgree(t *testing.T) {
 	t.Logf("sonic runs natively here: %v", Native)
 	for _, in := range hostile {
 		data := []byte(in)
-		if s, j := Sonic.Valid(data), Std.Valid(data); s != j || s != json.Valid(data) {
-			t.Errorf("Valid(%.80q): sonic %v, encoding/json %v", in, s, j)
-		}
 		for _, into := range []func() any{func() any { return new(meta) }, func() any { return new(any) }} {
 			s, j := into(), into()
 			serr, jerr := Sonic.Unmarshal(bytes.Clone(data), s), Std.Unmarshal(bytes.Clone(data), j)
@@ -228,4 +225,24 @@ func perByte(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// FuzzPathsAgree checks Unmarshal on the Sonic path against
+// encoding/json (the Std path), on any input.
+func FuzzPathsAgree(f *testing.F) {
+	for _, in := range hostile {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, into := range []func() any{func() any { return new(meta) }, func() any { return new(any) }} {
+			s, j := into(), into()
+			serr, jerr := Sonic.Unmarshal(bytes.Clone(data), s), json.Unmarshal(data, j)
+			if (serr == nil) != (jerr == nil) {
+				t.Fatalf("Unmarshal(%q) into %T: sonic error %v, encoding/json error %v", data, s, serr, jerr)
+			}
+			if serr == nil && !reflect.DeepEqual(j, s) {
+				t.Fatalf("Unmarshal(%q) into %T (-encoding/json +sonic):\n%s", data, s, cmp.Diff(j, s))
+			}
+		}
+	})
 }
