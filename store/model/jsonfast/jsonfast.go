@@ -95,8 +95,8 @@ func (p Path) Unmarshal(data []byte, v any) error {
 // body, the Sonic path decoded a copy, most likely one with invalid UTF-8
 // replaced, and decodes body again leaving it in place.
 //
-// The paths differ on a body they both take in three ways, and the
-// record's tests say what each costs:
+// The paths differ in three ways (TestDecodeInPlacePathsAgree, and
+// auditsink's TestWirePathsAgree):
 //   - Sonic skips the values it does not decode without validating them
 //     (a kept object is checked with encoding/json before it is stored); Std
 //     refuses a body with a malformed object.
