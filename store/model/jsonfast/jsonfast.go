@@ -74,18 +74,49 @@ var (
 // (json.RawMessage), where encoding/json leaves them for the store's
 // sanitizer to replace and count; it refuses more than 4,096 levels of
 // nesting, where encoding/json takes 10,000; and it takes malformed escapes
-// (\0, \x41) in the values it skips, so an input with a backslash is
-// checked by encoding/json.Valid first. As with encoding/json, nothing
-// decoded shares data's bytes.
+// (\0, \x41) in the values it skips, so the escapes of what it took are
+// checked (validEscapes). As with encoding/json, nothing decoded shares
+// data's bytes.
 func (p Path) Unmarshal(data []byte, v any) error {
-	if p.sonic && utf8.Valid(data) && (bytes.IndexByte(data, '\\') < 0 || json.Valid(data)) {
+	if p.sonic && utf8.Valid(data) {
 		str := unsafe.String(unsafe.SliceData(data), len(data))
-		if strict.UnmarshalFromString(str, v) == nil {
+		if strict.UnmarshalFromString(str, v) == nil && validEscapes(data) {
 			return nil
 		}
 	}
 	return json.Unmarshal(data, v)
 }
+
+// validEscapes reports whether every escape of data, JSON that sonic took
+// (so a backslash is in a string), is one JSON has: \" \\ \/ \b \f \n \r
+// \t, or \u and four hex digits. It jumps from backslash to backslash, so
+// it costs little on a text without any.
+func validEscapes(data []byte) bool {
+	for i := bytes.IndexByte(data, '\\'); i >= 0; {
+		if i+1 >= len(data) {
+			return false
+		}
+		switch data[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			if i+6 > len(data) || !isHex(data[i+2]) || !isHex(data[i+3]) || !isHex(data[i+4]) || !isHex(data[i+5]) {
+				return false
+			}
+			i += 6
+		default:
+			return false
+		}
+		j := bytes.IndexByte(data[i:], '\\')
+		if j < 0 {
+			break
+		}
+		i += j
+	}
+	return true
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 
 // DecodeInPlace decodes body into v, a pointer, in one pass, for the
 // webhook's envelope: a value that a json.Unmarshaler field of v takes is

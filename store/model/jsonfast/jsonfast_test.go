@@ -44,6 +44,8 @@ var hostile = []string{
 	`{"num":NaN}`, `{"num":Infinity}`, `{"num":-01}`, `{"num":1E5}`, `{"num":-0.0e-0}`,
 	`{"num":nul}`, `{"num":tru}`, `{"num":falsey}`, `{"num":True}`, `{"num":[,]}`, `{"num":[1 2]}`,
 	`{"name":"\uD800\u"}`, `{"name":"\uDG00"}`, `{"name":"\U0041"}`, `{"name":"\'"}`, `{"name":"\`, `{"name":"a\\"}`,
+	`{"":"\0","":"00","00":"000000000000"}`, `{"other":"\0","name":"a"}`, `{"other":{"k":["\x41"]},"name":"a"}`,
+	`{"data":{"":"\0"},"name":"a"}`, `{"data":["\x41"],"name":"a"}`, `{"data":"\u12","name":"a"}`, `{"x":"\\\x","name":"a"}`,
 	`{"a":1 "b":2}`, `{"a":1,,"b":2}`, `{,}`, `{"a"}`, `{"a":}`, `{1:2}`, `{"a":1}}`, `[1]]`, `]`, `{"a":[}`,
 	"{\"name\":\"a\"}\x00", "{\"name\":\"a\"}\v", "{\"name\":\"a\"\x00}",
 }
@@ -177,6 +179,20 @@ func TestDecodeInPlaceKeepsObjectsInTheBody(t *testing.T) {
 		}
 		if name == "sonic" && Native && !within(unsafe.StringData(e.Name), body) {
 			t.Errorf("%s: name copied out of the body", name)
+		}
+	}
+}
+
+func TestValidEscapes(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{}`: true, `{"a":"b"}`: true, `{"a":"\"\\\/\b\f\n\r\t\u00e9\uD83D\uDE00"}`: true,
+		`{"a":"\\x"}`: true, `{"a":"\\"}`: true, `{"a":"\\\\u"}`: true, `{"a":"\uABCD"}`: true,
+		`{"a":"\x41"}`: false, `{"a":"\0"}`: false, `{"a":"\u12"}`: false, `{"a":"\uGHIJ"}`: false,
+		`{"a":"\U0041"}`: false, `{"a":"\'"}`: false, `{"a":"\\\x"}`: false, `\`: false, `"\u00"`: false,
+		`{"a":"\u00e"}`: false, `{"a":"b\`: false,
+	} {
+		if got := validEscapes([]byte(in)); got != want {
+			t.Errorf("validEscapes(%s) = %v", in, got)
 		}
 	}
 }
