@@ -64,6 +64,7 @@ test: deps lint verify ## Run every test: unit, integration (real PostgreSQL), e
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_PKGS)
 	$(MAKE) fuzz-short
 	cd test/shipcheck && go vet ./... && go test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	cd test/chart && go vet ./... && go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-short
 test-short: ## Unit tests only (no PostgreSQL, no control plane)

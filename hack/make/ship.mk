@@ -8,6 +8,7 @@
 #   make kind-up                     kind cluster + image + deploy + a recorded deletion
 #   make deploy                      kubectl apply -k deploy/ (current context)
 #   make ship-check                  the checks, also run by `make test`
+#   make chart-check                 the Helm chart against deploy/ (test/chart), also run by `make test`
 #
 # image and kind-up need Docker (or another engine kind supports); kind
 # itself comes from the Go module proxy when it is not installed.
@@ -57,5 +58,13 @@ deploy: ## kubectl apply -k deploy/ (DEPLOY_DIR=...) to the current context; cre
 .PHONY: ship-check
 ship-check: ## Check deploy/ on the real apiserver (dry-run, RBAC as the sink), the kind config, Dockerfile, .dockerignore
 	cd test/shipcheck && go vet ./... && go test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# test/chart is a module of its own too: Helm's SDK needs newer k8s.io
+# modules than the product's go.mod pins (after a dependency change: `cd
+# test/chart && go mod tidy -e`).
+.PHONY: chart-check
+chart-check: export OPTIONS_RECORD_CONTROLPLANE_DIR = $(CONTROLPLANE_DIR)
+chart-check: ## Check the Helm chart (deploy/charts/options-record): same objects as deploy/, helm lint, NOTES, applied to the real apiserver
+	cd test/chart && go vet ./... && go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ship-check: export OPTIONS_RECORD_CONTROLPLANE_DIR = $(CONTROLPLANE_DIR)

@@ -177,7 +177,6 @@ func TestChartFilesAreDeploys(t *testing.T) {
 // generatedValues has the chart make every Secret itself.
 func generatedValues() map[string]any {
 	return map[string]any{
-		"namespace":     map[string]any{"create": true},
 		"tls":           map[string]any{"source": "generate", "ipAddresses": []any{"10.96.0.31"}},
 		"webhook":       map[string]any{"service": map[string]any{"clusterIP": "10.96.0.30"}},
 		"webhookToken":  map[string]any{"generate": true},
@@ -203,4 +202,17 @@ func hasAll(s string, parts ...string) (missing []string) {
 		}
 	}
 	return missing
+}
+
+func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
+	return unstructured.NestedString(obj, fields...)
+}
+
+func mustB64(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
