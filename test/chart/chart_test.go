@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -215,4 +216,26 @@ func mustB64(t testing.TB, s string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestChartRefusesWhatCannotWork: values that would install something
+// broken fail the render with a message saying why.
+func TestChartRefusesWhatCannotWork(t *testing.T) {
+	c := loadChart(t)
+	for _, tc := range []struct {
+		values map[string]any
+		says   string
+	}{
+		{map[string]any{"tls": map[string]any{"source": "selfSigned"}}, "tls.source must be"},
+		{map[string]any{"aggregatedAPI": map[string]any{"enabled": true}, "restoreAPI": map[string]any{"enabled": false}}, "needs restoreAPI.enabled"},
+		{map[string]any{"postgres": map[string]any{"enabled": true}, "database": map[string]any{"ingest": map[string]any{"url": "postgres://x"}}}, "leave database.*.url empty"},
+		{map[string]any{"database": map[string]any{"api": map[string]any{"url": "postgres://x"}}}, "two logins"},
+	} {
+		install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+		install.DryRun, install.ClientOnly, install.ReleaseName, install.Namespace = true, true, releaseName, namespace
+		_, err := install.Run(c, tc.values)
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("values %v: got error %v, want one saying %q", tc.values, err, tc.says)
+		}
+	}
 }
