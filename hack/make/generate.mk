@@ -12,12 +12,13 @@ CLIENT_GEN ?= go tool -modfile=hack/tools/go.mod client-gen
 
 # The files `generate` writes, as git pathspecs. Only these are checked by
 # `verify`, so work in progress elsewhere under api/ does not fail it.
-GENERATED_PATHSPECS := ':(glob)api/**/zz_generated.*.go' deploy/crd api/aggregated/openapi api/record/clientset
+GENERATED_PATHSPECS := ':(glob)api/**/zz_generated.*.go' deploy/crd deploy/charts/options-record/crds api/aggregated/openapi api/record/clientset
 
 .PHONY: generate
 generate: ## Regenerate deepcopy functions (api/), the CRD YAML (deploy/crd/), the record's typed client (api/record/clientset/) and the aggregated API's OpenAPI (api/aggregated/openapi/)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/v1alpha1/... paths=./api/record/v1alpha1/...
 	$(CONTROLLER_GEN) crd paths=./api/v1alpha1/... output:crd:artifacts:config=deploy/crd
+	cp deploy/crd/optionsrecord.io_optionsrecordcontrollers.yaml deploy/charts/options-record/crds/
 	rm -rf api/record/clientset
 	$(CLIENT_GEN) --clientset-name versioned --fake-clientset=false \
 		--input-base github.com/options-record/options-record/api --input record/v1alpha1 \
