@@ -6,6 +6,7 @@ package store
 // through it. The EXPLAIN tests of each query shape are store/reads' own.
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -927,5 +928,33 @@ func TestNewestGoesByResourceVersion(t *testing.T) {
 	n, err := s.Newest(context.Background(), "default", "", "configmaps", "prod", "x")
 	if err != nil || n.ResourceVersion == nil || *n.ResourceVersion != 101 {
 		t.Errorf("newest: %+v %v; want resourceVersion 101", n, err)
+	}
+}
+
+// TestVersionsByKeyRange reads the candidates of a short name: the
+// versions whose key lies in a range, with their authors, in key order.
+func TestVersionsByKeyRange(t *testing.T) {
+	s := openStore(t)
+	write(t, s, lifecycle...)
+	ctx := context.Background()
+	hist, err := s.Changes(ctx, ChangeQuery{Cluster: "default", UID: "u1", Ascending: true, Limit: 10})
+	if err != nil || len(hist) != 3 {
+		t.Fatalf("history: %v %v", summary(hist), err)
+	}
+	patch := hist[1]
+	hi := append(append([]byte{}, patch.Key[:2]...), bytes.Repeat([]byte{0xff}, 30)...)
+	got, err := s.VersionsByKeyRange(ctx, "default", patch.Key[:2], hi, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !bytes.Equal(got[0].Key, patch.Key) || got[0].Username != "bob" || got[0].Name != patch.Name {
+		t.Errorf("versions by key %x..: %v", patch.Key[:2], summary(got))
+	}
+	if got, err := s.VersionsByKeyRange(ctx, "other", patch.Key[:2], hi, 10); err != nil || len(got) != 0 {
+		t.Errorf("another cluster's versions: %v %v", summary(got), err)
+	}
+	all, err := s.VersionsByKeyRange(ctx, "default", []byte{}, bytes.Repeat([]byte{0xff}, 32), 2)
+	if err != nil || len(all) != 2 || bytes.Compare(all[0].Key, all[1].Key) > 0 {
+		t.Errorf("limit 2, in key order: %v %v", summary(all), err)
 	}
 }

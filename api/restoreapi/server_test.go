@@ -1,6 +1,7 @@
 package restoreapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -53,6 +54,16 @@ func (f *fakeReader) StateBefore(context.Context, *store.VersionRecord) (*store.
 
 func (f *fakeReader) Newest(context.Context, string, string, string, string, string) (*store.VersionRecord, error) {
 	return nil, store.ErrNotFound
+}
+
+func (f *fakeReader) VersionsByKeyRange(_ context.Context, cluster string, lo, hi []byte, limit int) ([]store.VersionRecord, error) {
+	var out []store.VersionRecord
+	for _, v := range f.versions {
+		if v.Cluster == cluster && bytes.Compare(lo, v.Key) <= 0 && bytes.Compare(v.Key, hi) <= 0 && len(out) < limit {
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeReader) ObjectsAsOf(context.Context, store.AsOfQuery) ([]store.VersionRecord, error) {

@@ -15,4 +15,5 @@ var (
 	StateBeforeSQL    = stateBeforeSQL
 	NewestByNameSQL   = newestByNameSQL
 	AsOfSQL           = asOfSQL
+	VersionsByKeySQL  = versionsByKeyRangeSQL
 )

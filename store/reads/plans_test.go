@@ -3,6 +3,7 @@ package reads_test
 import (
 	"context"
 	"os"
+	"regexp"
 	"testing"
 	"time"
 
@@ -103,5 +104,33 @@ func TestReadQueriesUseIndexes(t *testing.T) {
 				t.Errorf("%s\n%s", p, plan)
 			}
 		})
+	}
+}
+
+// TestShortNameLookupBoundsTheKey checks that resolving a short name reads
+// the versions of its key range from an index whose condition bounds the
+// key: an index scan bounded by the cluster alone (the primary key, which
+// leads with the uid) would read every version of the cluster.
+func TestShortNameLookupBoundsTheKey(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	conn, err := s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	var plan []byte
+	if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+reads.VersionsByKeySQL,
+		"c", []byte{0x3f, 0x9a}, []byte{0x3f, 0x9a, 0xff}, 1000).Scan(&plan); err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+	for _, p := range pgtest.PlanProblems(plan) {
+		t.Errorf("%s\n%s", p, plan)
+	}
+	if !regexp.MustCompile(`"Index Cond": "[^"]*version_key >=`).Match(plan) {
+		t.Errorf("no index condition bounds version_key:\n%s", plan)
 	}
 }

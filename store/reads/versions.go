@@ -373,3 +373,22 @@ const succeeded = `EXISTS (SELECT 1 FROM object_versions n
            WHERE n.cluster = v.cluster AND n.namespace = v.namespace AND n.api_group = v.api_group
              AND n.resource = v.resource AND n.name = v.name AND n.uid <> v.uid
              AND n.changed_at <= %s AND n.resource_version > v.resource_version)`
+
+// versionsByKeyRangeSQL reads the versions of a cluster whose key lies in
+// [$2, $3] (object_versions_key), without their states.
+var versionsByKeyRangeSQL = versionOnlySelectNoObject + `
+FROM object_versions v
+WHERE v.cluster = $1 AND v.version_key BETWEEN $2 AND $3
+ORDER BY v.version_key, v.uid
+LIMIT $4`
+
+// VersionsByKeyRange returns the versions of cluster whose key lies
+// between lo and hi (both included, bytewise), without their states, in
+// key order, at most limit: the candidates of a short name, whose suffix
+// is the first digits of a version key.
+func (r *Reader) VersionsByKeyRange(ctx context.Context, cluster string, lo, hi []byte, limit int) ([]VersionRecord, error) {
+	if cluster == "" || limit <= 0 {
+		return nil, errors.New("store: versions by key: cluster and limit are required")
+	}
+	return r.versions(ctx, "versions by key", cluster, versionsByKeyRangeSQL, cluster, lo, hi, limit)
+}

@@ -49,12 +49,14 @@ var allowed = map[string][]string{
 	"api/version": nil,
 	// The direct door's URL scheme, which the services write as links.
 	"api/restoreapi/paths": nil,
+	// The rule of short names, for the API and the plugin alike.
+	"api/shortname": nil,
 	// services
 	"auditsink":               {"api/authlimit", "filter", "store/model", "store/model/jsonfast", "store/model/jsonscan"},
 	"auditsink/journal":       {"store", "store/model"},
 	"filter/rulesync":         {"api/v1alpha1", "filter", "store", "store/model"},
 	"api/history/diff":        nil,
-	"api/history":             {"api/errs", "api/history/diff", "api/restoreapi/paths", "store"},
+	"api/history":             {"api/errs", "api/history/diff", "api/restoreapi/paths", "api/shortname", "store"},
 	"api/restore/impersonate": {"api/errs", "api/restore/manifest"},
 	"api/restore/restorable":  {"api/errs", "api/history", "api/restore/impersonate", "api/restore/manifest", "store", "store/model"},
 	"api/restore/planner": {"api/errs", "api/history", "api/restore/digest", "api/restore/impersonate", "api/restore/manifest",
@@ -118,6 +120,7 @@ var allowed = map[string][]string{
 // network).
 var pure = map[string][]string{
 	"api/restoreapi/paths": {"github.com/", "k8s.io/", "sigs.k8s.io/", "golang.org/", "net/http", module + "/"},
+	"api/shortname":        {"github.com/", "k8s.io/", "sigs.k8s.io/", "golang.org/", "net", module + "/"},
 	"api/errs":             {"github.com/jackc/", "k8s.io/client-go/", "github.com/go-chi/", module + "/"},
 	"api/escape":           {"github.com/", "k8s.io/", "sigs.k8s.io/", "golang.org/", "net", module + "/"},
 	"api/restore/digest":   {"github.com/", "k8s.io/", "sigs.k8s.io/", "golang.org/", "net", module + "/"},
@@ -140,6 +143,7 @@ var pureExcept = map[string]string{
 // through the Kubernetes libraries it builds on).
 var direct = map[string][]string{
 	"api/restoreapi/paths": {"os", "io", "net/http", "syscall"},
+	"api/shortname":        {"os", "io", "net/", "syscall"},
 	"api/errs":             {"os", "io", "net/", "syscall", "github.com/jackc/"},
 	"api/escape":           {"os", "io", "net/", "syscall"},
 	"api/restore/digest":   {"os", "io", "net/", "syscall"},

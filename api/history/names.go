@@ -1,0 +1,141 @@
+package history
+
+// Short names: resolving a name a person typed (a long name, a short name
+// such as app-config-3f9a2c1b, or a unique prefix of its suffix) to the
+// one version of the record it names among those the caller may read.
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/options-record/options-record/api/errs"
+	"github.com/options-record/options-record/api/shortname"
+	"github.com/options-record/options-record/store"
+)
+
+// NameScope narrows what a name may resolve to.
+type NameScope struct {
+	// Namespace, when set, is the only namespace ("" the cluster scope)
+	// whose versions the name may name (a namespaced request's).
+	Namespace *string
+	// Deletions keeps deletes only (the name of a deletion).
+	Deletions bool
+}
+
+// maxNameCandidates bounds the versions of the record one short name may
+// match before the caller's rights are asked: past it, the suffix given is
+// too short for the record (at least shortname.MinSuffixLen digits make
+// that rare below tens of millions of versions).
+const maxNameCandidates = 1000
+
+// maxListedCandidates is how many candidates an ambiguity lists.
+const maxListedCandidates = 10
+
+// ResolveVersion resolves name, in cluster, to the id of the version it
+// names. A long name (<uid>.<64 hex digits>) is parsed, not looked up: the
+// read that follows authorizes it. A short name is matched against the
+// record (shortname.Query.Matches) and only the versions the caller may get
+// count: none is errs.ErrNotFound, as a hidden one is; several is an
+// errs.ErrInvalid that lists those the caller may read, and says nothing of
+// the others, not even how many there are.
+func (s *Service) ResolveVersion(ctx context.Context, cluster, name string, scope NameScope) (VersionID, error) {
+	q, err := shortname.Parse(name)
+	if err != nil {
+		return VersionID{}, fmt.Errorf("%w: %w", errs.ErrInvalid, err)
+	}
+	if q.IsLong() {
+		i := strings.LastIndexByte(name, '.')
+		key, err := ParseVersionKey(name[i+1:])
+		if err != nil {
+			return VersionID{}, err
+		}
+		return VersionID{Cluster: cluster, UID: name[:i], Key: key}, nil
+	}
+	missing := fmt.Errorf("%w: no %s named %q that you may read", errs.ErrNotFound, scope.what(), name)
+	lo, hi := q.KeyRange()
+	rows, err := s.reader.VersionsByKeyRange(ctx, cluster, lo, hi, maxNameCandidates)
+	if err != nil {
+		return VersionID{}, err
+	}
+	if len(rows) == maxNameCandidates {
+		// Said whatever the caller may read: it tells the record's size,
+		// which a suffix this short implies, and nothing of any object.
+		return VersionID{}, fmt.Errorf("%w: %q: give more of the hex digits after the last dash (a short name has %d)", errs.ErrInvalid, name, shortname.SuffixLen)
+	}
+	var found []*store.VersionRecord
+	for i := range rows {
+		v := &rows[i]
+		if !q.Matches(v.Name, hex.EncodeToString(v.Key)) || scope.Deletions && !v.Deleted ||
+			scope.Namespace != nil && v.Namespace != *scope.Namespace {
+			continue
+		}
+		// As VersionRecord asks: get on the object by name.
+		err := s.authorize(ctx, "get", v.APIGroup, v.Resource, v.Namespace, v.Name)
+		if errors.Is(err, errs.ErrForbidden) {
+			continue
+		}
+		if err != nil {
+			return VersionID{}, err
+		}
+		found = append(found, v)
+	}
+	switch len(found) {
+	case 0:
+		return VersionID{}, missing
+	case 1:
+		return VersionID{Cluster: cluster, UID: found[0].UID, Key: found[0].Key}, nil
+	}
+	return VersionID{}, ambiguous(name, scope, found)
+}
+
+func (sc NameScope) what() string {
+	if sc.Deletions {
+		return "deletion"
+	}
+	return "version"
+}
+
+// ambiguous is the error of a short name that names several versions the
+// caller may read: each candidate by its short name (with the long name,
+// which tells apart two whose short names are the same), what it is and
+// when. Every recorded string in it is quoted.
+func ambiguous(name string, scope NameScope, found []*store.VersionRecord) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%q names more than one %s you may read; give more of the hex digits, or the long name:", name, scope.what())
+	for i, v := range found {
+		if i == maxListedCandidates {
+			b.WriteString("\n  ... and more: give more of the hex digits")
+			break
+		}
+		key := hex.EncodeToString(v.Key)
+		what := v.Resource
+		if v.APIGroup != "" {
+			what += "." + v.APIGroup
+		}
+		where := ""
+		if v.Namespace != "" {
+			where = fmt.Sprintf(" in %q", v.Namespace)
+		}
+		who := ""
+		if v.Username != "" {
+			who = fmt.Sprintf(" by %q", v.Username)
+		}
+		fmt.Fprintf(&b, "\n  %s (%s): %s %q%s, %s%s at %s", shortname.Of(v.Name, key), quoteIfNeeded(v.UID+"."+key),
+			quoteIfNeeded(what), v.Name, where, v.Verb, who, v.ChangedAt.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+	return fmt.Errorf("%w: %s", errs.ErrInvalid, b.String())
+}
+
+// quoteIfNeeded quotes s when it holds anything but letters, digits and
+// . - _ / : (a uid or resource as the apiserver writes them).
+func quoteIfNeeded(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-_/:", r)) {
+			return fmt.Sprintf("%q", s)
+		}
+	}
+	return s
+}
