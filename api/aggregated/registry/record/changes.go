@@ -61,9 +61,9 @@ func (s *changeStorage) NewList() runtime.Object {
 }
 
 func (s *changeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	id, err := registry.ParseRecordName(s.cluster, name)
+	id, err := s.resolve(ctx, name, false)
 	if err != nil {
-		return nil, apierrors.NewNotFound(s.resource, name)
+		return nil, err
 	}
 	d, err := s.hist.ChangeDetail(ctx, id)
 	if err != nil {
@@ -105,7 +105,7 @@ func (s *changeStorage) Get(ctx context.Context, name string, _ *metav1.GetOptio
 	return obj, nil
 }
 
-func (s *changeStorage) fieldSelector(sel fields.Selector, now time.Time) (history.ChangeFilter, history.PageOptions, error) {
+func (s *changeStorage) fieldSelector(ctx context.Context, sel fields.Selector, now time.Time) (history.ChangeFilter, history.PageOptions, error) {
 	var f history.ChangeFilter
 	var p history.PageOptions
 	if sel == nil || sel.Empty() {
@@ -125,9 +125,9 @@ func (s *changeStorage) fieldSelector(sel fields.Selector, now time.Time) (histo
 		case "metadata.name", "object.uid":
 			uid := v
 			if r.Field == "metadata.name" {
-				id, err := registry.ParseRecordName(s.cluster, v)
+				id, err := s.resolve(ctx, v, false)
 				if err != nil {
-					return f, p, apierrors.NewBadRequest("metadata.name: not the name of a change (<uid>.<version key>)")
+					return f, p, apierrors.NewBadRequest("metadata.name: " + v + ": not the name of a change you may read (<uid>.<version key> or a short name): " + apiMessage(err))
 				}
 				uid = id.UID
 			}
@@ -171,7 +171,7 @@ func (s *changeStorage) fieldSelector(sel fields.Selector, now time.Time) (histo
 // the history service's sealed cursor as the continue token.
 func (s *changeStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	opts, matches := listOptions(opts)
-	f, p, err := s.fieldSelector(opts.FieldSelector, time.Now())
+	f, p, err := s.fieldSelector(ctx, opts.FieldSelector, time.Now())
 	if err != nil {
 		return nil, err
 	}

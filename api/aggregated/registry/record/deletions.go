@@ -54,17 +54,8 @@ func (s *deletionStorage) NewList() runtime.Object {
 	return &recordv1alpha1.ClusterDeletionList{}
 }
 
-// parseObjectName reverses registry.ObjectName; a name that is not one is not found.
-func (s *deletionStorage) parseObjectName(name string) (history.VersionID, error) {
-	id, err := registry.ParseRecordName(s.cluster, name)
-	if err != nil {
-		return id, apierrors.NewNotFound(s.resource, name)
-	}
-	return id, nil
-}
-
 func (s *deletionStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	id, err := s.parseObjectName(name)
+	id, err := s.resolve(ctx, name, true)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +76,7 @@ type selected struct {
 	until  time.Time
 }
 
-func (s *deletionStorage) fieldSelector(sel fields.Selector, now time.Time) (selected, error) {
+func (s *deletionStorage) fieldSelector(ctx context.Context, sel fields.Selector, now time.Time) (selected, error) {
 	var out selected
 	if sel == nil || sel.Empty() {
 		return out, nil
@@ -103,9 +94,9 @@ func (s *deletionStorage) fieldSelector(sel fields.Selector, now time.Time) (sel
 		case "metadata.namespace":
 			// The request's namespace already selects.
 		case "metadata.name":
-			id, err := s.parseObjectName(v)
+			id, err := s.resolve(ctx, v, true)
 			if err != nil {
-				return out, apierrors.NewBadRequest("metadata.name: not the name of a deletion (<uid>.<version key>)")
+				return out, apierrors.NewBadRequest("metadata.name: " + v + ": not the name of a deletion you may read (<uid>.<version key> or a short name): " + apiMessage(err))
 			}
 			out.filter.UID = id.UID
 		case "object.apiGroup":
@@ -141,7 +132,7 @@ func (s *deletionStorage) fieldSelector(sel fields.Selector, now time.Time) (sel
 // last one stopped (the record only grows at its head).
 func (s *deletionStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	opts, matches := listOptions(opts)
-	sel, err := s.fieldSelector(opts.FieldSelector, time.Now())
+	sel, err := s.fieldSelector(ctx, opts.FieldSelector, time.Now())
 	if err != nil {
 		return nil, err
 	}

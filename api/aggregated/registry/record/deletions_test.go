@@ -1,6 +1,7 @@
 package record
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestDeletionFieldSelectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.fieldSelector(sel, now)
+			got, err := s.fieldSelector(context.Background(), sel, now)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)

@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/options-record/options-record/api/aggregated/registry"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/api/shortname"
 )
 
 // recordScope is what the read resources of the record (deletions,
@@ -127,4 +129,34 @@ func eachObject(obj runtime.Object, lm *metav1.ListMeta, fn func(runtime.Object)
 		lm.ResourceVersion, lm.Continue, lm.RemainingItemCount = l.GetResourceVersion(), l.GetContinue(), l.GetRemainingItemCount()
 	}
 	return meta.EachListItem(obj, fn)
+}
+
+// resolve is the version a name of this resource names: a long name
+// (<uid>.<version key>), or a short name (app-config-3f9a2c1b, or a unique
+// prefix of its suffix) among the records of the request's scope that the
+// caller may read. What is not a name, or names nothing the caller may
+// read, is not found; a short name that names several is a bad request that
+// lists them (history.ResolveVersion).
+func (s recordScope) resolve(ctx context.Context, name string, deletions bool) (history.VersionID, error) {
+	ns := ""
+	if s.namespaced {
+		ns = genericapirequest.NamespaceValue(ctx)
+	}
+	id, err := s.hist.ResolveVersion(ctx, s.cluster, name, history.NameScope{Namespace: &ns, Deletions: deletions})
+	switch {
+	case errors.Is(err, shortname.ErrNotAName):
+		return id, apierrors.NewNotFound(s.resource, name)
+	case err != nil:
+		return id, registry.StatusError(s.log, err, s.resource, name)
+	}
+	return id, nil
+}
+
+// apiMessage is the message of an API error.
+func apiMessage(err error) string {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return st.Status().Message
+	}
+	return err.Error()
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/restore"
+	"github.com/options-record/options-record/api/shortname"
 )
 
 // restoreStorage runs restores (or, not namespaced, cluster restores: of
@@ -259,40 +260,46 @@ func (s *restoreStorage) source(ctx context.Context, r *recordv1alpha1.Restore, 
 			field.ErrorList{field.Invalid(field.NewPath("spec", path), value, why)})
 	}
 	if r.Spec.Deletion != "" {
-		did, err := registry.ParseRecordName(s.cluster, r.Spec.Deletion)
-		if err != nil {
-			return did, invalid("deletion", r.Spec.Deletion, "not the name of a deletion (<uid>.<version key>)")
+		did, err := s.hist.ResolveVersion(ctx, s.cluster, r.Spec.Deletion, history.NameScope{Namespace: &ns, Deletions: true})
+		if err == nil {
+			var d *history.Deletion
+			if d, err = s.hist.Deletion(ctx, did); err == nil && d.Namespace != ns {
+				err = errs.ErrNotFound
+			}
+			if err == nil && d.StateKey == "" {
+				return did, invalid("deletion", r.Spec.Deletion, "the record holds no state from before this deletion")
+			}
+			if err == nil {
+				return registry.ParseRecordName(s.cluster, registry.ObjectName(d.UID, d.StateKey))
+			}
 		}
-		d, err := s.hist.Deletion(ctx, did)
-		if err == nil && d.Namespace != ns {
+		return did, s.nameError(err, "deletion", r.Spec.Deletion, where, r.Name, invalid)
+	}
+	id, err := s.hist.ResolveVersion(ctx, s.cluster, r.Spec.Version, history.NameScope{Namespace: &ns})
+	if err == nil {
+		var v *history.Version
+		if v, err = s.hist.Version(ctx, id); err == nil && v.Namespace != ns {
 			err = errs.ErrNotFound
 		}
-		if errors.Is(err, errs.ErrNotFound) {
-			return did, invalid("deletion", r.Spec.Deletion, "no such deletion "+where+" that you may read")
-		}
-		if err != nil {
-			return did, registry.StatusError(s.log, err, s.resource, r.Name)
-		}
-		if d.StateKey == "" {
-			return did, invalid("deletion", r.Spec.Deletion, "the record holds no state from before this deletion")
-		}
-		return registry.ParseRecordName(s.cluster, registry.ObjectName(d.UID, d.StateKey))
-	}
-	id, err := registry.ParseRecordName(s.cluster, r.Spec.Version)
-	if err != nil {
-		return id, invalid("version", r.Spec.Version, "not the name of a version (<uid>.<version key>)")
-	}
-	v, err := s.hist.Version(ctx, id)
-	if err == nil && v.Namespace != ns {
-		err = errs.ErrNotFound
-	}
-	if errors.Is(err, errs.ErrNotFound) {
-		return id, invalid("version", r.Spec.Version, "no such version "+where+" that you may read")
 	}
 	if err != nil {
-		return id, registry.StatusError(s.log, err, s.resource, r.Name)
+		return id, s.nameError(err, "version", r.Spec.Version, where, r.Name, invalid)
 	}
 	return id, nil
+}
+
+// nameError is the answer to a spec.version or spec.deletion that names
+// nothing the caller may read here (or is not a name), or names several.
+func (s *restoreStorage) nameError(err error, path, value, where, name string, invalid func(path, value, why string) error) error {
+	switch {
+	case errors.Is(err, shortname.ErrNotAName):
+		return invalid(path, value, "not the name of a "+path+" (<uid>.<version key>, or a short name such as app-config-3f9a2c1b)")
+	case errors.Is(err, errs.ErrNotFound):
+		return invalid(path, value, "no such "+path+" "+where+" that you may read")
+	case errors.Is(err, errs.ErrInvalid):
+		return invalid(path, value, err.Error())
+	}
+	return registry.StatusError(s.log, err, s.resource, name)
 }
 
 // Update refuses: a restore is immutable once created. It exists so that

@@ -1,0 +1,94 @@
+package record
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/options-record/options-record/api/history"
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/store"
+)
+
+// fakeVersions serves versions by key and by key range, as the store does.
+type fakeVersions struct {
+	history.Reader
+	versions []store.VersionRecord
+}
+
+func (f *fakeVersions) VersionsByKeyRange(_ context.Context, cluster string, lo, hi []byte, limit int) ([]store.VersionRecord, error) {
+	var out []store.VersionRecord
+	for _, v := range f.versions {
+		if v.Cluster == cluster && bytes.Compare(lo, v.Key) <= 0 && bytes.Compare(v.Key, hi) <= 0 && len(out) < limit {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeVersions) Version(_ context.Context, cluster, uid string, key []byte) (*store.VersionRecord, error) {
+	for i := range f.versions {
+		if v := &f.versions[i]; v.Cluster == cluster && v.UID == uid && bytes.Equal(v.Key, key) {
+			return v, nil
+		}
+	}
+	return nil, store.ErrNotFound
+}
+
+func (f *fakeVersions) StateBefore(context.Context, *store.VersionRecord) (*store.VersionRecord, error) {
+	return nil, store.ErrNotFound
+}
+
+// TestChangeGetByShortName: kubectl get change SHORT-NAME answers the one
+// change it names in the request's namespace; a short name that names two
+// changes the caller may read is a bad request listing both, and never the
+// Secret's change the caller may not read that shares the digits.
+func TestChangeGetByShortName(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	v := func(uid, resource, ns, name string, prefix ...byte) store.VersionRecord {
+		key := append(prefix, bytes.Repeat([]byte{0x11}, 32-len(prefix))...)
+		return store.VersionRecord{Cluster: "e2e", UID: uid, Key: key, Verb: "update", ChangedAt: at, APIVersion: "v1",
+			Resource: resource, Namespace: ns, Name: name, Username: "bob"}
+	}
+	hist, err := history.New(history.Options{Reader: &fakeVersions{versions: []store.VersionRecord{
+		v("uid-a", "configmaps", "shop", "app-config", 0x3f, 0x9a, 0x2c, 0x1b, 0x10),
+		v("uid-b", "configmaps", "shop", "app-config", 0x3f, 0x9a, 0x2c, 0x1b, 0x20),
+		v("uid-s", "secrets", "shop", "app-config", 0x3f, 0x9a, 0x2c, 0x77),
+		v("uid-o", "configmaps", "other", "web", 0x7e, 0x21, 0xaa, 0x04),
+	}}, Authorizer: getAllButSecrets{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newChangeStorage(nil, hist, nil, "e2e", true)
+	ctx := genericapirequest.WithNamespace(genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "alice"}), "shop")
+
+	got, err := s.Get(ctx, "app-config-3f9a2c1b1", &metav1.GetOptions{})
+	if err != nil || got.(*recordv1alpha1.Change).Object.UID != "uid-a" {
+		t.Fatalf("get by a unique prefix: %v, %v", got, err)
+	}
+	_, err = s.Get(ctx, "app-config-3f9a", &metav1.GetOptions{})
+	if !apierrors.IsBadRequest(err) {
+		t.Fatalf("an ambiguous short name: %v, want a bad request", err)
+	}
+	for _, want := range []string{"app-config-3f9a2c1b (uid-a.3f9a2c1b10", "app-config-3f9a2c1b (uid-b.3f9a2c1b20"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("ambiguity does not list %q:\n%v", want, err)
+		}
+	}
+	if msg := err.Error(); strings.Contains(msg, "uid-s") || strings.Contains(msg, "secrets") || strings.Count(msg, "\n  ") != 2 {
+		t.Errorf("ambiguity lists or counts the Secret's change alice may not read:\n%s", msg)
+	}
+	for _, name := range []string{"app-config-3f9a2c77", "web-7e21aa04", "not-a-name"} {
+		if _, err := s.Get(ctx, name, &metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("get %s in shop: %v, want not found", name, err)
+		}
+	}
+}
