@@ -31,7 +31,7 @@ func TestTableCellsCannotForgeTerminalOutput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := table.Rows[0].Cells[3]; got != want {
+		if got := table.Rows[0].Cells[2]; got != want {
 			t.Errorf("User cell of %q = %s, want %s", in, got, want)
 		}
 	}

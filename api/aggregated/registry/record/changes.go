@@ -21,6 +21,7 @@ import (
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/restore"
+	"github.com/options-record/options-record/api/shortname"
 )
 
 // changeStorage serves changes (namespaced objects) or cluster changes
@@ -230,18 +231,21 @@ func (s *changeStorage) object(v *history.Version, withState bool) runtime.Objec
 		ObjectMeta: meta, ChangeRecord: rec}
 }
 
+// changeColumns lead with what a person reads first (the object, who,
+// when); the short name ends the row, the long one is in -o wide.
 var changeColumns = []metav1.TableColumnDefinition{
-	{Name: "Name", Type: "string", Format: "name", Description: "<object uid>.<version key>"},
-	{Name: "Verb", Type: "string", Description: "create, update, patch, delete, deletecollection or baseline"},
 	{Name: "Resource", Type: "string", Description: "Resource of the object"},
 	{Name: "Object", Type: "string", Description: "Name of the object"},
+	{Name: "Verb", Type: "string", Description: "create, update, patch, delete, deletecollection or baseline"},
 	{Name: "User", Type: "string", Description: "Who changed it (the authenticated caller)"},
 	{Name: "As", Type: "string", Description: "The identity the caller impersonated, if any"},
 	{Name: "Changed", Type: "string", Description: "How long ago"},
+	{Name: "Name", Type: "string", Format: "name", Description: "Short name of the change (the object's name and the first digits of its version key): kubectl get change NAME takes it"},
 	{Name: "Initiated-By", Type: "string", Description: "For a cascade's delete: the user whose namespace or owner deletion started it", Priority: 1},
 	{Name: "Subresource", Type: "string", Priority: 1},
 	{Name: "Restorable", Type: "boolean", Description: "The record holds the full state of this version", Priority: 1},
 	{Name: "Audit-ID", Type: "string", Priority: 1},
+	{Name: "Long-Name", Type: "string", Description: "<object uid>.<version key>: metadata.name", Priority: 1},
 }
 
 func (*changeStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
@@ -256,8 +260,9 @@ func (*changeStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ ru
 			user, as, audit = r.Actor.Username, r.Actor.ImpersonatedUser, r.Actor.AuditID
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{registry.Cell(name), registry.Cell(r.Verb), registry.Cell(res), registry.Cell(r.Object.Name), registry.Cell(user), registry.Cell(as), duration.HumanDuration(time.Since(r.ChangedAt.Time)),
-				registry.Cell(r.InitiatedBy), registry.Cell(r.Subresource), r.Restorable, registry.Cell(audit)},
+			Cells: []any{registry.Cell(res), registry.Cell(r.Object.Name), registry.Cell(r.Verb), registry.Cell(user), registry.Cell(as), duration.HumanDuration(time.Since(r.ChangedAt.Time)),
+				shortname.OfLong(r.Object.Name, name),
+				registry.Cell(r.InitiatedBy), registry.Cell(r.Subresource), r.Restorable, registry.Cell(audit), registry.Cell(name)},
 			Object: runtime.RawExtension{Object: o},
 		})
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/options-record/options-record/api/aggregated/registry"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/api/shortname"
 )
 
 // deletionStorage serves deletions (namespaced) or cluster deletions
@@ -206,17 +207,20 @@ func (s *deletionStorage) apiError(err error, name string) error {
 	return registry.StatusError(s.log, err, s.resource, name)
 }
 
+// deletionColumns lead with what a person reads first (the object, who,
+// when); the short name ends the row, the long one is in -o wide.
 var deletionColumns = []metav1.TableColumnDefinition{
-	{Name: "Name", Type: "string", Format: "name", Description: "<object uid>.<version key> of the delete"},
 	{Name: "Resource", Type: "string", Description: "Resource of the deleted object"},
 	{Name: "Object", Type: "string", Description: "Name of the deleted object"},
 	{Name: "User", Type: "string", Description: "Who deleted it (the authenticated caller)"},
 	{Name: "As", Type: "string", Description: "The identity the caller impersonated, if any"},
-	{Name: "Initiated-By", Type: "string", Description: "The user whose namespace or owner deletion started this cascade"},
 	{Name: "Deleted", Type: "string", Description: "How long ago"},
+	{Name: "Initiated-By", Type: "string", Description: "The user whose namespace or owner deletion started this cascade"},
+	{Name: "Name", Type: "string", Format: "name", Description: "Short name of the deletion (the object's name and the first digits of its version key): kubectl get deletion NAME and a Restore's spec.deletion take it"},
 	{Name: "Verb", Type: "string", Description: "delete or deletecollection", Priority: 1},
 	{Name: "Restorable", Type: "boolean", Description: "The record holds the object's last state", Priority: 1},
 	{Name: "Audit-ID", Type: "string", Description: "Audit ID of the delete", Priority: 1},
+	{Name: "Long-Name", Type: "string", Description: "<object uid>.<version key> of the delete: metadata.name", Priority: 1},
 }
 
 func (*deletionStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
@@ -227,8 +231,9 @@ func (*deletionStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ 
 			res += "." + r.Object.APIGroup
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{registry.Cell(name), registry.Cell(res), registry.Cell(r.Object.Name), registry.Cell(r.Actor.Username), registry.Cell(r.Actor.ImpersonatedUser), registry.Cell(r.InitiatedBy),
-				duration.HumanDuration(time.Since(r.DeletedAt.Time)), registry.Cell(r.Verb), r.StateVersion != "", registry.Cell(r.Actor.AuditID)},
+			Cells: []any{registry.Cell(res), registry.Cell(r.Object.Name), registry.Cell(r.Actor.Username), registry.Cell(r.Actor.ImpersonatedUser),
+				duration.HumanDuration(time.Since(r.DeletedAt.Time)), registry.Cell(r.InitiatedBy), shortname.OfLong(r.Object.Name, name),
+				registry.Cell(r.Verb), r.StateVersion != "", registry.Cell(r.Actor.AuditID), registry.Cell(name)},
 			Object: runtime.RawExtension{Object: o},
 		})
 	}
