@@ -71,3 +71,27 @@ func (f *Factory) recordedNames(ctx context.Context, typ string) []string {
 	}
 	return names
 }
+
+// CompleteVersions completes a flag that takes a version of the object
+// the arguments name (diff --from/--to, restore --version) with the short
+// names of its recorded versions, newest first.
+func (f *Factory) CompleteVersions(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	t, err := f.Target(args, true)
+	if err != nil || t == nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+	defer cancel()
+	_, recs, metas, err := f.Versions(ctx, t, nil, 500)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for i := range recs {
+		// A short name is letters, digits and dashes: safe to offer.
+		if n := ShortName(&recs[i], metas[i].Name); strings.HasPrefix(n, toComplete) {
+			out = append(out, n+"\t"+recs[i].Verb+" "+format.Age(recs[i].ChangedAt.Time)+" ago")
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
+}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	record "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/api/shortname"
 	"github.com/options-record/options-record/cmd/kubectl-record/app/format"
 )
 
@@ -82,12 +83,18 @@ func (f *Factory) Version(ctx context.Context, t *Target, name string) (*record.
 	if err != nil {
 		return nil, "", err
 	}
+	// The server resolves a short name (or a unique prefix of its
+	// suffix) among the changes the caller may read; what comes back is
+	// named by its long name.
 	if !t.Namespaced {
 		c, err := rc.ClusterChanges().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return nil, "", Explain(err, "get version "+name)
 		}
-		return &c.ChangeRecord, name, nil
+		if c.Object.Resource != t.Resource.Resource || c.Object.APIGroup != t.Resource.Group || c.Object.Name != t.Name {
+			return nil, "", usageError{fmt.Errorf("version %s is of %s %s, not of %s/%s", name, format.ResourceCell(c.Object), format.Cell(c.Object.Name), t.Resource, t.Name)}
+		}
+		return &c.ChangeRecord, c.Name, nil
 	}
 	ns, err := f.Namespace()
 	if err != nil {
@@ -100,7 +107,12 @@ func (f *Factory) Version(ctx context.Context, t *Target, name string) (*record.
 	if c.Object.Resource != t.Resource.Resource || c.Object.APIGroup != t.Resource.Group || c.Object.Name != t.Name {
 		return nil, "", usageError{fmt.Errorf("version %s is of %s %s, not of %s/%s", name, format.ResourceCell(c.Object), format.Cell(c.Object.Name), t.Resource, t.Name)}
 	}
-	return &c.ChangeRecord, name, nil
+	return &c.ChangeRecord, c.Name, nil
+}
+
+// ShortName is the short name of the version named long of c's object.
+func ShortName(c *record.ChangeRecord, long string) string {
+	return shortname.OfLong(c.Object.Name, long)
 }
 
 // Side is one side of a diff: a state and how to name it.
@@ -122,7 +134,7 @@ func (f *Factory) VersionSide(ctx context.Context, t *Target, name string) (Side
 	if state == nil {
 		return Side{}, &codedError{ExitNotFound, fmt.Errorf("version %s holds no full state (a delete answered by a Status, or not restorable)", name)}
 	}
-	return Side{Label: fmt.Sprintf("%s (%s by %s, %s ago)", format.Short(name, 48), c.Verb, format.ActorOf(c), format.Age(c.ChangedAt.Time)), State: state}, nil
+	return Side{Label: fmt.Sprintf("%s (%s by %s, %s ago)", ShortName(c, name), c.Verb, format.ActorOf(c), format.Age(c.ChangedAt.Time)), State: state}, nil
 }
 
 // LiveSide is the object as the cluster has it now, read as the caller.

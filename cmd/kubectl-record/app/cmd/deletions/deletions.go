@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	record "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/api/shortname"
 	"github.com/options-record/options-record/cmd/kubectl-record/app/cmdutil"
 	"github.com/options-record/options-record/cmd/kubectl-record/app/format"
 )
@@ -144,7 +145,7 @@ func tableRows(items []record.DeletionRecord, metas []metav1.ObjectMeta) []metav
 		}
 		rows = append(rows, metav1.TableRow{
 			Cells: []any{format.ResourceCell(r.Object), obj, format.ActorCell(r.Actor.Username, r.Actor.ImpersonatedUser), r.Verb,
-				format.CellOrNone(initiated), format.Age(r.DeletedAt.Time), format.CellOrNone(r.StateVersion), format.CellOrNone(ips), format.Cell(r.Actor.UserAgent)},
+				format.CellOrNone(initiated), format.Age(r.DeletedAt.Time), format.CellOrNone(shortname.OfLong(r.Object.Name, r.StateVersion)), format.CellOrNone(ips), format.Cell(r.Actor.UserAgent)},
 			Object: runtime.RawExtension{Object: &record.Deletion{ObjectMeta: m}},
 		})
 	}

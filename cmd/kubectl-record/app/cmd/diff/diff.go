@@ -38,14 +38,19 @@ volumes by name, ports by port...): a container inserted in the middle is one
 insertion. Server-set fields (managedFields, resourceVersion, uid, timestamps)
 and status are hidden unless asked.`,
 		Example: `  kubectl record diff deploy/web -n shop                    # the newest change
-  kubectl record diff cm/app-config -n shop --from 5e0c…9f1a.8c3b…e201 --to live
-  kubectl record diff deploy web -n shop --from V1 --to V2 --show-status`,
+  kubectl record diff cm/app-config -n shop --from app-config-3f9a2c1b --to live
+  kubectl record diff deploy web -n shop --from web-7e21 --to web-c0ff --show-status`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: f.CompleteObjects,
 		RunE:              func(cmd *cobra.Command, args []string) error { return d.run(cmd, args) },
 	}
-	cmd.Flags().StringVar(&d.from, "from", "", "The version to compare from (default: the state before the newest change)")
+	cmd.Flags().StringVar(&d.from, "from", "", "The version to compare from, by its short name (app-config-3f9a2c1b, or a unique prefix of its digits) or long name (default: the state before the newest change)")
 	cmd.Flags().StringVar(&d.to, "to", "", "The version to compare to, or live (default: the newest version)")
+	_ = cmd.RegisterFlagCompletionFunc("from", f.CompleteVersions)
+	_ = cmd.RegisterFlagCompletionFunc("to", func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		names, dir := f.CompleteVersions(cmd, args, toComplete)
+		return append([]string{"live"}, names...), dir
+	})
 	cmd.Flags().BoolVar(&d.serverFields, "show-server-fields", false, "Compare server-set metadata too (resourceVersion, generation, uid, timestamps; never managedFields)")
 	cmd.Flags().BoolVar(&d.status, "show-status", false, "Compare status too")
 	cmd.Flags().StringVar(&d.color, "color", "auto", "Colour the diff: auto (on a terminal), always or never")
@@ -78,8 +83,8 @@ func (d *options) run(cmd *cobra.Command, args []string) error {
 		} else if to.State, err = cmdutil.RawState(c.State); err != nil {
 			return err
 		}
-		from.Label = "before " + format.Short(name, 48)
-		to.Label = fmt.Sprintf("%s (%s by %s, %s ago)", format.Short(name, 48), c.Verb, format.ActorOf(c), format.Age(c.ChangedAt.Time))
+		from.Label = "before " + cmdutil.ShortName(c, name)
+		to.Label = fmt.Sprintf("%s (%s by %s, %s ago)", cmdutil.ShortName(c, name), c.Verb, format.ActorOf(c), format.Age(c.ChangedAt.Time))
 		if from.State == nil && c.Verb != "create" {
 			return cmdutil.WithExitCode(cmdutil.ExitNotFound, fmt.Errorf("the record holds no state from before the newest change %s: see kubectl record history", name))
 		}
@@ -103,7 +108,7 @@ func (d *options) run(cmd *cobra.Command, args []string) error {
 			if to.State, err = cmdutil.RawState(c.State); err != nil {
 				return err
 			}
-			to.Label = format.Short(name, 48) + " (newest)"
+			to.Label = cmdutil.ShortName(c, name) + " (newest)"
 		default:
 			if to, err = d.VersionSide(ctx, t, d.to); err != nil {
 				return err

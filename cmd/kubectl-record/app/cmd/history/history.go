@@ -23,8 +23,9 @@ func NewCmdHistory(f *cmdutil.Factory) *cobra.Command {
 		Use:   "history TYPE/NAME",
 		Short: "Every recorded version of an object, across re-creations",
 		Long: `List every recorded change of the object, newest first: when, the verb, who
-made it (and whom they acted as), and the version's name, which diff, manifest
-and restore take with --version. An object deleted and created again under
+made it (and whom they acted as), and the version's short name, which diff
+(--from, --to), manifest and restore take with --version (-o wide adds the
+long name, which they take too). An object deleted and created again under
 the same name shows each incarnation (a new UID).`,
 		Example: `  kubectl record history cm/app-config -n shop
   kubectl record history deploy web -n shop --since 24h -o wide
@@ -59,7 +60,7 @@ func (h *options) run(cmd *cobra.Command, args []string) error {
 		return cmdutil.WithExitCode(cmdutil.ExitNotFound, fmt.Errorf("no recorded change of %s/%s (that you may see)", t.Resource, t.Name))
 	}
 	cols := format.Columns([]string{"CHANGED", "VERB", "BY", "UID", "RESTORABLE", "VERSION"},
-		[]string{"RESOURCE-VERSION", "SUBRESOURCE", "INITIATED-BY", "USER-AGENT"})
+		[]string{"RESOURCE-VERSION", "SUBRESOURCE", "INITIATED-BY", "USER-AGENT", "LONG-NAME"})
 	var rows []metav1.TableRow
 	for i, r := range recs {
 		by, agent := "<baseline>", ""
@@ -75,8 +76,8 @@ func (h *options) run(cmd *cobra.Command, args []string) error {
 			initiated = format.Cell(r.InitiatedBy) + " (" + r.InitiatedVia + ")"
 		}
 		rows = append(rows, metav1.TableRow{Cells: []any{format.Age(r.ChangedAt.Time), verb, by, format.Short(r.Object.UID, 8),
-			fmt.Sprint(r.Restorable), metas[i].Name, format.CellOrNone(format.Cell(r.ResourceVersion)), format.CellOrNone(format.Cell(r.Subresource)),
-			format.CellOrNone(initiated), format.CellOrNone(agent)}})
+			fmt.Sprint(r.Restorable), cmdutil.ShortName(&recs[i], metas[i].Name), format.CellOrNone(format.Cell(r.ResourceVersion)), format.CellOrNone(format.Cell(r.Subresource)),
+			format.CellOrNone(initiated), format.CellOrNone(agent), format.Cell(metas[i].Name)}})
 	}
 	return format.PrintTable(h.Streams.Out, cols, rows, false, wide)
 }

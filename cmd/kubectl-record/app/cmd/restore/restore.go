@@ -39,12 +39,13 @@ If the live object changed since the record's newest version, the restore is
 refused (nothing is written): review with kubectl record history, then pass
 --force to overwrite.`,
 		Example: `  kubectl record restore cm/app-config -n shop
-  kubectl record restore deploy/web -n shop --version 5e0c…9f1a.8c3b…e201 --yes`,
+  kubectl record restore deploy/web -n shop --version web-3f9a2c1b --yes`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: f.CompleteObjects,
 		RunE:              func(cmd *cobra.Command, args []string) error { return r.run(cmd, args) },
 	}
-	cmd.Flags().StringVar(&r.at, "version", "", "The version (from kubectl record history); default: the newest the record can restore")
+	cmd.Flags().StringVar(&r.at, "version", "", "The version (from kubectl record history): its short name (web-3f9a2c1b, or a unique prefix of its digits) or long name; default: the newest the record can restore")
+	_ = cmd.RegisterFlagCompletionFunc("version", f.CompleteVersions)
 	cmd.Flags().BoolVarP(&r.yes, "yes", "y", false, "Restore without asking (after the dry run is shown)")
 	cmd.Flags().BoolVar(&r.force, "force", false, "Restore even if the live object changed since the record's newest version")
 	return cmd
@@ -70,7 +71,7 @@ func (r *options) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	out := r.Streams.Out
-	fmt.Fprintf(out, "Dry run: restoring %s to version %s (%s by %s, %s ago)\n", what, version, c.Verb, format.ActorOf(c), format.Age(c.ChangedAt.Time))
+	fmt.Fprintf(out, "Dry run: restoring %s to version %s (%s by %s, %s ago)\n", what, cmdutil.ShortName(c, version), c.Verb, format.ActorOf(c), format.Age(c.ChangedAt.Time))
 	format.DescribeRestore(out, dry)
 	if dry.StateDigest != "" {
 		fmt.Fprintf(out, "  recorded state: %s\n", format.Cell(dry.StateDigest))
