@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/options-record/options-record/api/restoreapi/paths"
+	"github.com/options-record/options-record/api/shortname"
 	"github.com/options-record/options-record/store"
 )
 
@@ -36,6 +37,7 @@ type Actor struct {
 // baseline observation.
 type Version struct {
 	ID              string      `json:"id" doc:"<uid>/<versionKey>: names the version in ?against= and plans"`
+	ShortName       string      `json:"shortName" doc:"the name a person types (app-config-3f9a2c1b): the object's name and the first digits of versionKey; GET /clusters/{cluster}/versions/{name} and ?against= take it, or a unique prefix of its digits"`
 	Cluster         string      `json:"cluster"`
 	UID             string      `json:"uid"`
 	VersionKey      string      `json:"versionKey" doc:"hex SHA-256 identifying the version within the object"`
@@ -124,6 +126,7 @@ type DiffResult struct {
 func VersionOf(v *store.VersionRecord) Version {
 	out := Version{
 		ID:         v.UID + "/" + hex.EncodeToString(v.Key),
+		ShortName:  shortname.Of(v.Name, hex.EncodeToString(v.Key)),
 		Cluster:    v.Cluster,
 		UID:        v.UID,
 		VersionKey: hex.EncodeToString(v.Key),

@@ -5,6 +5,7 @@ package restoreapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore"
 	"github.com/options-record/options-record/api/restoreapi/paths"
+	"github.com/options-record/options-record/api/shortname"
 )
 
 // respond writes v as JSON, or as YAML when the caller asks for it
@@ -117,6 +119,15 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) error {
 	return answer(w, r, http.StatusOK, v, err)
 }
 
+func (s *Server) getVersionByName(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.hist.ResolveVersion(r.Context(), chi.URLParam(r, "cluster"), chi.URLParam(r, "name"), history.NameScope{})
+	if err != nil {
+		return err
+	}
+	v, err := s.hist.Version(r.Context(), id)
+	return answer(w, r, http.StatusOK, v, err)
+}
+
 func (s *Server) diffVersion(w http.ResponseWriter, r *http.Request) error {
 	includeStatus, err := boolParam(r, "includeStatus")
 	if err != nil {
@@ -129,10 +140,19 @@ func (s *Server) diffVersion(w http.ResponseWriter, r *http.Request) error {
 	var against *history.VersionID
 	if a := r.URL.Query().Get("against"); a != "" {
 		uid, key, err := history.ParseVersionID("against", a)
-		if err != nil {
-			return err
+		if err == nil {
+			against = &history.VersionID{Cluster: id.Cluster, UID: uid, Key: key}
+		} else {
+			// A short name (or a long one, <uid>.<versionKey>).
+			sid, rerr := s.hist.ResolveVersion(r.Context(), id.Cluster, a, history.NameScope{})
+			if errors.Is(rerr, shortname.ErrNotAName) {
+				return fmt.Errorf("%w: against=%q: want a version id <uid>/<versionKey>, or a short name (app-config-3f9a2c1b)", errs.ErrInvalid, a)
+			}
+			if rerr != nil {
+				return fmt.Errorf("against: %w", rerr)
+			}
+			against = &sid
 		}
-		against = &history.VersionID{Cluster: id.Cluster, UID: uid, Key: key}
 	}
 	res, err := s.hist.Diff(r.Context(), id, against, history.DiffOptions{IncludeStatus: includeStatus})
 	return answer(w, r, http.StatusOK, res, err)

@@ -63,6 +63,7 @@ var pathParamDocs = map[string]string{
 	"uid":     "metadata.uid of the object (one incarnation)",
 	"key":     "the versionKey of a version (64 hex digits)",
 	"id":      "the id of a restore plan",
+	"name":    "a version's short name (app-config-3f9a2c1b, or a unique prefix of its hex digits) or long name (<uid>.<versionKey>)",
 }
 
 var (
@@ -103,10 +104,14 @@ var operations = []operation{
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/objects/{uid}/versions/{key}", ID: "getVersion", Tag: "read",
 		Summary: "One version, with the object", Description: "The version and the object's state after the change (for a delete, its last state when known)." + readAuthz,
 		Params: []param{pFormat}, Response: history.Version{}, Status: 200, YAML: true},
+	{Method: http.MethodGet, Path: "/clusters/{cluster}/versions/{name}", ID: "getVersionByName", Tag: "read",
+		Summary:     "One version by its short name, with the object",
+		Description: "The version a short name names, among those the caller may read, and the object's state after the change. A name that names none of them is not found (404); one that names several is refused (400) with the list of those the caller may read: give more digits, or the long name." + readAuthz,
+		Params:      []param{pFormat}, Response: history.Version{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/objects/{uid}/versions/{key}/diff", ID: "diffVersion", Tag: "read",
 		Summary:     "Diff of a version against its prior state or another version",
 		Description: "The changes from the state before this version (or from the version `against`) to this version, leaving out server-set fields (managedFields, resourceVersion, generation, uid, timestamps) and status unless includeStatus." + readAuthz,
-		Params: []param{{Name: "against", Type: "string", Desc: "the version to compare with, as <uid>/<versionKey> (default: the state before this change)"},
+		Params: []param{{Name: "against", Type: "string", Desc: "the version to compare with, as <uid>/<versionKey> or its short name (default: the state before this change)"},
 			{Name: "includeStatus", Type: "boolean", Desc: "compare status too"}, pFormat},
 		Response: history.DiffResult{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/objects/{uid}/versions/{key}/manifest", ID: "getManifest", Tag: "read",

@@ -421,3 +421,38 @@ func TestManifestIsExactlyOneObject(t *testing.T) {
 func (f *fakeReader) RequestObjects(context.Context, string, []store.EventKey, int) ([][]byte, error) {
 	return nil, nil
 }
+
+// TestVersionByShortName: GET /versions/{name} answers the version a short
+// name names among those the caller may read; the ConfigMap's and the
+// Secret's versions share their key's digits, so the digits alone are
+// ambiguous to a caller who may read both (both listed) and not to one
+// who may not read the Secret (neither listed nor counted).
+func TestVersionByShortName(t *testing.T) {
+	t.Parallel()
+	all := newTestServer(t, &fakeReader{versions: testVersions()})
+	noSecrets := newServer(t, recordOptions{Reader: &fakeReader{versions: testVersions()}, Authorizer: denySecrets{}}, Options{Authenticator: oneUser{}})
+	base := "/api/v1/clusters/default/versions/"
+
+	code, _, body := do(t, all, http.MethodGet, base+"app-abababab", "")
+	var v history.Version
+	if err := json.Unmarshal([]byte(body), &v); err != nil || code != 200 || v.UID != "u-cm" || v.ShortName != "app-abababab" {
+		t.Errorf("by short name: %d %s", code, body)
+	}
+	code, e, _ := do(t, all, http.MethodGet, base+"abababab", "")
+	if code != 400 || !strings.Contains(e.Message, "app-abababab (u-cm."+key1+")") || !strings.Contains(e.Message, "db-abababab (u-secret."+key1+")") {
+		t.Errorf("ambiguous: %d %+v", code, e)
+	}
+	code, _, body = do(t, noSecrets, http.MethodGet, base+"abababab", "")
+	if err := json.Unmarshal([]byte(body), &v); err != nil || code != 200 || v.UID != "u-cm" {
+		t.Errorf("the Secret hidden, the digits name the ConfigMap alone: %d %s", code, body)
+	}
+	code, e, _ = do(t, noSecrets, http.MethodGet, base+"db-abababab", "")
+	if code != 404 || strings.Contains(e.Message, "secret") || strings.Contains(e.Message, "prod") {
+		t.Errorf("a hidden version by short name: %d %+v; want a 404 that names nothing of it", code, e)
+	}
+	// ?against= takes a short name too.
+	code, _, body = do(t, all, http.MethodGet, "/api/v1/clusters/default/objects/u-cm/versions/"+key1+"/diff?against=app-abab", "")
+	if code != 200 || !strings.Contains(body, `"changes":[]`) {
+		t.Errorf("diff against a short name: %d %s", code, body)
+	}
+}
