@@ -46,7 +46,8 @@ func (s *aggScenario) gone(t *testing.T, user, why string, args ...string) {
 }
 
 func (s *aggScenario) restoreWithKubectl(t *testing.T) {
-	manifest := []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"Restore","metadata":{"name":"bring-back"},"spec":{"deletion":"` + s.deletion + `"}}`)
+	// The deletion by its short name, as the table shows it.
+	manifest := []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"Restore","metadata":{"name":"bring-back"},"spec":{"deletion":"` + s.short + `"}}`)
 	reviewed := s.restoreDryRun(t, manifest)
 	s.restorePinned(t, reviewed)
 	// Its author reads it back; the name is taken.
@@ -93,7 +94,7 @@ func (s *aggScenario) restoreDryRun(t *testing.T, manifest []byte) string {
 func (s *aggScenario) restorePinned(t *testing.T, reviewed string) {
 	t.Helper()
 	pinned := func(field, digest string) []byte {
-		return []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"Restore","metadata":{"name":"bring-back"},"spec":{"deletion":"` + s.deletion + `","` + field + `":"` + digest + `"}}`)
+		return []byte(`{"apiVersion":"record.optionsrecord.io/v1alpha1","kind":"Restore","metadata":{"name":"bring-back"},"spec":{"deletion":"` + s.short + `","` + field + `":"` + digest + `"}}`)
 	}
 	if _, errOut, err := s.kubectl(t, "alice", pinned("stateDigest", "sha256:"+strings.Repeat("0", 64)), "create", "-n", s.ns, "-f", "-"); err == nil || !strings.Contains(errOut, "Conflict") {
 		t.Errorf("a restore pinned to another state: %v %s", err, errOut)

@@ -137,8 +137,9 @@ type aggScenario struct {
 	// certKubeconfig is agg-carol's kubeconfig: a client certificate.
 	certKubeconfig string
 	// table is alice's first kubectl get deletions; deletion the name of
-	// the deletion of bob's app-config in it.
-	table, deletion string
+	// the deletion of bob's app-config in it, short its short name (the
+	// table's NAME).
+	table, deletion, short string
 }
 
 // TestAggregatedAPIOnARealControlPlane: the record through the
@@ -207,6 +208,11 @@ func newAggScenario(t *testing.T) *aggScenario {
 	})
 	s.deletion = strings.TrimSpace(s.ok(t, "alice", nil, "get", "deletions", "-n", s.ns,
 		"--field-selector", "object.name=app-config", "-o", "jsonpath={.items[0].metadata.name}"))
+	row := strings.Fields(strings.Split(strings.TrimSpace(s.table), "\n")[len(strings.Split(strings.TrimSpace(s.table), "\n"))-1])
+	s.short = row[len(row)-1]
+	if !strings.HasPrefix(s.short, "app-config-") || len(s.short) != len("app-config-")+8 || !strings.HasSuffix(s.deletion, s.short[len("app-config-"):]+s.deletion[len(s.deletion)-56:]) {
+		t.Fatalf("short name %q of %q: want app-config-<the first 8 digits of its key>", s.short, s.deletion)
+	}
 	return s
 }
 
@@ -236,13 +242,24 @@ func (s *aggScenario) deletionsTable(t *testing.T) {
 		t.Fatalf("want a header and one row:\n%s", s.table)
 	}
 	header := strings.Fields(lines[0])
-	want := []string{"NAME", "RESOURCE", "OBJECT", "USER", "AS", "INITIATED-BY", "DELETED"}
+	want := []string{"RESOURCE", "OBJECT", "USER", "AS", "DELETED", "INITIATED-BY", "NAME"}
 	if strings.Join(header, " ") != strings.Join(want, " ") {
 		t.Errorf("header %v, want %v", header, want)
 	}
+	// The object, who, when first; the short name last; the row fits a
+	// 120-column terminal.
 	row := strings.Fields(lines[1])
-	if len(row) < 4 || row[1] != "configmaps" || row[2] != "app-config" || row[3] != "bob" {
-		t.Errorf("row %v: want configmaps app-config bob", row)
+	if len(row) < 5 || row[0] != "configmaps" || row[1] != "app-config" || row[2] != "bob" || row[len(row)-1] != s.short {
+		t.Errorf("row %v: want configmaps app-config bob ... %s", row, s.short)
+	}
+	for _, l := range lines {
+		if len(l) > 120 {
+			t.Errorf("a line of %d columns, want at most 120:\n%s", len(l), s.table)
+		}
+	}
+	// -o wide keeps the long name.
+	if wide := s.ok(t, "alice", nil, "get", "deletions", "-n", s.ns, "-o", "wide"); !strings.Contains(wide, s.deletion) {
+		t.Errorf("-o wide has no long name %s:\n%s", s.deletion, wide)
 	}
 }
 
@@ -263,7 +280,8 @@ func (s *aggScenario) deletionYAML(t *testing.T) {
 		StateVersion string         `json:"stateVersion"`
 		LastState    map[string]any `json:"lastState"`
 	}
-	decodeYAML(t, s.ok(t, "alice", nil, "get", "deletion", s.deletion, "-n", s.ns, "-o", "yaml"), &d)
+	// By its short name: the same deletion, named by its long name.
+	decodeYAML(t, s.ok(t, "alice", nil, "get", "deletion", s.short, "-n", s.ns, "-o", "yaml"), &d)
 	if d.APIVersion != "record.optionsrecord.io/v1alpha1" || d.Kind != "Deletion" || d.Metadata.Name != s.deletion || d.Metadata.Namespace != s.ns {
 		t.Errorf("type or metadata: %+v", d)
 	}
@@ -301,6 +319,13 @@ func (s *aggScenario) peekerSeesNoDeletion(t *testing.T) {
 	}
 	if strings.Contains(errOut, "app-config") || strings.Contains(errOut, "configmaps") {
 		t.Errorf("the refusal names the hidden object: %s", errOut)
+	}
+	// By short name, or the digits alone: not found either, naming nothing.
+	for _, name := range []string{s.short, s.short[len("app-config-"):]} {
+		_, errOut, err = s.kubectl(t, "agg-peeker", nil, "get", "deletion", name, "-n", s.ns)
+		if err == nil || !strings.Contains(errOut, "NotFound") || strings.Contains(errOut, "configmaps") || strings.Contains(errOut, s.deletion[:8]) {
+			t.Errorf("get %s: %v %s", name, err, errOut)
+		}
 	}
 }
 

@@ -123,27 +123,46 @@ func TestPluginIncident(t *testing.T) {
 		}
 	})
 
+	// The incident runs on the short names the tables show: no long name
+	// is copied from here on.
+	var versions []string // newest first: delete, patch, create
 	t.Run("history shows every version", func(t *testing.T) {
 		r := plugin(t, bin, alice, nil, "history", "configmap", "app-config", "-n", ns)
 		t.Logf("kubectl record history configmap app-config:\n%s", r.out)
 		var verbs []string
 		for _, l := range strings.Split(strings.TrimSpace(r.out), "\n")[1:] {
-			if f := strings.Fields(l); len(f) > 2 {
+			if f := strings.Fields(l); len(f) == 6 {
 				verbs = append(verbs, f[1]) // CHANGED VERB BY UID RESTORABLE VERSION
+				versions = append(versions, f[5])
 			}
 		}
 		if r.code != 0 || strings.Join(verbs, " ") != "delete patch create" {
 			t.Errorf("exit %d, verbs %v:\n%s%s", r.code, verbs, r.out, r.errOut)
 		}
+		for _, v := range versions {
+			if !regexp.MustCompile(`^app-config-[0-9a-f]{8}$`).MatchString(v) {
+				t.Errorf("VERSION %q: want the short name app-config-<8 hex digits>:\n%s", v, r.out)
+			}
+		}
+		// Completion offers them, newest first.
+		c := plugin(t, bin, alice, nil, "__complete", "diff", "cm/app-config", "-n", ns, "--from", "")
+		var offered []string
+		for _, l := range strings.Split(c.out, "\n") {
+			if n, _, ok := strings.Cut(l, "\t"); ok && strings.HasPrefix(n, "app-config-") {
+				offered = append(offered, n)
+			}
+		}
+		if c.code != 0 || strings.Join(offered, " ") != strings.Join(versions, " ") {
+			t.Errorf("completion of --from offered %v, want %v:\n%s%s", offered, versions, c.out, c.errOut)
+		}
 	})
 
 	t.Run("diff shows what a change changed, and what a restore would", func(t *testing.T) {
-		r := plugin(t, bin, alice, nil, "history", "cm/app-config", "-n", ns, "-o", "jsonpath={.items[*].metadata.name}")
-		versions := strings.Fields(r.out) // newest first: delete, patch, create
-		if r.code != 0 || len(versions) != 3 {
-			t.Fatalf("versions: exit %d %q %s", r.code, r.out, r.errOut)
+		if len(versions) != 3 {
+			t.Fatalf("versions from history: %v", versions)
 		}
-		r = plugin(t, bin, carol, nil, "diff", "cm/app-config", "-n", ns, "--from", versions[2], "--to", versions[1])
+		// --to by a unique prefix of the short name's digits.
+		r := plugin(t, bin, carol, nil, "diff", "cm/app-config", "-n", ns, "--from", versions[2], "--to", versions[1][:len(versions[1])-3])
 		t.Logf("kubectl record diff cm/app-config --from <create> --to <patch>:\n%s", r.out)
 		if r.code != 0 || !strings.Contains(r.out, "@@ /data/mode (replace) @@\n-\"test\"\n+\"live\"\n") || strings.Contains(r.out, "resourceVersion") {
 			t.Errorf("exit %d:\n%s%s", r.code, r.out, r.errOut)
@@ -212,9 +231,10 @@ func TestPluginIncident(t *testing.T) {
 		if _, _, err := w.cp.Kubectl(t, controlplane.AdminUser, nil, "get", "configmap", "app-config", "-n", ns); err == nil {
 			t.Fatal("restored without a confirmation")
 		}
-		r = plugin(t, bin, alice, nil, "restore", "cm/app-config", "-n", ns, "--yes")
-		t.Logf("kubectl record restore cm/app-config --yes:\n%s%s", r.out, r.errOut)
-		if r.code != 0 || !strings.Contains(r.out, "Restored configmaps/app-config") {
+		// The version bob's patch made, by the short name history showed.
+		r = plugin(t, bin, alice, nil, "restore", "cm/app-config", "-n", ns, "--version", versions[1], "--yes")
+		t.Logf("kubectl record restore cm/app-config --version %s --yes:\n%s%s", versions[1], r.out, r.errOut)
+		if r.code != 0 || !strings.Contains(r.out, "Restored configmaps/app-config") || !strings.Contains(r.out, "to version "+versions[1]+" (patch by bob") {
 			t.Fatalf("exit %d\n%s%s", r.code, r.out, r.errOut)
 		}
 		// The real run carried the digest of the state its dry run showed.
