@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,6 +173,10 @@ func TestTimelineInABrowser(t *testing.T) {
 		browser.Do(t, ctx, chromedp.Click(css(`.lane[data-object*="app-config"] .label`)), chromedp.WaitVisible(css(`#versions tbody tr`)))
 		if rows := browser.Eval[int](t, ctx, `document.querySelectorAll("#versions tbody tr").length`); rows != 3 {
 			t.Fatalf("versions of app-config: %d rows, want delete, patch, create", rows)
+		}
+		// Each version shows its short name.
+		if names := browser.Eval[string](t, ctx, `[...document.querySelectorAll("#versions tbody tr td:last-child")].map(td => td.textContent).join(" ")`); !regexp.MustCompile(`^app-config-[0-9a-f]{8} app-config-[0-9a-f]{8} app-config-[0-9a-f]{8}$`).MatchString(names) {
+			t.Errorf("the versions' short names: %q", names)
 		}
 		// From the create to the patch: the changed key.
 		browser.Do(t, ctx, chromedp.Click(css(`#versions tbody tr:nth-child(3) input[name=from]`)),

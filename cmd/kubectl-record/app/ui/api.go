@@ -62,6 +62,7 @@ type ObjectQuery struct {
 // Version is one recorded version of an object.
 type Version struct {
 	Name       string    `json:"name"`
+	ShortName  string    `json:"shortName"`
 	At         time.Time `json:"at"`
 	Verb       string    `json:"verb"`
 	User       string    `json:"user"`

@@ -137,7 +137,7 @@ func (b *backend) Versions(ctx context.Context, obj uiserver.ObjectQuery) ([]uis
 	}
 	out := make([]uiserver.Version, 0, len(recs))
 	for i, r := range recs {
-		v := uiserver.Version{Name: metas[i].Name, At: r.ChangedAt.Time, Verb: r.Verb, UID: r.Object.UID, Restorable: r.Restorable, User: "(baseline)"}
+		v := uiserver.Version{Name: metas[i].Name, ShortName: cmdutil.ShortName(&recs[i], metas[i].Name), At: r.ChangedAt.Time, Verb: r.Verb, UID: r.Object.UID, Restorable: r.Restorable, User: "(baseline)"}
 		if r.Actor != nil {
 			v.User = r.Actor.Username
 		}

@@ -210,13 +210,15 @@ async function openObject(lane) {
     state.versions = await call("GET", "api/versions?" + new URLSearchParams(state.object));
   } catch (e) { showError(e.message); return; }
   state.versions.forEach((v, i) => {
-    const from = el("input", { type: "radio", name: "from", value: v.name, "aria-label": "from " + v.name });
-    const to = el("input", { type: "radio", name: "to", value: v.name, "aria-label": "to " + v.name });
+    const label = v.shortName || v.name;
+    const from = el("input", { type: "radio", name: "from", value: v.name, "aria-label": "from " + label });
+    const to = el("input", { type: "radio", name: "to", value: v.name, "aria-label": "to " + label });
     if (i === 1) from.checked = true;
     if (i === 0) to.checked = true;
     tbody.append(el("tr", { "data-version": v.name },
       el("td", {}, from), el("td", {}, to), el("td", { text: new Date(v.at).toISOString() }), el("td", { text: v.verb }),
-      el("td", { text: v.user }), el("td", { text: v.uid.slice(0, 8) }), el("td", { text: v.restorable ? "restorable" : "" })));
+      el("td", { text: v.user }), el("td", { text: v.uid.slice(0, 8) }), el("td", { text: v.restorable ? "restorable" : "" }),
+      el("td", {}, el("code", { text: label }))));
   });
   $("object").scrollIntoView({ block: "start" });
 }
