@@ -29,12 +29,13 @@ are gone: ready for kubectl apply -f -. It is checked to be exactly one
 object, the recorded one: a recorded state cannot smuggle a List or another
 object into what you apply.`,
 		Example: `  kubectl record manifest cm/app-config -n shop
-  kubectl record manifest deploy/web -n shop --version 5e0c…9f1a.8c3b…e201 | kubectl apply -f -`,
+  kubectl record manifest deploy/web -n shop --version web-3f9a2c1b | kubectl apply -f -`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: f.CompleteObjects,
 		RunE:              func(cmd *cobra.Command, args []string) error { return m.run(cmd, args) },
 	}
-	cmd.Flags().StringVar(&m.at, "version", "", "The version (from kubectl record history); default: the newest the record can restore")
+	cmd.Flags().StringVar(&m.at, "version", "", "The version (from kubectl record history): its short name (web-3f9a2c1b, or a unique prefix of its digits) or long name; default: the newest the record can restore")
+	_ = cmd.RegisterFlagCompletionFunc("version", f.CompleteVersions)
 	cmd.Flags().StringVarP(&m.format, "output", "o", "yaml", "yaml or json")
 	return cmd
 }
@@ -47,10 +48,11 @@ func (m *options) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, name, err := m.Version(cmd.Context(), t, m.at)
+	c, long, err := m.Version(cmd.Context(), t, m.at)
 	if err != nil {
 		return err
 	}
+	name := cmdutil.ShortName(c, long)
 	if c.Manifest == nil || len(c.Manifest.Raw) == 0 {
 		return cmdutil.WithExitCode(cmdutil.ExitNotFound, fmt.Errorf("version %s cannot be restored (no full state, or Secret values recorded as digests)", name))
 	}
