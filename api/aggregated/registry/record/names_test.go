@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
@@ -90,5 +91,12 @@ func TestChangeGetByShortName(t *testing.T) {
 		if _, err := s.Get(ctx, name, &metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("get %s in shop: %v, want not found", name, err)
 		}
+	}
+	// A list across all namespaces (-A) selects by the short name of a
+	// change in any namespace.
+	all := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "alice"})
+	sel, _ := fields.ParseSelector("metadata.name=web-7e21aa04")
+	if f, _, err := s.fieldSelector(all, sel, at); err != nil || f.UID != "uid-o" {
+		t.Errorf("-A --field-selector metadata.name=web-7e21aa04: %+v, %v", f, err)
 	}
 }

@@ -138,11 +138,16 @@ func eachObject(obj runtime.Object, lm *metav1.ListMeta, fn func(runtime.Object)
 // read, is not found; a short name that names several is a bad request that
 // lists them (history.ResolveVersion).
 func (s recordScope) resolve(ctx context.Context, name string, deletions bool) (history.VersionID, error) {
+	// The request's namespace; a namespaced list across all namespaces
+	// (-A, whose metadata.name selector names a record) any namespace.
 	ns := ""
+	scope := history.NameScope{Namespace: &ns, Deletions: deletions}
 	if s.namespaced {
-		ns = genericapirequest.NamespaceValue(ctx)
+		if ns = genericapirequest.NamespaceValue(ctx); ns == "" {
+			scope.Namespace = nil
+		}
 	}
-	id, err := s.hist.ResolveVersion(ctx, s.cluster, name, history.NameScope{Namespace: &ns, Deletions: deletions})
+	id, err := s.hist.ResolveVersion(ctx, s.cluster, name, scope)
 	switch {
 	case errors.Is(err, shortname.ErrNotAName):
 		return id, apierrors.NewNotFound(s.resource, name)
