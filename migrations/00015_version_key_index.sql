@@ -1,6 +1,6 @@
 -- Short names (app-config-3f9a2c1b) end with the first hex digits of a
 -- version key: resolving one reads the cluster's versions whose key lies in
--- a range (store/reads VersionsByKeyPrefix). The primary key (cluster, uid,
+-- a range (store/reads VersionsByKeyRange). The primary key (cluster, uid,
 -- version_key) cannot serve it without the uid, so this index does.
 --
 -- Built CONCURRENTLY so that upgrading a large record does not block
