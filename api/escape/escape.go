@@ -87,6 +87,13 @@ func Quote(s string) string {
 	if clean(s, false) {
 		return s
 	}
+	return Quoted(s)
+}
+
+// Quoted is s always double-quoted, as Quote quotes it: for a recorded
+// string inside a sentence (an error's message), where the quotes show
+// where it begins and ends.
+func Quoted(s string) string {
 	b := make([]byte, 0, len(s)+18)
 	b = append(b, '"')
 	each(s, func(r rune, src string) {

@@ -142,3 +142,17 @@ func FuzzEscape(f *testing.F) {
 		}
 	})
 }
+
+// TestQuoted: Quoted quotes every string, clean or not, as Quote quotes
+// one that is not.
+func TestQuoted(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"": `""`, "app": `"app"`, `a"b\`: `"a\"b\\"`, "a\u3164b\n": `"a\u3164b\n"`} {
+		if got := Quoted(in); got != want {
+			t.Errorf("Quoted(%q) = %s, want %s", in, got, want)
+		}
+		if back, err := strconv.Unquote(Quoted(in)); err != nil || back != in {
+			t.Errorf("Quoted(%q) reads back as %q, %v", in, back, err)
+		}
+	}
+}

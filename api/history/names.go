@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/options-record/options-record/api/errs"
+	"github.com/options-record/options-record/api/escape"
 	"github.com/options-record/options-record/api/shortname"
 	"github.com/options-record/options-record/store"
 )
@@ -54,7 +55,7 @@ func (s *Service) ResolveVersion(ctx context.Context, cluster, name string, scop
 		}
 		return VersionID{Cluster: cluster, UID: name[:i], Key: key}, nil
 	}
-	missing := fmt.Errorf("%w: no %s named %q that you may read", errs.ErrNotFound, scope.what(), name)
+	missing := fmt.Errorf("%w: no %s named %s that you may read", errs.ErrNotFound, scope.what(), escape.Quoted(name))
 	lo, hi := q.KeyRange()
 	rows, err := s.reader.VersionsByKeyRange(ctx, cluster, lo, hi, maxNameCandidates)
 	if err != nil {
@@ -63,7 +64,7 @@ func (s *Service) ResolveVersion(ctx context.Context, cluster, name string, scop
 	if len(rows) == maxNameCandidates {
 		// Said whatever the caller may read: it tells the record's size,
 		// which a suffix this short implies, and nothing of any object.
-		return VersionID{}, fmt.Errorf("%w: %q: give more of the hex digits after the last dash (a short name has %d)", errs.ErrInvalid, name, shortname.SuffixLen)
+		return VersionID{}, fmt.Errorf("%w: %s: give more of the hex digits after the last dash (a short name has %d)", errs.ErrInvalid, escape.Quoted(name), shortname.SuffixLen)
 	}
 	var found []*store.VersionRecord
 	for i := range rows {
@@ -101,10 +102,12 @@ func (sc NameScope) what() string {
 // ambiguous is the error of a short name that names several versions the
 // caller may read: each candidate by its short name (with the long name,
 // which tells apart two whose short names are the same), what it is and
-// when. Every recorded string in it is quoted.
+// when. Every recorded string in it goes through the one escape
+// (api/escape): names, namespaces and users always quoted, the rest quoted
+// when they hold a hidden character.
 func ambiguous(name string, scope NameScope, found []*store.VersionRecord) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%q names more than one %s you may read; give more of the hex digits, or the long name:", name, scope.what())
+	fmt.Fprintf(&b, "%s names more than one %s you may read; give more of the hex digits, or the long name:", escape.Quoted(name), scope.what())
 	for i, v := range found {
 		if i == maxListedCandidates {
 			b.WriteString("\n  ... and more: give more of the hex digits")
@@ -117,25 +120,14 @@ func ambiguous(name string, scope NameScope, found []*store.VersionRecord) error
 		}
 		where := ""
 		if v.Namespace != "" {
-			where = fmt.Sprintf(" in %q", v.Namespace)
+			where = " in " + escape.Quoted(v.Namespace)
 		}
 		who := ""
 		if v.Username != "" {
-			who = fmt.Sprintf(" by %q", v.Username)
+			who = " by " + escape.Quoted(v.Username)
 		}
-		fmt.Fprintf(&b, "\n  %s (%s): %s %q%s, %s%s at %s", shortname.Of(v.Name, key), quoteIfNeeded(v.UID+"."+key),
-			quoteIfNeeded(what), v.Name, where, v.Verb, who, v.ChangedAt.UTC().Format("2006-01-02T15:04:05Z"))
+		fmt.Fprintf(&b, "\n  %s (%s): %s %s%s, %s%s at %s", shortname.Of(v.Name, key), escape.Quote(v.UID+"."+key),
+			escape.Quote(what), escape.Quoted(v.Name), where, escape.Quote(v.Verb), who, v.ChangedAt.UTC().Format("2006-01-02T15:04:05Z"))
 	}
 	return fmt.Errorf("%w: %s", errs.ErrInvalid, b.String())
-}
-
-// quoteIfNeeded quotes s when it holds anything but letters, digits and
-// . - _ / : (a uid or resource as the apiserver writes them).
-func quoteIfNeeded(s string) string {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-_/:", r)) {
-			return fmt.Sprintf("%q", s)
-		}
-	}
-	return s
 }

@@ -130,3 +130,33 @@ func TestResolveVersionByShortName(t *testing.T) {
 		t.Errorf("a failing authorizer: %v", err)
 	}
 }
+
+// TestAmbiguityEscapesRecordedStrings: an ambiguity lists recorded names,
+// namespaces, users and uids through the one escape (api/escape), which
+// hides what strconv.Quote leaves as is (U+3164 HANGUL FILLER, U+00A0).
+func TestAmbiguityEscapesRecordedStrings(t *testing.T) {
+	t.Parallel()
+	a := named("uid-a", "shop", "app\u3164config", key(0x3f, 0x9a, 0x2c, 0x1b, 0x10), false)
+	a.Username = "bob\u3164admin"
+	b := named("uid-b\u00a0x", "shop\u3164", "app-config", key(0x3f, 0x9a, 0x2c, 0x1b, 0x20), false)
+	b.Resource = "config\u3164maps"
+	s, err := New(Options{Reader: &fakeReader{versions: []store.VersionRecord{a, b}}, Authorizer: rbac{
+		"root": {"get /configmaps shop", "get /config\u3164maps shop\u3164"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.ResolveVersion(as("root"), "c", "app-config-3f9a", NameScope{})
+	if !errors.Is(err, errs.ErrInvalid) {
+		t.Fatalf("ResolveVersion = %v, want an ambiguity", err)
+	}
+	msg := err.Error()
+	if strings.ContainsAny(msg, "\u3164\u00a0") {
+		t.Errorf("the ambiguity shows a hidden character as itself:\n%s", msg)
+	}
+	for _, want := range []string{`"app\u3164config"`, `"bob\u3164admin"`, `"shop\u3164"`, `"uid-b\u00a0x.3f9a2c1b20`, `"config\u3164maps"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the ambiguity does not say %s:\n%s", want, msg)
+		}
+	}
+}

@@ -56,7 +56,7 @@ var allowed = map[string][]string{
 	"auditsink/journal":       {"store", "store/model"},
 	"filter/rulesync":         {"api/v1alpha1", "filter", "store", "store/model"},
 	"api/history/diff":        nil,
-	"api/history":             {"api/errs", "api/history/diff", "api/restoreapi/paths", "api/shortname", "store"},
+	"api/history":             {"api/errs", "api/escape", "api/history/diff", "api/restoreapi/paths", "api/shortname", "store"},
 	"api/restore/impersonate": {"api/errs", "api/restore/manifest"},
 	"api/restore/restorable":  {"api/errs", "api/history", "api/restore/impersonate", "api/restore/manifest", "store", "store/model"},
 	"api/restore/planner": {"api/errs", "api/history", "api/restore/digest", "api/restore/impersonate", "api/restore/manifest",
