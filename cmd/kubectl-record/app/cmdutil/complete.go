@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	record "github.com/options-record/options-record/api/record/v1alpha1"
 
 	"github.com/options-record/options-record/cmd/kubectl-record/app/format"
 )
@@ -86,12 +89,24 @@ func (f *Factory) CompleteVersions(cmd *cobra.Command, args []string, toComplete
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
+	return versionCompletions(recs, metas, toComplete), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
+}
+
+// versionCompletions are the completions of a version's name: each
+// version's short name beginning with toComplete, described by its verb
+// and age, in the order of recs.
+func versionCompletions(recs []record.ChangeRecord, metas []metav1.ObjectMeta, toComplete string) []string {
 	var out []string
 	for i := range recs {
-		// A short name is letters, digits and dashes: safe to offer.
-		if n := ShortName(&recs[i], metas[i].Name); strings.HasPrefix(n, toComplete) {
-			out = append(out, n+"\t"+recs[i].Verb+" "+format.Age(recs[i].ChangedAt.Time)+" ago")
+		// A short name is letters, digits and dashes: safe to offer (a
+		// name that is not one is offered only if plain text). The verb is
+		// recorded, hostile: a tab or newline in it would add candidates
+		// to cobra's protocol, so it goes as a cell of the one escape.
+		n := ShortName(&recs[i], metas[i].Name)
+		if !strings.HasPrefix(n, toComplete) || format.Cell(n) != n {
+			continue
 		}
+		out = append(out, n+"\t"+format.Cell(recs[i].Verb)+" "+format.Age(recs[i].ChangedAt.Time)+" ago")
 	}
-	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
+	return out
 }
