@@ -126,9 +126,9 @@ func (s *changeStorage) fieldSelector(ctx context.Context, sel fields.Selector, 
 		case "metadata.name", "object.uid":
 			uid := v
 			if r.Field == "metadata.name" {
-				id, err := s.resolve(ctx, v, false)
+				id, err := s.resolveSelected(ctx, v, false)
 				if err != nil {
-					return f, p, apierrors.NewBadRequest("metadata.name: " + v + ": not the name of a change you may read (<uid>.<version key> or a short name): " + apiMessage(err))
+					return f, p, err
 				}
 				uid = id.UID
 			}

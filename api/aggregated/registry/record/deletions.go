@@ -95,9 +95,9 @@ func (s *deletionStorage) fieldSelector(ctx context.Context, sel fields.Selector
 		case "metadata.namespace":
 			// The request's namespace already selects.
 		case "metadata.name":
-			id, err := s.resolve(ctx, v, true)
+			id, err := s.resolveSelected(ctx, v, true)
 			if err != nil {
-				return out, apierrors.NewBadRequest("metadata.name: " + v + ": not the name of a deletion you may read (<uid>.<version key> or a short name): " + apiMessage(err))
+				return out, err
 			}
 			out.filter.UID = id.UID
 		case "object.apiGroup":

@@ -3,6 +3,8 @@ package record
 import (
 	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/options-record/options-record/api/escape"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/store"
@@ -98,5 +102,62 @@ func TestChangeGetByShortName(t *testing.T) {
 	sel, _ := fields.ParseSelector("metadata.name=web-7e21aa04")
 	if f, _, err := s.fieldSelector(all, sel, at); err != nil || f.UID != "uid-o" {
 		t.Errorf("-A --field-selector metadata.name=web-7e21aa04: %+v, %v", f, err)
+	}
+}
+
+// failingAuthz fails every question, as an authorizer webhook that is down.
+type failingAuthz struct{}
+
+func (failingAuthz) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionNoOpinion, "", errors.New("webhook down")
+}
+
+// TestNameSelectorErrors: metadata.name=VALUE that is not a name, names
+// nothing the caller may read, or names several is a bad request that
+// quotes VALUE with the one escape; an authorizer or database failure
+// keeps its own status (500, never a 400 that blames the caller).
+func TestNameSelectorErrors(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	key := append([]byte{0x7e, 0x21, 0xaa, 0x04}, bytes.Repeat([]byte{0x11}, 28)...)
+	versions := []store.VersionRecord{{Cluster: "e2e", UID: "uid-o", Key: key, Verb: "delete", Deleted: true, ChangedAt: at,
+		APIVersion: "v1", Resource: "configmaps", Namespace: "shop", Name: "web", Username: "bob"}}
+	log := slog.New(slog.DiscardHandler)
+	ctx := genericapirequest.WithNamespace(genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "alice"}), "shop")
+	type selectorOf func(context.Context, fields.Selector) error
+	storages := func(authz authorizer.Authorizer) map[string]selectorOf {
+		hist, err := history.New(history.Options{Reader: &fakeVersions{versions: versions}, Authorizer: authz})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, d := newChangeStorage(log, hist, nil, "e2e", true), newDeletionStorage(log, hist, "e2e", true)
+		return map[string]selectorOf{
+			"changes": func(ctx context.Context, sel fields.Selector) error {
+				_, _, err := c.fieldSelector(ctx, sel, at)
+				return err
+			},
+			"deletions": func(ctx context.Context, sel fields.Selector) error {
+				_, err := d.fieldSelector(ctx, sel, at)
+				return err
+			},
+		}
+	}
+	for what, sel := range storages(getAllButSecrets{}) {
+		for _, v := range []string{"web-7e21aa05", "not\u3164a-name", "x.y"} {
+			err := sel(ctx, fields.OneTermEqualSelector("metadata.name", v))
+			if !apierrors.IsBadRequest(err) {
+				t.Errorf("%s metadata.name=%q: %v, want a bad request", what, v, err)
+				continue
+			}
+			if msg := err.Error(); strings.Contains(msg, "\u3164") || !strings.Contains(msg, "metadata.name: "+escape.Quoted(v)+": ") {
+				t.Errorf("%s metadata.name=%q: %q: want the value quoted by the one escape", what, v, msg)
+			}
+		}
+	}
+	for what, sel := range storages(failingAuthz{}) {
+		err := sel(ctx, fields.OneTermEqualSelector("metadata.name", "web-7e21aa04"))
+		if !apierrors.IsInternalError(err) || strings.Contains(err.Error(), "webhook down") {
+			t.Errorf("%s metadata.name with the authorizer down: %v, want an internal error that says nothing more", what, err)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/options-record/options-record/api/aggregated/registry"
+	"github.com/options-record/options-record/api/escape"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/shortname"
@@ -155,6 +156,30 @@ func (s recordScope) resolve(ctx context.Context, name string, deletions bool) (
 		return id, registry.StatusError(s.log, err, s.resource, name)
 	}
 	return id, nil
+}
+
+// resolveSelected resolves the value of a metadata.name field selector.
+// A value that is not a name, or names nothing the caller may read, is a
+// bad request; so is one that names several (the ambiguity lists those the
+// caller may read). Any other failure (the authorizer's, the database's)
+// keeps the status resolve gave it. The value is quoted with the one
+// escape: it is the caller's, but a kubectl user may have pasted it.
+func (s recordScope) resolveSelected(ctx context.Context, v string, deletions bool) (history.VersionID, error) {
+	id, err := s.resolve(ctx, v, deletions)
+	what := "change"
+	if deletions {
+		what = "deletion"
+	}
+	switch {
+	case err == nil:
+		return id, nil
+	case apierrors.IsNotFound(err):
+		return id, apierrors.NewBadRequest("metadata.name: " + escape.Quoted(v) + ": not the name of a " + what +
+			" you may read (<uid>.<version key> or a short name)")
+	case apierrors.IsBadRequest(err):
+		return id, apierrors.NewBadRequest("metadata.name: " + escape.Quoted(v) + ": " + apiMessage(err))
+	}
+	return id, err
 }
 
 // apiMessage is the message of an API error.
