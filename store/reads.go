@@ -11,6 +11,7 @@ type (
 	ChangeQuery   = reads.ChangeQuery
 	GroupResource = reads.GroupResource
 	AsOfQuery     = reads.AsOfQuery
+	KeyRangeQuery = reads.KeyRangeQuery
 	Deletion      = reads.Deletion
 	DeletionQuery = reads.DeletionQuery
 	EventRecord   = reads.EventRecord

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -943,18 +944,40 @@ func TestVersionsByKeyRange(t *testing.T) {
 	}
 	patch := hist[1]
 	hi := append(append([]byte{}, patch.Key[:2]...), bytes.Repeat([]byte{0xff}, 30)...)
-	got, err := s.VersionsByKeyRange(ctx, "default", patch.Key[:2], hi, 10)
+	got, err := s.VersionsByKeyRange(ctx, KeyRangeQuery{Cluster: "default", Lo: patch.Key[:2], Hi: hi, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || !bytes.Equal(got[0].Key, patch.Key) || got[0].Username != "bob" || got[0].Name != patch.Name {
 		t.Errorf("versions by key %x..: %v", patch.Key[:2], summary(got))
 	}
-	if got, err := s.VersionsByKeyRange(ctx, "other", patch.Key[:2], hi, 10); err != nil || len(got) != 0 {
+	if got, err := s.VersionsByKeyRange(ctx, KeyRangeQuery{Cluster: "other", Lo: patch.Key[:2], Hi: hi, Limit: 10}); err != nil || len(got) != 0 {
 		t.Errorf("another cluster's versions: %v %v", summary(got), err)
 	}
-	all, err := s.VersionsByKeyRange(ctx, "default", []byte{}, bytes.Repeat([]byte{0xff}, 32), 2)
+	lo, top := []byte{}, bytes.Repeat([]byte{0xff}, 32)
+	all, err := s.VersionsByKeyRange(ctx, KeyRangeQuery{Cluster: "default", Lo: lo, Hi: top, Limit: 2})
 	if err != nil || len(all) != 2 || bytes.Compare(all[0].Key, all[1].Key) > 0 {
 		t.Errorf("limit 2, in key order: %v %v", summary(all), err)
+	}
+	// The scope of a short name, selected by the store: a namespace,
+	// deletes only, an object name as it reads in a short name.
+	prod, dev := "prod", "dev"
+	for _, c := range []struct {
+		q    KeyRangeQuery
+		want []string
+	}{
+		{KeyRangeQuery{Namespace: &dev}, []string{"create dev/other u3 by bob", "deletecollection dev/other u3 by system:kube-controller-manager"}},
+		{KeyRangeQuery{Namespace: &prod, Deleted: true}, []string{"delete prod/app u1 by carol"}},
+		{KeyRangeQuery{Readable: "other"}, []string{"create dev/other u3 by bob", "deletecollection dev/other u3 by system:kube-controller-manager"}},
+		{KeyRangeQuery{Readable: "oth"}, nil},
+		{KeyRangeQuery{Readable: "old", Namespace: &dev}, nil},
+	} {
+		c.q.Cluster, c.q.Lo, c.q.Hi, c.q.Limit = "default", lo, top, 100
+		got, err := s.VersionsByKeyRange(ctx, c.q)
+		s := summary(got)
+		sort.Strings(s)
+		if err != nil || strings.Join(s, "; ") != strings.Join(c.want, "; ") {
+			t.Errorf("%+v: %v %v, want %v", c.q, s, err, c.want)
+		}
 	}
 }

@@ -26,11 +26,15 @@ type NameScope struct {
 	Deletions bool
 }
 
-// maxNameCandidates bounds the versions of the record one short name may
-// match before the caller's rights are asked: past it, the suffix given is
-// too short for the record (at least shortname.MinSuffixLen digits make
-// that rare below tens of millions of versions).
-const maxNameCandidates = 1000
+// maxNameChecks bounds the versions one short name may match, in the scope
+// of the request, whose authorization is asked. Past it the short name is
+// refused (give more digits) before anything is authorized, so the answer
+// is the same whoever asks and whatever they may read; below it, only the
+// versions the caller may read count. At least shortname.MinSuffixLen
+// digits after the object's name make it rare: more than 100 versions of
+// objects of one name in one namespace sharing the first 4 digits of their
+// keys takes millions of versions of that name.
+const maxNameChecks = 100
 
 // maxListedCandidates is how many candidates an ambiguity lists.
 const maxListedCandidates = 10
@@ -38,10 +42,15 @@ const maxListedCandidates = 10
 // ResolveVersion resolves name, in cluster, to the id of the version it
 // names. A long name (<uid>.<64 hex digits>) is parsed, not looked up: the
 // read that follows authorizes it. A short name is matched against the
-// record (shortname.Query.Matches) and only the versions the caller may get
+// versions of the record in scope (the store selects them by key range,
+// name, namespace and deletion) and only the versions the caller may get
 // count: none is errs.ErrNotFound, as a hidden one is; several is an
 // errs.ErrInvalid that lists those the caller may read, and says nothing of
-// the others, not even how many there are.
+// the others, not even how many there are. More than maxNameChecks
+// candidates in scope is an errs.ErrInvalid (give more digits) whatever
+// the caller may read. An authorizer that fails on a candidate fails the
+// resolution, as it fails a list (a 500 that names nothing): skipping the
+// candidate could resolve the name to another version than the one meant.
 func (s *Service) ResolveVersion(ctx context.Context, cluster, name string, scope NameScope) (VersionID, error) {
 	q, err := shortname.Parse(name)
 	if err != nil {
@@ -57,29 +66,37 @@ func (s *Service) ResolveVersion(ctx context.Context, cluster, name string, scop
 	}
 	missing := fmt.Errorf("%w: no %s named %s that you may read", errs.ErrNotFound, scope.what(), escape.Quoted(name))
 	lo, hi := q.KeyRange()
-	rows, err := s.reader.VersionsByKeyRange(ctx, cluster, lo, hi, maxNameCandidates)
+	rows, err := s.reader.VersionsByKeyRange(ctx, store.KeyRangeQuery{Cluster: cluster, Lo: lo, Hi: hi,
+		Readable: q.Name, Namespace: scope.Namespace, Deleted: scope.Deletions, Limit: maxNameChecks + 1})
 	if err != nil {
 		return VersionID{}, err
 	}
-	if len(rows) == maxNameCandidates {
-		// Said whatever the caller may read: it tells the record's size,
-		// which a suffix this short implies, and nothing of any object.
+	if len(rows) > maxNameChecks {
+		// Before any authorization: the same answer for every caller.
 		return VersionID{}, fmt.Errorf("%w: %s: give more of the hex digits after the last dash (a short name has %d)", errs.ErrInvalid, escape.Quoted(name), shortname.SuffixLen)
 	}
 	var found []*store.VersionRecord
+	asked := map[string]error{}
 	for i := range rows {
 		v := &rows[i]
+		// The store selected by the same rule; checked again here, where
+		// the rule is.
 		if !q.Matches(v.Name, hex.EncodeToString(v.Key)) || scope.Deletions && !v.Deleted ||
 			scope.Namespace != nil && v.Namespace != *scope.Namespace {
 			continue
 		}
-		// As VersionRecord asks: get on the object by name.
-		err := s.authorize(ctx, "get", v.APIGroup, v.Resource, v.Namespace, v.Name)
+		// As VersionRecord asks: get on the object by name, once per object.
+		k := v.APIGroup + "\x00" + v.Resource + "\x00" + v.Namespace + "\x00" + v.Name
+		err, ok := asked[k]
+		if !ok {
+			err = s.authorize(ctx, "get", v.APIGroup, v.Resource, v.Namespace, v.Name)
+			asked[k] = err
+		}
 		if errors.Is(err, errs.ErrForbidden) {
 			continue
 		}
 		if err != nil {
-			return VersionID{}, err
+			return VersionID{}, fmt.Errorf("resolve a short name: %w", err)
 		}
 		found = append(found, v)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +17,12 @@ import (
 // VersionsByKeyRange answers from the canned versions, as the store's read
 // (tested against PostgreSQL in package store) does: the key range, in key
 // order.
-func (f *fakeReader) VersionsByKeyRange(_ context.Context, cluster string, lo, hi []byte, limit int) ([]store.VersionRecord, error) {
+func (f *fakeReader) VersionsByKeyRange(_ context.Context, q store.KeyRangeQuery) ([]store.VersionRecord, error) {
 	var out []store.VersionRecord
 	for _, v := range f.versions {
-		if v.Cluster == cluster && bytes.Compare(lo, v.Key) <= 0 && bytes.Compare(v.Key, hi) <= 0 && len(out) < limit {
+		if v.Cluster == q.Cluster && bytes.Compare(q.Lo, v.Key) <= 0 && bytes.Compare(v.Key, q.Hi) <= 0 && len(out) < q.Limit &&
+			(q.Namespace == nil || v.Namespace == *q.Namespace) && (!q.Deleted || v.Deleted) &&
+			(q.Readable == "" || shortname.Readable(v.Name) == q.Readable) {
 			out = append(out, v)
 		}
 	}
@@ -160,3 +163,53 @@ func TestAmbiguityEscapesRecordedStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveVersionCapCountsOnlyTheScope: the versions of other
+// namespaces, and of other names, in a short name's key range neither
+// refuse a namespaced lookup ("give more digits") nor tell a caller who
+// may read one namespace how many versions the cluster holds: with a
+// thousand hidden versions in the range, the answers are those of a
+// record without them.
+func TestResolveVersionCapCountsOnlyTheScope(t *testing.T) {
+	t.Parallel()
+	mine := named("uid-m", "shop", "app-config", key(0x3f, 0x9a, 0x2c, 0x1b, 0x10), false)
+	var crowd []store.VersionRecord
+	for i := range 1500 {
+		k := key(0x3f, 0x9a, 0x00, byte(i>>8), byte(i))
+		crowd = append(crowd, named(fmt.Sprintf("uid-%d", i), "secret-team", "app-config", k, false))
+		crowd = append(crowd, named(fmt.Sprintf("uid-w%d", i), "shop", "web", k, false))
+	}
+	alone := newTestService(t, &fakeReader{versions: []store.VersionRecord{mine}})
+	crowded := newTestService(t, &fakeReader{versions: append(crowd, mine)})
+	shop := "shop"
+	for _, c := range []struct {
+		user, name string
+		scope      NameScope
+	}{
+		{"alice", "app-config-3f9a", NameScope{Namespace: &shop}},
+		{"peek", "app-config-3f9a", NameScope{Namespace: &shop}},
+		{"alice", "app-config-3f9a2c", NameScope{}},
+		{"peek", "app-config-3f9b", NameScope{}},
+		{"alice", "app-config-3f9a", NameScope{Deletions: true}},
+	} {
+		idA, errA := alone.ResolveVersion(as(c.user), "c", c.name, c.scope)
+		idC, errC := crowded.ResolveVersion(as(c.user), "c", c.name, c.scope)
+		if fmt.Sprint(idA, errA) != fmt.Sprint(idC, errC) {
+			t.Errorf("%s resolving %s (%+v): without the hidden versions %v %v, with them %v %v", c.user, c.name, c.scope, idA, errA, idC, errC)
+		}
+	}
+	if id, err := crowded.ResolveVersion(alice(), "c", "app-config-3f9a", NameScope{Namespace: &shop}); err != nil || id.UID != "uid-m" {
+		t.Errorf("the one version alice may read in shop: %v %v", id, err)
+	}
+	// Past the bound of candidates authorized (more than maxNameChecks
+	// versions of the name in the scope), the answer is the same whoever
+	// asks and whatever they may read: give more digits.
+	_, errAlice := crowded.ResolveVersion(alice(), "c", "app-config-3f9a", NameScope{})
+	_, errPeek := crowded.ResolveVersion(as("peek"), "c", "app-config-3f9a", NameScope{})
+	if !errors.Is(errAlice, errs.ErrInvalid) || !strings.Contains(fmt.Sprint(errAlice), "give more of the hex digits") ||
+		fmt.Sprint(errAlice) != fmt.Sprint(errPeek) {
+		t.Errorf("past the bound: alice %v, peek %v; want the same refusal", errAlice, errPeek)
+	}
+}
+
+func alice() context.Context { return as("alice") }

@@ -27,7 +27,7 @@ type Reader interface {
 	FailedMutation(ctx context.Context, cluster string, at time.Time, key []byte) (*store.EventRecord, error)
 	Activity(ctx context.Context, q store.EventQuery) ([]store.EventRecord, error)
 	ObjectsAsOf(ctx context.Context, q store.AsOfQuery) ([]store.VersionRecord, error)
-	VersionsByKeyRange(ctx context.Context, cluster string, lo, hi []byte, limit int) ([]store.VersionRecord, error)
+	VersionsByKeyRange(ctx context.Context, q store.KeyRangeQuery) ([]store.VersionRecord, error)
 }
 
 // Options configure the service.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/api/restore"
+	"github.com/options-record/options-record/api/shortname"
 	"github.com/options-record/options-record/store"
 )
 
@@ -56,10 +57,12 @@ func (f *fakeReader) Newest(context.Context, string, string, string, string, str
 	return nil, store.ErrNotFound
 }
 
-func (f *fakeReader) VersionsByKeyRange(_ context.Context, cluster string, lo, hi []byte, limit int) ([]store.VersionRecord, error) {
+func (f *fakeReader) VersionsByKeyRange(_ context.Context, q store.KeyRangeQuery) ([]store.VersionRecord, error) {
 	var out []store.VersionRecord
 	for _, v := range f.versions {
-		if v.Cluster == cluster && bytes.Compare(lo, v.Key) <= 0 && bytes.Compare(v.Key, hi) <= 0 && len(out) < limit {
+		if v.Cluster == q.Cluster && bytes.Compare(q.Lo, v.Key) <= 0 && bytes.Compare(v.Key, q.Hi) <= 0 && len(out) < q.Limit &&
+			(q.Namespace == nil || v.Namespace == *q.Namespace) && (!q.Deleted || v.Deleted) &&
+			(q.Readable == "" || shortname.Readable(v.Name) == q.Readable) {
 			out = append(out, v)
 		}
 	}

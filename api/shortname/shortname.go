@@ -43,6 +43,11 @@ func OfLong(objectName, long string) string {
 	return Of(objectName, long[i+1:])
 }
 
+// Readable is the object's name as a short name begins (readable).
+// store/reads computes it in SQL too (readableNameSQL), to select a short
+// name's candidates.
+func Readable(name string) string { return readable(name) }
+
 // readable is the object's name as a short name begins: lower case, every
 // run of other characters than a-z and 0-9 one dash, no dash at either end,
 // at most MaxNameLen characters; "x" when nothing is left. Every recorded

@@ -16,4 +16,5 @@ var (
 	NewestByNameSQL   = newestByNameSQL
 	AsOfSQL           = asOfSQL
 	VersionsByKeySQL  = versionsByKeyRangeSQL
+	ReadableNameSQL   = readableNameSQL
 )

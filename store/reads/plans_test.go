@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/options-record/options-record/api/shortname"
 	"github.com/options-record/options-record/store/pgtest"
 	"github.com/options-record/options-record/store/reads"
 )
@@ -122,15 +123,44 @@ func TestShortNameLookupBoundsTheKey(t *testing.T) {
 	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
 		t.Fatal(err)
 	}
-	var plan []byte
-	if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+reads.VersionsByKeySQL,
-		"c", []byte{0x3f, 0x9a}, []byte{0x3f, 0x9a, 0xff}, 1000).Scan(&plan); err != nil {
-		t.Fatalf("explain: %v", err)
+	shop := "shop"
+	for _, args := range [][]any{
+		{"c", []byte{0x3f, 0x9a}, []byte{0x3f, 0x9a, 0xff}, nil, false, "", 101},
+		{"c", []byte{0x3f, 0x9a}, []byte{0x3f, 0x9a, 0xff}, &shop, true, "app-config", 101},
+	} {
+		var plan []byte
+		if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+reads.VersionsByKeySQL, args...).Scan(&plan); err != nil {
+			t.Fatalf("explain: %v", err)
+		}
+		for _, p := range pgtest.PlanProblems(plan) {
+			t.Errorf("%s\n%s", p, plan)
+		}
+		if !regexp.MustCompile(`"Index Cond": "[^"]*version_key >=`).Match(plan) {
+			t.Errorf("no index condition bounds version_key:\n%s", plan)
+		}
 	}
-	for _, p := range pgtest.PlanProblems(plan) {
-		t.Errorf("%s\n%s", p, plan)
+}
+
+// TestReadableNameSQL: the store selects a short name's candidates by the
+// readable part of their object's name computed in SQL, which must be
+// shortname.Readable exactly, or a short name would not find its version.
+func TestReadableNameSQL(t *testing.T) {
+	s := openStore(t)
+	names := []string{"app-config", "App.Config", "kube-root-ca.crt", "system:controller:job-controller",
+		"a-very-long-deployment-name-for-payments", "abcdefghijklmnopqrs-tuv", "abcdefghijklmnopqr-stu",
+		"abcdefghijklmnopqrstu", "ABCDEFGHIJKLMNOPQRS.TUV", "...", "", "-", "a__b--c..", "__x__",
+		"\u00dcn\u00efcode\u202eevil\x1b[31m", "\u212aelvin-\u0130stanbul", "\u0131i\u017f\u00df\uff21\u01c5",
+		"\u00e9t\u00e9-2026", "\u3164app\u3164config\u00a0", "caf\u00c9", "x\u200by", "\U0001f600emoji\U0001f600",
+		"0123456789012345678-9", "012345678901234567-89", "-leading-and-trailing-"}
+	var got []string
+	err := s.Pool().QueryRow(context.Background(), `SELECT array_agg(`+reads.ReadableNameSQL+` ORDER BY i)
+FROM unnest($1::text[]) WITH ORDINALITY AS v(name, i)`, names).Scan(&got)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`"Index Cond": "[^"]*version_key >=`).Match(plan) {
-		t.Errorf("no index condition bounds version_key:\n%s", plan)
+	for i, n := range names {
+		if want := shortname.Readable(n); got[i] != want {
+			t.Errorf("readable(%q) in SQL = %q, shortname.Readable = %q", n, got[i], want)
+		}
 	}
 }

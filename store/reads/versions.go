@@ -374,21 +374,55 @@ const succeeded = `EXISTS (SELECT 1 FROM object_versions n
              AND n.resource = v.resource AND n.name = v.name AND n.uid <> v.uid
              AND n.changed_at <= %s AND n.resource_version > v.resource_version)`
 
+// KeyRangeQuery selects the candidates of a short name: the versions of a
+// cluster whose key lies in [Lo, Hi] (bytewise, both included), of the
+// scope the name is resolved in.
+type KeyRangeQuery struct {
+	Cluster string
+	Lo, Hi  []byte
+	// Readable, when set, keeps the versions of objects whose name begins
+	// a short name as Readable (shortname.Readable, computed by
+	// readableNameSQL).
+	Readable string
+	// Namespace, when set, keeps the versions of that namespace ("" the
+	// cluster scope).
+	Namespace *string
+	// Deleted keeps deletes only.
+	Deleted bool
+	Limit   int
+}
+
+// readableNameSQL is shortname.Readable of v.name in SQL: lower case (Go's
+// strings.ToLower turns only A-Z, U+0130 and U+212A KELVIN SIGN into a-z),
+// every run of other characters than a-z and 0-9 one dash, none at either
+// end, cut to 20 characters and no dash at the end, "x" when nothing is
+// left. The lower-casing is translate's, not lower()'s, whose answer for
+// other letters depends on the database's locale. TestReadableNameSQL
+// checks it against shortname.Readable on hostile names.
+const readableNameSQL = `COALESCE(NULLIF(rtrim(left(btrim(regexp_replace(
+    translate(v.name, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ` + "\u0130\u212a" + `', 'abcdefghijklmnopqrstuvwxyzik'),
+    '[^0-9a-z]+', '-', 'g'), '-'), 20), '-'), ''), 'x')`
+
 // versionsByKeyRangeSQL reads the versions of a cluster whose key lies in
-// [$2, $3] (object_versions_key), without their states.
+// [$2, $3] (object_versions_key), of the namespace $4 (any when NULL),
+// deletes only if $5, of objects whose name reads as $6 in a short name
+// (any when empty), without their states.
 var versionsByKeyRangeSQL = versionOnlySelectNoObject + `
 FROM object_versions v
 WHERE v.cluster = $1 AND v.version_key BETWEEN $2 AND $3
+  AND ($4::text IS NULL OR v.namespace = $4::text)
+  AND (NOT $5::boolean OR v.deleted)
+  AND ($6::text = '' OR ` + readableNameSQL + ` = $6::text)
 ORDER BY v.version_key, v.uid
-LIMIT $4`
+LIMIT $7`
 
-// VersionsByKeyRange returns the versions of cluster whose key lies
-// between lo and hi (both included, bytewise), without their states, in
-// key order, at most limit: the candidates of a short name, whose suffix
-// is the first digits of a version key.
-func (r *Reader) VersionsByKeyRange(ctx context.Context, cluster string, lo, hi []byte, limit int) ([]VersionRecord, error) {
-	if cluster == "" || limit <= 0 {
+// VersionsByKeyRange returns the versions q selects, without their
+// states, in key order, at most q.Limit: the candidates of a short name,
+// whose suffix is the first digits of a version key.
+func (r *Reader) VersionsByKeyRange(ctx context.Context, q KeyRangeQuery) ([]VersionRecord, error) {
+	if q.Cluster == "" || q.Limit <= 0 {
 		return nil, errors.New("store: versions by key: cluster and limit are required")
 	}
-	return r.versions(ctx, "versions by key", cluster, versionsByKeyRangeSQL, cluster, lo, hi, limit)
+	return r.versions(ctx, "versions by key", q.Cluster, versionsByKeyRangeSQL,
+		q.Cluster, q.Lo, q.Hi, q.Namespace, q.Deleted, q.Readable, q.Limit)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/options-record/options-record/api/escape"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/api/shortname"
 	"github.com/options-record/options-record/store"
 )
 
@@ -28,10 +29,12 @@ type fakeVersions struct {
 	versions []store.VersionRecord
 }
 
-func (f *fakeVersions) VersionsByKeyRange(_ context.Context, cluster string, lo, hi []byte, limit int) ([]store.VersionRecord, error) {
+func (f *fakeVersions) VersionsByKeyRange(_ context.Context, q store.KeyRangeQuery) ([]store.VersionRecord, error) {
 	var out []store.VersionRecord
 	for _, v := range f.versions {
-		if v.Cluster == cluster && bytes.Compare(lo, v.Key) <= 0 && bytes.Compare(v.Key, hi) <= 0 && len(out) < limit {
+		if v.Cluster == q.Cluster && bytes.Compare(q.Lo, v.Key) <= 0 && bytes.Compare(v.Key, q.Hi) <= 0 && len(out) < q.Limit &&
+			(q.Namespace == nil || v.Namespace == *q.Namespace) && (!q.Deleted || v.Deleted) &&
+			(q.Readable == "" || shortname.Readable(v.Name) == q.Readable) {
 			out = append(out, v)
 		}
 	}
