@@ -16,6 +16,7 @@ import (
 
 	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/restoreapi/paths"
+	"github.com/options-record/options-record/api/shortname"
 	"github.com/options-record/options-record/store"
 )
 
@@ -92,10 +93,11 @@ func ParseTime(name, s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
-// ParseVersionKey parses the hex key of a version.
+// ParseVersionKey parses the hex key of a version (shortname.ParseKey:
+// 64 hex digits of either case).
 func ParseVersionKey(s string) ([]byte, error) {
-	key, err := hex.DecodeString(s)
-	if err != nil || len(key) != 32 {
+	key, ok := shortname.ParseKey(s)
+	if !ok {
 		return nil, fmt.Errorf("%w: version key %q: want the 64 hex digits of a version's versionKey", errs.ErrInvalid, s)
 	}
 	return key, nil

@@ -57,12 +57,8 @@ func (s *Service) ResolveVersion(ctx context.Context, cluster, name string, scop
 		return VersionID{}, fmt.Errorf("%w: %w", errs.ErrInvalid, err)
 	}
 	if q.IsLong() {
-		i := strings.LastIndexByte(name, '.')
-		key, err := ParseVersionKey(name[i+1:])
-		if err != nil {
-			return VersionID{}, err
-		}
-		return VersionID{Cluster: cluster, UID: name[:i], Key: key}, nil
+		uid, key, _ := shortname.ParseLong(q.Long)
+		return VersionID{Cluster: cluster, UID: uid, Key: key}, nil
 	}
 	missing := fmt.Errorf("%w: no %s named %s that you may read", errs.ErrNotFound, scope.what(), escape.Quoted(name))
 	lo, hi := q.KeyRange()

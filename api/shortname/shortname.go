@@ -34,13 +34,44 @@ func Of(objectName, hexKey string) string {
 
 // OfLong is the short name of the record object whose long name is long
 // (<uid or time>.<64 hex>), of an object named objectName; long itself when
-// it is not a long name.
+// it is not a long name (ParseLong).
 func OfLong(objectName, long string) string {
-	i := strings.LastIndexByte(long, '.')
-	if i < 0 || !isHex(long[i+1:]) || len(long)-i-1 != keyHexLen {
+	_, key, ok := ParseLong(long)
+	if !ok {
 		return long
 	}
-	return Of(objectName, long[i+1:])
+	return Of(objectName, hex.EncodeToString(key))
+}
+
+// Long is the long name of a record object: its prefix (the object's uid,
+// or an attempt's time in unix microseconds), a dot, and its key in
+// lower-case hex, the canonical form.
+func Long(prefix string, key []byte) string { return prefix + "." + hex.EncodeToString(key) }
+
+// ParseLong is the one parser of a long name, <prefix>.<64 hex digits>:
+// split at the last dot (a uid may hold dots; a time holds none), the
+// prefix not empty. Hex digits of either case are read (the same key: a
+// name typed in upper case names the record Long names in lower case).
+func ParseLong(s string) (prefix string, key []byte, ok bool) {
+	i := strings.LastIndexByte(s, '.')
+	if i <= 0 {
+		return "", nil, false
+	}
+	key, ok = ParseKey(s[i+1:])
+	if !ok {
+		return "", nil, false
+	}
+	return s[:i], key, true
+}
+
+// ParseKey reads the key that ends a long name: exactly 64 hex digits, of
+// either case.
+func ParseKey(s string) ([]byte, bool) {
+	if len(s) != keyHexLen || !isHex(s) {
+		return nil, false
+	}
+	key, err := hex.DecodeString(s)
+	return key, err == nil
 }
 
 // Readable is the object's name as a short name begins (readable).
@@ -80,7 +111,8 @@ func readable(name string) string {
 	return s
 }
 
-// Query is a name a person typed, parsed: a long name (Long), or the
+// Query is a name a person typed, parsed: a long name (Long, canonical:
+// its hex in lower case), or the
 // readable part of a short name (Name, empty when only hash digits were
 // typed) and the first digits of the hash (KeyPrefix, lower case).
 type Query struct {
@@ -126,9 +158,9 @@ var ErrNotAName = errors.New("not a name of the record")
 // least MinSuffixLen of them: a prefix of the hash is enough when it is
 // unique), or only the hash's first digits (at least MinBareLen).
 func Parse(s string) (Query, error) {
-	if i := strings.LastIndexByte(s, '.'); i > 0 {
-		if len(s)-i-1 == keyHexLen && isHex(s[i+1:]) {
-			return Query{Long: s}, nil
+	if strings.Contains(s, ".") {
+		if prefix, key, ok := ParseLong(s); ok {
+			return Query{Long: Long(prefix, key)}, nil
 		}
 		return Query{}, fmt.Errorf("%w: %q: want <uid>.<64 hex digits> or a short name <object name>-<hex digits>", ErrNotAName, s)
 	}

@@ -114,3 +114,34 @@ func TestKeyRange(t *testing.T) {
 		}
 	}
 }
+
+// TestParseLong: the one parser of long names splits at the last dot, wants
+// a prefix and exactly 64 hex digits, and reads upper-case digits as the
+// same key, whose canonical name (Long) is lower-case.
+func TestParseLong(t *testing.T) {
+	t.Parallel()
+	want, _ := hex.DecodeString(key)
+	for _, c := range []struct{ in, prefix string }{
+		{"5e0c-uid." + key, "5e0c-uid"},
+		{"5e0c-uid." + strings.ToUpper(key), "5e0c-uid"},
+		{"a.b.c." + key, "a.b.c"},
+		{"1795428000123456." + key, "1795428000123456"},
+		{"." + key, ""},
+		{"uid." + key[:63], ""},
+		{"uid." + key + "0", ""},
+		{"uid." + key[:63] + "x", ""},
+		{"uid", ""},
+		{"", ""},
+	} {
+		prefix, k, ok := ParseLong(c.in)
+		if ok != (c.prefix != "") || prefix != c.prefix || ok && !bytes.Equal(k, want) {
+			t.Errorf("ParseLong(%q) = %q, %x, %v; want prefix %q", c.in, prefix, k, ok, c.prefix)
+		}
+		if ok && Long(prefix, k) != strings.ToLower(c.in) {
+			t.Errorf("Long(ParseLong(%q)) = %q, want it in lower case", c.in, Long(prefix, k))
+		}
+	}
+	if q, err := Parse("uid." + strings.ToUpper(key)); err != nil || q.Long != "uid."+key {
+		t.Errorf("Parse of an upper-case long name = %+v, %v; want the canonical long name", q, err)
+	}
+}

@@ -70,7 +70,7 @@ var allowed = map[string][]string{
 	"api/record/clientset/versioned/scheme":                {"api/record/v1alpha1"},
 	"api/record/clientset/versioned/typed/record/v1alpha1": {"api/record/clientset/versioned/scheme", "api/record/v1alpha1"},
 	"api/record/clientset/versioned":                       {"api/record/clientset/versioned/typed/record/v1alpha1"},
-	"api/aggregated/registry":                              {"api/errs", "api/escape", "api/history"},
+	"api/aggregated/registry":                              {"api/errs", "api/escape", "api/history", "api/shortname"},
 	"api/aggregated/registry/record":                       {"api/aggregated/registry", "api/errs", "api/escape", "api/history", "api/record/v1alpha1", "api/restore", "api/shortname"},
 	"api/aggregated/registry/restores":                     {"api/aggregated/registry", "api/errs", "api/history", "api/record/v1alpha1", "api/restore", "api/shortname"},
 	"api/aggregated":                                       {"api/aggregated/openapi", "api/aggregated/registry/record", "api/aggregated/registry/restores", "api/authlimit", "api/history", "api/record/v1alpha1", "api/restore", "api/version"},

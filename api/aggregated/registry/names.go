@@ -1,32 +1,28 @@
 package registry
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/options-record/options-record/api/history"
+	"github.com/options-record/options-record/api/shortname"
 )
 
 // ObjectName is the name of a record object: <uid>.<version key>.
 func ObjectName(uid, key string) string { return uid + "." + key }
 
-// ParseRecordName reverses ObjectName.
+// ParseRecordName reverses ObjectName, by the one parser of long names
+// (shortname.ParseLong).
 func ParseRecordName(cluster, name string) (history.VersionID, error) {
-	i := strings.LastIndexByte(name, '.')
-	if i <= 0 {
+	uid, key, ok := shortname.ParseLong(name)
+	if !ok {
 		return history.VersionID{}, errors.New("not <uid>.<version key>")
 	}
-	key, err := hex.DecodeString(name[i+1:])
-	if err != nil || len(key) != 32 {
-		return history.VersionID{}, errors.New("not <uid>.<version key>")
-	}
-	return history.VersionID{Cluster: cluster, UID: name[:i], Key: key}, nil
+	return history.VersionID{Cluster: cluster, UID: uid, Key: key}, nil
 }
 
 // Raw is v as JSON in an object's field; nil when v is nil or not JSON.

@@ -22,6 +22,7 @@ import (
 	"github.com/options-record/options-record/api/aggregated/registry"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/api/shortname"
 )
 
 // attemptStorage serves attempts (namespaced objects) or cluster attempts
@@ -68,19 +69,16 @@ func attemptName(at time.Time, key []byte) string {
 
 var errNotAttemptName = errors.New("not <unix microseconds>.<event key>")
 
-// parseAttemptName reverses attemptName.
+// parseAttemptName reverses attemptName: a long name (shortname.ParseLong,
+// the one parser: hex digits of either case) whose prefix is a time.
 func parseAttemptName(cluster, name string) (history.EventID, error) {
-	at, key, ok := strings.Cut(name, ".")
-	// Digits only, no leading zero: one attempt has one name.
-	if !ok || at == "" || len(at) > 19 || strings.Trim(at, "0123456789") != "" || at[0] == '0' && at != "0" {
+	at, k, ok := shortname.ParseLong(name)
+	// Digits only, no leading zero: one time has one spelling.
+	if !ok || len(at) > 19 || strings.Trim(at, "0123456789") != "" || at[0] == '0' && at != "0" {
 		return history.EventID{}, errNotAttemptName
 	}
 	us, err := strconv.ParseInt(at, 10, 64)
 	if err != nil {
-		return history.EventID{}, errNotAttemptName
-	}
-	k, err := hex.DecodeString(key)
-	if err != nil || len(k) != 32 || hex.EncodeToString(k) != key {
 		return history.EventID{}, errNotAttemptName
 	}
 	return history.EventID{Cluster: cluster, At: time.UnixMicro(us).UTC(), Key: k}, nil

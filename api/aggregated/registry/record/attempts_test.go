@@ -20,8 +20,9 @@ import (
 	"github.com/options-record/options-record/store"
 )
 
-// TestAttemptNames: a name is <unix microseconds>.<event key>, one name per
-// attempt; anything else is not the name of an attempt.
+// TestAttemptNames: a name is <unix microseconds>.<event key>, one time
+// per attempt (its key's hex in either case, lower-case the canonical);
+// anything else is not the name of an attempt.
 func TestAttemptNames(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 23, 10, 0, 0, 123456000, time.UTC)
@@ -35,10 +36,15 @@ func TestAttemptNames(t *testing.T) {
 		t.Fatalf("parse: %+v %v", id, err)
 	}
 	hexKey := strings.Repeat("ab", 32)
+	// The one rule of long names (shortname.ParseLong): upper-case hex
+	// digits name the same attempt, whose name is lower-case.
+	if up, err := parseAttemptName("e2e", "1795428000123456."+strings.ToUpper(hexKey)); err != nil || up.At != id.At || string(up.Key) != string(key) {
+		t.Errorf("upper-case digits: %+v %v, want %+v", up, err, id)
+	}
 	for _, bad := range []string{
 		"", ".", "1795428000123456", "1795428000123456.", "." + hexKey,
 		"-1." + hexKey, "+1." + hexKey, "01." + hexKey, "1e6." + hexKey, "99999999999999999999." + hexKey,
-		"1." + strings.Repeat("ab", 31), "1." + strings.Repeat("ab", 33), "1." + strings.ToUpper(hexKey), "1." + hexKey + ".x",
+		"1." + strings.Repeat("ab", 31), "1." + strings.Repeat("ab", 33), "1." + hexKey + ".x",
 		"u-1." + hexKey, // a deletion's or a change's name
 	} {
 		if id, err := parseAttemptName("e2e", bad); err == nil {
