@@ -7,6 +7,8 @@
 // record holds, never stored, and the long name keeps working.
 //
 // It owns the one rule that makes a short name (Of), the one parser of a
+// long name (ParseLong: every reader of record names calls it; the hex
+// digits written in lower case, read in either case), the one parser of a
 // name a person typed (Parse) and the one rule of what a typed name matches
 // (Query.Matches). Resolving a name against the record, and leaving out
 // what the caller may not read, is the history service's (ResolveVersion).
