@@ -359,8 +359,8 @@ images:
 		return nil, err
 	}
 	pinned := repo + ":" + tag + "@" + digest
-	if !bytes.Contains(y, []byte("image: "+pinned+"\n")) {
-		return nil, fmt.Errorf("install.yaml does not name %s", pinned)
+	if err := checkPinned(y, repo, pinned); err != nil {
+		return nil, fmt.Errorf("install.yaml: %w", err)
 	}
 	head := fmt.Sprintf(`# Options Record %s: the default install (kubectl kustomize deploy/), the image
 # pinned by tag and digest: %s
