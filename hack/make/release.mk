@@ -9,6 +9,8 @@
 #   install.yaml                    deploy/ rendered, the image pinned by tag and digest
 #   kubectl-record_OS_ARCH.tar.gz   the plugin's krew archives (hack/plugin/build.sh)
 #   record.yaml                     their krew manifest
+#   options-record-X.Y.Z.tgz        the Helm chart (helm package), stamped with
+#                                   VERSION and the image's digest
 #   SHA256SUMS                      every file above (sha256sum -c SHA256SUMS)
 #
 # Every binary carries VERSION_LDFLAGS (the Makefile's one stamp). Push and
@@ -22,7 +24,7 @@ RELEASE_IMAGE     ?= ghcr.io/options-record/options-record
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
 
 .PHONY: release
-release: ## Build a release into _output/release/ (VERSION=vX.Y.Z): multi-arch OCI image, install.yaml, krew archives, SHA256SUMS; no Docker needed
+release: ## Build a release into _output/release/ (VERSION=vX.Y.Z): multi-arch OCI image, install.yaml, Helm chart, krew archives, SHA256SUMS; no Docker needed
 	@case "$(VERSION)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "make release: VERSION=$(VERSION) is not a vX.Y.Z tag" >&2; exit 2 ;; esac
 	rm -rf $(RELEASE_OUT)
 	mkdir -p $(RELEASE_OUT)

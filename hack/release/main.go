@@ -7,6 +7,9 @@
 //	OUT/image.txt                       REPOSITORY:VERSION@sha256:... of the index
 //	OUT/install.yaml                    deploy/ rendered by kustomize, the image
 //	                                    pinned by tag and digest
+//	OUT/options-record-X.Y.Z.tgz        the Helm chart, packaged with Helm's SDK:
+//	                                    version X.Y.Z, appVersion vX.Y.Z, its
+//	                                    image.digest the index's (chart.go)
 //	OUT/SHA256SUMS                      sha256 of every file in OUT (sha256sum -c)
 //
 // The image is built without a Docker daemon, from scratch, as the
@@ -200,6 +203,11 @@ func run(c config) error {
 	if err := os.WriteFile(filepath.Join(out, "install.yaml"), install, 0o644); err != nil {
 		return err
 	}
+	chart, err := packageChart(root, out, c.image, c.version, digest.String(), created)
+	if err != nil {
+		return err
+	}
+	fmt.Println("release: chart", filepath.Base(chart))
 	if err := checksums(out); err != nil {
 		return err
 	}

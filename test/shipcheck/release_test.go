@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"compress/gzip"
 	"crypto/sha256"
 	"crypto/x509"
 	"debug/elf"
@@ -26,11 +27,16 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/yaml"
 )
 
 // releaseVersion is what the test's release is called: no default could
 // produce it.
 const releaseVersion = "v0.1.0-shipcheck.1"
+
+// releaseChart is the packaged Helm chart: its version is the release's
+// without the v.
+const releaseChart = "options-record-0.1.0-shipcheck.1.tgz"
 
 // TestRelease runs `make release` into a temporary directory (the sink's
 // image and the plugin for this machine only, to stay quick; the default
@@ -68,6 +74,58 @@ func TestRelease(t *testing.T) {
 		t.Run("dockerfile-agrees", func(t *testing.T) { checkDockerfileAgrees(t, out) })
 	}
 	t.Run("install.yaml", func(t *testing.T) { checkInstallYAML(t, out) })
+	t.Run("chart", func(t *testing.T) { checkReleaseChart(t, out) })
+}
+
+// checkReleaseChart: the packaged chart says the release's version and
+// appVersion, and its values.yaml names the release's image by digest, so
+// that `helm install` of it runs the image install.yaml pins. (hack/release
+// loads it back with Helm's loader and renders it, checking every
+// container; test/shipcheck does not take Helm's modules.)
+func checkReleaseChart(t *testing.T, out string) {
+	f, err := os.Open(filepath.Join(out, releaseChart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if files[h.Name], err = io.ReadAll(tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var meta struct{ Version, AppVersion string }
+	if err := yaml.Unmarshal(files["options-record/Chart.yaml"], &meta); err != nil {
+		t.Fatalf("Chart.yaml: %v", err)
+	}
+	if meta.Version != strings.TrimPrefix(releaseVersion, "v") || meta.AppVersion != releaseVersion {
+		t.Errorf("the chart's version %q, appVersion %q; want %q, %q", meta.Version, meta.AppVersion, strings.TrimPrefix(releaseVersion, "v"), releaseVersion)
+	}
+	var vals struct {
+		Image struct{ Repository, Tag, Digest string }
+	}
+	if err := yaml.Unmarshal(files["options-record/values.yaml"], &vals); err != nil {
+		t.Fatalf("values.yaml: %v", err)
+	}
+	_, digest := releaseIndex(t, out)
+	if vals.Image.Repository != releaseImage || vals.Image.Tag != "" || vals.Image.Digest != digest.String() {
+		t.Errorf("the chart's image values %+v; want repository %s, tag empty (the appVersion), digest %s", vals.Image, releaseImage, digest)
+	}
+	if len(files) < 10 || files["options-record/templates/statefulset.yaml"] == nil {
+		t.Errorf("the chart holds %d files, no templates/statefulset.yaml", len(files))
+	}
 }
 
 // releasePlatforms: make release's default platforms are linux/amd64 and
@@ -99,7 +157,7 @@ func checkSums(t *testing.T, out string) {
 		listed[name] = sum
 	}
 	want := []string{"install.yaml", "image.txt", "record.yaml", "options-record_" + releaseVersion + "_image.oci.tar",
-		"kubectl-record_" + runtime.GOOS + "_" + runtime.GOARCH + ".tar.gz"}
+		"kubectl-record_" + runtime.GOOS + "_" + runtime.GOARCH + ".tar.gz", releaseChart}
 	for _, name := range want {
 		b, err := os.ReadFile(filepath.Join(out, name))
 		if err != nil {
@@ -407,10 +465,24 @@ func checkInstallYAML(t *testing.T, out string) {
 		t.Fatalf("install.yaml has %d workloads, want ingest and the API", len(wl))
 	}
 	for _, w := range wl {
-		for _, c := range w.template.Spec.Containers {
+		for _, c := range slices.Concat(w.template.Spec.InitContainers, w.template.Spec.Containers) {
 			if c.Image != strings.TrimSpace(string(ref)) {
 				t.Errorf("%s %s: image %q, want %s", w.kind, w.name, c.Image, ref)
 			}
+		}
+	}
+	// And every image: line, whatever object it is in.
+	install, err := os.ReadFile(filepath.Join(out, "install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := regexp.MustCompile(`(?m)^[\s-]*image:\s*(.*)$`).FindAllSubmatch(install, -1)
+	if len(lines) < 2 {
+		t.Errorf("install.yaml has %d image: lines", len(lines))
+	}
+	for _, m := range lines {
+		if string(m[1]) != strings.TrimSpace(string(ref)) {
+			t.Errorf("install.yaml: image: %s, want %s", m[1], ref)
 		}
 	}
 	c := startCluster(t)
