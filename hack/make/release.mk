@@ -22,10 +22,18 @@
 RELEASE_OUT       ?= _output/release
 RELEASE_IMAGE     ?= ghcr.io/options-record/options-record
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+# A release refuses a tree whose deploy/charts/options-record/Chart.yaml
+# (version, appVersion) or deploy/components/image (newTag) names another
+# version than VERSION: a tag must not ship stale ones (docs/development.md,
+# "Cutting a release"). RELEASE_SNAPSHOT=1 skips that check for a build
+# that is not the tag's (test/shipcheck's TestRelease); its artefacts are
+# stamped with VERSION all the same.
+RELEASE_SNAPSHOT  ?=
 
 .PHONY: release
 release: ## Build a release into _output/release/ (VERSION=vX.Y.Z): multi-arch OCI image, install.yaml, Helm chart, krew archives, SHA256SUMS; no Docker needed
 	@case "$(VERSION)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "make release: VERSION=$(VERSION) is not a vX.Y.Z tag" >&2; exit 2 ;; esac
+	$(if $(filter 1,$(RELEASE_SNAPSHOT)),,go run -C hack/release . -root $(CURDIR) -version $(VERSION) -check-version)
 	rm -rf $(RELEASE_OUT)
 	mkdir -p $(RELEASE_OUT)
 	VERSION=$(VERSION) OUT=$(abspath $(RELEASE_OUT)) PLATFORMS="$(PLUGIN_PLATFORMS)" LDFLAGS='$(VERSION_LDFLAGS)' bash hack/plugin/build.sh

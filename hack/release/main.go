@@ -86,7 +86,15 @@ func main() {
 	flag.StringVar(&c.ldflags, "ldflags", "", "the version stamps (the Makefile's VERSION_LDFLAGS)")
 	flag.StringVar(&c.image, "image", "ghcr.io/options-record/options-record", "the image's repository")
 	flag.StringVar(&platforms, "platforms", "linux/amd64 linux/arm64", "the image's platforms")
+	checkVersion := flag.Bool("check-version", false, "only check that the tree's chart and deploy/components/image name -version, and exit")
 	flag.Parse()
+	if *checkVersion {
+		if err := checkSourceVersion(c.root, c.version); err != nil {
+			fmt.Fprintln(os.Stderr, "release: the tree does not name", c.version+":\n"+err.Error())
+			os.Exit(1)
+		}
+		return
+	}
 	c.platforms = strings.Fields(strings.ReplaceAll(platforms, ",", " "))
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)

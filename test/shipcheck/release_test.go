@@ -61,7 +61,19 @@ func TestRelease(t *testing.T) {
 	releasePlatforms(t, root)
 	platforms := cmp.Or(os.Getenv("OPTIONS_RECORD_RELEASE_PLATFORMS"), "linux/"+runtime.GOARCH)
 	out := t.TempDir()
-	mk := exec.Command("make", "--no-print-directory", "release", "VERSION="+releaseVersion, "RELEASE_OUT="+out,
+	// A tag whose tree names another version is refused before anything
+	// is built, and nothing is written.
+	stale := exec.Command("make", "--no-print-directory", "release", "VERSION=v0.0.1", "RELEASE_OUT="+out)
+	stale.Dir = root
+	if b, err := stale.CombinedOutput(); err == nil || !strings.Contains(string(b), "deploy/charts/options-record/Chart.yaml: appVersion") ||
+		!strings.Contains(string(b), "deploy/components/image/kustomization.yaml") {
+		t.Errorf("make release VERSION=v0.0.1 on a tree that names another version: %v\n%s", err, b)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("the refused release wrote %d files", len(entries))
+	}
+	// A snapshot: the tree names the real release, not releaseVersion.
+	mk := exec.Command("make", "--no-print-directory", "release", "VERSION="+releaseVersion, "RELEASE_OUT="+out, "RELEASE_SNAPSHOT=1",
 		"PLUGIN_PLATFORMS="+runtime.GOOS+"/"+runtime.GOARCH, "RELEASE_PLATFORMS="+platforms)
 	mk.Dir = root
 	if b, err := mk.CombinedOutput(); err != nil {
