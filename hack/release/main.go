@@ -22,6 +22,10 @@
 // ["serve"], and the OCI labels (version, revision, licenses, source). Every
 // file is dated by the commit, so the same commit gives the same digest.
 // test/shipcheck checks the image against the Dockerfile.
+//
+// With -check-version it only checks that the tree names -version where a
+// checkout's user reads it (version.go) and exits: make release runs that
+// first.
 package main
 
 import (

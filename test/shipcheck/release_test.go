@@ -46,9 +46,11 @@ const releaseChart = "options-record-0.1.0-shipcheck.1.tgz"
 // command, ports, OCI labels) and files (the static binary of the
 // platform, the licence, CA certificates, the nonroot user) are as
 // released, the binary printing the release's version; the Dockerfile
-// builds the same (entrypoint, command, user, ports, files); and
-// install.yaml, pinned by tag and digest, applies server-side to the real
-// kube-apiserver.
+// builds the same (entrypoint, command, user, ports, files); install.yaml,
+// every image pinned by tag and digest, applies server-side to the real
+// kube-apiserver; and the packaged chart says the release's version and
+// digest. First, a release whose VERSION the tree does not name is
+// refused (RELEASE_SNAPSHOT=1 lets the test's own through).
 func TestRelease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the release")
