@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/sync/semaphore"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/options-record/options-record/auditsink/decode"
 )
 
 // HandlerOptions configure the webhook handler.
@@ -145,7 +147,7 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := warmDecoder(); err != nil {
+	if err := decode.Warm(); err != nil {
 		opts.Logger.Warn("the EventList decoder was not compiled ahead; the first batch compiles it", "err", err)
 	}
 	return &Handler{
@@ -338,7 +340,7 @@ func (h *Handler) recordStream(w http.ResponseWriter, r *http.Request, cluster s
 // transaction.
 func (h *Handler) recordBatch(ctx context.Context, cluster string, body []byte) (Outcome, error) {
 	now := h.now()
-	events, undecodable, err := DecodeEventList(body, now)
+	events, undecodable, err := decode.EventList(body, now)
 	if err != nil {
 		return Outcome{}, newRefusal(http.StatusBadRequest, "rejected", err.Error()).
 			logged(slog.LevelWarn, "rejected webhook body", "cluster", cluster, "err", err)

@@ -71,6 +71,9 @@ func (p *Pipeline) WithOnStored(fn func(cluster string, events []model.Event)) *
 // reasonSelf drops the sink's own requests.
 const reasonSelf = "self"
 
+// reasonConvert skips an event that does not convert into rows.
+const reasonConvert = "convert_error"
+
 // NewPipeline builds a pipeline. metrics and log may be nil.
 func NewPipeline(rules RuleSource, w model.Writer, m *Metrics, log *slog.Logger) *Pipeline {
 	if m == nil {

@@ -224,8 +224,9 @@ func (c *Converted) addRequestObject(ev *auditv1.Event, pd *placeDigester) {
 		return
 	}
 	raw := withoutManagedFields(withoutCredentials(ev.ObjectRef, ev.RequestObject.Raw))
-	// The decoder skipped the objects without validating them (auditsink's
-	// wire.go); what PostgreSQL's json column would refuse is not stored.
+	// The decoder skipped the objects without validating them
+	// (auditsink/decode's wire.go); what PostgreSQL's json column would
+	// refuse is not stored.
 	// encoding/json judges: sonic.Valid takes truncated literals and
 	// malformed escapes (store/model/jsonfast).
 	switch {

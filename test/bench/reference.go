@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/auditsink/decode"
 	"github.com/options-record/options-record/cmd/options-record/app/certs"
 	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/store"
@@ -108,7 +109,7 @@ func runReference(ctx context.Context, dsn, dataDir, rulesFile, webhookAddr, met
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		events, skipped, err := auditsink.DecodeEventList(buf.Bytes(), time.Now())
+		events, skipped, err := decode.EventList(buf.Bytes(), time.Now())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/auditsink/decode"
 	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/store/model"
 )
@@ -58,7 +59,7 @@ func TestWorkload(t *testing.T) {
 						tpl.Stamp(round, time.Now())
 						// The pipeline cuts managedFields in the body's bytes: the
 						// template stays the load generator's.
-						evs, bad, err := auditsink.DecodeEventList(append([]byte(nil), tpl.Body...), time.Now())
+						evs, bad, err := decode.EventList(append([]byte(nil), tpl.Body...), time.Now())
 						if err != nil || len(bad) > 0 {
 							t.Fatalf("decode: %v, skipped %v", err, bad)
 						}
@@ -90,7 +91,7 @@ func TestWorkload(t *testing.T) {
 }
 
 // BenchmarkPipeline is the sink's CPU per batch without PostgreSQL, TLS or
-// HTTP: decoding the EventList (auditsink.DecodeEventList) and filtering and
+// HTTP: decoding the EventList (decode.EventList) and filtering and
 // converting the events into rows (Pipeline.Process with a writer that
 // stores nothing), on the bench's own batches. Profile it with
 //
@@ -113,7 +114,7 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Run(m.Key+"/decode", func(b *testing.B) {
 			b.SetBytes(int64(p.Bytes / len(ts)))
 			for i := 0; b.Loop(); i++ {
-				if _, _, err := auditsink.DecodeEventList(ts[i%len(ts)].Body, time.Now()); err != nil {
+				if _, _, err := decode.EventList(ts[i%len(ts)].Body, time.Now()); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -125,7 +126,7 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Run(m.Key+"/all", func(b *testing.B) {
 			b.SetBytes(int64(p.Bytes / len(ts)))
 			for i := 0; b.Loop(); i++ {
-				evs, bad, err := auditsink.DecodeEventList(append([]byte(nil), ts[i%len(ts)].Body...), time.Now())
+				evs, bad, err := decode.EventList(append([]byte(nil), ts[i%len(ts)].Body...), time.Now())
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,7 +1,7 @@
 // Package importer runs audit log files through the ingest pipeline for
 // `options-record import`, in batches, and reports on it: a progress bar
 // while it reads, a summary at the end. The files are decoded by package
-// auditsink (LogFile), and the pipeline is the webhook's: import is an
+// auditsink/decode (LogFile), and the pipeline is the webhook's: import is an
 // adapter in front of it, never a second pipeline. It never opens the
 // database or loads the rules: package app wires them.
 package importer
@@ -18,6 +18,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/auditsink/decode"
 )
 
 // Processor filters and stores a batch of events: auditsink.Pipeline.
@@ -47,7 +48,7 @@ func Files(ctx context.Context, pipe Processor, files []string, o Options) (audi
 }
 
 func file(ctx context.Context, pipe Processor, o Options, path string, total *auditsink.Outcome) error {
-	f, err := auditsink.OpenLogFile(path, time.Now())
+	f, err := decode.OpenLogFile(path, time.Now())
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}

@@ -1,4 +1,4 @@
-package auditsink_test
+package decode_test
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
-	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/auditsink/decode"
 	. "github.com/options-record/options-record/test/gen"
 )
 
@@ -48,7 +48,7 @@ func TestLogDecoderReadsLinesAndEventLists(t *testing.T) {
 	log.Write(EventList(Event(AuditID("c")), Event(AuditID("")), Event(AuditID("d"))))
 	log.WriteString("\n\n")
 	log.Write(Lines(Event(AuditID("e"))))
-	d := auditsink.NewLogDecoder(&log, time.Now())
+	d := decode.NewLogDecoder(&log, time.Now())
 	ids, skipped, err := readLog(d.Next)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestLogFileErrorsNameTheLine(t *testing.T) {
 			if err := os.WriteFile(path, []byte(good+tc.tail), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			f, err := auditsink.OpenLogFile(path, time.Now())
+			f, err := decode.OpenLogFile(path, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestLogFileErrorsNameTheLine(t *testing.T) {
 			if !slices.Equal(ids, []string{"a", "b"}) {
 				t.Errorf("events before the error %q, want a and b", ids)
 			}
-			le, ok := errors.AsType[*auditsink.LogError](err)
+			le, ok := errors.AsType[*decode.LogError](err)
 			if !ok {
 				t.Fatalf("err = %v, want a *LogError", err)
 			}

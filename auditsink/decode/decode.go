@@ -1,4 +1,4 @@
-package auditsink
+package decode
 
 import (
 	"encoding/json"
@@ -14,7 +14,6 @@ import (
 const (
 	reasonMalformed = "malformed"
 	reasonInvalid   = "invalid"
-	reasonConvert   = "convert_error"
 )
 
 // ErrBadRequest marks a body that is not an audit.k8s.io/v1 EventList.
@@ -32,7 +31,7 @@ type eventList struct {
 	Items      []json.RawMessage `json:"items"`
 }
 
-// DecodeEventList parses an EventList body. A body that is not JSON or not an
+// EventList parses an EventList body. A body that is not JSON or not an
 // audit.k8s.io/v1 EventList is an ErrBadRequest. Items that do not decode or
 // are not valid events are skipped and counted by reason.
 //
@@ -40,7 +39,7 @@ type eventList struct {
 // strings and objects are slices of body, which must not change afterwards;
 // whatever is kept past the batch must be copied. Only when that pass fails
 // is the body decoded item by item, so one bad item costs the others nothing.
-func DecodeEventList(body []byte, now time.Time) ([]auditv1.Event, map[string]int, error) {
+func EventList(body []byte, now time.Time) ([]auditv1.Event, map[string]int, error) {
 	if wl, err := decodeWire(body); err == nil {
 		if wl.Kind != "EventList" || wl.APIVersion != auditv1.SchemeGroupVersion.String() {
 			return nil, nil, wrongKind(wl.Kind, wl.APIVersion)

@@ -1,4 +1,4 @@
-package auditsink
+package decode
 
 import (
 	"bytes"

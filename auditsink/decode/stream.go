@@ -1,4 +1,4 @@
-package auditsink
+package decode
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 // at most one item: a batch larger than memory is decoded as it arrives.
 // Like splitEventList it finds the items' extent without a nesting limit
 // (with jsonscan.Extent), leaving their decoding (and validation) to
-// DecodeEventList.
+// EventList.
 //
 // It needs kind and apiVersion before the items (the kube-apiserver writes
 // them first): the events of a batch are stored chunk by chunk as they

@@ -1,14 +1,11 @@
-package auditsink_test
+package decode_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -18,6 +15,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/auditsink/decode"
 	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/store/model"
 	. "github.com/options-record/options-record/test/gen"
@@ -31,55 +29,11 @@ var fuzzNow = Base.Add(time.Hour)
 // change the record distinguishes, and the demo audit log.
 func fuzzSeeds(tb testing.TB) [][]byte {
 	tb.Helper()
-	cm := ConfigMap("prod", "app", "uid-1", 11, map[string]string{"LOG_LEVEL": "debug"}, Labels("app", "web"))
-	secret := Secret("vault", "db", "uid-2", 12, map[string]string{"password": "hunter2"},
-		Annotation("kubectl.kubernetes.io/last-applied-configuration", `{"data":{"password":"aHVudGVyMg=="}}`))
-	evs := []*auditv1.Event{
-		Event(Namespace("prod"), Name("app"), Response(cm)),
-		Event(Verb("update"), Namespace("prod"), Name("app"), Request(cm), Response(cm)),
-		Event(Verb("patch"), Namespace("prod"), Name("app"), Request([]any{Obj{"op": "replace", "path": "/data/LOG_LEVEL", "value": "info"}}), Response(cm)),
-		Event(Verb("delete"), Namespace("prod"), Name("app"), Response(Status("", "configmaps", "app", "uid-1"))),
-		Event(Verb("delete"), Namespace("prod"), Name("app"), Request(DeleteOptions(true)), Response(Status("", "configmaps", "app", "uid-1"))),
-		Event(Verb("deletecollection"), Namespace("team-a"), User("system:kube-controller-manager"),
-			Response(List("v1", "ConfigMapList", 20, ConfigMap("team-a", "f", "uid-3", 19, nil)))),
-		Event(Verb("patch"), Resource("apps", "v1", "deployments"), Subresource("scale"), Namespace("prod"), Name("web"),
-			Response(Scale("prod", "web", "uid-4", 13, 3))),
-		Event(Verb("update"), Resource("apps", "v1", "deployments"), Namespace("prod"), Name("web"), Impersonating("dave", "devs"),
-			Response(Deployment("prod", "web", "uid-4", 14, 2, Finalizers("x"), Deleting()))),
-		Event(Resource("", "v1", "secrets"), Namespace("vault"), Name("db"), Response(secret)),
-		Event(Verb("delete"), Resource("", "v1", "namespaces"), Namespace(""), Name("team-a"), Response(NamespaceObj("team-a", "uid-5", 15, true))),
-		Event(Verb("delete"), Namespace("prod"), Name("app"), Failed(403, metav1.StatusReasonForbidden, "forbidden")),
-		Event(Stage(auditv1.StageRequestReceived), Namespace("prod"), Name("app")),
-		Event(Verb("get"), Namespace("prod"), Name("app"), User("system:kube-scheduler")),
-	}
-	seeds := [][]byte{EventList(evs...)}
-	for _, ev := range evs {
-		seeds = append(seeds, EventList(ev))
-	}
-	// The demo log: one EventList of all its lines, and one per line.
-	data, err := os.ReadFile("../test/fixtures/demo-audit.jsonl")
+	demo, err := os.ReadFile("../../test/fixtures/demo-audit.jsonl")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var items []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); line != "" {
-			items = append(items, line)
-			seeds = append(seeds, []byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[`+line+`]}`))
-		}
-	}
-	seeds = append(seeds, []byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[`+strings.Join(items, ",")+`]}`))
-	return append(seeds,
-		[]byte(``), []byte(`{}`), []byte(`null`), []byte(`[]`),
-		[]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":null}`),
-		[]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[null,1,"x",{},[]]}`),
-		[]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1beta1","items":[]}`),
-		[]byte(`{"KIND":"EventList","apiversion":"audit.k8s.io/v1","items":[]}`),
-		[]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{"auditID":"a","stage":"ResponseComplete","verb":"create","stageTimestamp":"2026-11-21T10:00:00Z","objectRef":{"resource":"configmaps","namespace":"prod","name":"\u0000"},"responseObject":{"metadata":{"uid":"u","resourceVersion":"x"}}}]}`),
-		[]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{"a":`+strings.Repeat("[", 200)+strings.Repeat("]", 200)+`}]}`),
-	)
+	return EventListSeeds(demo)
 }
 
 // FuzzDecodeEventList checks that no body makes the decoder (or the
@@ -90,7 +44,7 @@ func FuzzDecodeEventList(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
 	}
-	objs, err := filter.LoadFile("testdata/rules.yaml")
+	objs, err := filter.LoadFile("../testdata/rules.yaml")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -99,7 +53,7 @@ func FuzzDecodeEventList(f *testing.F) {
 	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, check, nil, nil)
 
 	f.Fuzz(func(t *testing.T, body []byte) {
-		events, skipped, err := auditsink.DecodeEventList(body, fuzzNow)
+		events, skipped, err := decode.EventList(body, fuzzNow)
 
 		// The reference: what encoding/json makes of the envelope.
 		var ref struct {
@@ -110,7 +64,7 @@ func FuzzDecodeEventList(f *testing.F) {
 		refErr := json.Unmarshal(body, &ref)
 		isList := refErr == nil && ref.Kind == "EventList" && ref.APIVersion == "audit.k8s.io/v1"
 		if err != nil {
-			if !errors.Is(err, auditsink.ErrBadRequest) {
+			if !errors.Is(err, decode.ErrBadRequest) {
 				t.Fatalf("error %v is not an ErrBadRequest", err)
 			}
 			if isList {
@@ -295,7 +249,7 @@ func TestFuzzSeedsAreRealEventLists(t *testing.T) {
 	t.Parallel()
 	kept := 0
 	for _, s := range fuzzSeeds(t)[:14] {
-		events, skipped, err := auditsink.DecodeEventList(s, fuzzNow)
+		events, skipped, err := decode.EventList(s, fuzzNow)
 		if err != nil || len(skipped) > 0 || len(events) == 0 {
 			t.Fatalf("seed %.200s: %d events, skipped %v, %v", s, len(events), skipped, err)
 		}

@@ -1,4 +1,4 @@
-package auditsink
+package decode
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/options-record/options-record/store/model/jsonfast"
-	. "github.com/options-record/options-record/test/gen"
+	"github.com/options-record/options-record/test/gen"
 )
 
 // TestWireEventMirrorsEvent keeps the fast path's event type in step with
@@ -68,13 +68,13 @@ func TestWireKeepsObjectsInTheBody(t *testing.T) {
 // without validating it (encoding/json refuses the body, which is then
 // decoded event by event).
 func TestWirePathsAgree(t *testing.T) {
-	cm := ConfigMap("prod", "app", "uid-1", 11, map[string]string{"k": "v"}, Labels("app", "web"))
-	good := string(EventList(
-		Event(Namespace("prod"), Name("app"), Response(cm)),
-		Event(Verb("patch"), Namespace("prod"), Name("app"), Request([]any{Obj{"op": "replace", "path": "/data/k", "value": "w"}}), Response(cm)),
-		Event(Verb("deletecollection"), Namespace("team-a"), Response(List("v1", "ConfigMapList", 20, ConfigMap("team-a", "f", "uid-3", 19, nil)))),
-		Event(Verb("delete"), Namespace("prod"), Name("app"), Impersonating("dave", "devs"), Failed(403, metav1.StatusReasonForbidden, "forbidden")),
-		Event(Stage(auditv1.StageRequestReceived), Namespace("prod"), Name("app")),
+	cm := gen.ConfigMap("prod", "app", "uid-1", 11, map[string]string{"k": "v"}, gen.Labels("app", "web"))
+	good := string(gen.EventList(
+		gen.Event(gen.Namespace("prod"), gen.Name("app"), gen.Response(cm)),
+		gen.Event(gen.Verb("patch"), gen.Namespace("prod"), gen.Name("app"), gen.Request([]any{gen.Obj{"op": "replace", "path": "/data/k", "value": "w"}}), gen.Response(cm)),
+		gen.Event(gen.Verb("deletecollection"), gen.Namespace("team-a"), gen.Response(gen.List("v1", "ConfigMapList", 20, gen.ConfigMap("team-a", "f", "uid-3", 19, nil)))),
+		gen.Event(gen.Verb("delete"), gen.Namespace("prod"), gen.Name("app"), gen.Impersonating("dave", "devs"), gen.Failed(403, metav1.StatusReasonForbidden, "forbidden")),
+		gen.Event(gen.Stage(auditv1.StageRequestReceived), gen.Namespace("prod"), gen.Name("app")),
 	))
 	one := func(item string) string {
 		return `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[` + item + `]}`

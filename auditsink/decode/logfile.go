@@ -1,4 +1,4 @@
-package auditsink
+package decode
 
 import (
 	"bufio"
@@ -18,25 +18,25 @@ import (
 // or both, is decoded value by value: the adapter that puts `options-record
 // import` in front of the one pipeline.
 
-// LogDecoder decodes the top-level JSON values of an audit log.
-type LogDecoder struct {
+// logDecoder decodes the top-level JSON values of an audit log.
+type logDecoder struct {
 	in  *countingReader
 	dec *json.Decoder
 	now time.Time
 }
 
-// NewLogDecoder decodes the audit log r; now bounds its events'
-// timestamps, as for DecodeEventList.
-func NewLogDecoder(r io.Reader, now time.Time) *LogDecoder {
+// newLogDecoder decodes the audit log r; now bounds its events'
+// timestamps, as for EventList.
+func newLogDecoder(r io.Reader, now time.Time) *logDecoder {
 	in := &countingReader{r: bufio.NewReaderSize(r, 1<<20)}
-	return &LogDecoder{in: in, dec: json.NewDecoder(in), now: now}
+	return &logDecoder{in: in, dec: json.NewDecoder(in), now: now}
 }
 
 // Next decodes the log's next value, an Event or an EventList: its events,
 // and the counts of its items skipped, by reason. It returns io.EOF after
 // the last value, and a *LogError where the log is not JSON or a value is
 // not an audit.k8s.io/v1 Event or EventList.
-func (d *LogDecoder) Next() ([]auditv1.Event, map[string]int, error) {
+func (d *logDecoder) Next() ([]auditv1.Event, map[string]int, error) {
 	// Where the value starts (after blanks): where an error is reported.
 	start := d.dec.InputOffset()
 	var raw json.RawMessage
@@ -54,7 +54,7 @@ func (d *LogDecoder) Next() ([]auditv1.Event, map[string]int, error) {
 }
 
 // BytesRead is how much of the log was read so far (for a progress bar).
-func (d *LogDecoder) BytesRead() int64 { return d.in.n }
+func (d *logDecoder) BytesRead() int64 { return d.in.n }
 
 // LogError is where an audit log stops being one.
 type LogError struct {
@@ -75,13 +75,13 @@ func (e *LogError) Unwrap() error { return e.Err }
 
 // LogFile is an audit log file open for decoding.
 type LogFile struct {
-	*LogDecoder
+	*logDecoder
 	f    *os.File
 	path string
 	size int64
 }
 
-// OpenLogFile opens the audit log at path; now is as for NewLogDecoder.
+// OpenLogFile opens the audit log at path; now is as for EventList.
 func OpenLogFile(path string, now time.Time) (*LogFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -91,12 +91,15 @@ func OpenLogFile(path string, now time.Time) (*LogFile, error) {
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
 	}
-	return &LogFile{LogDecoder: NewLogDecoder(f, now), f: f, path: path, size: size}, nil
+	return &LogFile{logDecoder: newLogDecoder(f, now), f: f, path: path, size: size}, nil
 }
 
-// Next is LogDecoder.Next, its *LogError naming the file and the line.
+// Next decodes the log's next value, an Event or an EventList: its events,
+// and the counts of its items skipped, by reason. It returns io.EOF after
+// the last value, and a *LogError naming the file and the line where the
+// log is not JSON or a value is not an audit.k8s.io/v1 Event or EventList.
 func (l *LogFile) Next() ([]auditv1.Event, map[string]int, error) {
-	events, skipped, err := l.LogDecoder.Next()
+	events, skipped, err := l.logDecoder.Next()
 	if le, ok := errors.AsType[*LogError](err); ok {
 		le.Path = l.path
 		le.Line = lineAt(io.NewSectionReader(l.f, 0, math.MaxInt64), le.Offset)
@@ -122,13 +125,13 @@ func decodeLogValue(raw []byte, now time.Time) ([]auditv1.Event, map[string]int,
 	}
 	switch head.Kind {
 	case "EventList":
-		return DecodeEventList(raw, now)
+		return EventList(raw, now)
 	case "Event":
 		if head.APIVersion != auditv1.SchemeGroupVersion.String() {
 			return nil, nil, fmt.Errorf("Event of apiVersion %q, want %s", head.APIVersion, auditv1.SchemeGroupVersion)
 		}
 		list := append(append([]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[`), raw...), "]}"...)
-		return DecodeEventList(list, now)
+		return EventList(list, now)
 	default:
 		return nil, nil, fmt.Errorf("kind %q is not an audit Event or EventList", head.Kind)
 	}
