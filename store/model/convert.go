@@ -30,21 +30,18 @@ type objectMeta struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Metadata   struct {
-		Name                       string          `json:"name"`
-		Namespace                  string          `json:"namespace"`
-		UID                        string          `json:"uid"`
-		ResourceVersion            string          `json:"resourceVersion"`
-		DeletionTimestamp          *string         `json:"deletionTimestamp"`
-		DeletionGracePeriodSeconds *int64          `json:"deletionGracePeriodSeconds"`
-		Finalizers                 []string        `json:"finalizers"`
-		OwnerReferences            json.RawMessage `json:"ownerReferences"`
+		Name                       string   `json:"name"`
+		Namespace                  string   `json:"namespace"`
+		UID                        string   `json:"uid"`
+		ResourceVersion            string   `json:"resourceVersion"`
+		DeletionTimestamp          *string  `json:"deletionTimestamp"`
+		DeletionGracePeriodSeconds *int64   `json:"deletionGracePeriodSeconds"`
+		Finalizers                 []string `json:"finalizers"`
 	} `json:"metadata"`
 	Spec struct {
 		Finalizers []string `json:"finalizers"` // Namespace
 	} `json:"spec"`
-	// Status is an object's status, or a Status's "Success"/"Failure".
-	Status  json.RawMessage `json:"status"`
-	Details *struct {       // Status
+	Details *struct { // Status
 		Name string `json:"name"`
 		Kind string `json:"kind"`
 		UID  string `json:"uid"`
@@ -226,11 +223,10 @@ func (c *Converted) addRequestObject(ev *auditv1.Event, pd *placeDigester) {
 	raw := withoutManagedFields(withoutCredentials(ev.ObjectRef, ev.RequestObject.Raw))
 	// The decoder skipped the objects without validating them
 	// (auditsink/decode's wire.go); what PostgreSQL's json column would
-	// refuse is not stored.
-	// encoding/json judges: sonic.Valid takes truncated literals and
-	// malformed escapes (store/model/jsonfast).
+	// refuse is not stored. jsonfast.Valid judges as encoding/json.Valid
+	// does (sonic.Valid takes truncated literals and malformed escapes).
 	switch {
-	case !json.Valid(raw):
+	case !jsonfast.Default.Valid(raw):
 		raw = nil
 		c.Sanitized = true
 	case pd != nil:

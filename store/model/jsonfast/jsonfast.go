@@ -4,9 +4,9 @@
 // metadata of every kept response object (store/model). Everything else
 // decodes with encoding/json (docs/development.md, "JSON").
 //
-// A kept object is checked with encoding/json.Valid, not sonic.Valid, which
-// takes truncated literals ("tr"), malformed escapes and raw control
-// characters, all of which PostgreSQL's json refuses.
+// A kept object is checked with Valid, not sonic.Valid, which takes
+// truncated literals ("tr"), malformed escapes and raw control characters,
+// all of which PostgreSQL's json refuses.
 //
 // sonic runs natively only on amd64 and arm64 with the Go versions it
 // knows; elsewhere its API is encoding/json behind a copy of the input, and
@@ -85,6 +85,25 @@ func (p Path) Unmarshal(data []byte, v any) error {
 		}
 	}
 	return json.Unmarshal(data, v)
+}
+
+// Valid reports whether data is JSON as encoding/json.Valid says. On the
+// Sonic path it is checked by sonic's validating skip (decoding into an
+// empty struct) and validEscapes, as Unmarshal checks what it takes; an
+// input with invalid UTF-8, or one sonic refuses, is judged by
+// encoding/json itself, so the paths never disagree (TestPathsAgree,
+// FuzzPathsAgree). On a 3.8 KB object it is about ten times faster than
+// encoding/json.Valid. (sonic.Valid is not used: it takes truncated
+// literals, malformed escapes and raw control characters.)
+func (p Path) Valid(data []byte) bool {
+	if p.sonic && utf8.Valid(data) {
+		var skip struct{}
+		str := unsafe.String(unsafe.SliceData(data), len(data))
+		if strict.UnmarshalFromString(str, &skip) == nil && validEscapes(data) {
+			return true
+		}
+	}
+	return json.Valid(data)
 }
 
 // validEscapes reports whether every escape of data, JSON that sonic took

@@ -63,12 +63,15 @@ type meta struct {
 }
 
 // TestPathsAgree runs the same inputs through the Sonic path and the
-// encoding/json one and compares what they decode: Unmarshal agrees on
-// everything; DecodeInPlace differs only as its comment says.
+// encoding/json one and compares what they decode: Valid and Unmarshal
+// agree on everything; DecodeInPlace differs only as its comment says.
 func TestPathsAgree(t *testing.T) {
 	t.Logf("sonic runs natively here: %v", Native)
 	for _, in := range hostile {
 		data := []byte(in)
+		if s, j := Sonic.Valid(bytes.Clone(data)), Std.Valid(data); s != j || j != json.Valid(data) {
+			t.Errorf("Valid(%.80q): sonic %v, encoding/json %v", in, s, j)
+		}
 		for _, into := range []func() any{func() any { return new(meta) }, func() any { return new(any) }} {
 			s, j := into(), into()
 			serr, jerr := Sonic.Unmarshal(bytes.Clone(data), s), Std.Unmarshal(bytes.Clone(data), j)
@@ -243,13 +246,16 @@ func perByte(s string) string {
 	return b.String()
 }
 
-// FuzzPathsAgree checks Unmarshal on the Sonic path against
+// FuzzPathsAgree checks Valid and Unmarshal on the Sonic path against
 // encoding/json (the Std path), on any input.
 func FuzzPathsAgree(f *testing.F) {
 	for _, in := range hostile {
 		f.Add([]byte(in))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if s, j := Sonic.Valid(bytes.Clone(data)), json.Valid(data); s != j {
+			t.Fatalf("Valid(%q): sonic %v, encoding/json %v", data, s, j)
+		}
 		for _, into := range []func() any{func() any { return new(meta) }, func() any { return new(any) }} {
 			s, j := into(), into()
 			serr, jerr := Sonic.Unmarshal(bytes.Clone(data), s), json.Unmarshal(data, j)
