@@ -249,6 +249,10 @@ func (c *Converted) responseMeta(ev *auditv1.Event) (objectMeta, bool) {
 		}
 		return objectMeta{}, false
 	}
+	// managedFields cut first (in place, as addObjectVersion would): the
+	// decoder, which validates every byte it skips, then reads half as
+	// much of a state that carries them.
+	ev.ResponseObject.Raw = withoutManagedFields(ev.ResponseObject.Raw)
 	var meta objectMeta
 	if err := jsonfast.Default.Unmarshal(ev.ResponseObject.Raw, &meta); err != nil {
 		c.Skips = append(c.Skips, skipBadObject)
