@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"errors"
 
 	"github.com/options-record/options-record/store/model/jsonscan"
 )
@@ -12,6 +13,9 @@ import (
 // string of a JSON text (the search cost 2.6 µs on a 3.8 KB ConfigMap with
 // the quote, 0.12 µs without).
 var managedFieldsKey = []byte(`managedFields"`)
+
+// errNoMoreManagedFields stops the walk of withoutManagedFields.
+var errNoMoreManagedFields = errors.New("no managedFields further on")
 
 // withoutManagedFields returns an object's JSON text without its
 // metadata.managedFields, every other byte as it was; raw itself when it
@@ -28,8 +32,11 @@ var managedFieldsKey = []byte(`managedFields"`)
 // It walks the text with jsonscan, in one pass, without decoding it (the write path's
 // cost is a pass over the bytes): the spans of every managedFields member of
 // every top-level metadata object are cut, in raw itself, which it
-// returns shortened: the caller gives up raw's bytes. A text that is not
-// a JSON object is returned as it is (it is validated elsewhere).
+// returns shortened: the caller gives up raw's bytes. The walk stops after
+// the metadata past which the text holds no managedFields (it usually
+// comes before spec and status, most of a state). A text that is not a
+// JSON object up to there is returned as it is (it is validated
+// elsewhere, after the cut).
 func withoutManagedFields(raw []byte) []byte {
 	if !bytes.Contains(raw, managedFieldsKey) {
 		return raw
@@ -41,8 +48,14 @@ func withoutManagedFields(raw []byte) []byte {
 		}
 		spans, end, err := jsonscan.Lax.Drop(raw, m.Value, func(m jsonscan.Member) bool { return m.KeyIs("managedFields") })
 		cuts = append(cuts, spans...)
+		if err == nil && !bytes.Contains(raw[end:], managedFieldsKey) {
+			return end, errNoMoreManagedFields // spec and status are not walked
+		}
 		return end, err
 	})
+	if err == errNoMoreManagedFields {
+		err = nil
+	}
 	if err != nil || len(cuts) == 0 {
 		return raw
 	}

@@ -8,7 +8,8 @@ import (
 
 // TestWithoutManagedFields: metadata.managedFields go, wherever they stand
 // among metadata's members; every other byte stays as it was; anything
-// else (no metadata, managedFields elsewhere, not JSON) is left alone.
+// else (no metadata, managedFields elsewhere, not JSON up to the last
+// metadata with managedFields) is left alone.
 func TestWithoutManagedFields(t *testing.T) {
 	for name, c := range map[string]struct{ in, want string }{
 		"first": {`{"apiVersion":"v1","metadata":{"managedFields":[{"manager":"kubectl"}],"name":"a"},"data":{"k":"v"}}`,
@@ -25,11 +26,16 @@ func TestWithoutManagedFields(t *testing.T) {
 		"a value, not a key": {`{"metadata":{"name":"managedFields"}}`, `{"metadata":{"name":"managedFields"}}`},
 		"not an object":      {`["managedFields"]`, `["managedFields"]`},
 		"not JSON":           {`{"metadata":{"managedFields":[`, `{"metadata":{"managedFields":[`},
-		"metadata a string":  {`{"metadata":"managedFields"}`, `{"metadata":"managedFields"}`},
-		"repeated, first":    {`{"metadata":{"managedFields":1,"managedFields":2,"name":"a"}}`, `{"metadata":{"name":"a"}}`},
-		"repeated, last":     {`{"metadata":{"a":1,"managedFields":1, "managedFields":2}}`, `{"metadata":{"a":1}}`},
-		"repeated metadata":  {`{"metadata":{"managedFields":1},"metadata":{"name":"b","managedFields":2}}`, `{"metadata":{},"metadata":{"name":"b"}}`},
-		"metadata an array":  {`{"metadata":["managedFields"],"kind":"X"}`, `{"metadata":["managedFields"],"kind":"X"}`},
+		// The walk stops after the last metadata with managedFields
+		// after it; whoever stores the text validates it.
+		"not JSON after the metadata": {`{"metadata":{"managedFields":1,"name":"a"},"spec":[`, `{"metadata":{"name":"a"},"spec":[`},
+		"managedFields after the metadata": {`{"metadata":{"managedFields":1},"spec":{"managedFields":1},"metadata":{"managedFields":2}}`,
+			`{"metadata":{},"spec":{"managedFields":1},"metadata":{}}`},
+		"metadata a string": {`{"metadata":"managedFields"}`, `{"metadata":"managedFields"}`},
+		"repeated, first":   {`{"metadata":{"managedFields":1,"managedFields":2,"name":"a"}}`, `{"metadata":{"name":"a"}}`},
+		"repeated, last":    {`{"metadata":{"a":1,"managedFields":1, "managedFields":2}}`, `{"metadata":{"a":1}}`},
+		"repeated metadata": {`{"metadata":{"managedFields":1},"metadata":{"name":"b","managedFields":2}}`, `{"metadata":{},"metadata":{"name":"b"}}`},
+		"metadata an array": {`{"metadata":["managedFields"],"kind":"X"}`, `{"metadata":["managedFields"],"kind":"X"}`},
 	} {
 		got := string(withoutManagedFields([]byte(c.in))) // a copy: the cut is in place
 		if got != c.want {
