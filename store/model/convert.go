@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -117,6 +118,7 @@ func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigest
 	c.addRequestObject(ev, pd)
 	meta, ok := c.responseMeta(ev)
 	if !ok {
+		c.addUnbodiedChange(ev)
 		return c, nil
 	}
 	c.addVersions(ev, &meta, d, dg)
@@ -640,4 +642,38 @@ func versionKey(eventKey []byte, uid string) []byte {
 	h.Write(eventKey)
 	h.Write([]byte(uid))
 	return h.Sum(nil)
+}
+
+// UnknownUIDPrefix begins the uid of a version whose event named no uid: a
+// write the audit policy logged at Metadata (no bodies), such as a create,
+// or a delete without preconditions. It is followed by a digest of the
+// event, so each such version is an object of its own, with no earlier
+// version to take for its prior state. A real uid never begins with it.
+const UnknownUIDPrefix = "unknown-"
+
+// addUnbodiedChange records a successful create, update, patch or delete
+// whose event carries no response body (the policy logged it at Metadata or
+// Request): the change is known (who, as whom, when, what), the state after
+// it is not. A delete whose uid the event names is recorded by
+// responseMeta already.
+func (c *Converted) addUnbodiedChange(ev *auditv1.Event) {
+	e := &c.Event
+	switch {
+	case len(c.Versions) > 0 || len(c.Skips) > 0 || e.ResponseCode >= 300 || ev.ResponseObject != nil:
+		return
+	case ev.ObjectRef.Subresource != "" || ev.ObjectRef.Name == "" && ev.Verb != "create":
+		return
+	case ev.Verb != "create" && ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "delete":
+		return
+	}
+	uid := string(ev.ObjectRef.UID)
+	if uid == "" {
+		uid = UnknownUIDPrefix + hex.EncodeToString(e.Key[:16])
+	}
+	v := baseVersion(e, uid)
+	v.Key = versionKey(e.Key, uid)
+	v.Complete = false
+	v.Created = ev.Verb == "create"
+	v.Deleted = ev.Verb == "delete"
+	c.Versions = append(c.Versions, v)
 }
