@@ -466,6 +466,7 @@ func deletionOf(d *store.Deletion) Deletion {
 		out.RestoreFrom = &l
 		out.StateKey = hex.EncodeToString(d.StateKey)
 	}
+	out.StateUnknown = d.StateKey == nil
 	return out
 }
 

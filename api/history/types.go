@@ -75,6 +75,8 @@ type Deletion struct {
 	// RestoreFrom is the version holding the last state: restore it to
 	// bring the object back.
 	RestoreFrom *paths.Links `json:"restoreFrom,omitempty" doc:"the version holding the object's last state; POST its restore link to bring it back"`
+	// StateUnknown: the record holds no state from before the deletion.
+	StateUnknown bool `json:"stateUnknown,omitempty" doc:"the record holds no state from before the deletion (a delete logged at Metadata, no earlier version): nothing to restore"`
 	// StateKey is the key of that version.
 	StateKey string `json:"-"`
 }

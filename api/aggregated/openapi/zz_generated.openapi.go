@@ -1186,6 +1186,13 @@ func schema_options_record_api_record_v1alpha1_ClusterDeletion(ref common.Refere
 							Format:      "",
 						},
 					},
+					"stateUnknown": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StateUnknown says that the record holds no state from before the deletion (the audit policy logged the delete at Metadata, with no earlier version of the object recorded): it cannot be restored.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 					"lastState": {
 						SchemaProps: spec.SchemaProps{
 							Description: "LastState is the object as it was just before the deletion, when the record holds it. Only a get of one deletion carries it, not a list. Secret values are digests unless the rules record them in clear.",
@@ -1533,6 +1540,13 @@ func schema_options_record_api_record_v1alpha1_Deletion(ref common.ReferenceCall
 							Format:      "",
 						},
 					},
+					"stateUnknown": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StateUnknown says that the record holds no state from before the deletion (the audit policy logged the delete at Metadata, with no earlier version of the object recorded): it cannot be restored.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 					"lastState": {
 						SchemaProps: spec.SchemaProps{
 							Description: "LastState is the object as it was just before the deletion, when the record holds it. Only a get of one deletion carries it, not a list. Secret values are digests unless the rules record them in clear.",
@@ -1662,6 +1676,13 @@ func schema_options_record_api_record_v1alpha1_DeletionRecord(ref common.Referen
 						SchemaProps: spec.SchemaProps{
 							Description: "StateVersion names the version that holds the object's last state, <uid>.<version key>: create a restore from it to bring the object back. Empty when the record holds no state from before the deletion.",
 							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"stateUnknown": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StateUnknown says that the record holds no state from before the deletion (the audit policy logged the delete at Metadata, with no earlier version of the object recorded): it cannot be restored.",
+							Type:        []string{"boolean"},
 							Format:      "",
 						},
 					},

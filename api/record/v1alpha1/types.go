@@ -91,6 +91,11 @@ type DeletionRecord struct {
 	// back. Empty when the record holds no state from before the deletion.
 	// +optional
 	StateVersion string `json:"stateVersion,omitempty"`
+	// StateUnknown says that the record holds no state from before the
+	// deletion (the audit policy logged the delete at Metadata, with no
+	// earlier version of the object recorded): it cannot be restored.
+	// +optional
+	StateUnknown bool `json:"stateUnknown,omitempty"`
 	// LastState is the object as it was just before the deletion, when the
 	// record holds it. Only a get of one deletion carries it, not a list.
 	// Secret values are digests unless the rules record them in clear.

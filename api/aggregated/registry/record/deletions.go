@@ -187,6 +187,7 @@ func (s *deletionStorage) object(d *history.Deletion, withState bool) runtime.Ob
 	if d.StateKey != "" {
 		rec.StateVersion = registry.ObjectName(d.UID, d.StateKey)
 	}
+	rec.StateUnknown = d.StateUnknown
 	if withState && len(d.Object) > 0 {
 		rec.LastState = &runtime.RawExtension{Raw: d.Object}
 	}

@@ -145,7 +145,7 @@ func tableRows(items []record.DeletionRecord, metas []metav1.ObjectMeta) []metav
 		}
 		rows = append(rows, metav1.TableRow{
 			Cells: []any{format.ResourceCell(r.Object), obj, format.ActorCell(r.Actor.Username, r.Actor.ImpersonatedUser), r.Verb,
-				format.CellOrNone(initiated), format.Age(r.DeletedAt.Time), format.CellOrNone(shortname.OfLong(r.Object.Name, r.StateVersion)), format.CellOrNone(ips), format.Cell(r.Actor.UserAgent)},
+				format.CellOrNone(initiated), format.Age(r.DeletedAt.Time), stateCell(r), format.CellOrNone(ips), format.Cell(r.Actor.UserAgent)},
 			Object: runtime.RawExtension{Object: &record.Deletion{ObjectMeta: m}},
 		})
 	}
@@ -230,4 +230,13 @@ func cascadeGroups(items []record.DeletionRecord) []cascadeGroup {
 		}
 	}
 	return out
+}
+
+// stateCell names the version holding the deleted object's last state, or
+// says the record does not know it (a delete logged at Metadata).
+func stateCell(r record.DeletionRecord) string {
+	if r.StateUnknown {
+		return "<unknown>"
+	}
+	return format.CellOrNone(shortname.OfLong(r.Object.Name, r.StateVersion))
 }
