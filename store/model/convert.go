@@ -645,8 +645,9 @@ func versionKey(eventKey []byte, uid string) []byte {
 }
 
 // UnknownUIDPrefix begins the uid of a version whose event named no uid: a
-// write the audit policy logged at Metadata (no bodies), such as a create,
-// or a delete without preconditions. It is followed by a digest of the
+// write the audit policy logged at Metadata (no bodies): a create, a patch,
+// a delete (its body is DeleteOptions; the apiserver fills objectRef.uid
+// from the request body's metadata only). It is followed by a digest of the
 // event, so each such version is an object of its own, with no earlier
 // version to take for its prior state. A real uid never begins with it.
 const UnknownUIDPrefix = "unknown-"
