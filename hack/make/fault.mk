@@ -35,6 +35,8 @@ fuzz-short: ## Bounded fuzzing of the ingest decoder, the JSON scanner, the jour
 	@set -e; for pt in $(FUZZ_SHORT_TARGETS); do \
 		pkg=$${pt%%:*}; target=$${pt##*:}; \
 		echo "go test -run='^$$' -fuzz='^$$target\$$' -fuzztime=$(FUZZ_SHORT_EXECS) $$pkg"; \
+		go test -list="^$$target\$$" $$pkg | grep -qx "$$target" \
+			|| { echo "fuzz-short: $$pkg has no fuzz target $$target (moved or renamed?)" >&2; exit 1; }; \
 		go test -run='^$$' -fuzz="^$$target\$$" -fuzztime=$(FUZZ_SHORT_EXECS) -fuzzminimizetime=$(FUZZ_MINIMIZETIME) -timeout=$(FUZZ_SHORT_TIMEOUT) $$pkg; \
 	done
 
