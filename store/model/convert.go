@@ -238,15 +238,17 @@ func (c *Converted) addRequestObject(ev *auditv1.Event, pd *placeDigester) {
 }
 
 // responseMeta reads what the record needs of the response object. An
-// event without one gives no version (false) but a delete's, whose uid the
-// request's preconditions tell; one whose object does not decode is
+// event without one gives no version (false) but a delete's whose event
+// names the uid (objectRef.uid: the apiserver fills it from the request
+// body's metadata only, so a DeleteOptions body never tells it; see
+// addUnbodiedChange for the rest); one whose object does not decode is
 // skipped and counted.
 func (c *Converted) responseMeta(ev *auditv1.Event) (objectMeta, bool) {
 	e := &c.Event
 	if e.ResponseCode >= 300 || ev.ResponseObject == nil || len(ev.ResponseObject.Raw) == 0 {
 		if e.ResponseCode < 300 && ev.ResponseObject == nil && ev.Verb == "delete" && ev.ObjectRef.UID != "" {
-			// A delete whose response the policy did not record: the uid is
-			// still known from the request's preconditions.
+			// A delete whose response the policy did not record, whose
+			// event still names the uid.
 			c.Versions = append(c.Versions, deletedVersion(e, string(ev.ObjectRef.UID), ev))
 		}
 		return objectMeta{}, false
