@@ -11,7 +11,7 @@ import "embed"
 
 // FS holds the *.sql migration files: those of the record at its root (the
 // ingest role's, applied by store.Migrate) and those of the restore API's
-// own schema under api/ (the API role's, applied by store.MigrateAPI, with
+// own schema under api/ (the API role's, applied by APIStore.Prepare, with
 // their own goose table).
 //
 //go:embed *.sql api/*.sql
