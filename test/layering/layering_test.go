@@ -53,6 +53,8 @@ var allowed = map[string][]string{
 	"api/shortname": nil,
 	// services
 	"auditsink": {"api/authlimit", "auditsink/decode", "filter", "store/model"},
+	// GKE's audit logs pushed by Pub/Sub: an adapter in front of the pipeline.
+	"auditsink/pubsub": {"api/authlimit", "auditsink", "auditsink/decode"},
 	// The ingest's decoding of EventLists (whole, item by item, streamed)
 	// and audit log files: no network.
 	"auditsink/decode":        {"store/model/jsonfast", "store/model/jsonscan"},
@@ -85,7 +87,7 @@ var allowed = map[string][]string{
 	"cmd/options-record/app/secretfile": nil,
 	// wiring and mains
 	"cmd/options-record/app": {"api/aggregated", "api/authlimit", "api/history", "api/restore", "api/restoreapi", "api/v1alpha1",
-		"auditsink", "auditsink/journal", "cmd/options-record/app/certs", "cmd/options-record/app/importer",
+		"auditsink", "auditsink/journal", "auditsink/pubsub", "cmd/options-record/app/certs", "cmd/options-record/app/importer",
 		"cmd/options-record/app/secretfile", "cmd/options-record/app/sqlcmd", "filter", "filter/rulesync", "store", "store/model", "store/pgembed"},
 	"cmd/options-record/app/options":     {"api/history", "cmd/options-record/app"},
 	"cmd/options-record":                 {"api/version", "cmd/options-record/app", "cmd/options-record/app/options"},
