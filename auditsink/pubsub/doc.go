@@ -56,6 +56,8 @@
 //     (the AuditLog reference's "real authorities" behind principalEmail),
 //     the first principal as the user who impersonated principalEmail;
 //   - source IPs: one (requestMetadata.callerIp), not the apiserver's list;
+//   - the request URI: rebuilt from resourceName (a create's without its
+//     name, as it is posted to its collection), without the query string;
 //   - times: GKE gives one, the entry's timestamp, taken as both the
 //     request's and the stage's; the stage is ResponseComplete;
 //   - the response code otherwise: from google.rpc.Status (0 is 200, or

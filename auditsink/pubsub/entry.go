@@ -134,6 +134,10 @@ func (e *LogEntry) Event() (auditv1.Event, error) {
 	if err != nil {
 		return auditv1.Event{}, err
 	}
+	if verb == "create" && ref.Subresource == "" && ref.Name != "" {
+		// A create is posted to its collection: the name is the body's.
+		uri = strings.TrimSuffix(uri, "/"+ref.Name)
+	}
 	ts := metav1.NewMicroTime(e.Timestamp)
 	ev := auditv1.Event{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "audit.k8s.io/v1", Kind: "Event"},
@@ -262,7 +266,11 @@ func object(raw json.RawMessage) (*runtime.Unknown, error) {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
+		if !json.Valid(raw) {
+			return nil, err
+		}
+		// Not an object (a JSON patch's array): kept as it is.
+		return &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}, nil
 	}
 	delete(m, "@type")
 	out, err := json.Marshal(m)
