@@ -183,7 +183,7 @@ func TestConvertTable(t *testing.T) {
 				e["labels"] = map[string]any{"authorization.k8s.io/decision": "allow", "observe.optionsrecord.io/observation": "obs-7f3a"}
 			}),
 			want: want{verb: "delete", ref: auditv1.ObjectReference{APIVersion: "v1", Resource: "secrets", Namespace: "team", Name: "db"},
-				uri: "/api/v1/namespaces/team/secrets/db",
+				uri:         "/api/v1/namespaces/team/secrets/db",
 				annotations: map[string]string{"authorization.k8s.io/decision": "allow", "observe.optionsrecord.io/observation": "obs-7f3a"}}},
 		{name: "annotations in protoPayload.metadata, the labels winning",
 			data: entry("io.k8s.core.v1.secrets.delete", "core/v1/namespaces/team/secrets/db", func(e map[string]any) {
