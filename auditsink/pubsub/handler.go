@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/options-record/options-record/api/authlimit"
@@ -228,14 +229,21 @@ func (h *Handler) convert(data []byte, now time.Time) ([]auditv1.Event, map[stri
 		h.o.Logger.Warn("push message skipped", "cluster", h.o.Cluster, "reason", reason, "err", err)
 		return nil, map[string]int{reason: 1}
 	}
-	list, err := json.Marshal(auditv1.EventList{Items: []auditv1.Event{ev}})
-	if err != nil {
-		return nil, map[string]int{reasonMalformed: 1}
+	list, err := json.Marshal(auditv1.EventList{TypeMeta: metav1.TypeMeta{APIVersion: "audit.k8s.io/v1", Kind: "EventList"},
+		Items: []auditv1.Event{ev}})
+	if err == nil {
+		var events []auditv1.Event
+		var undecodable map[string]int
+		if events, undecodable, err = decode.EventList(list, now); err == nil {
+			return h.inWindow(events, undecodable, now)
+		}
 	}
-	events, undecodable, err := decode.EventList(list, now)
-	if err != nil {
-		return nil, map[string]int{reasonMalformed: 1}
-	}
+	h.o.Logger.Warn("push message skipped", "cluster", h.o.Cluster, "reason", reasonMalformed, "audit_id", ev.AuditID, "err", err)
+	return nil, map[string]int{reasonMalformed: 1}
+}
+
+// inWindow drops the events older than the record keeps, counting them.
+func (h *Handler) inWindow(events []auditv1.Event, undecodable map[string]int, now time.Time) ([]auditv1.Event, map[string]int) {
 	age := time.Duration(0)
 	if h.o.Horizon != nil {
 		age = h.o.Horizon()
