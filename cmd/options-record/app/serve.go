@@ -86,6 +86,9 @@ type ServeOptions struct {
 	// JournalDir, when set, makes the sink acknowledge batches it could not
 	// store by journaling them durably there, and store them later.
 	JournalDir string
+	// GKE serves the Pub/Sub push endpoint of GKE's audit logs beside the
+	// webhook; nil: not served.
+	GKE *GKEOptions
 	// SecretDigestKeyFile holds the key Secret values are digested with;
 	// empty: a key generated under the data directory.
 	SecretDigestKeyFile string
@@ -247,29 +250,33 @@ func (p *ingestProcess) serveWebhook(ctx context.Context) (func(context.Context)
 		pipe.WithSelf(p.syncer.IsSelf).WithOnStored(p.syncer.OnStored)
 	}
 	o := p.o
+	// Events older than the record keeps make no partition; before the
+	// rules the replicas shared are loaded, the longest retention is not
+	// known (the handler's default bound applies).
+	horizon := func() time.Duration {
+		if o.MaxEventAge > 0 {
+			return o.MaxEventAge
+		}
+		select {
+		case <-p.sharer.Loaded():
+			return p.registry.MaxRetention()
+		default:
+			return 0
+		}
+	}
 	h, err := auditsink.NewHandler(auditsink.HandlerOptions{
 		Pipeline: pipe, Authenticator: p.auth, MaxBodyBytes: o.MaxBodyBytes, ChunkBytes: o.ChunkBytes, MaxEventBytes: o.MaxEventBytes, MaxInFlight: o.MaxInFlight,
 		MaxInFlightBytes: o.MaxInFlightBytes, MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout,
-		// Events older than the record keeps make no partition; before
-		// the rules the replicas shared are loaded, the longest retention
-		// is not known (the handler's default bound applies).
-		Horizon: func() time.Duration {
-			if o.MaxEventAge > 0 {
-				return o.MaxEventAge
-			}
-			select {
-			case <-p.sharer.Loaded():
-				return p.registry.MaxRetention()
-			default:
-				return 0
-			}
-		},
-		Metrics: p.metrics, Logger: p.log,
+		Horizon: horizon, Metrics: p.metrics, Logger: p.log,
 	})
 	if err != nil {
 		return nil, err
 	}
-	p.webhook = newHTTPServer("webhook", h, p.tlsCfg, webhookLimits, p.log)
+	served, err := p.withGKE(ctx, pipe, h, horizon)
+	if err != nil {
+		return nil, err
+	}
+	p.webhook = newHTTPServer("webhook", served, p.tlsCfg, webhookLimits, p.log)
 	p.webhook.Protocols = webhookProtocols(o.WebhookHTTP2)
 	return p.webhook.component(o.WebhookAddr, o.listen, p.lc).start(ctx)
 }

@@ -20,6 +20,9 @@ func (o *ServeOptions) Validate() error {
 	if err := o.validateAPI(); err != nil {
 		return err
 	}
+	if err := o.GKE.validate(ingest); err != nil {
+		return err
+	}
 	if ingest {
 		return o.validateWebhookClients()
 	}

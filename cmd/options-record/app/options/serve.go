@@ -39,6 +39,8 @@ type Serve struct {
 	MetricsAddr        string
 	JournalDir         string
 
+	GKE app.GKEOptions
+
 	API        app.APIOptions
 	Audiences  []string
 	Aggregated app.AggregatedOptions
@@ -88,6 +90,11 @@ func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
 	fs.DurationVar(&o.MaxEventAge, "webhook-max-event-age", 0, "events older than this are skipped (they would each make a daily partition); 0: the longest retention of the rules in force, at least a day (400 days until the rules are known)")
 	fs.BoolVar(&o.WebhookHTTP2, "webhook-http2", false, "offer HTTP/2 on the webhook as well as HTTP/1.1 (HTTP/1.1 costs less CPU per event for large audit batches)")
 	fs.StringVar(&o.JournalDir, "journal-dir", "", "durable local journal: batches the database cannot take are acknowledged from here and stored later")
+	fs = fss.FlagSet("GKE (Pub/Sub push)")
+	fs.StringVar(&o.GKE.Audience, "gke-pubsub-audience", "", "serve GKE's audit logs pushed by a Pub/Sub push subscription at /gke/pubsub on --webhook-bind-address: the audience of the subscription's OIDC token (its --push-auth-token-audience); empty: not served")
+	fs.StringVar(&o.GKE.ServiceAccount, "gke-pubsub-service-account", "", "the only push service account (the token's email, the subscription's --push-auth-service-account) taken; empty: any Google service account whose token names the audience")
+	fs.StringVar(&o.GKE.JWKSURL, "gke-pubsub-jwks-url", app.GKEDefaultJWKSURL, "HTTPS URL of the key set the push tokens' signatures are checked against")
+	fs.StringVar(&o.GKE.Cluster, "gke-pubsub-cluster", "", "cluster name GKE's events are recorded under; empty: --cluster")
 	fs = fss.FlagSet("restore API")
 	fs.StringVar(&o.API.Addr, "api-bind-address", "", "HTTPS address of the restore API; empty disables it")
 	fs.StringVar(&o.API.TLSCertFile, "api-tls-cert-file", "", "restore API serving certificate; empty reuses the webhook's")
@@ -130,6 +137,8 @@ func (o *Serve) Validate() error {
 		return errors.New("--aggregated-bind-address needs --api-bind-address: the aggregated API runs in the API role")
 	case o.API.RecordAddr != "" && o.API.Addr == "":
 		return errors.New("--record-bind-address needs --api-bind-address: the record is served by the API role")
+	case o.GKE.Audience == "" && (o.GKE.ServiceAccount != "" || o.GKE.Cluster != "" || o.GKE.JWKSURL != app.GKEDefaultJWKSURL):
+		return errors.New("--gke-pubsub-service-account, --gke-pubsub-cluster and --gke-pubsub-jwks-url need --gke-pubsub-audience, which serves the GKE push endpoint")
 	}
 	// Every other combination is the app's to refuse, in one place.
 	c := o.Config(io.Discard)
@@ -154,6 +163,10 @@ func (o *Serve) Config(logs io.Writer) app.ServeOptions {
 	}
 	c.Rules.TrustedNamespaces, c.Rules.TenantSecretData = o.TrustedNamespaces, o.TenantSecretData
 	c.Rules.MaxRetention, c.Rules.TenantMaxRetention = o.MaxRetention, o.TenantMaxRetention
+	if o.GKE.Audience != "" {
+		g := o.GKE
+		c.GKE = &g
+	}
 	if o.InCluster || o.Kube.Kubeconfig != "" || o.Kube.Context != "" {
 		k := o.Kube
 		c.Kube = &k

@@ -1,0 +1,79 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/auditsink/pubsub"
+)
+
+// GKEDefaultJWKSURL is the key set of Google's OIDC tokens.
+const GKEDefaultJWKSURL = pubsub.GoogleJWKSURL
+
+// GKEOptions configure the Pub/Sub push endpoint of GKE's audit logs
+// (package auditsink/pubsub), served at /gke/pubsub on the webhook's
+// address, with its TLS and bounds.
+type GKEOptions struct {
+	// Audience is the push subscription's OIDC token audience; required.
+	Audience string
+	// ServiceAccount, when set, is the only push service account taken.
+	ServiceAccount string
+	// JWKSURL is the key set tokens are checked against (default Google's).
+	JWKSURL string
+	// Cluster is the name GKE's events are recorded under (default
+	// --cluster).
+	Cluster string
+
+	jwksClient *http.Client // tests: a client that trusts their key set's server
+}
+
+func (o *GKEOptions) validate(ingest bool) error {
+	if o == nil {
+		return nil
+	}
+	if !ingest {
+		return errors.New("--gke-pubsub-audience without the role ingest (--roles): only ingest takes events")
+	}
+	if o.Audience == "" {
+		return errors.New("the GKE push endpoint needs --gke-pubsub-audience")
+	}
+	if o.JWKSURL != "" {
+		if u, err := url.Parse(o.JWKSURL); err != nil || u.Scheme != "https" || u.Host == "" {
+			return errors.New("--gke-pubsub-jwks-url must be an https URL")
+		}
+	}
+	return nil
+}
+
+// withGKE serves the push endpoint beside the webhook when it is
+// configured: both feed pipe, under the same TLS and server limits.
+func (p *ingestProcess) withGKE(ctx context.Context, pipe *auditsink.Pipeline, webhook http.Handler, horizon func() time.Duration) (http.Handler, error) {
+	g := p.o.GKE
+	if g == nil {
+		return webhook, nil
+	}
+	v, err := pubsub.NewVerifier(ctx, pubsub.VerifierOptions{Audience: g.Audience, ServiceAccount: g.ServiceAccount, JWKSURL: g.JWKSURL, Client: g.jwksClient})
+	if err != nil {
+		return nil, err
+	}
+	cluster := g.Cluster
+	if cluster == "" {
+		cluster = p.o.Cluster
+	}
+	o := p.o
+	h, err := pubsub.NewHandler(pubsub.Options{Pipeline: pipe, Cluster: cluster, Verifier: v,
+		MaxInFlight: o.MaxInFlight, MaxInFlightBytes: o.MaxInFlightBytes, BodyTimeout: o.BodyTimeout,
+		Horizon: horizon, Registerer: p.reg, Logger: p.log})
+	if err != nil {
+		return nil, err
+	}
+	p.log.Info("serving the GKE Pub/Sub push endpoint", "path", pubsub.Path, "cluster", cluster, "audience", g.Audience)
+	mux := http.NewServeMux()
+	mux.Handle(pubsub.Path, h)
+	mux.Handle("/", webhook)
+	return mux, nil
+}
