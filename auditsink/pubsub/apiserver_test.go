@@ -3,7 +3,6 @@ package pubsub_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -155,5 +154,3 @@ func captured(t *testing.T) []auditv1.Event {
 	}
 	return out
 }
-
-var _ = context.Background

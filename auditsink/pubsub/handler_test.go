@@ -2,7 +2,6 @@ package pubsub_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,8 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/auditsink/pubsub"
@@ -36,6 +33,7 @@ type sink struct {
 	reg    *prometheus.Registry
 	srv    *httptest.Server
 	url    string
+	modify func(*pubsub.Options)
 }
 
 func newSink(t *testing.T, g *google) *sink {
@@ -64,7 +62,11 @@ func (s *sink) open() {
 	}
 	s.reg = prometheus.NewRegistry()
 	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, auditsink.NewMetrics(nil), nil).WithSecretDigester(dg)
-	h, err := pubsub.NewHandler(pubsub.Options{Pipeline: pipe, Cluster: "prod", Verifier: s.google.verifier(t), Registerer: s.reg})
+	o := pubsub.Options{Pipeline: pipe, Cluster: "prod", Verifier: s.google.verifier(t), Registerer: s.reg}
+	if s.modify != nil {
+		s.modify(&o)
+	}
+	h, err := pubsub.NewHandler(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +158,7 @@ func TestPushIsRefusedWithoutAValidToken(t *testing.T) {
 	if n := s.count(`SELECT count(*) FROM events`); n != 0 {
 		t.Fatalf("refused pushes stored %d events", n)
 	}
-	if got := testutil.ToFloat64(mustCounter(t, s.reg, "options_record_pubsub_pushes_total", "unauthenticated")); got != float64(len(tests)) {
+	if got := gathered(t, s.reg, "options_record_pubsub_pushes_total", "unauthenticated"); got != float64(len(tests)) {
 		t.Errorf("unauthenticated pushes counted %v, want %d", got, len(tests))
 	}
 	// The same push, with the token Pub/Sub would send (either spelling of
@@ -169,8 +171,9 @@ func TestPushIsRefusedWithoutAValidToken(t *testing.T) {
 	}
 }
 
-// mustCounter finds the collector of a metric with one label value.
-func mustCounter(t *testing.T, reg *prometheus.Registry, name, label string) prometheus.Collector {
+// gathered is the value of the series of metric name whose labels
+// include the value label ("" for a series without labels).
+func gathered(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -181,17 +184,24 @@ func mustCounter(t *testing.T, reg *prometheus.Registry, name, label string) pro
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			match := label == ""
 			for _, l := range m.GetLabel() {
-				if l.GetValue() == label {
-					c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
-					c.Add(m.GetCounter().GetValue())
-					return c
-				}
+				match = match || l.GetValue() == label
+			}
+			if !match {
+				continue
+			}
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				return float64(m.GetHistogram().GetSampleCount())
 			}
 		}
 	}
-	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
-	return c
+	return 0
 }
 
 func TestPushAcknowledgesOnlyWhatIsStored(t *testing.T) {
@@ -237,6 +247,40 @@ func TestPushOfAnotherEntryIsAcknowledgedAndCounted(t *testing.T) {
 	}
 }
 
+func TestPushBounds(t *testing.T) {
+	t.Parallel()
+	g := newGoogle(t)
+	s := &sink{t: t, dsn: pgtest.NewDatabase(t), google: g, modify: func(o *pubsub.Options) {
+		o.MaxBodyBytes = 4 << 10
+		o.Horizon = func() time.Duration { return 48 * time.Hour }
+	}}
+	s.open()
+	e := sample(t, "delete", "creds")
+	big := e
+	big.Labels = map[string]string{"padding": strings.Repeat("x", 8<<10)}
+	if code := s.push(g.token(t), pushBody(t, big, time.Now())); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("push over the size cap: %d, want 413", code)
+	}
+	old := e
+	old.Timestamp = time.Now().Add(-72 * time.Hour)
+	if code := s.push(g.token(t), pushBody(t, old, time.Now())); code != http.StatusOK {
+		t.Errorf("push of an event older than the record keeps: %d, want 200 (skipped, counted)", code)
+	}
+	if n := s.count(`SELECT count(*) FROM events`); n != 0 {
+		t.Fatalf("stored %d events, want 0", n)
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.url, nil)
+	req.Header.Set("Authorization", "Bearer "+g.token(t))
+	resp, err := s.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET: %d, want 405", resp.StatusCode)
+	}
+}
+
 func TestPushLagMetrics(t *testing.T) {
 	t.Parallel()
 	g := newGoogle(t)
@@ -248,28 +292,13 @@ func TestPushLagMetrics(t *testing.T) {
 		}
 	}
 	want := float64(newer.Timestamp.UnixNano()) / 1e9
-	got := testutil.ToFloat64(gauge(t, s.reg, "options_record_pubsub_newest_event_timestamp_seconds"))
+	got := gathered(t, s.reg, "options_record_pubsub_newest_event_timestamp_seconds", "prod")
 	if got != want {
 		t.Errorf("newest event timestamp %v, want %v (the newer event's, not the last pushed)", got, want)
 	}
-	if n := testutil.CollectAndCount(s.reg, "options_record_pubsub_delivery_delay_seconds"); n != 1 {
-		t.Errorf("delivery delay series %d, want 1", n)
+	if n := gathered(t, s.reg, "options_record_pubsub_delivery_delay_seconds", ""); n != 2 {
+		t.Errorf("delivery delays observed %v, want 2", n)
 	}
-}
-
-func gauge(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"})
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			g.Set(mf.GetMetric()[0].GetGauge().GetValue())
-		}
-	}
-	return g
 }
 
 // TestPushesFromARealAPIServer: a real kube-apiserver writes its audit
@@ -339,6 +368,4 @@ func TestPushesFromARealAPIServer(t *testing.T) {
 	if !strings.Contains(ann, `"authorization.k8s.io/decision": "forbid"`) {
 		t.Errorf("the refused delete's annotations = %s", ann)
 	}
-	_ = auditv1.LevelMetadata
-	_ = json.Valid
 }
