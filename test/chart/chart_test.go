@@ -239,3 +239,28 @@ func TestChartRefusesWhatCannotWork(t *testing.T) {
 		}
 	}
 }
+
+// TestChartGKEPushFlags: the gke.pubsub values become the ingest's
+// --gke-pubsub-* flags, and none is passed without an audience.
+func TestChartGKEPushFlags(t *testing.T) {
+	c := loadChart(t)
+	args := func(vals map[string]any) string {
+		t.Helper()
+		sts := find(renderChart(t, c, vals).objects, "StatefulSet", "options-record")
+		if sts == nil {
+			t.Fatal("no ingest StatefulSet")
+		}
+		containers, _, _ := unstructured.NestedSlice(sts.Object, "spec", "template", "spec", "containers")
+		a, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+		return strings.Join(a, " ")
+	}
+	if got := args(nil); strings.Contains(got, "--gke-pubsub") {
+		t.Errorf("default values pass %s", got)
+	}
+	got := args(map[string]any{"gke": map[string]any{"pubsub": map[string]any{"audience": "https://sink.example/gke/pubsub",
+		"serviceAccount": "push@p.iam.gserviceaccount.com", "cluster": "prod"}}})
+	if missing := hasAll(got, "--gke-pubsub-audience=https://sink.example/gke/pubsub",
+		"--gke-pubsub-service-account=push@p.iam.gserviceaccount.com", "--gke-pubsub-cluster=prod"); len(missing) > 0 {
+		t.Errorf("args %s lack %v", got, missing)
+	}
+}
