@@ -71,6 +71,9 @@ func (p *ingestProcess) withGKE(ctx context.Context, pipe *auditsink.Pipeline, w
 	if err != nil {
 		return nil, err
 	}
+	if g.ServiceAccount == "" {
+		p.log.Warn("--gke-pubsub-service-account is not set: any Google service account's token for the audience may push events")
+	}
 	p.log.Info("serving the GKE Pub/Sub push endpoint", "path", pubsub.Path, "cluster", cluster, "audience", g.Audience)
 	mux := http.NewServeMux()
 	mux.Handle(pubsub.Path, h)
