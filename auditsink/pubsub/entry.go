@@ -115,7 +115,7 @@ var (
 func Convert(data []byte) (auditv1.Event, error) {
 	var e LogEntry
 	if err := json.Unmarshal(data, &e); err != nil {
-		return auditv1.Event{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return auditv1.Event{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	return e.Event()
 }
@@ -167,10 +167,10 @@ func (e *LogEntry) Event() (auditv1.Event, error) {
 		ev.UserAgent = m.CallerSuppliedUserAgent
 	}
 	if ev.RequestObject, err = object(p.Request); err != nil {
-		return auditv1.Event{}, fmt.Errorf("%w: request: %v", ErrMalformed, err)
+		return auditv1.Event{}, fmt.Errorf("%w: request: %w", ErrMalformed, err)
 	}
 	if ev.ResponseObject, err = object(p.Response); err != nil {
-		return auditv1.Event{}, fmt.Errorf("%w: response: %v", ErrMalformed, err)
+		return auditv1.Event{}, fmt.Errorf("%w: response: %w", ErrMalformed, err)
 	}
 	if ev.RequestObject != nil || ev.ResponseObject != nil {
 		ev.Level = auditv1.LevelRequestResponse

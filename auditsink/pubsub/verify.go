@@ -78,7 +78,7 @@ func (v *Verifier) Verify(ctx context.Context, r *http.Request) (string, error) 
 	}
 	tok, err := v.v.Verify(ctx, raw)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", errUnauthenticated, err)
+		return "", fmt.Errorf("%w: %w", errUnauthenticated, err)
 	}
 	if !slices.Contains(googleIssuers, tok.Issuer) {
 		return "", fmt.Errorf("%w: issuer %q is not Google's", errUnauthenticated, tok.Issuer)
@@ -88,7 +88,7 @@ func (v *Verifier) Verify(ctx context.Context, r *http.Request) (string, error) 
 		EmailVerified bool   `json:"email_verified"`
 	}
 	if err := tok.Claims(&claims); err != nil {
-		return "", fmt.Errorf("%w: claims: %v", errUnauthenticated, err)
+		return "", fmt.Errorf("%w: claims: %w", errUnauthenticated, err)
 	}
 	if v.account != "" && (claims.Email != v.account || !claims.EmailVerified) {
 		return "", fmt.Errorf("%w: token of %q, not of the push service account", errUnauthenticated, claims.Email)
