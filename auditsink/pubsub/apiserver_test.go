@@ -135,7 +135,7 @@ func TestCaptureAPIServerAuditLog(t *testing.T) {
 }
 
 // captured reads testdata/apiserver-audit.jsonl.
-func captured(t *testing.T) []auditv1.Event {
+func captured(t testing.TB) []auditv1.Event {
 	t.Helper()
 	f, err := os.Open(capturedLog)
 	if err != nil {
