@@ -63,6 +63,7 @@ type Options struct {
 // only once it is durable.
 type Handler struct {
 	o       Options
+	served  http.Handler // serveAdmitted behind the failed-authentication limiter
 	slots   chan struct{}
 	mem     *semaphore.Weighted
 	metrics *metrics
@@ -97,8 +98,14 @@ func NewHandler(o Options) (*Handler, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Handler{o: o, slots: make(chan struct{}, o.MaxInFlight), mem: semaphore.NewWeighted(o.MaxInFlightBytes),
-		metrics: newMetrics(o.Registerer)}, nil
+	h := &Handler{o: o, slots: make(chan struct{}, o.MaxInFlight), mem: semaphore.NewWeighted(o.MaxInFlightBytes),
+		metrics: newMetrics(o.Registerer)}
+	h.served = o.Limiter.Handler(http.HandlerFunc(h.serveAdmitted), func(w http.ResponseWriter, _ *http.Request, ref *authlimit.Refusal) {
+		h.metrics.pushes.WithLabelValues("throttled").Inc()
+		w.Header().Set("Retry-After", ref.RetryAfterSeconds())
+		http.Error(w, ref.Reason, http.StatusTooManyRequests)
+	})
+	return h, nil
 }
 
 // pushRequest is the body of a push
@@ -124,13 +131,7 @@ type refusal struct {
 func (r *refusal) Error() string { return r.msg }
 
 // ServeHTTP handles one push.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.o.Limiter.Handler(http.HandlerFunc(h.serveAdmitted), func(w http.ResponseWriter, _ *http.Request, ref *authlimit.Refusal) {
-		h.metrics.pushes.WithLabelValues("throttled").Inc()
-		w.Header().Set("Retry-After", ref.RetryAfterSeconds())
-		http.Error(w, ref.Reason, http.StatusTooManyRequests)
-	}).ServeHTTP(w, r)
-}
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.served.ServeHTTP(w, r) }
 
 func (h *Handler) serveAdmitted(w http.ResponseWriter, r *http.Request) {
 	outcome := "stored"
@@ -189,8 +190,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		h.metrics.delay.Observe(now.Sub(push.Message.PublishTime).Seconds())
 	}
 	events, undecodable := h.convert(push.Message.Data, now)
+	// Process rewrites the events' bytes: their times are taken before.
+	times := make([]time.Time, len(events))
 	for i := range events {
-		h.metrics.observeEvent(h.o.Cluster, events[i].StageTimestamp.Time, now)
+		times[i] = events[i].StageTimestamp.Time
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.o.WriteTimeout)
 	defer cancel()
@@ -198,6 +201,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		h.o.Logger.Error("push not stored: Pub/Sub pushes it again", "cluster", h.o.Cluster, "message_id", push.Message.MessageID, "err", err)
 		return &refusal{http.StatusServiceUnavailable, "store_failed", "not stored; push again"}
+	}
+	for _, at := range times {
+		h.metrics.observeEvent(h.o.Cluster, at, now)
 	}
 	h.o.Logger.Debug("push stored", "cluster", h.o.Cluster, "message_id", push.Message.MessageID, "subscription", push.Subscription,
 		"push_account", email, "kept", out.Kept, "duplicates", out.Written.DuplicateEvents)

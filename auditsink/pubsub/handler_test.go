@@ -215,6 +215,9 @@ func TestPushAcknowledgesOnlyWhatIsStored(t *testing.T) {
 	if code := s.push(g.token(t), body); code != http.StatusServiceUnavailable {
 		t.Fatalf("push with the store down: status %d, want 503", code)
 	}
+	if at := gathered(t, s.reg, "options_record_pubsub_newest_event_timestamp_seconds", "prod"); at != 0 {
+		t.Errorf("the lag gauge counts an event that was not stored (newest at %v)", at)
+	}
 	// Pub/Sub pushes it again once the sink is back: stored once.
 	s.open()
 	for range 2 {
