@@ -60,7 +60,7 @@ func TestErrorClassification(t *testing.T) {
 // and so every write of a replica, behind the restore API's migrations).
 func TestAdvisoryLockKeysAreDistinct(t *testing.T) {
 	keys := map[string]int64{"migration": migrationLockID, "api migration": apiMigrationLockID, "api schema": apiSchemaLockID,
-		"partition": partitions.LockID, "retention": retentionLock}
+		"partition": partitions.LockID, "retention": retentionLock, "key index": partitions.KeyIndexLockID}
 	seen := map[int64]string{}
 	for name, k := range keys {
 		if other, ok := seen[k]; ok {

@@ -30,13 +30,21 @@ func (s *Store) Maintain(ctx context.Context, retention func() time.Duration, ru
 	}
 }
 
-// MaintainOnce creates the coming partitions and applies the retention of
+// MaintainOnce creates the coming partitions, builds what is missing of
+// the index of failed events by key (BuildKeyIndex), and applies the retention of
 // the rules in force. With no rule in force (none created yet, all deleted
 // or invalid, the first LIST failed) nothing is deleted: the record is not
 // given up because its rules are gone.
 func (s *Store) MaintainOnce(ctx context.Context, now time.Time, retention time.Duration, log *slog.Logger) {
 	if err := s.EnsurePartitionsAround(ctx, now); err != nil {
 		log.Error("partition maintenance", "err", err)
+	}
+	// Until it is complete, the index of failed events by key (short names
+	// of attempts) is built a partition at a time, without blocking writes.
+	if done, err := s.BuildKeyIndex(ctx); err != nil {
+		log.Error("index of failed events by key: stopped, continued at the next upkeep", "err", err)
+	} else if !done {
+		log.Info("index of failed events by key: another replica is building it")
 	}
 	if retention <= 0 {
 		log.Warn("retention not applied: no OptionsRecordController in force says how long to keep the record (or the rules the replicas shared are not loaded yet)")

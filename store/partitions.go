@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/options-record/options-record/store/partitions"
 )
@@ -33,4 +36,25 @@ func (s *Store) EnsurePartitionsAround(ctx context.Context, now time.Time) error
 // that do not exist yet. WriteBatch calls it for the days of its events.
 func (s *Store) EnsurePartitionsFor(ctx context.Context, times []time.Time) error {
 	return s.parts.Ensure(ctx, s.pool, times, time.Time{})
+}
+
+// BuildKeyIndex finishes the index of failed events by key that resolves
+// attempts' short names (partitions.BuildKeyIndex): each partition's index
+// built CONCURRENTLY and attached, on a session of its own without a
+// statement timeout. It reports whether the index is complete (valid);
+// false and no error when another replica is building it.
+func (s *Store) BuildKeyIndex(ctx context.Context) (bool, error) {
+	return s.buildKeyIndex(ctx, nil)
+}
+
+func (s *Store) buildKeyIndex(ctx context.Context, step partitions.KeyIndexStep) (bool, error) {
+	cc := s.conn.Copy()
+	cc.RuntimeParams["statement_timeout"] = "0"
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return false, fmt.Errorf("store: build %s: connect: %w", partitions.KeyIndex, err)
+	}
+	// Closing the session also ends its advisory lock, whatever happened.
+	defer conn.Close(context.WithoutCancel(ctx))
+	return partitions.BuildKeyIndex(ctx, conn, s.log, step)
 }
