@@ -335,3 +335,53 @@ func TestKeyIndexBuiltByOneReplica(t *testing.T) {
 		t.Errorf("after an upkeep: valid %v, invalid %v, unattached %v", valid, invalid, unattached(t, s))
 	}
 }
+
+// TestFailedByKeyRange reads the candidates of an attempt's short name:
+// the failed events (never a successful one) whose key lies in a range,
+// in key order, of a namespace and an object name as it reads in a short
+// name.
+func TestFailedByKeyRange(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	for i, id := range []string{"App.Config", "web", "app-config"} {
+		writeAttempt(t, s, id, now.Add(-time.Duration(i)*time.Second), 403)
+	}
+	writeAttempt(t, s, "done", now, 200)
+	lo, hi := []byte{}, []byte(strings.Repeat("\xff", 32))
+	prod, dev := "prod", "dev"
+	for _, c := range []struct {
+		q    EventKeyRange
+		want int
+	}{
+		{EventKeyRange{}, 3},
+		{EventKeyRange{Readable: "app-config"}, 2},
+		{EventKeyRange{Readable: "app-config", Namespace: &prod}, 2},
+		{EventKeyRange{Namespace: &dev}, 0},
+		{EventKeyRange{Readable: "done"}, 0},
+		{EventKeyRange{Limit: 1}, 1},
+	} {
+		c.q.Cluster, c.q.Lo, c.q.Hi = "default", lo, hi
+		if c.q.Limit == 0 {
+			c.q.Limit = 10
+		}
+		got, err := s.FailedByKeyRange(ctx, c.q)
+		if err != nil || len(got) != c.want {
+			t.Errorf("%+v: %d events, %v; want %d", c.q, len(got), err, c.want)
+			continue
+		}
+		for i := range got {
+			if got[i].ResponseCode < 300 || i > 0 && string(got[i-1].Key) > string(got[i].Key) {
+				t.Errorf("%+v: not failed events in key order: %+v", c.q, got)
+			}
+		}
+	}
+	one := digest("event", "web")
+	got, err := s.FailedByKeyRange(ctx, EventKeyRange{Cluster: "default", Lo: one[:4], Hi: append(one[:4:4], []byte(strings.Repeat("\xff", 28))...), Limit: 10})
+	if err != nil || len(got) != 1 || got[0].Name != "web" {
+		t.Errorf("the key range of web's event: %+v %v", got, err)
+	}
+	if got, err := s.FailedByKeyRange(ctx, EventKeyRange{Cluster: "other", Lo: lo, Hi: hi, Limit: 10}); err != nil || len(got) != 0 {
+		t.Errorf("another cluster's events: %+v %v", got, err)
+	}
+}

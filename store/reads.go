@@ -12,6 +12,7 @@ type (
 	GroupResource = reads.GroupResource
 	AsOfQuery     = reads.AsOfQuery
 	KeyRangeQuery = reads.KeyRangeQuery
+	EventKeyRange = reads.EventKeyRangeQuery
 	Deletion      = reads.Deletion
 	DeletionQuery = reads.DeletionQuery
 	EventRecord   = reads.EventRecord

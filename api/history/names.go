@@ -9,7 +9,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/escape"
@@ -143,4 +145,103 @@ func ambiguous(name string, scope NameScope, found []*store.VersionRecord) error
 			escape.Quote(what), escape.Quoted(v.Name), where, escape.Quote(v.Verb), who, v.ChangedAt.UTC().Format("2006-01-02T15:04:05Z"))
 	}
 	return fmt.Errorf("%w: %s", errs.ErrInvalid, b.String())
+}
+
+// AttemptName is the long name of an attempt (a failed mutation): the
+// primary key of its event in the events table (the cluster is the
+// caller's), <stage time in unix microseconds>.<event key in hex>.
+func AttemptName(at time.Time, key []byte) string {
+	return shortname.Long(strconv.FormatInt(at.UnixMicro(), 10), key)
+}
+
+// ParseAttemptName reverses AttemptName: a long name (shortname.ParseLong,
+// the one parser: hex digits of either case) whose prefix is a time.
+func ParseAttemptName(cluster, name string) (EventID, bool) {
+	at, k, ok := shortname.ParseLong(name)
+	// Digits only, no leading zero: one time has one spelling.
+	if !ok || len(at) > 19 || strings.Trim(at, "0123456789") != "" || at[0] == '0' && at != "0" {
+		return EventID{}, false
+	}
+	us, err := strconv.ParseInt(at, 10, 64)
+	if err != nil {
+		return EventID{}, false
+	}
+	return EventID{Cluster: cluster, At: time.UnixMicro(us).UTC(), Key: k}, true
+}
+
+// ResolveAttempt resolves name, in cluster, to the attempt (failed
+// mutation) it names, by the rules of ResolveVersion: a long name
+// (<unix microseconds>.<64 hex digits>) is parsed, not looked up (the read
+// that follows authorizes it); a short name is matched against the failed
+// events in scope (the store selects them by key range, name and
+// namespace, from events_failed_key) and only those the caller may read
+// (get on the object's resource in its namespace, as FailedMutation asks)
+// count. None is errs.ErrNotFound, as a hidden one is; several is an
+// errs.ErrInvalid listing only those the caller may read; more than
+// maxNameChecks in scope is an errs.ErrInvalid whoever asks. Only
+// scope.Namespace applies (an attempt is no deletion).
+func (s *Service) ResolveAttempt(ctx context.Context, cluster, name string, scope NameScope) (EventID, error) {
+	if id, ok := ParseAttemptName(cluster, name); ok {
+		return id, nil
+	}
+	q, err := shortname.Parse(name)
+	if err != nil {
+		return EventID{}, fmt.Errorf("%w: %w", errs.ErrInvalid, err)
+	}
+	if q.IsLong() {
+		return EventID{}, fmt.Errorf("%w: %w: %s: the long name of an attempt is <unix microseconds>.<event key>", errs.ErrInvalid, shortname.ErrNotAName, escape.Quoted(name))
+	}
+	missing := fmt.Errorf("%w: no attempt named %s that you may read", errs.ErrNotFound, escape.Quoted(name))
+	lo, hi := q.KeyRange()
+	rows, err := s.reader.FailedByKeyRange(ctx, store.EventKeyRange{Cluster: cluster, Lo: lo, Hi: hi,
+		Readable: q.Name, Namespace: scope.Namespace, Limit: maxNameChecks + 1})
+	if err != nil {
+		return EventID{}, err
+	}
+	if len(rows) > maxNameChecks {
+		// Before any authorization: the same answer for every caller.
+		return EventID{}, fmt.Errorf("%w: %s: give more of the hex digits after the last dash (a short name has %d)", errs.ErrInvalid, escape.Quoted(name), shortname.SuffixLen)
+	}
+	f := s.ReadFilter(ctx)
+	var found []*store.EventRecord
+	for i := range rows {
+		e := &rows[i]
+		if !q.Matches(e.Name, hex.EncodeToString(e.Key)) || e.ResponseCode < 300 ||
+			scope.Namespace != nil && e.Namespace != *scope.Namespace {
+			continue
+		}
+		ok, err := f.Allowed(eventAuthzTarget(e))
+		if err != nil {
+			return EventID{}, fmt.Errorf("resolve a short name: %w", err)
+		}
+		if ok {
+			found = append(found, e)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return EventID{}, missing
+	case 1:
+		return EventID{Cluster: cluster, At: found[0].At.UTC(), Key: found[0].Key}, nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s names more than one attempt you may read; give more of the hex digits, or the long name:", escape.Quoted(name))
+	for i, e := range found {
+		if i == maxListedCandidates {
+			b.WriteString("\n  ... and more: give more of the hex digits")
+			break
+		}
+		what := e.Resource
+		if e.APIGroup != "" {
+			what += "." + e.APIGroup
+		}
+		where := ""
+		if e.Namespace != "" {
+			where = " in " + escape.Quoted(e.Namespace)
+		}
+		fmt.Fprintf(&b, "\n  %s (%s): %s %s%s, %s by %s refused %d at %s", shortname.Of(e.Name, hex.EncodeToString(e.Key)),
+			AttemptName(e.At, e.Key), escape.Quote(what), escape.Quoted(e.Name), where, escape.Quote(e.Verb),
+			escape.Quoted(e.Username), e.ResponseCode, e.At.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+	return EventID{}, fmt.Errorf("%w: %s", errs.ErrInvalid, b.String())
 }

@@ -28,6 +28,7 @@ type Reader interface {
 	Activity(ctx context.Context, q store.EventQuery) ([]store.EventRecord, error)
 	ObjectsAsOf(ctx context.Context, q store.AsOfQuery) ([]store.VersionRecord, error)
 	VersionsByKeyRange(ctx context.Context, q store.KeyRangeQuery) ([]store.VersionRecord, error)
+	FailedByKeyRange(ctx context.Context, q store.EventKeyRange) ([]store.EventRecord, error)
 }
 
 // Options configure the service.

@@ -99,6 +99,8 @@ type Event struct {
 	Message       string          `json:"message,omitempty"`
 	RequestObject json.RawMessage `json:"requestObject,omitempty" doc:"the attempted request body (failed mutations)"`
 	Versions      []string        `json:"versions,omitempty" doc:"paths of the versions this event recorded"`
+	LongName      string          `json:"longName,omitempty" doc:"a failed mutation's name: <stage time in unix microseconds>.<event key in hex>"`
+	ShortName     string          `json:"shortName,omitempty" doc:"a failed mutation's short name (app-config-3f9a2c1b): the object's name and the first digits of its event key; GET /clusters/{cluster}/failed-mutations/{name} takes it, or a unique prefix of its digits, or longName"`
 	// Key is the event's key: with At, it names the event (EventID).
 	Key []byte `json:"-"`
 }
@@ -166,6 +168,10 @@ func eventOf(e *store.EventRecord) Event {
 	}
 	if len(e.RequestObject) > 0 {
 		out.RequestObject = json.RawMessage(e.RequestObject)
+	}
+	if e.ResponseCode >= 300 {
+		out.LongName = AttemptName(e.At, e.Key)
+		out.ShortName = shortname.Of(e.Name, hex.EncodeToString(e.Key))
 	}
 	for _, id := range e.Versions {
 		if i := strings.LastIndexByte(id, '/'); i > 0 {

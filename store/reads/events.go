@@ -66,14 +66,18 @@ type EventQuery struct {
 // events answer it so too.
 const namespaceObject = `(e.api_group = '' AND e.resource = 'namespaces')`
 
-const eventSelect = `
+// eventColumns are the columns of an event but its versions (%s: the
+// request body's expression).
+const eventColumns = `
 SELECT e.cluster, e.event_key, e.stage_at, e.audit_id, e.verb, e.request_uri, e.username, e.user_groups,
        coalesce(e.impersonated_user, '') AS impersonated_user, e.impersonated_groups, e.source_ips,
        coalesce(e.user_agent, '') AS user_agent, e.api_group, e.api_version, e.resource, e.subresource,
        CASE WHEN ` + namespaceObject + ` THEN '' ELSE e.namespace END AS namespace,
        e.name, coalesce(e.object_uid, '') AS object_uid, e.response_code,
        coalesce(e.response_reason, '') AS response_reason, coalesce(e.response_message, '') AS response_message,
-       %s AS request_object,
+       %s AS request_object`
+
+const eventSelect = eventColumns + `,
        ARRAY(SELECT v.uid || '/' || encode(v.version_key, 'hex') FROM object_versions v
              WHERE v.cluster = e.cluster AND v.changed_at = e.stage_at AND v.event_key = e.event_key
              ORDER BY v.uid) AS versions
@@ -199,4 +203,43 @@ func eventsSQL(q EventQuery, failed bool) (string, []any) {
 	keyset(&b, q.After, false, "e.stage_at", "", "e.event_key")
 	return fmt.Sprintf(eventSelect, "NULL::json") + b.whereSQL() + orderBy(false, "e.stage_at", "", "e.event_key") +
 		" LIMIT " + strconv.Itoa(q.Limit), b.args
+}
+
+// EventKeyRangeQuery selects the candidates of an attempt's short name:
+// the failed events (a code >= 300) of a cluster whose key lies in [Lo,
+// Hi] (bytewise, both included), of the scope the name is resolved in.
+type EventKeyRangeQuery struct {
+	Cluster string
+	Lo, Hi  []byte
+	// Readable, when set, keeps the events on objects whose name begins a
+	// short name as Readable (shortname.Readable).
+	Readable string
+	// Namespace, when set, keeps the events of that namespace ("" the
+	// cluster scope, Namespace objects included: as EventQuery's).
+	Namespace *string
+	Limit     int
+}
+
+// failedByKeyRangeSQL reads the failed events of a cluster whose key lies
+// in [$2, $3] (events_failed_key), of the namespace $4 (any when NULL), on
+// objects whose name reads as $5 in a short name (any when empty), without
+// their request bodies.
+// A failed mutation made no version.
+var failedByKeyRangeSQL = fmt.Sprintf(eventColumns, "NULL::json") + `, '{}'::text[] AS versions
+FROM events e
+WHERE e.cluster = $1 AND e.event_key BETWEEN $2 AND $3 AND e.response_code >= 300
+  AND ($4::text IS NULL OR (CASE WHEN ` + namespaceObject + ` THEN '' ELSE e.namespace END) = $4::text)
+  AND ($5::text = '' OR ` + readableEventNameSQL + ` = $5::text)
+ORDER BY e.event_key, e.stage_at
+LIMIT $6`
+
+// FailedByKeyRange returns the failed mutations q selects, without their
+// request bodies, in key order, at most q.Limit: the candidates of an
+// attempt's short name, whose suffix is the first digits of an event key.
+func (r *Reader) FailedByKeyRange(ctx context.Context, q EventKeyRangeQuery) ([]EventRecord, error) {
+	if q.Cluster == "" || q.Limit <= 0 {
+		return nil, errors.New("store: failed mutations by key: cluster and limit are required")
+	}
+	return queryAll[EventRecord](ctx, r.db, "failed mutations by key", failedByKeyRangeSQL,
+		q.Cluster, q.Lo, q.Hi, q.Namespace, q.Readable, q.Limit)
 }

@@ -17,4 +17,6 @@ var (
 	AsOfSQL           = asOfSQL
 	VersionsByKeySQL  = versionsByKeyRangeSQL
 	ReadableNameSQL   = readableNameSQL
+	FailedByKeySQL    = failedByKeyRangeSQL
+	ReadableEventSQL  = readableEventNameSQL
 )

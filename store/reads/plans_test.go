@@ -139,6 +139,23 @@ func TestShortNameLookupBoundsTheKey(t *testing.T) {
 			t.Errorf("no index condition bounds version_key:\n%s", plan)
 		}
 	}
+	// An attempt's short name: the failed events of a key range, from
+	// each partition's events_failed_key.
+	for _, args := range [][]any{
+		{"c", []byte{0x3f, 0x9a}, []byte{0x3f, 0x9a, 0xff}, nil, "", 101},
+		{"c", []byte{0x3f, 0x9a}, []byte{0x3f, 0x9a, 0xff}, &shop, "app-config", 101},
+	} {
+		var plan []byte
+		if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+reads.FailedByKeySQL, args...).Scan(&plan); err != nil {
+			t.Fatalf("explain: %v", err)
+		}
+		for _, p := range pgtest.PlanProblems(plan) {
+			t.Errorf("%s\n%s", p, plan)
+		}
+		if !regexp.MustCompile(`"Index Name": "events_p[0-9]+_[a-z_]*idx"[^}]*"Index Cond": "[^"]*event_key >=`).Match(plan) {
+			t.Errorf("no index of failed events bounds event_key:\n%s", plan)
+		}
+	}
 }
 
 // TestReadableNameSQL: the store selects a short name's candidates by the
@@ -152,15 +169,17 @@ func TestReadableNameSQL(t *testing.T) {
 		"\u00dcn\u00efcode\u202eevil\x1b[31m", "\u212aelvin-\u0130stanbul", "\u0131i\u017f\u00df\uff21\u01c5",
 		"\u00e9t\u00e9-2026", "\u3164app\u3164config\u00a0", "caf\u00c9", "x\u200by", "\U0001f600emoji\U0001f600",
 		"0123456789012345678-9", "012345678901234567-89", "-leading-and-trailing-"}
-	var got []string
-	err := s.Pool().QueryRow(context.Background(), `SELECT array_agg(`+reads.ReadableNameSQL+` ORDER BY i)
-FROM unnest($1::text[]) WITH ORDINALITY AS v(name, i)`, names).Scan(&got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, n := range names {
-		if want := shortname.Readable(n); got[i] != want {
-			t.Errorf("readable(%q) in SQL = %q, shortname.Readable = %q", n, got[i], want)
+	for _, c := range []struct{ sql, alias string }{{reads.ReadableNameSQL, "v"}, {reads.ReadableEventSQL, "e"}} {
+		var got []string
+		err := s.Pool().QueryRow(context.Background(), `SELECT array_agg(`+c.sql+` ORDER BY i)
+FROM unnest($1::text[]) WITH ORDINALITY AS `+c.alias+`(name, i)`, names).Scan(&got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range names {
+			if want := shortname.Readable(n); got[i] != want {
+				t.Errorf("readable(%q) in SQL (%s.name) = %q, shortname.Readable = %q", n, c.alias, got[i], want)
+			}
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -402,6 +403,9 @@ type KeyRangeQuery struct {
 const readableNameSQL = `COALESCE(NULLIF(rtrim(left(btrim(regexp_replace(
     translate(v.name, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ` + "\u0130\u212a" + `', 'abcdefghijklmnopqrstuvwxyzik'),
     '[^0-9a-z]+', '-', 'g'), '-'), 20), '-'), ''), 'x')`
+
+// readableEventNameSQL is readableNameSQL of an event's e.name.
+var readableEventNameSQL = strings.Replace(readableNameSQL, "v.name", "e.name", 1)
 
 // versionsByKeyRangeSQL reads the versions of a cluster whose key lies in
 // [$2, $3] (object_versions_key), of the namespace $4 (any when NULL),

@@ -2,8 +2,6 @@ package record
 
 import (
 	"context"
-	"encoding/hex"
-	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -63,31 +61,12 @@ func (s *attemptStorage) NewList() runtime.Object {
 // attemptName is the name of an attempt: the primary key of its event in
 // the events table (the cluster is the server's), <stage time in unix
 // microseconds>.<event key>.
-func attemptName(at time.Time, key []byte) string {
-	return strconv.FormatInt(at.UnixMicro(), 10) + "." + hex.EncodeToString(key)
-}
-
-var errNotAttemptName = errors.New("not <unix microseconds>.<event key>")
-
-// parseAttemptName reverses attemptName: a long name (shortname.ParseLong,
-// the one parser: hex digits of either case) whose prefix is a time.
-func parseAttemptName(cluster, name string) (history.EventID, error) {
-	at, k, ok := shortname.ParseLong(name)
-	// Digits only, no leading zero: one time has one spelling.
-	if !ok || len(at) > 19 || strings.Trim(at, "0123456789") != "" || at[0] == '0' && at != "0" {
-		return history.EventID{}, errNotAttemptName
-	}
-	us, err := strconv.ParseInt(at, 10, 64)
-	if err != nil {
-		return history.EventID{}, errNotAttemptName
-	}
-	return history.EventID{Cluster: cluster, At: time.UnixMicro(us).UTC(), Key: k}, nil
-}
+func attemptName(at time.Time, key []byte) string { return history.AttemptName(at, key) }
 
 func (s *attemptStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	id, err := parseAttemptName(s.cluster, name)
+	id, err := s.resolveAttempt(ctx, name)
 	if err != nil {
-		return nil, apierrors.NewNotFound(s.resource, name)
+		return nil, err
 	}
 	e, err := s.hist.FailedMutation(ctx, id)
 	if err != nil {
@@ -108,7 +87,7 @@ type attemptSelection struct {
 	event *history.EventID
 }
 
-func (s *attemptStorage) fieldSelector(sel fields.Selector, now time.Time) (attemptSelection, error) {
+func (s *attemptStorage) fieldSelector(ctx context.Context, sel fields.Selector, now time.Time) (attemptSelection, error) {
 	var out attemptSelection
 	if sel == nil || sel.Empty() {
 		return out, nil
@@ -126,9 +105,9 @@ func (s *attemptStorage) fieldSelector(sel fields.Selector, now time.Time) (atte
 		case "metadata.namespace":
 			// The request's namespace already selects.
 		case "metadata.name":
-			id, err := parseAttemptName(s.cluster, v)
+			id, err := s.resolveSelectedAttempt(ctx, v)
 			if err != nil {
-				return out, apierrors.NewBadRequest("metadata.name: not the name of an attempt (<unix microseconds>.<event key>)")
+				return out, err
 			}
 			out.event = &id
 		case "object.apiGroup":
@@ -179,7 +158,7 @@ func (x attemptSelection) window() (since, until time.Time, ok bool) {
 // the history service's sealed cursor as the continue token.
 func (s *attemptStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	opts, matches := listOptions(opts)
-	sel, err := s.fieldSelector(opts.FieldSelector, time.Now())
+	sel, err := s.fieldSelector(ctx, opts.FieldSelector, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -268,18 +247,21 @@ func shortMessage(m string) string {
 	return registry.Cell(m)
 }
 
+// attemptColumns lead with what a person reads first (the object, who,
+// when, the answer, in one cell); the short name ends the row, the long one is in -o
+// wide.
 var attemptColumns = []metav1.TableColumnDefinition{
-	{Name: "Name", Type: "string", Format: "name", Description: "<unix microseconds>.<event key> of the attempt"},
 	{Name: "Resource", Type: "string", Description: "Resource (and subresource) the write aimed at"},
 	{Name: "Object", Type: "string", Description: "Name of the object"},
 	{Name: "User", Type: "string", Description: "Who tried (the authenticated caller)"},
 	{Name: "As", Type: "string", Description: "The identity the caller impersonated, if any"},
 	{Name: "Verb", Type: "string", Description: "create, update, patch, delete or deletecollection"},
-	{Name: "Code", Type: "integer", Description: "HTTP status code of the apiserver's answer"},
-	{Name: "Reason", Type: "string", Description: "Reason of the apiserver's answer (Forbidden, Conflict, Invalid...)"},
+	{Name: "Result", Type: "string", Description: "HTTP status code and reason of the apiserver's answer (403 Forbidden, 409 Conflict, 422 Invalid...)"},
 	{Name: "Attempted", Type: "string", Description: "How long ago"},
+	{Name: "Name", Type: "string", Format: "name", Description: "Short name of the attempt (the object's name and the first digits of its event key): kubectl get attempt NAME takes it"},
 	{Name: "Message", Type: "string", Description: "The apiserver's message (shortened: -o yaml has all of it)", Priority: 1},
 	{Name: "Audit-ID", Type: "string", Description: "Audit ID of the request", Priority: 1},
+	{Name: "Long-Name", Type: "string", Description: "<unix microseconds>.<event key> of the attempt: metadata.name", Priority: 1},
 }
 
 func (*attemptStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
@@ -293,9 +275,9 @@ func (*attemptStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ r
 			res += "/" + r.Subresource
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{registry.Cell(name), registry.Cell(res), registry.Cell(r.Object.Name), registry.Cell(r.Actor.Username), registry.Cell(r.Actor.ImpersonatedUser), registry.Cell(r.Verb),
-				int64(r.Result.Code), registry.Cell(r.Result.Reason), duration.HumanDuration(time.Since(r.AttemptedAt.Time)),
-				shortMessage(r.Result.Message), registry.Cell(r.Actor.AuditID)},
+			Cells: []any{registry.Cell(res), registry.Cell(r.Object.Name), registry.Cell(r.Actor.Username), registry.Cell(r.Actor.ImpersonatedUser), registry.Cell(r.Verb),
+				strings.TrimSpace(strconv.Itoa(int(r.Result.Code)) + " " + registry.Cell(r.Result.Reason)), duration.HumanDuration(time.Since(r.AttemptedAt.Time)),
+				shortname.OfLong(r.Object.Name, name), shortMessage(r.Result.Message), registry.Cell(r.Actor.AuditID), registry.Cell(name)},
 			Object: runtime.RawExtension{Object: o},
 		})
 	}

@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +95,7 @@ func TestAttemptFieldSelectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.fieldSelector(sel, now)
+			got, err := s.fieldSelector(context.Background(), sel, now)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !apierrors.IsBadRequest(err) {
 					t.Fatalf("err = %v, want a bad request with %q", err, tt.wantErr)
@@ -342,7 +343,7 @@ func TestAttemptTable(t *testing.T) {
 	for i, c := range table.ColumnDefinitions {
 		cells[c.Name] = table.Rows[0].Cells[i]
 	}
-	if cells["Resource"] != "deployments.apps/scale" || cells["Code"] != int64(403) || cells["Verb"] != "patch" {
+	if cells["Resource"] != "deployments.apps/scale" || cells["Result"] != `403 "Forbidden\n"` || cells["Verb"] != "patch" {
 		t.Errorf("cells: %v", cells)
 	}
 	if m := cells["Message"].(string); len([]rune(m)) > messageCells+40 || !strings.HasPrefix(m, `"no\x1b[31m mmm`) || !strings.HasSuffix(m, `m…"`) {
@@ -371,3 +372,14 @@ func TestAttemptNamespaceIsOneCell(t *testing.T) {
 		}
 	}
 }
+
+// parseAttemptName is history.ParseAttemptName with an error.
+func parseAttemptName(cluster, name string) (history.EventID, error) {
+	id, ok := history.ParseAttemptName(cluster, name)
+	if !ok {
+		return id, errNotAttemptName
+	}
+	return id, nil
+}
+
+var errNotAttemptName = errors.New("not <unix microseconds>.<event key>")

@@ -139,8 +139,21 @@ func eachObject(obj runtime.Object, lm *metav1.ListMeta, fn func(runtime.Object)
 // read, is not found; a short name that names several is a bad request that
 // lists them (history.ResolveVersion).
 func (s recordScope) resolve(ctx context.Context, name string, deletions bool) (history.VersionID, error) {
-	// The request's namespace; a namespaced list across all namespaces
-	// (-A, whose metadata.name selector names a record) any namespace.
+	id, err := s.hist.ResolveVersion(ctx, s.cluster, name, s.nameScope(ctx, deletions))
+	return id, s.nameError(err, name)
+}
+
+// resolveAttempt is resolve for an attempt: a long name (<unix
+// microseconds>.<event key>) or a short name (history.ResolveAttempt).
+func (s recordScope) resolveAttempt(ctx context.Context, name string) (history.EventID, error) {
+	id, err := s.hist.ResolveAttempt(ctx, s.cluster, name, s.nameScope(ctx, false))
+	return id, s.nameError(err, name)
+}
+
+// nameScope is the scope a name of the request is resolved in: the
+// request's namespace; a namespaced list across all namespaces (-A, whose
+// metadata.name selector names a record) any namespace.
+func (s recordScope) nameScope(ctx context.Context, deletions bool) history.NameScope {
 	ns := ""
 	scope := history.NameScope{Namespace: &ns, Deletions: deletions}
 	if s.namespaced {
@@ -148,14 +161,19 @@ func (s recordScope) resolve(ctx context.Context, name string, deletions bool) (
 			scope.Namespace = nil
 		}
 	}
-	id, err := s.hist.ResolveVersion(ctx, s.cluster, name, scope)
+	return scope
+}
+
+// nameError is the status of a resolution's error: what is not a name is
+// not found.
+func (s recordScope) nameError(err error, name string) error {
 	switch {
 	case errors.Is(err, shortname.ErrNotAName):
-		return id, apierrors.NewNotFound(s.resource, name)
+		return apierrors.NewNotFound(s.resource, name)
 	case err != nil:
-		return id, registry.StatusError(s.log, err, s.resource, name)
+		return registry.StatusError(s.log, err, s.resource, name)
 	}
-	return id, nil
+	return nil
 }
 
 // resolveSelected resolves the value of a metadata.name field selector.
@@ -166,20 +184,31 @@ func (s recordScope) resolve(ctx context.Context, name string, deletions bool) (
 // escape: it is the caller's, but a kubectl user may have pasted it.
 func (s recordScope) resolveSelected(ctx context.Context, v string, deletions bool) (history.VersionID, error) {
 	id, err := s.resolve(ctx, v, deletions)
-	what := "change"
+	what := "a change you may read (<uid>.<version key> or a short name)"
 	if deletions {
-		what = "deletion"
+		what = "a deletion you may read (<uid>.<version key> or a short name)"
 	}
+	return id, selectedError(err, v, what)
+}
+
+// resolveSelectedAttempt is resolveSelected for an attempt.
+func (s recordScope) resolveSelectedAttempt(ctx context.Context, v string) (history.EventID, error) {
+	id, err := s.resolveAttempt(ctx, v)
+	return id, selectedError(err, v, "an attempt you may read (<unix microseconds>.<event key> or a short name)")
+}
+
+// selectedError is the status of a metadata.name selector whose value v,
+// the name of what, did not resolve.
+func selectedError(err error, v, what string) error {
 	switch {
 	case err == nil:
-		return id, nil
+		return nil
 	case apierrors.IsNotFound(err):
-		return id, apierrors.NewBadRequest("metadata.name: " + escape.Quoted(v) + ": not the name of a " + what +
-			" you may read (<uid>.<version key> or a short name)")
+		return apierrors.NewBadRequest("metadata.name: " + escape.Quoted(v) + ": not the name of " + what)
 	case apierrors.IsBadRequest(err):
-		return id, apierrors.NewBadRequest("metadata.name: " + escape.Quoted(v) + ": " + apiMessage(err))
+		return apierrors.NewBadRequest("metadata.name: " + escape.Quoted(v) + ": " + apiMessage(err))
 	}
-	return id, err
+	return err
 }
 
 // apiMessage is the message of an API error.

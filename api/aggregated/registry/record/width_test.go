@@ -15,7 +15,7 @@ import (
 )
 
 // TestTablesFit120Columns prints a typical row of kubectl get deletions
-// and kubectl get changes (-A too) with kubectl's own table printer: each
+// kubectl get changes and kubectl get attempts (-A too) with kubectl's own table printer: each
 // line fits 120 columns, leads with the object and shows the short name;
 // -o wide keeps the long name.
 func TestTablesFit120Columns(t *testing.T) {
@@ -25,6 +25,7 @@ func TestTablesFit120Columns(t *testing.T) {
 	obj := recordv1alpha1.ObjectReference{Resource: "configmaps", Name: "app-config", Namespace: "shop", UID: "5e0c9f1a-7d4b-4c6f-8e21-aa04c0ffee00"}
 	actor := recordv1alpha1.Actor{Username: "alice@example.com", AuditID: "0b5d6c2e-1f3a-4e8b-9c7d-2a1b3c4d5e6f"}
 	meta := metav1.ObjectMeta{Name: long, Namespace: "shop"}
+	attemptLong := "1795428000123456." + strings.Repeat("3f9a2c1b", 8)
 	for _, tt := range []struct {
 		name  string
 		table func() (*metav1.Table, error)
@@ -37,6 +38,12 @@ func TestTablesFit120Columns(t *testing.T) {
 		{"changes", func() (*metav1.Table, error) {
 			c := &recordv1alpha1.Change{ObjectMeta: meta, ChangeRecord: recordv1alpha1.ChangeRecord{Object: obj, ChangedAt: at, Verb: "update", Actor: &actor}}
 			return (&changeStorage{}).ConvertToTable(context.Background(), &recordv1alpha1.ChangeList{Items: []recordv1alpha1.Change{*c}}, nil)
+		}},
+		{"attempts", func() (*metav1.Table, error) {
+			a := &recordv1alpha1.Attempt{ObjectMeta: metav1.ObjectMeta{Name: attemptLong, Namespace: "shop"}, AttemptRecord: recordv1alpha1.AttemptRecord{
+				Object: obj, AttemptedAt: at, Verb: "delete", Actor: actor,
+				Result: recordv1alpha1.AttemptResult{Code: 403, Reason: "Forbidden", Message: `configmaps "app-config" is forbidden: User "alice@example.com" cannot delete resource "configmaps" in API group "" in the namespace "shop"`}}}
+			return (&attemptStorage{}).ConvertToTable(context.Background(), &recordv1alpha1.AttemptList{Items: []recordv1alpha1.Attempt{*a}}, nil)
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,7 +74,7 @@ func TestTablesFit120Columns(t *testing.T) {
 					t.Errorf("%+v: no short name:\n%s", o, out.String())
 				}
 				if o.Wide {
-					if !strings.Contains(lines[1], long) {
+					if !strings.Contains(lines[1], long) && !strings.Contains(lines[1], attemptLong) {
 						t.Errorf("-o wide has no long name:\n%s", out.String())
 					}
 					continue
