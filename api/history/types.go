@@ -100,7 +100,7 @@ type Event struct {
 	RequestObject json.RawMessage `json:"requestObject,omitempty" doc:"the attempted request body (failed mutations)"`
 	Versions      []string        `json:"versions,omitempty" doc:"paths of the versions this event recorded"`
 	LongName      string          `json:"longName,omitempty" doc:"a failed mutation's name: <stage time in unix microseconds>.<event key in hex>"`
-	ShortName     string          `json:"shortName,omitempty" doc:"a failed mutation's short name (app-config-3f9a2c1b): the object's name and the first digits of its event key; GET /clusters/{cluster}/failed-mutations/{name} takes it, or a unique prefix of its digits, or longName"`
+	ShortName     string          `json:"shortName,omitempty" doc:"a failed mutation's short name (app-config-3f9a2c1b): the object's name and the first digits of its event key; GET /clusters/{cluster}/failed-mutations/{attempt} takes it, or a unique prefix of its digits, or longName"`
 	// Key is the event's key: with At, it names the event (EventID).
 	Key []byte `json:"-"`
 }

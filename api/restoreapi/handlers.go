@@ -190,6 +190,15 @@ func (s *Server) listDeletions(w http.ResponseWriter, r *http.Request) error {
 	return answer(w, r, http.StatusOK, page, err)
 }
 
+func (s *Server) getFailedMutation(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.hist.ResolveAttempt(r.Context(), chi.URLParam(r, "cluster"), chi.URLParam(r, "attempt"), history.NameScope{})
+	if err != nil {
+		return err
+	}
+	e, err := s.hist.FailedMutation(r.Context(), id)
+	return answer(w, r, http.StatusOK, e, err)
+}
+
 func (s *Server) failedMutations(w http.ResponseWriter, r *http.Request) error {
 	p, err := pageParams(r)
 	if err != nil {

@@ -64,6 +64,7 @@ var pathParamDocs = map[string]string{
 	"key":     "the versionKey of a version (64 hex digits)",
 	"id":      "the id of a restore plan",
 	"name":    "a version's short name (app-config-3f9a2c1b, or a unique prefix of its hex digits) or long name (<uid>.<versionKey>)",
+	"attempt": "a failed mutation's short name (app-config-3f9a2c1b, or a unique prefix of its hex digits) or long name (<unix microseconds>.<event key>)",
 }
 
 var (
@@ -133,6 +134,10 @@ var operations = []operation{
 		Description: "Mutations the apiserver answered with a code >= 300, newest first, with the attempted request body. A page holds at most 8 MiB of bodies: it ends earlier, with a next cursor, where the next body would pass that." + readAuthz,
 		Params:      []param{pGroup, pRes, pNS, pName, pUser, pSince, pUntil, pLimit, pCursor, pFormat},
 		Response:    history.Page[history.Event]{}, Status: 200, YAML: true},
+	{Method: http.MethodGet, Path: "/clusters/{cluster}/failed-mutations/{attempt}", ID: "getFailedMutation", Tag: "read",
+		Summary:     "One denied or failed mutation by its name, with the request body",
+		Description: "The failed mutation (attempt) a short name or long name names, among those the caller may read. A name that names none of them is not found (404); one that names several is refused (400) with the list of those the caller may read: give more digits, or the long name." + readAuthz,
+		Params:      []param{pFormat}, Response: history.Event{}, Status: 200, YAML: true},
 	{Method: http.MethodGet, Path: "/clusters/{cluster}/activity", ID: "userActivity", Tag: "read",
 		Summary:     "Everything one user did",
 		Description: "The recorded requests of a user (changes, and attempts that failed), newest first, with the versions they made." + readAuthz,

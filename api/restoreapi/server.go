@@ -116,21 +116,22 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) routes() chi.Router {
 	handlers := map[string]handlerFunc{
-		"getOpenAPI":       s.getOpenAPI,
-		"searchChanges":    s.searchChanges,
-		"historyByName":    s.historyByName,
-		"historyByUID":     s.historyByUID,
-		"getVersion":       s.getVersion,
-		"getVersionByName": s.getVersionByName,
-		"diffVersion":      s.diffVersion,
-		"getManifest":      s.getManifest,
-		"restoreVersion":   s.restoreVersion,
-		"listDeletions":    s.listDeletions,
-		"failedMutations":  s.failedMutations,
-		"userActivity":     s.userActivity,
-		"createPlan":       s.createPlan,
-		"getPlan":          s.getPlan,
-		"executePlan":      s.executePlan,
+		"getOpenAPI":        s.getOpenAPI,
+		"searchChanges":     s.searchChanges,
+		"historyByName":     s.historyByName,
+		"historyByUID":      s.historyByUID,
+		"getVersion":        s.getVersion,
+		"getVersionByName":  s.getVersionByName,
+		"diffVersion":       s.diffVersion,
+		"getManifest":       s.getManifest,
+		"restoreVersion":    s.restoreVersion,
+		"listDeletions":     s.listDeletions,
+		"failedMutations":   s.failedMutations,
+		"getFailedMutation": s.getFailedMutation,
+		"userActivity":      s.userActivity,
+		"createPlan":        s.createPlan,
+		"getPlan":           s.getPlan,
+		"executePlan":       s.executePlan,
 	}
 	r := chi.NewRouter()
 	// Every answer says what it is (JSON, YAML), and a browser must not

@@ -26,6 +26,7 @@ const testToken = "0123456789abcdef-test-token"
 // fakeReader serves canned rows and remembers the last queries.
 type fakeReader struct {
 	versions  []store.VersionRecord
+	events    []store.EventRecord
 	lastQuery store.ChangeQuery
 }
 
@@ -85,8 +86,24 @@ func (f *fakeReader) FailedMutations(context.Context, store.EventQuery) ([]store
 	return nil, nil
 }
 
-func (f *fakeReader) FailedMutation(context.Context, string, time.Time, []byte) (*store.EventRecord, error) {
+func (f *fakeReader) FailedMutation(_ context.Context, cluster string, at time.Time, key []byte) (*store.EventRecord, error) {
+	for i := range f.events {
+		if e := &f.events[i]; e.Cluster == cluster && e.At.Equal(at) && bytes.Equal(e.Key, key) {
+			return e, nil
+		}
+	}
 	return nil, store.ErrNotFound
+}
+
+func (f *fakeReader) FailedByKeyRange(_ context.Context, q store.EventKeyRange) ([]store.EventRecord, error) {
+	var out []store.EventRecord
+	for _, e := range f.events {
+		if e.Cluster == q.Cluster && bytes.Compare(q.Lo, e.Key) <= 0 && bytes.Compare(e.Key, q.Hi) <= 0 && len(out) < q.Limit &&
+			(q.Namespace == nil || e.Namespace == *q.Namespace) && (q.Readable == "" || shortname.Readable(e.Name) == q.Readable) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeReader) Activity(context.Context, store.EventQuery) ([]store.EventRecord, error) {
