@@ -100,7 +100,7 @@ var allowed = map[string][]string{
 	"cmd/kubectl-record/app/cmdutil": {"api/escape", "api/record/clientset/versioned",
 		"api/record/clientset/versioned/typed/record/v1alpha1", "api/record/v1alpha1", "api/restore/manifest", "api/shortname",
 		"cmd/kubectl-record/app/format"},
-	"cmd/kubectl-record/app/cmd/activity":  {"api/record/v1alpha1", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
+	"cmd/kubectl-record/app/cmd/activity":  {"api/record/v1alpha1", "api/shortname", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
 	"cmd/kubectl-record/app/cmd/deletions": {"api/record/v1alpha1", "api/shortname", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
 	"cmd/kubectl-record/app/cmd/diff":      {"api/history/diff", "api/record/v1alpha1", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
 	"cmd/kubectl-record/app/cmd/export":    {"api/escape", "api/record/v1alpha1", "api/restore/manifest", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},

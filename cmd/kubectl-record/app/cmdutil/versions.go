@@ -115,6 +115,12 @@ func ShortName(c *record.ChangeRecord, long string) string {
 	return shortname.OfLong(c.Object.Name, long)
 }
 
+// AttemptShortName is the short name of the attempt named long on a's
+// object.
+func AttemptShortName(a *record.AttemptRecord, long string) string {
+	return shortname.OfLong(a.Object.Name, long)
+}
+
 // Side is one side of a diff: a state and how to name it.
 type Side struct {
 	Label string

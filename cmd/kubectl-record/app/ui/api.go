@@ -29,21 +29,24 @@ type Timeline struct {
 
 // Event is one mark on the timeline.
 type Event struct {
-	At           time.Time `json:"at"`
-	Kind         string    `json:"kind"` // change or attempt
-	Verb         string    `json:"verb"`
-	Group        string    `json:"group"`
-	Resource     string    `json:"resource"`
-	Namespace    string    `json:"namespace"`
-	Name         string    `json:"name"`
-	UID          string    `json:"uid"`
-	User         string    `json:"user"`
-	As           string    `json:"as,omitempty"`
-	UserAgent    string    `json:"userAgent,omitempty"`
-	Version      string    `json:"version,omitempty"`
-	Restorable   bool      `json:"restorable,omitempty"`
-	InitiatedBy  string    `json:"initiatedBy,omitempty"`
-	InitiatedVia string    `json:"initiatedVia,omitempty"`
+	At        time.Time `json:"at"`
+	Kind      string    `json:"kind"` // change or attempt
+	Verb      string    `json:"verb"`
+	Group     string    `json:"group"`
+	Resource  string    `json:"resource"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       string    `json:"uid"`
+	User      string    `json:"user"`
+	As        string    `json:"as,omitempty"`
+	UserAgent string    `json:"userAgent,omitempty"`
+	Version   string    `json:"version,omitempty"`
+	// ShortName is the change's or the attempt's short name, shown on
+	// its mark (kubectl get change/attempt NAME takes it).
+	ShortName    string `json:"shortName,omitempty"`
+	Restorable   bool   `json:"restorable,omitempty"`
+	InitiatedBy  string `json:"initiatedBy,omitempty"`
+	InitiatedVia string `json:"initiatedVia,omitempty"`
 	// Initiator is the object whose deletion started a cascade
 	// (group/resource/namespace/name, as the page keys its lanes).
 	Initiator *ObjectQuery `json:"initiator,omitempty"`

@@ -28,7 +28,7 @@ func (m many) Changes(context.Context, Query) (*Timeline, error) {
 		obj := i % (m.n / 5)
 		tl.Events = append(tl.Events, Event{At: now.Add(-time.Duration(i) * 300 * time.Millisecond), Kind: "change",
 			Verb: verbs[i/(m.n/5)], Resource: "configmaps", Namespace: "shop", Name: fmt.Sprintf("cm-%05d", obj),
-			UID: fmt.Sprintf("uid-%05d", obj), User: "bob"})
+			UID: fmt.Sprintf("uid-%05d", obj), User: "bob", ShortName: fmt.Sprintf("cm-%05d-%08x", obj, i)})
 	}
 	return tl, nil
 }
@@ -67,6 +67,10 @@ func TestTenThousandChangesStayResponsive(t *testing.T) {
 	}
 	if lanes == 0 || lanes > 100 {
 		t.Errorf("%d lanes in the page: want only those in view", lanes)
+	}
+	// A mark names its change by its short name (kubectl get change NAME).
+	if title := browser.Eval[string](t, ctx, `document.querySelector(".lane .mark").title`); !strings.Contains(title, " · cm-") {
+		t.Errorf("a mark's title has no short name: %q", title)
 	}
 	if dir := os.Getenv("OPTIONS_RECORD_SCREENSHOTS"); dir != "" {
 		browser.Screenshot(t, ctx, dir, "ten-thousand")

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	record "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/api/shortname"
 	"github.com/options-record/options-record/cmd/kubectl-record/app/cmdutil"
 	"github.com/options-record/options-record/cmd/kubectl-record/app/format"
 )
@@ -59,6 +60,9 @@ type act struct {
 	verb, subresource string
 	object            record.ObjectReference
 	as, agent, result string
+	// name is the short name of the change or attempt (kubectl get
+	// change NAME, kubectl get attempt NAME take it).
+	name string
 }
 
 func (a *options) run(ctx context.Context) error {
@@ -97,7 +101,7 @@ func (a *options) run(ctx context.Context) error {
 		return err
 	}
 	for _, c := range changes {
-		acts = append(acts, changeAct(c.ChangeRecord))
+		acts = append(acts, changeAct(c.ChangeRecord, c.Name))
 	}
 	attempts, err := cmdutil.Collect(opts, limit, func(o metav1.ListOptions) ([]record.Attempt, string, error) {
 		l, err := rc.Attempts(ns).List(ctx, o)
@@ -110,7 +114,7 @@ func (a *options) run(ctx context.Context) error {
 		return err
 	}
 	for _, at := range attempts {
-		acts = append(acts, attemptAct(at.AttemptRecord))
+		acts = append(acts, attemptAct(at.AttemptRecord, at.Name))
 	}
 	// Cluster-scoped objects, when the caller may read them.
 	cluster, _ := cmdutil.Collect(opts, limit, func(o metav1.ListOptions) ([]record.ClusterChange, string, error) {
@@ -121,7 +125,7 @@ func (a *options) run(ctx context.Context) error {
 		return l.Items, l.Continue, nil
 	})
 	for _, c := range cluster {
-		acts = append(acts, changeAct(c.ChangeRecord))
+		acts = append(acts, changeAct(c.ChangeRecord, c.Name))
 	}
 	sort.SliceStable(acts, func(i, j int) bool { return acts[i].at.After(acts[j].at) })
 	if int64(len(acts)) > limit {
@@ -135,7 +139,7 @@ func (a *options) run(ctx context.Context) error {
 }
 
 // columns are the table's columns; the wide ones come last.
-var columns = format.Columns([]string{"WHEN", "VERB", "RESOURCE", "NAMESPACE", "OBJECT", "RESULT"}, []string{"AS", "USER-AGENT"})
+var columns = format.Columns([]string{"WHEN", "VERB", "RESOURCE", "NAMESPACE", "OBJECT", "RESULT", "NAME"}, []string{"AS", "USER-AGENT"})
 
 // tableRows are the table rows of acts. Every recorded string is a cell:
 // a refused request's subresource is whatever its sender wrote.
@@ -147,13 +151,14 @@ func tableRows(acts []act) []metav1.TableRow {
 			verb += "/" + format.Cell(x.subresource)
 		}
 		rows = append(rows, metav1.TableRow{Cells: []any{format.Age(x.at), verb, format.ResourceCell(x.object), format.CellOrNone(format.Cell(x.object.Namespace)),
-			format.Cell(x.object.Name), x.result, format.CellOrNone(x.as), format.CellOrNone(x.agent)}})
+			format.Cell(x.object.Name), x.result, format.CellOrNone(x.name), format.CellOrNone(x.as), format.CellOrNone(x.agent)}})
 	}
 	return rows
 }
 
-func changeAct(c record.ChangeRecord) act {
-	x := act{at: c.ChangedAt.Time, verb: c.Verb, subresource: c.Subresource, object: c.Object, result: "done"}
+func changeAct(c record.ChangeRecord, name string) act {
+	x := act{at: c.ChangedAt.Time, verb: c.Verb, subresource: c.Subresource, object: c.Object, result: "done",
+		name: shortname.OfLong(c.Object.Name, name)}
 	if c.Actor != nil {
 		x.as, x.agent = format.Cell(c.Actor.ImpersonatedUser), format.Cell(c.Actor.UserAgent)
 		if c.Actor.ImpersonatedUser == "" {
@@ -163,8 +168,8 @@ func changeAct(c record.ChangeRecord) act {
 	return x
 }
 
-func attemptAct(r record.AttemptRecord) act {
-	x := act{at: r.AttemptedAt.Time, verb: r.Verb, subresource: r.Subresource, object: r.Object,
+func attemptAct(r record.AttemptRecord, name string) act {
+	x := act{at: r.AttemptedAt.Time, verb: r.Verb, subresource: r.Subresource, object: r.Object, name: shortname.OfLong(r.Object.Name, name),
 		result: fmt.Sprintf("refused %d %s", r.Result.Code, format.Cell(r.Result.Reason)), agent: format.Cell(r.Actor.UserAgent)}
 	if r.Actor.ImpersonatedUser != "" {
 		x.as = format.Cell(r.Actor.ImpersonatedUser)

@@ -82,7 +82,7 @@ func (b *backend) Changes(ctx context.Context, q uiserver.Query) (*uiserver.Time
 			break // refused writes are a plus: a reader of changes may not read attempts
 		}
 		for _, a := range page.Items {
-			tl.Events = append(tl.Events, attemptEvent(a.AttemptRecord))
+			tl.Events = append(tl.Events, attemptEvent(a.AttemptRecord, a.Name))
 			n++
 		}
 		if page.Continue == "" || n >= limit/10 {
@@ -99,7 +99,7 @@ func (b *backend) Changes(ctx context.Context, q uiserver.Query) (*uiserver.Time
 
 func changeEvent(c record.ChangeRecord, name string) uiserver.Event {
 	ev := uiserver.Event{At: c.ChangedAt.Time, Kind: "change", Verb: c.Verb, Group: c.Object.APIGroup, Resource: c.Object.Resource,
-		Namespace: c.Object.Namespace, Name: c.Object.Name, UID: c.Object.UID, Version: name, Restorable: c.Restorable,
+		Namespace: c.Object.Namespace, Name: c.Object.Name, UID: c.Object.UID, Version: name, ShortName: cmdutil.ShortName(&c, name), Restorable: c.Restorable,
 		InitiatedBy: c.InitiatedBy, InitiatedVia: c.InitiatedVia, User: "(baseline)"}
 	if a := c.Actor; a != nil {
 		ev.User, ev.As, ev.UserAgent = a.Username, a.ImpersonatedUser, a.UserAgent
@@ -110,9 +110,9 @@ func changeEvent(c record.ChangeRecord, name string) uiserver.Event {
 	return ev
 }
 
-func attemptEvent(a record.AttemptRecord) uiserver.Event {
+func attemptEvent(a record.AttemptRecord, name string) uiserver.Event {
 	return uiserver.Event{At: a.AttemptedAt.Time, Kind: "attempt", Verb: a.Verb, Group: a.Object.APIGroup, Resource: a.Object.Resource,
-		Namespace: a.Object.Namespace, Name: a.Object.Name, UID: a.Object.UID, User: a.Actor.Username, As: a.Actor.ImpersonatedUser,
+		Namespace: a.Object.Namespace, Name: a.Object.Name, UID: a.Object.UID, ShortName: cmdutil.AttemptShortName(&a, name), User: a.Actor.Username, As: a.Actor.ImpersonatedUser,
 		UserAgent: a.Actor.UserAgent, Code: a.Result.Code, Reason: a.Result.Reason}
 }
 

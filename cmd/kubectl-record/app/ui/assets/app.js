@@ -190,6 +190,7 @@ function renderLane(lane, i) {
       (ev.as ? ` as ${ev.as}` : "") + ` at ${new Date(ev.t).toISOString()}`;
     if (ev.initiatedVia) title += ` (${ev.initiatedVia} started by ${ev.initiatedBy})`;
     if (ev.userAgent) title += ` · ${ev.userAgent}`;
+    if (ev.shortName) title += ` · ${ev.shortName}`;
     track.append(el("button", { type: "button", class: "mark " + verbClass(ev) + (ev.initiatedVia ? " cascade" : ""),
       style: `left:${Math.min(Math.max(pct, 0.5), 99.5)}%`, title, "aria-label": title, "data-verb": ev.verb,
       onclick: () => openObject(lane) }));
