@@ -104,10 +104,10 @@ func TestPluginIncident(t *testing.T) {
 
 	t.Run("deletions names who deleted what", func(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(deletions.out), "\n")
-		if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "RESOURCE OBJECT DELETED-BY VERB INITIATED-BY DELETED" {
+		if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "RESOURCE OBJECT DELETED-BY DELETED INITIATED-BY" {
 			t.Fatalf("want a header and one row:\n%s", deletions.out)
 		}
-		if row := strings.Fields(lines[1]); row[0] != "configmaps" || row[1] != "app-config" || row[2] != "bob" || row[3] != "delete" {
+		if row := strings.Fields(lines[1]); row[0] != "configmaps" || row[1] != "app-config" || row[2] != "bob" || row[4] != "<none>" {
 			t.Errorf("row %v", row)
 		}
 		// A type as kubectl knows it, short names included, and -o of kubectl's printers.

@@ -27,3 +27,27 @@ func TestCellsAreOneLineOfText(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleterCell: the garbage collector's and the namespace controller's
+// service accounts, by their exact names and acting as themselves, are
+// the table's words; no other name reads as one of them (a name that
+// begins with "<" is quoted).
+func TestDeleterCell(t *testing.T) {
+	const gc = "system:serviceaccount:kube-system:generic-garbage-collector"
+	for _, c := range []struct{ user, as, want string }{
+		{gc, "", "<garbage-collector>"},
+		{"system:serviceaccount:kube-system:namespace-controller", "", "<namespace-controller>"},
+		{gc, "bob", gc + " (as bob)"},
+		{gc + "x", "", gc + "x"},
+		{"system:serviceaccount:other:generic-garbage-collector", "", "system:serviceaccount:other:generic-garbage-collector"},
+		{"<garbage-collector>", "", `"<garbage-collector>"`},
+		{"<none>", "", `"<none>"`},
+		{"<x", "y", `"<x" (as y)`},
+		{"bob", "", "bob"},
+		{"", "", "<none>"},
+	} {
+		if got := DeleterCell(c.user, c.as); got != c.want {
+			t.Errorf("DeleterCell(%q, %q) = %q, want %q", c.user, c.as, got, c.want)
+		}
+	}
+}

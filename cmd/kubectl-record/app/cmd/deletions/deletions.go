@@ -116,9 +116,12 @@ func (d *options) run(cmd *cobra.Command, args []string) error {
 	return format.PrintTable(d.Streams.Out, columns, tableRows(items, metas), d.allNamespaces && (t == nil || t.Namespaced), wide)
 }
 
-// columns are the table's columns; the wide ones come last.
-var columns = format.Columns([]string{"RESOURCE", "OBJECT", "DELETED-BY", "VERB", "INITIATED-BY", "DELETED"},
-	[]string{"STATE-VERSION", "SOURCE-IPS", "USER-AGENT"})
+// columns are the table's columns; the wide ones come last. The default
+// ones lead with the object, who and when, and fit 120 columns with the
+// cluster's controllers as deleters (format.DeleterCell); -o wide adds
+// the verb and the deleter's full user name.
+var columns = format.Columns([]string{"RESOURCE", "OBJECT", "DELETED-BY", "DELETED", "INITIATED-BY"},
+	[]string{"VERB", "DELETER", "STATE-VERSION", "SOURCE-IPS", "USER-AGENT"})
 
 // tableRows are the table's rows: each cascade (the deletions the
 // namespace controller or the garbage collector made) listed under the
@@ -144,8 +147,9 @@ func tableRows(items []record.DeletionRecord, metas []metav1.ObjectMeta) []metav
 			ips += format.Cell(ip)
 		}
 		rows = append(rows, metav1.TableRow{
-			Cells: []any{format.ResourceCell(r.Object), obj, format.ActorCell(r.Actor.Username, r.Actor.ImpersonatedUser), r.Verb,
-				format.CellOrNone(initiated), format.Age(r.DeletedAt.Time), stateCell(r), format.CellOrNone(ips), format.Cell(r.Actor.UserAgent)},
+			Cells: []any{format.ResourceCell(r.Object), obj, format.DeleterCell(r.Actor.Username, r.Actor.ImpersonatedUser), format.Age(r.DeletedAt.Time),
+				format.CellOrNone(initiated), r.Verb, format.ActorCell(r.Actor.Username, r.Actor.ImpersonatedUser), stateCell(r),
+				format.CellOrNone(ips), format.Cell(r.Actor.UserAgent)},
 			Object: runtime.RawExtension{Object: &record.Deletion{ObjectMeta: m}},
 		})
 	}
@@ -159,8 +163,8 @@ func tableRows(items []record.DeletionRecord, metas []metav1.ObjectMeta) []metav
 				at = r.InitiatedAt.Time
 			}
 			rows = append(rows, metav1.TableRow{
-				Cells: []any{format.ResourceCell(*g.initiator), format.Cell(g.initiator.Name), format.Cell(r.InitiatedBy), "delete", "<none>", format.Age(at),
-					"<none>", "<none>", "<none>"},
+				Cells: []any{format.ResourceCell(*g.initiator), format.Cell(g.initiator.Name), format.DeleterCell(r.InitiatedBy, ""), format.Age(at), "<none>",
+					"delete", format.Cell(r.InitiatedBy), "<none>", "<none>", "<none>"},
 				Object: runtime.RawExtension{Object: &record.Deletion{ObjectMeta: metav1.ObjectMeta{Namespace: g.initiator.Namespace}}},
 			})
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,5 +44,18 @@ func TestDeletionsTable(t *testing.T) {
 			name = "deletions-wide-all-namespaces.golden"
 		}
 		cmdtesting.Golden(t, name, out.Bytes())
+		if wide {
+			continue
+		}
+		// The controllers' deletions fit 120 columns by their word; a
+		// user named as that word is quoted.
+		for _, l := range strings.Split(out.String(), "\n") {
+			if n := len([]rune(l)); n > 120 && !strings.Contains(l, `"eve\nroot"`) {
+				t.Errorf("a row of %d columns, want at most 120:\n%s", n, l)
+			}
+			if strings.Contains(l, "spoof ") && !strings.Contains(l, ` "<garbage-collector>" `) {
+				t.Errorf("a user named <garbage-collector> reads as the garbage collector:\n%s", l)
+			}
+		}
 	}
 }
