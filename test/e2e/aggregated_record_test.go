@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -150,15 +151,16 @@ func (s *aggScenario) attempts(t *testing.T) {
 	if _, errOut, err := s.kubectl(t, "bob", nil, "create", "configmap", "settings", "-n", s.ns, "--from-literal=level=again"); err == nil || !strings.Contains(errOut, "AlreadyExists") && !strings.Contains(errOut, "already exists") {
 		t.Fatalf("bob's second create: %v %s", err, errOut)
 	}
-	name := s.deniedDeleteInATable(t)
-	s.deniedDeleteInDetail(t, name)
+	short := s.deniedDeleteInATable(t)
+	long := s.deniedDeleteInDetail(t, short)
 	s.failedCreateKeepsItsBody(t)
-	s.peekerSeesNoAttempt(t, name)
+	s.peekerSeesNoAttempt(t, long, short)
 	s.clusterAttempt(t)
 }
 
 // deniedDeleteInATable: alice's kubectl get attempts shows eve's denied
-// delete in a table; it returns the attempt's name.
+// delete in a table, which fits 120 columns; it returns the attempt's
+// short name (NAME).
 func (s *aggScenario) deniedDeleteInATable(t *testing.T) string {
 	t.Helper()
 	var table string
@@ -174,34 +176,46 @@ func (s *aggScenario) deniedDeleteInATable(t *testing.T) string {
 	if len(lines) != 2 {
 		t.Fatalf("want a header and one row:\n%s", table)
 	}
-	if h, want := strings.Join(strings.Fields(lines[0]), " "), "NAME RESOURCE OBJECT USER AS VERB CODE REASON ATTEMPTED"; h != want {
+	if h, want := strings.Join(strings.Fields(lines[0]), " "), "RESOURCE OBJECT USER AS VERB RESULT ATTEMPTED NAME"; h != want {
 		t.Errorf("header %q, want %q", h, want)
 	}
-	if row := strings.Fields(lines[1]); len(row) != 8 || row[1] != "configmaps" || row[2] != "app-config" || row[3] != "eve" ||
-		row[4] != "delete" || row[5] != "403" || row[6] != "Forbidden" {
-		t.Errorf("row %q: want configmaps app-config eve (no one impersonated) delete 403 Forbidden", row)
+	row := strings.Fields(lines[1])
+	if len(row) != 8 || row[0] != "configmaps" || row[1] != "app-config" || row[2] != "eve" ||
+		row[3] != "delete" || row[4] != "403" || row[5] != "Forbidden" || !regexp.MustCompile(`^app-config-[0-9a-f]{8}$`).MatchString(row[7]) {
+		t.Fatalf("row %q: want configmaps app-config eve (no one impersonated) delete 403 Forbidden, and a short name", row)
 	}
-	return strings.Fields(lines[1])[0]
+	for _, l := range lines {
+		if n := len([]rune(l)); n > 120 {
+			t.Errorf("a line of %d columns:\n%s", n, table)
+		}
+	}
+	return row[7]
 }
 
-// deniedDeleteInDetail: -o wide and -o yaml of eve's attempt, and its
-// name as a field selector.
-func (s *aggScenario) deniedDeleteInDetail(t *testing.T, name string) {
+// deniedDeleteInDetail: -o wide and -o yaml of eve's attempt by its
+// short name, and that name as a field selector; it returns the long
+// name.
+func (s *aggScenario) deniedDeleteInDetail(t *testing.T, short string) string {
 	t.Helper()
-	if wide := s.ok(t, "alice", nil, "get", "attempt", name, "-n", s.ns, "-o", "wide"); !strings.Contains(wide, "MESSAGE") ||
-		!strings.Contains(wide, "AUDIT-ID") || !strings.Contains(wide, `cannot delete resource "configmaps"`) {
+	a := s.attempt(t, short)
+	name := a.Metadata.Name
+	if _, key, ok := strings.Cut(name, "."); !ok || !strings.HasPrefix(key, strings.TrimPrefix(short, "app-config-")) {
+		t.Errorf("%s names %s", short, name)
+	}
+	if wide := s.ok(t, "alice", nil, "get", "attempt", short, "-n", s.ns, "-o", "wide"); !strings.Contains(wide, "MESSAGE") ||
+		!strings.Contains(wide, "AUDIT-ID") || !strings.Contains(wide, `cannot delete resource "configmaps"`) || !strings.Contains(wide, name) {
 		t.Errorf("-o wide:\n%s", wide)
 	}
-	a := s.attempt(t, name)
-	if a.Kind != "Attempt" || a.Metadata.Name != name || a.Metadata.Namespace != s.ns || a.Object.Resource != "configmaps" || a.Object.Name != "app-config" ||
+	if a.Kind != "Attempt" || a.Metadata.Namespace != s.ns || a.Object.Resource != "configmaps" || a.Object.Name != "app-config" ||
 		a.Verb != "delete" || a.Actor.Username != "eve" || a.Result.Code != 403 || a.Result.Reason != "Forbidden" ||
 		!strings.Contains(a.Result.Message, `User "eve" cannot delete resource "configmaps"`) || a.AttemptedAt == "" {
 		t.Errorf("eve's attempt: %+v", a)
 	}
 	t.Logf("eve's denied delete (refused before its body was read): requestObject present: %v", a.RequestObject != nil)
-	if out := s.ok(t, "alice", nil, "get", "attempts", "-n", s.ns, "--field-selector", "metadata.name="+name, "-o", "name"); strings.TrimSpace(out) != "attempt.record.optionsrecord.io/"+name {
+	if out := s.ok(t, "alice", nil, "get", "attempts", "-n", s.ns, "--field-selector", "metadata.name="+short, "-o", "name"); strings.TrimSpace(out) != "attempt.record.optionsrecord.io/"+name {
 		t.Errorf("by metadata.name: %q", out)
 	}
+	return name
 }
 
 // failedCreateKeepsItsBody: bob's failed create, with its request body in
@@ -226,7 +240,7 @@ func (s *aggScenario) failedCreateKeepsItsBody(t *testing.T) {
 
 // peekerSeesNoAttempt: agg-peeker may read attempts but not the
 // ConfigMaps: none of them.
-func (s *aggScenario) peekerSeesNoAttempt(t *testing.T, name string) {
+func (s *aggScenario) peekerSeesNoAttempt(t *testing.T, name, short string) {
 	t.Helper()
 	if out, errOut, err := s.kubectl(t, "agg-peeker", nil, "get", "attempts", "-n", s.ns, "-o", "name"); err != nil || strings.TrimSpace(out) != "" {
 		t.Errorf("agg-peeker's list: %v %q %s", err, out, errOut)
@@ -237,6 +251,13 @@ func (s *aggScenario) peekerSeesNoAttempt(t *testing.T, name string) {
 	}
 	if strings.Contains(errOut, "app-config") || strings.Contains(errOut, "configmaps") || strings.Contains(errOut, "eve") {
 		t.Errorf("the refusal names the hidden attempt: %s", errOut)
+	}
+	// By its short name: not found as a name that names nothing (the
+	// answer repeats only the name typed).
+	_, errOut, err = s.kubectl(t, "agg-peeker", nil, "get", "attempt", short, "-n", s.ns)
+	_, errNone, _ := s.kubectl(t, "agg-peeker", nil, "get", "attempt", "app-config-00000000", "-n", s.ns)
+	if err == nil || strings.ReplaceAll(errOut, short, "app-config-00000000") != errNone || strings.Contains(errOut, "configmaps") || strings.Contains(errOut, "eve") {
+		t.Errorf("agg-peeker's get by the short name: %v %s (a name that names nothing: %s)", err, errOut, errNone)
 	}
 }
 
