@@ -67,6 +67,19 @@ type Version struct {
 	Object json.RawMessage `json:"object,omitempty" doc:"the object after the change (for a delete: its last state); only in single-version answers"`
 }
 
+// BaselineAuthor names the author of a baseline (a version the record
+// took itself, no one's change) wherever a message names who made a
+// version: one word for every message.
+const BaselineAuthor = "(baseline)"
+
+// Author is who made v in a message: its user, or BaselineAuthor.
+func (v *Version) Author() string {
+	if v.Actor == nil || v.Actor.Username == "" {
+		return BaselineAuthor
+	}
+	return v.Actor.Username
+}
+
 // Deletion is a successful delete, with the user action that started a
 // cascade (namespace deletion, owner deletion) where the record shows it.
 type Deletion struct {

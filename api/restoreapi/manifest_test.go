@@ -95,3 +95,25 @@ func TestYAMLKeepsEveryString(t *testing.T) {
 		}
 	}
 }
+
+// TestManifestHeaderNamesABaselineAsRestoresDo: a baseline's manifest
+// names its author with the one word the restore messages use
+// (history.BaselineAuthor, which restorable.Author gives too), and a user
+// by their name.
+func TestManifestHeaderNamesABaselineAsRestoresDo(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		actor *history.Actor
+		want  string
+	}{
+		{nil, `by "(baseline)" at`},
+		{&history.Actor{}, `by "(baseline)" at`},
+		{&history.Actor{Username: "bob"}, `by "bob" at`},
+	} {
+		v := &history.Version{Kind: "ConfigMap", Namespace: "prod", Name: "app", ID: "u/k", Verb: "baseline", Actor: c.actor, ChangedAt: at}
+		if hdr := string(manifestHeader(v, nil)); !strings.Contains(hdr, c.want) || history.BaselineAuthor != "(baseline)" {
+			t.Errorf("actor %+v: header %q, want %q", c.actor, hdr, c.want)
+		}
+	}
+}

@@ -38,13 +38,9 @@ func jsonToYAML(data []byte) ([]byte, error) {
 // breaks lines at U+0085, U+2028 and U+2029).
 func manifestHeader(v *history.Version, dropped []restore.DroppedOwner) []byte {
 	q := strconv.QuoteToASCII
-	by := "(baseline)"
-	if v.Actor != nil {
-		by = v.Actor.Username
-	}
 	var hdr strings.Builder
 	fmt.Fprintf(&hdr, "# %s %s/%s, version %s (%s by %s at %s)\n", q(v.Kind), q(v.Namespace), q(v.Name), q(v.ID), q(v.Verb),
-		q(by), v.ChangedAt.UTC().Format("2006-01-02T15:04:05Z"))
+		q(v.Author()), v.ChangedAt.UTC().Format("2006-01-02T15:04:05Z"))
 	for _, d := range dropped {
 		fmt.Fprintf(&hdr, "# ownerReference %s %s (uid %s) dropped: %s\n", q(d.Kind), q(d.Name), q(d.UID), q(d.Reason))
 	}

@@ -67,11 +67,11 @@ func Ref(v *store.VersionRecord) impersonate.ObjectRef {
 	return impersonate.ObjectRef{Group: v.APIGroup, APIVersion: v.APIVersion, Resource: v.Resource, Kind: v.Kind, Namespace: v.Namespace, Name: v.Name}
 }
 
-// Author names who made a version in a message: its user, or "(baseline)"
-// for a version the record took itself.
+// Author names who made a version in a message: its user, or
+// history.BaselineAuthor for a version the record took itself.
 func Author(v *store.VersionRecord) string {
 	if v.Username == "" {
-		return "(baseline)"
+		return history.BaselineAuthor
 	}
 	return v.Username
 }
