@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/options-record/options-record/api/aggregated/registry"
+	"github.com/options-record/options-record/api/escape"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/shortname"
@@ -213,7 +214,7 @@ func (s *deletionStorage) apiError(err error, name string) error {
 var deletionColumns = []metav1.TableColumnDefinition{
 	{Name: "Resource", Type: "string", Description: "Resource of the deleted object"},
 	{Name: "Object", Type: "string", Description: "Name of the deleted object"},
-	{Name: "User", Type: "string", Description: "Who deleted it (the authenticated caller)"},
+	{Name: "User", Type: "string", Description: "Who deleted it (the authenticated caller; the garbage collector and the namespace controller as <garbage-collector> and <namespace-controller>, a name that begins with < quoted)"},
 	{Name: "As", Type: "string", Description: "The identity the caller impersonated, if any"},
 	{Name: "Deleted", Type: "string", Description: "How long ago"},
 	{Name: "Initiated-By", Type: "string", Description: "The user whose namespace or owner deletion started this cascade"},
@@ -222,6 +223,7 @@ var deletionColumns = []metav1.TableColumnDefinition{
 	{Name: "Restorable", Type: "boolean", Description: "The record holds the object's last state", Priority: 1},
 	{Name: "Audit-ID", Type: "string", Description: "Audit ID of the delete", Priority: 1},
 	{Name: "Long-Name", Type: "string", Description: "<object uid>.<version key> of the delete: metadata.name", Priority: 1},
+	{Name: "Deleter", Type: "string", Description: "The full user name of who deleted it (USER shows the garbage collector and the namespace controller as <garbage-collector> and <namespace-controller>)", Priority: 1},
 }
 
 func (*deletionStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
@@ -232,9 +234,9 @@ func (*deletionStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ 
 			res += "." + r.Object.APIGroup
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{registry.Cell(res), registry.Cell(r.Object.Name), registry.Cell(r.Actor.Username), registry.Cell(r.Actor.ImpersonatedUser),
+			Cells: []any{registry.Cell(res), registry.Cell(r.Object.Name), escape.Deleter(r.Actor.Username), registry.Cell(r.Actor.ImpersonatedUser),
 				duration.HumanDuration(time.Since(r.DeletedAt.Time)), registry.Cell(r.InitiatedBy), shortname.OfLong(r.Object.Name, name),
-				registry.Cell(r.Verb), r.StateVersion != "", registry.Cell(r.Actor.AuditID), registry.Cell(name)},
+				registry.Cell(r.Verb), r.StateVersion != "", registry.Cell(r.Actor.AuditID), registry.Cell(name), registry.Cell(r.Actor.Username)},
 			Object: runtime.RawExtension{Object: o},
 		})
 	}

@@ -35,6 +35,12 @@ func TestTablesFit120Columns(t *testing.T) {
 				StateVersion: long}}
 			return (&deletionStorage{}).ConvertToTable(context.Background(), &recordv1alpha1.DeletionList{Items: []recordv1alpha1.Deletion{*d}}, nil)
 		}},
+		{"deletions by the garbage collector", func() (*metav1.Table, error) {
+			gc := recordv1alpha1.Actor{Username: "system:serviceaccount:kube-system:generic-garbage-collector", AuditID: actor.AuditID}
+			d := &recordv1alpha1.Deletion{ObjectMeta: meta, DeletionRecord: recordv1alpha1.DeletionRecord{Object: obj, DeletedAt: at, Verb: "delete", Actor: gc,
+				StateVersion: long, InitiatedBy: "alice@example.com", InitiatedVia: "owner-deletion"}}
+			return (&deletionStorage{}).ConvertToTable(context.Background(), &recordv1alpha1.DeletionList{Items: []recordv1alpha1.Deletion{*d}}, nil)
+		}},
 		{"changes", func() (*metav1.Table, error) {
 			c := &recordv1alpha1.Change{ObjectMeta: meta, ChangeRecord: recordv1alpha1.ChangeRecord{Object: obj, ChangedAt: at, Verb: "update", Actor: &actor}}
 			return (&changeStorage{}).ConvertToTable(context.Background(), &recordv1alpha1.ChangeList{Items: []recordv1alpha1.Change{*c}}, nil)
@@ -74,6 +80,9 @@ func TestTablesFit120Columns(t *testing.T) {
 					t.Errorf("%+v: no short name:\n%s", o, out.String())
 				}
 				if o.Wide {
+					if strings.Contains(tt.name, "garbage") && !strings.Contains(lines[1], " system:serviceaccount:kube-system:generic-garbage-collector") {
+						t.Errorf("-o wide has no full deleter:\n%s", out.String())
+					}
 					if !strings.Contains(lines[1], long) && !strings.Contains(lines[1], attemptLong) {
 						t.Errorf("-o wide has no long name:\n%s", out.String())
 					}

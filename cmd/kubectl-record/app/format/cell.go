@@ -44,29 +44,20 @@ func ActorCell(user, as string) string {
 	return fmt.Sprintf("%s (as %s)", Cell(user), Cell(as))
 }
 
-// controllers are the cluster's own deleters, by their exact user names,
-// and the word a table shows for each: the cascades of a namespace's and
-// an owner's deletion.
-var controllers = map[string]string{
-	"system:serviceaccount:kube-system:generic-garbage-collector": "<garbage-collector>",
-	"system:serviceaccount:kube-system:namespace-controller":      "<namespace-controller>",
-}
-
-// DeleterCell is who deleted, for a table that must fit 120 columns: the
-// garbage collector's and the namespace controller's service accounts,
-// named by their exact user names only, as a word in angle brackets
-// (the table's own words, as <none>); everyone else as ActorCell. A
-// recorded name that begins with "<" is quoted, so no name a user can
-// take (a static token's, an OIDC claim) reads as one of these words.
-// -o wide shows the full name (ActorCell).
+// DeleterCell is who deleted, for a table that must fit 120 columns:
+// the garbage collector's and the namespace controller's service
+// accounts, acting as themselves, as their words (escape.Deleter, the
+// rule the aggregated API's table follows too); everyone else as
+// ActorCell, a name that begins with "<" quoted. -o wide shows the full
+// name (ActorCell).
 func DeleterCell(user, as string) string {
-	if w, ok := controllers[user]; ok && as == "" {
-		return w
+	if user == "" {
+		return Cell(user)
+	}
+	if as == "" {
+		return escape.Deleter(user)
 	}
 	if strings.HasPrefix(user, "<") {
-		if as == "" {
-			return escape.Quoted(user)
-		}
 		return fmt.Sprintf("%s (as %s)", escape.Quoted(user), Cell(as))
 	}
 	return ActorCell(user, as)
