@@ -164,7 +164,7 @@ func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1
 			out.drop(string(d.Reason), 1)
 			continue
 		}
-		c, err := model.Convert(cluster, ev, model.Selection{Rules: d.Rules, RecordSecretData: d.RecordSecretData}, p.digester)
+		c, err := model.Convert(cluster, ev, model.Selection{Rules: d.Rules, RecordSecretData: d.RecordSecretData, Notify: routes(d.Notify)}, p.digester)
 		if err != nil {
 			p.log.Warn("skipping event", "audit_id", ev.AuditID, "err", err)
 			out.drop(reasonConvert, 1)
@@ -263,4 +263,16 @@ func (p *Pipeline) record(cluster string, o *Outcome) {
 	m.versions.WithLabelValues("stored").Add(float64(o.Written.Versions))
 	m.versions.WithLabelValues("noop").Add(float64(o.Written.NoopVersions))
 	m.versions.WithLabelValues("duplicate_event").Add(float64(o.Written.DuplicateEvents))
+}
+
+// routes are the model's copy of a decision's notification routes.
+func routes(rs []filter.Route) []model.Route {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]model.Route, len(rs))
+	for i, r := range rs {
+		out[i] = model.Route{Rule: r.Rule, Destination: r.Destination}
+	}
+	return out
 }

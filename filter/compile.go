@@ -56,6 +56,12 @@ type Options struct {
 	// TenantMaxRetention caps the retention of tenant rules (default
 	// DefaultTenantMaxRetention); never more than MaxRetention.
 	TenantMaxRetention time.Duration
+	// NotifyAllowed reports whether a rule in namespace ns (trusted or
+	// not) may send to the named destination: the destination exists in
+	// the operator's configuration and is open to that namespace. A route
+	// it refuses is left out of the rule, and the rule's Capped condition
+	// says so. nil refuses every route.
+	NotifyAllowed func(destination, ns string, trusted bool) bool
 }
 
 func (o Options) withDefaults() Options {
@@ -108,6 +114,7 @@ const (
 	maxSubjectLength   = 512
 	maxGroupLength     = 253
 	maxResourceLength  = 127
+	maxNotifyRoutes    = 8
 )
 
 var (
@@ -185,6 +192,17 @@ func applyCeilings(ru *rule, obj *v1alpha1.OptionsRecordController, trusted bool
 		}
 		ru.retention = ceiling
 	}
+	kept := ru.notify[:0]
+	ns, _ := opts.trusted(obj)
+	for i, n := range ru.notify {
+		if opts.NotifyAllowed != nil && opts.NotifyAllowed(n.destination, ns, trusted) {
+			kept = append(kept, n)
+			continue
+		}
+		capped = append(capped, fmt.Sprintf("spec.notify[%d]: destination %q is not configured in the sink, "+
+			"or not open to rules in namespace %q; nothing is sent to it", i, n.destination, ns))
+	}
+	ru.notify = kept
 	if ru.recordSecretData && !trusted && !opts.TenantSecretData {
 		ru.recordSecretData = false
 		capped = append(capped, "spec.recordSecretData is not honoured: the sink records the Secrets of rules "+
@@ -221,6 +239,7 @@ func compileRule(obj *v1alpha1.OptionsRecordController, key string, trusted bool
 	ru.excludeGroups = compileGlobs(&errs, p.Child("excludeUserGroups"), spec.ExcludeUserGroups, validSubjectGlob)
 	ru.resources = compileResources(&errs, p.Child("resources"), spec.Resources, ru.ignoreStatusOnly)
 	ru.verbs = compileVerbs(&errs, p.Child("verbs"), spec.Verbs)
+	ru.notify = compileNotify(&errs, p.Child("notify"), spec.Notify)
 
 	if spec.Retention != nil {
 		if d := spec.Retention.Duration; d < v1alpha1.MinRetention {
@@ -340,4 +359,35 @@ func compileVerbs(errs *field.ErrorList, p *field.Path, verbs []v1alpha1.Verb) v
 		bits |= b
 	}
 	return bits
+}
+
+var destinationRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// compileNotify compiles spec.notify: each route's destination and verbs
+// (default v1alpha1.DefaultNotifyVerbs).
+func compileNotify(errs *field.ErrorList, p *field.Path, routes []v1alpha1.NotifyRoute) []notifyRoute {
+	if len(routes) > maxNotifyRoutes {
+		*errs = append(*errs, field.TooMany(p, len(routes), maxNotifyRoutes))
+		return nil
+	}
+	var out []notifyRoute
+	seen := map[string]bool{}
+	for i, r := range routes {
+		pi := p.Index(i)
+		switch {
+		case len(r.Destination) > 63 || !destinationRE.MatchString(r.Destination):
+			*errs = append(*errs, field.Invalid(pi.Child("destination"), r.Destination, "must be a DNS label (at most 63 of a-z, 0-9 and -)"))
+			continue
+		case seen[r.Destination]:
+			*errs = append(*errs, field.Duplicate(pi.Child("destination"), r.Destination))
+			continue
+		}
+		seen[r.Destination] = true
+		verbs := r.Verbs
+		if len(verbs) == 0 {
+			verbs = v1alpha1.DefaultNotifyVerbs
+		}
+		out = append(out, notifyRoute{destination: r.Destination, verbs: compileVerbs(errs, pi.Child("verbs"), verbs)})
+	}
+	return out
 }

@@ -58,6 +58,16 @@ type Decision struct {
 	RecordSecretData bool
 	// Retention is the longest retention among the rules.
 	Retention time.Duration
+	// Notify are the destinations the kept event's changes are sent to:
+	// one per (rule, destination) whose route selects the event's verb,
+	// in the order of Rules. Nil when no route does.
+	Notify []Route
+}
+
+// Route names a destination a rule sends a change to.
+type Route struct {
+	Rule        string // "namespace/name"
+	Destination string
 }
 
 // Rules is a compiled, immutable rule set. It is safe for concurrent use; to
@@ -122,6 +132,13 @@ type rule struct {
 	ignoreStatusOnly  bool
 	recordSecretData  bool
 	retention         time.Duration
+	notify            []notifyRoute
+}
+
+// notifyRoute is a compiled spec.notify entry.
+type notifyRoute struct {
+	destination string
+	verbs       verbBit
 }
 
 type verbBit uint8
@@ -309,6 +326,7 @@ func (r *Rules) Match(ev *auditv1.Event) Decision {
 			}
 		}
 		d.add(ru, c.remaining())
+		d.addNotify(ru, verb)
 	}
 	if !d.Keep {
 		d.Reason = reason
@@ -410,6 +428,15 @@ func (d *Decision) add(ru *rule, remaining int) {
 	d.Keep = true
 	d.RecordSecretData = d.RecordSecretData || ru.recordSecretData
 	d.Retention = max(d.Retention, ru.retention)
+}
+
+// addNotify adds the routes of ru that select verb.
+func (d *Decision) addNotify(ru *rule, verb verbBit) {
+	for _, n := range ru.notify {
+		if n.verbs&verb != 0 {
+			d.Notify = append(d.Notify, Route{Rule: ru.name, Destination: n.destination})
+		}
+	}
 }
 
 // moreSpecific returns whichever reason says more about why no rule kept an

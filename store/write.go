@@ -154,6 +154,10 @@ func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch) (model.WriteResu
 	}
 
 	res.Events, res.Versions, err = copyRows(ctx, tx, events, versions)
+	if err != nil {
+		return res, err
+	}
+	res.Notifications, err = queueNotifications(ctx, tx, events, versions)
 	return res, err
 }
 

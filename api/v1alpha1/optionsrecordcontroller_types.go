@@ -173,7 +173,42 @@ type OptionsRecordControllerSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h')",message="retention must be at least 1h"
 	Retention *metav1.Duration `json:"retention,omitempty"`
+
+	// Notify routes the changes this rule records to destinations the
+	// operator configured (the sink's --notify-config file), which name the
+	// URL, the format and the secret; a rule names a destination only. Each
+	// route selects, among the changes the rule records, those of its
+	// verbs (default: delete and deletecollection). A rule outside the
+	// sink's trusted namespaces records only its own namespace, so its
+	// routes carry only that namespace's changes, and it may name only the
+	// destinations the operator opened to its namespace.
+	// +optional
+	// +listType=map
+	// +listMapKey=destination
+	// +kubebuilder:validation:MaxItems=8
+	Notify []NotifyRoute `json:"notify,omitempty"`
 }
+
+// NotifyRoute sends the changes a rule records to one destination.
+type NotifyRoute struct {
+	// Destination is the name of a destination in the sink's notification
+	// configuration.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Destination string `json:"destination"`
+
+	// Verbs are the verbs whose changes are sent. Empty means delete and
+	// deletecollection. A verb the rule does not record is never sent.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=5
+	Verbs []Verb `json:"verbs,omitempty"`
+}
+
+// DefaultNotifyVerbs are the verbs of a NotifyRoute without verbs.
+var DefaultNotifyVerbs = []Verb{VerbDelete, VerbDeleteCollection}
 
 // ResourceSelector selects resources of one API group.
 type ResourceSelector struct {

@@ -77,6 +77,8 @@ type Selection struct {
 	Rules []string
 	// RecordSecretData keeps Secret values in clear (a rule asks for it).
 	RecordSecretData bool
+	// Notify are the destinations the event's changes are sent to.
+	Notify []Route
 }
 
 // Convert turns a kept audit event into rows. It digests Secret values with
@@ -111,6 +113,7 @@ func convertRaw(cluster string, ev *auditv1.Event, d Selection, dg *SecretDigest
 		pd = &at
 	}
 	c.Event = newEvent(cluster, ev, d.Rules, digest)
+	c.Event.Notify = d.Notify
 	c.addUser(ev)
 	echoed := c.echoedSecretValues(ev, digest)
 	c.addAnswer(ev, echoed)

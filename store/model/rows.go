@@ -37,6 +37,16 @@ type Event struct {
 	Annotations        []byte // JSON object or nil
 	Rules              []string
 	SecretDigested     bool
+	// Notify are the destinations the versions of this event are sent to
+	// (the rules' routes that select its verb); not a column: the store
+	// writes one notification_outbox row per stored version and route.
+	Notify []Route
+}
+
+// Route names a destination a rule sends a change to.
+type Route struct {
+	Rule        string // "namespace/name"
+	Destination string
 }
 
 // Origin says where a version comes from.
@@ -105,4 +115,5 @@ type WriteResult struct {
 	Versions        int // versions inserted
 	DuplicateEvents int // events already stored (a redelivered batch)
 	NoopVersions    int // changes that left the object as an already stored version
+	Notifications   int // notification outbox rows queued (see Event.Notify)
 }
