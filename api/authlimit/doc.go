@@ -19,6 +19,9 @@
 // nothing being authenticated); when none is, a new address is refused
 // (429) until one is, rather than any spent budget forgotten.
 //
+// Its token bucket also paces work that is not a request (Take): the
+// notification sender's messages to each destination (auditsink/notify).
+//
 // It never decides who a caller is, and never delays an authenticated
 // request once its authentication is over.
 package authlimit

@@ -214,3 +214,32 @@ func (l *Limiter) forget(now time.Time) bool {
 	}
 	return dropped > 0
 }
+
+// Take takes one from key's budget (FailureBurst at once, then
+// FailureRate a second) for work that is not a request being
+// authenticated: the notification sender's sends to one destination. It
+// reports whether the budget had one, and if not, how long until it will.
+// Keys share the table of addresses, so pick keys no address can be (the
+// sender's are "notify:" and a destination's name).
+func (l *Limiter) Take(key string) (ok bool, wait time.Duration) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var s *addrState
+	if e, found := l.addrs[key]; found {
+		s = e.Value.(*addrState)
+		l.lru.MoveToFront(e)
+	} else {
+		if len(l.addrs) >= maxAddrs && !l.forget(now) {
+			return false, time.Second
+		}
+		s = &addrState{key: key, tokens: l.burst, at: now}
+		l.addrs[key] = l.lru.PushFront(s)
+	}
+	l.refill(s, now)
+	if s.tokens < 1 {
+		return false, time.Duration((1 - s.tokens) / l.rate * float64(time.Second))
+	}
+	s.tokens--
+	return true, 0
+}

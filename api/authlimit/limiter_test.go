@@ -254,3 +254,26 @@ func TestHandlerDecidesByAuthenticatorOrStatus(t *testing.T) {
 		t.Fatalf("after the burst of failures: %d, want 429", code)
 	}
 }
+
+// TestTake: a key's budget is FailureBurst at once, then FailureRate a
+// second, apart from every other key's.
+func TestTake(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := New(Options{FailureRate: 2, FailureBurst: 3, Now: func() time.Time { return now }})
+	for i := range 3 {
+		if ok, _ := l.Take("notify:a"); !ok {
+			t.Fatalf("take %d of a burst of 3 refused", i+1)
+		}
+	}
+	ok, wait := l.Take("notify:a")
+	if ok || wait != 500*time.Millisecond {
+		t.Fatalf("4th take: %v, wait %s; want refused, 500ms", ok, wait)
+	}
+	if ok, _ := l.Take("notify:b"); !ok {
+		t.Fatal("another key's take refused")
+	}
+	now = now.Add(500 * time.Millisecond)
+	if ok, _ := l.Take("notify:a"); !ok {
+		t.Fatal("take after the refill refused")
+	}
+}

@@ -14,5 +14,9 @@
 // A hidden character is written as a Go escape (\x1b, \u202e, \xff for an
 // invalid byte); every other character is written as itself.
 //
+// Slack writes a recorded string for Slack's mrkdwn (notifications): Line's
+// escapes inside an inline code span, with mrkdwn's markup characters made
+// inert, so a name can become neither a link nor a mention.
+//
 // The package does no I/O and imports only the standard library.
 package escape
