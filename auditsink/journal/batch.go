@@ -15,6 +15,17 @@ import (
 type batchRecord struct {
 	Events   []eventRecord   `json:"events"`
 	Versions []versionRecord `json:"versions"`
+	// Notify are the events' notification routes (model.Event.Notify),
+	// kept beside the events so that eventRecord keeps the shape version 1
+	// converts to; absent in records written before notifications.
+	Notify []routeRecord `json:"notify,omitempty"`
+}
+
+// routeRecord is one model.Route of the event at index Event.
+type routeRecord struct {
+	Event       int    `json:"event"`
+	Rule        string `json:"rule"`
+	Destination string `json:"destination"`
 }
 
 // eventRecord is a model.Event. Slices carry no omitempty: nil and empty
@@ -83,6 +94,9 @@ func toRecord(b *model.Batch) *batchRecord {
 	r := &batchRecord{Events: makeNil[eventRecord](len(b.Events)), Versions: makeNil[versionRecord](len(b.Versions))}
 	for i := range b.Events {
 		e := &b.Events[i]
+		for _, n := range e.Notify {
+			r.Notify = append(r.Notify, routeRecord{Event: i, Rule: n.Rule, Destination: n.Destination})
+		}
 		r.Events[i] = eventRecord{
 			Cluster:            e.Cluster,
 			Key:                e.Key,
@@ -209,6 +223,12 @@ func (r *batchRecord) batch() *model.Batch {
 			ObjectExact:     v.ObjectExact,
 			SecretDigested:  v.SecretDigested,
 			Rules:           v.Rules,
+		}
+	}
+	for _, n := range r.Notify {
+		if n.Event >= 0 && n.Event < len(b.Events) {
+			e := &b.Events[n.Event]
+			e.Notify = append(e.Notify, model.Route{Rule: n.Rule, Destination: n.Destination})
 		}
 	}
 	return b

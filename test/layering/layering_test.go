@@ -57,8 +57,11 @@ var allowed = map[string][]string{
 	"auditsink/pubsub": {"api/authlimit", "auditsink", "auditsink/decode"},
 	// The ingest's decoding of EventLists (whole, item by item, streamed)
 	// and audit log files: no network.
-	"auditsink/decode":        {"store/model/jsonfast", "store/model/jsonscan"},
-	"auditsink/journal":       {"store", "store/model"},
+	"auditsink/decode":  {"store/model/jsonfast", "store/model/jsonscan"},
+	"auditsink/journal": {"store", "store/model"},
+	// The notification sender: the outbox (store), the one limiter, the
+	// one escape.
+	"auditsink/notify":        {"api/authlimit", "api/escape", "store"},
 	"filter/rulesync":         {"api/v1alpha1", "filter", "store", "store/model"},
 	"api/history/diff":        nil,
 	"api/history":             {"api/errs", "api/escape", "api/history/diff", "api/restoreapi/paths", "api/shortname", "store"},
@@ -87,7 +90,7 @@ var allowed = map[string][]string{
 	"cmd/options-record/app/secretfile": nil,
 	// wiring and mains
 	"cmd/options-record/app": {"api/aggregated", "api/authlimit", "api/history", "api/restore", "api/restoreapi", "api/v1alpha1",
-		"auditsink", "auditsink/journal", "auditsink/pubsub", "cmd/options-record/app/certs", "cmd/options-record/app/importer",
+		"auditsink", "auditsink/journal", "auditsink/notify", "auditsink/pubsub", "cmd/options-record/app/certs", "cmd/options-record/app/importer",
 		"cmd/options-record/app/secretfile", "cmd/options-record/app/sqlcmd", "filter", "filter/rulesync", "store", "store/model", "store/pgembed"},
 	"cmd/options-record/app/options":     {"api/history", "cmd/options-record/app"},
 	"cmd/options-record":                 {"api/version", "cmd/options-record/app", "cmd/options-record/app/options"},

@@ -37,6 +37,8 @@ type RulesOptions struct {
 	// filter.DefaultTenantMaxRetention).
 	MaxRetention       time.Duration
 	TenantMaxRetention time.Duration
+	// notifyAllowed is the notification config's filter.Options.NotifyAllowed.
+	notifyAllowed func(destination, ns string, trusted bool) bool
 }
 
 // compileOptions are the options rules compile with, trusting the sink's
@@ -51,7 +53,7 @@ func (o RulesOptions) compileOptions() (filter.Options, error) {
 		}
 	}
 	return filter.Options{SinkNamespace: o.Namespace, TenantSecretData: o.TenantSecretData,
-		MaxRetention: o.MaxRetention, TenantMaxRetention: o.TenantMaxRetention}, nil
+		MaxRetention: o.MaxRetention, TenantMaxRetention: o.TenantMaxRetention, NotifyAllowed: o.notifyAllowed}, nil
 }
 
 // registryOptions are the options of the sink's rule registry, whose home

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/auditsink/notify"
 	"github.com/options-record/options-record/cmd/options-record/app/certs"
 	"github.com/options-record/options-record/cmd/options-record/app/secretfile"
 	"github.com/options-record/options-record/filter/rulesync"
@@ -89,6 +90,8 @@ type ServeOptions struct {
 	// GKE serves the Pub/Sub push endpoint of GKE's audit logs beside the
 	// webhook; nil: not served.
 	GKE *GKEOptions
+	// Notify configures notifications; a zero sends none.
+	Notify NotifyOptions
 	// SecretDigestKeyFile holds the key Secret values are digested with;
 	// empty: a key generated under the data directory.
 	SecretDigestKeyFile string
@@ -102,6 +105,16 @@ type ServeOptions struct {
 	// over listeners it bound on port 0 instead of a port chosen free and
 	// bound later, which another process can take meanwhile.
 	Listen func(addr string) (net.Listener, error)
+}
+
+// NotifyOptions configure notifications (auditsink/notify).
+type NotifyOptions struct {
+	// ConfigFile is the YAML file of destinations (--notify-config);
+	// empty: no destination, and every spec.notify route is refused.
+	ConfigFile string
+	// Window is how long an incident's first change waits for the rest
+	// (--notify-group-window; 0: notify.DefaultWindow).
+	Window time.Duration
 }
 
 // listen binds addr with o.Listen, or net.Listen.
@@ -159,6 +172,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			p.st.Maintain(ctx, p.registry.MaxRetention, p.sharer.Loaded(), log)
 		}),
 	}
+	if p.notify != nil {
+		late = append(late, background("notifications", func(ctx context.Context) {
+			notify.New(p.st, notify.Options{Config: p.notify, Window: o.Notify.Window, Logger: log, Registerer: p.reg}).Run(ctx)
+		}))
+	}
 	if o.API != nil {
 		late = append(late, component{"restore API", p.startAPI})
 	}
@@ -193,11 +211,20 @@ type ingestProcess struct {
 	writer   model.Writer
 	syncer   *rulesync.Syncer
 	webhook  *httpServer
+	notify   *notify.Config // nil: no notifications
 }
 
 // newIngest prepares what needs no I/O: the rules, the webhook's TLS and
 // credentials, the secret digest key.
 func newIngest(o ServeOptions, log *slog.Logger) (*ingestProcess, error) {
+	var nc *notify.Config
+	if o.Notify.ConfigFile != "" {
+		var err error
+		if nc, err = notify.LoadConfig(o.Notify.ConfigFile); err != nil {
+			return nil, err
+		}
+		o.Rules.notifyAllowed = nc.Allowed
+	}
 	static, err := loadRuleObjects(o.Rules, log)
 	if err != nil {
 		return nil, err
@@ -216,7 +243,7 @@ func newIngest(o ServeOptions, log *slog.Logger) (*ingestProcess, error) {
 		return nil, err
 	}
 	p := &ingestProcess{process: newProcess(o, digester, log), registry: registry,
-		sharer: rulesync.NewSharer(registry, log), tlsCfg: tlsCfg, auth: auth}
+		sharer: rulesync.NewSharer(registry, log), tlsCfg: tlsCfg, auth: auth, notify: nc}
 	p.metrics = auditsink.NewMetrics(p.reg)
 	return p, nil
 }

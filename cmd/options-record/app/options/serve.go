@@ -38,6 +38,7 @@ type Serve struct {
 	WebhookHTTP2       bool
 	MetricsAddr        string
 	JournalDir         string
+	Notify             app.NotifyOptions
 
 	GKE app.GKEOptions
 
@@ -95,6 +96,9 @@ func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
 	fs.StringVar(&o.GKE.ServiceAccount, "gke-pubsub-service-account", "", "the only push service account (the token's email, the subscription's --push-auth-service-account) taken; empty: any Google service account whose token names the audience")
 	fs.StringVar(&o.GKE.JWKSURL, "gke-pubsub-jwks-url", app.GKEDefaultJWKSURL, "HTTPS URL of the key set the push tokens' signatures are checked against")
 	fs.StringVar(&o.GKE.Cluster, "gke-pubsub-cluster", "", "cluster name GKE's events are recorded under; empty: --cluster")
+	fs = fss.FlagSet("notifications")
+	fs.StringVar(&o.Notify.ConfigFile, "notify-config", "", "YAML file of the destinations (Alertmanager, signed webhook, Slack) that OptionsRecordControllers' spec.notify routes name (docs/notifications.md); empty: no notifications")
+	fs.DurationVar(&o.Notify.Window, "notify-group-window", 10*time.Second, "how long an incident's first change waits for the rest before one message is made of them (a namespace's cascade, a burst by one user)")
 	fs = fss.FlagSet("restore API")
 	fs.StringVar(&o.API.Addr, "api-bind-address", "", "HTTPS address of the restore API; empty disables it")
 	fs.StringVar(&o.API.TLSCertFile, "api-tls-cert-file", "", "restore API serving certificate; empty reuses the webhook's")
@@ -154,7 +158,7 @@ func (o *Serve) Config(logs io.Writer) app.ServeOptions {
 		TokenFile: o.TokenFile, ClientsFile: o.ClientsFile,
 		MaxBodyBytes: o.MaxBodyBytes, ChunkBytes: o.ChunkBytes, MaxEventBytes: o.MaxEventBytes, MaxInFlight: o.MaxInFlight, MaxInFlightBytes: o.MaxInFlightBytes,
 		MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout, MaxEventAge: o.MaxEventAge,
-		WebhookHTTP2: o.WebhookHTTP2, MetricsAddr: o.MetricsAddr, JournalDir: o.JournalDir,
+		WebhookHTTP2: o.WebhookHTTP2, MetricsAddr: o.MetricsAddr, JournalDir: o.JournalDir, Notify: o.Notify,
 		SecretDigestKeyFile: o.SecretDigestKeyFile,
 	}
 	c.Database.APIURL = o.APIDatabaseURL
