@@ -220,8 +220,9 @@ func TestTenantRuleRoutesOnlyItsNamespace(t *testing.T) {
 	}
 }
 
-// metricValue is a counter's value for destination dest.
-func metricValue(t *testing.T, reg *prometheus.Registry, name, dest string) float64 {
+// metricValue is a counter's value for destination dest (and, for the
+// dropped counter, reason).
+func metricValue(t *testing.T, reg *prometheus.Registry, name, dest string, reason ...string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -231,14 +232,18 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, dest string) floa
 		if mf.GetName() != name {
 			continue
 		}
+	metrics:
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "destination" && l.GetValue() == dest {
-					return m.GetCounter().GetValue()
+				switch {
+				case l.GetName() == "destination" && l.GetValue() != dest,
+					l.GetName() == "reason" && (len(reason) == 0 || l.GetValue() != reason[0]):
+					continue metrics
 				}
 			}
+			return m.GetCounter().GetValue()
 		}
 	}
-	t.Fatalf("no %s{destination=%q}", name, dest)
+	t.Fatalf("no %s{destination=%q, reason=%q}", name, dest, reason)
 	return 0
 }
