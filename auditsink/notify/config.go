@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -68,7 +69,7 @@ type Duration struct{ time.Duration }
 // UnmarshalJSON reads "10s".
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
-	if err := yaml.Unmarshal(b, &s); err != nil {
+	if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
 	v, err := time.ParseDuration(s)
