@@ -174,7 +174,11 @@ func who(a *Actor, f func(string) string) string {
 // listed.
 func describe(in *Incident, f func(string) string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d changes between %s and %s", in.Count, in.From.UTC().Format(time.RFC3339), in.To.UTC().Format(time.RFC3339))
+	if in.Count == 1 {
+		fmt.Fprintf(&b, "1 change at %s", in.From.UTC().Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(&b, "%d changes between %s and %s", in.Count, in.From.UTC().Format(time.RFC3339), in.To.UTC().Format(time.RFC3339))
+	}
 	if in.Cascade > 0 {
 		fmt.Fprintf(&b, " (%d by the namespace controller, for the namespace's deletion)", in.Cascade)
 	}
@@ -217,6 +221,13 @@ func slackBody(in *Incident) ([]byte, error) {
 		fmt.Fprintf(&b, "%s deleted namespace %s; %d changes recorded with it\n", s(in.Initiator.User), s(in.Namespace), in.Count)
 	case in.Kind == KindNamespaceDeletion:
 		fmt.Fprintf(&b, "namespace %s emptied (the record holds no user's deletion of it); %d changes\n", s(in.Namespace), in.Count)
+	case in.Initiator != nil && in.Count == 1:
+		c := in.Changes[0]
+		fmt.Fprintf(&b, "%s %s %s/%s", s(in.Initiator.User), pastTense(c.Verb), s(resourceName(c.Group, c.Resource)), s(c.Name))
+		if c.Namespace != "" {
+			fmt.Fprintf(&b, " in namespace %s", s(c.Namespace))
+		}
+		b.WriteString("\n")
 	case in.Initiator != nil:
 		fmt.Fprintf(&b, "%s made %d changes\n", s(in.Initiator.User), in.Count)
 	}
