@@ -106,6 +106,8 @@ type worldOptions struct {
 	// dsn, when set, is the record's database instead of a throwaway one
 	// (make bench-read BENCH_READ_DSN=..., to time a record filled before).
 	dsn string
+	// notify configures the sink's notifications (--notify-config).
+	notify app.NotifyOptions
 }
 
 func startWorldWith(t *testing.T, wo worldOptions) *world {
@@ -201,6 +203,7 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 				// Small passes: baselines go on across several of them.
 				BaselineMaxObjects: 7, BaselineRetry: 200 * time.Millisecond, BaselineMinInterval: 2 * time.Second}},
 			API:         api,
+			Notify:      wo.notify,
 			Logger:      testLogger(t),
 			OnListening: func(_, m net.Addr) { w.metrics = m.String(); close(started) },
 		})
