@@ -284,3 +284,38 @@ func maskPasswords(t testing.TB, objs []*unstructured.Unstructured) {
 		}
 	}
 }
+
+// TestChartNotifications: notifications.secretName mounts the Secret and
+// passes its config.yaml to the ingest role; without it, neither.
+func TestChartNotifications(t *testing.T) {
+	c := loadChart(t)
+	for _, tt := range []struct {
+		vals map[string]any
+		want bool
+	}{{nil, false}, {map[string]any{"notifications": map[string]any{"secretName": "notify-config"}}, true}} {
+		var sts *unstructured.Unstructured
+		for _, o := range renderChart(t, c, tt.vals).objects {
+			if o.GetKind() == "StatefulSet" {
+				sts = o
+			}
+		}
+		if sts == nil {
+			t.Fatal("no StatefulSet rendered")
+		}
+		containers, _, _ := unstructured.NestedSlice(sts.Object, "spec", "template", "spec", "containers")
+		args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+		hasArg := false
+		for _, a := range args {
+			hasArg = hasArg || a == "--notify-config=/etc/options-record/notify/config.yaml"
+		}
+		volumes, _, _ := unstructured.NestedSlice(sts.Object, "spec", "template", "spec", "volumes")
+		hasVolume := false
+		for _, v := range volumes {
+			name, _, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName")
+			hasVolume = hasVolume || name == "notify-config"
+		}
+		if hasArg != tt.want || hasVolume != tt.want {
+			t.Errorf("values %v: --notify-config %v, Secret volume %v; want %v", tt.vals, hasArg, hasVolume, tt.want)
+		}
+	}
+}
