@@ -51,6 +51,8 @@ func (o *ServeOptions) roles() (ingest, api bool, err error) {
 		return false, false, errors.New("--api-bind-address without the role api (--roles)")
 	case !ingest && o.JournalDir != "":
 		return false, false, errors.New("--journal-dir without the role ingest (--roles): only ingest takes batches")
+	case !ingest && o.Notify.ConfigFile != "":
+		return false, false, errors.New("--notify-config without the role ingest (--roles): only ingest sends notifications")
 	}
 	return ingest, api, nil
 }

@@ -81,6 +81,8 @@ func TestValidate(t *testing.T) {
 		{"ingest role with an API address", join([]string{"--roles", "ingest"}, api), "--api-bind-address without the role api"},
 		{"api role with a journal", join([]string{"--roles", "api", "--journal-dir", "j"}, api), "--journal-dir without the role ingest"},
 		{"ingest role with a journal", []string{"--roles", "ingest", "--journal-dir", "j"}, ""},
+		{"api role with notifications", join([]string{"--roles", "api", "--notify-config", "n.yaml"}, api), "--notify-config without the role ingest"},
+		{"ingest role with notifications", []string{"--roles", "ingest", "--notify-config", "n.yaml"}, ""},
 		{"default roles with an API address and a journal", join(api, []string{"--journal-dir", "j"}), ""},
 
 		{"aggregated without api", []string{"--aggregated-bind-address", ":8445"}, "--aggregated-bind-address needs --api-bind-address"},
