@@ -387,7 +387,7 @@ func compileNotify(errs *field.ErrorList, p *field.Path, routes []v1alpha1.Notif
 		if len(verbs) == 0 {
 			verbs = v1alpha1.DefaultNotifyVerbs
 		}
-		out = append(out, notifyRoute{destination: r.Destination, verbs: compileVerbs(errs, pi.Child("verbs"), verbs)})
+		out = append(out, notifyRoute{destination: r.Destination, verbs: compileVerbs(errs, pi.Child("verbs"), verbs), refused: r.Refused})
 	}
 	return out
 }

@@ -94,3 +94,22 @@ func TestNotifyNeedsConfiguredDestinations(t *testing.T) {
 		}
 	}
 }
+
+// TestNotifyRefusedAttempts: an attempt the cluster refused is sent only
+// where a route asks for refused attempts.
+func TestNotifyRefusedAttempts(t *testing.T) {
+	t.Parallel()
+	refused := func(o *v1alpha1.OptionsRecordController) {
+		o.Spec.Notify = append(o.Spec.Notify, v1alpha1.NotifyRoute{Destination: "security", Refused: true})
+	}
+	rules, _ := Compile([]v1alpha1.OptionsRecordController{sinkORC("ops", notifyTo("oncall"), refused)},
+		Options{NotifyAllowed: allowTenants()})
+	d := rules.Match(event(verb("delete"), ns("prod"), resource("", "secrets"), name("db"), code(403)))
+	if diff := cmp.Diff([]Route{{Rule: "options-record/ops", Destination: "security"}}, d.Notify); !d.Keep || diff != "" {
+		t.Errorf("refused delete: kept %v, routes (-want +got):\n%s", d.Keep, diff)
+	}
+	d = rules.Match(event(verb("delete"), ns("prod"), resource("", "secrets"), name("db")))
+	if diff := cmp.Diff([]Route{{Rule: "options-record/ops", Destination: "oncall"}, {Rule: "options-record/ops", Destination: "security"}}, d.Notify); diff != "" {
+		t.Errorf("delete: routes (-want +got):\n%s", diff)
+	}
+}

@@ -139,6 +139,7 @@ type rule struct {
 type notifyRoute struct {
 	destination string
 	verbs       verbBit
+	refused     bool // also refused attempts
 }
 
 type verbBit uint8
@@ -301,6 +302,9 @@ func (r *Rules) Match(ev *auditv1.Event) Decision {
 	excluded := WildcardExclusion(ref.APIGroup, ref.Resource, ref.Subresource)
 	var statusOnly, statusOnlyKnown bool
 
+	// A write the cluster refused changed nothing; it is kept as an
+	// event, and sent only where a route asks for refused attempts.
+	refused := ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 300
 	var d Decision
 	reason := DropNoRule
 	c := r.candidates(ns)
@@ -326,7 +330,7 @@ func (r *Rules) Match(ev *auditv1.Event) Decision {
 			}
 		}
 		d.add(ru, c.remaining())
-		d.addNotify(ru, verb)
+		d.addNotify(ru, verb, refused)
 	}
 	if !d.Keep {
 		d.Reason = reason
@@ -430,10 +434,11 @@ func (d *Decision) add(ru *rule, remaining int) {
 	d.Retention = max(d.Retention, ru.retention)
 }
 
-// addNotify adds the routes of ru that select verb.
-func (d *Decision) addNotify(ru *rule, verb verbBit) {
+// addNotify adds the routes of ru that select verb (and, for an attempt
+// the cluster refused, that ask for refused attempts).
+func (d *Decision) addNotify(ru *rule, verb verbBit, refused bool) {
 	for _, n := range ru.notify {
-		if n.verbs&verb != 0 {
+		if n.verbs&verb != 0 && (n.refused || !refused) {
 			d.Notify = append(d.Notify, Route{Rule: ru.name, Destination: n.destination})
 		}
 	}

@@ -20,7 +20,8 @@ CREATE TABLE notification_outbox (
     -- The incident the change belongs to, which the sender makes one
     -- message of: 'namespace:<ns>' (a namespace's deletion and the namespace
     -- controller's cascade in it), 'collection:<event key hex>' (one
-    -- deletecollection), 'user:<username>' (a burst by one user).
+    -- deletecollection), 'user:<username>' (a burst by one user),
+    -- 'refused:<username>' (one user's refused attempts).
     group_key         text        NOT NULL,
     created_at        timestamptz NOT NULL DEFAULT now(),
     changed_at        timestamptz NOT NULL,
@@ -38,6 +39,10 @@ CREATE TABLE notification_outbox (
     impersonated_user text,
     source_ips        text[]      NOT NULL,
     user_agent        text,
+    -- A refused attempt (its event's response_code >= 300), sent by a route
+    -- with refused: true; its row is keyed by the event's key (version_key).
+    refused           boolean     NOT NULL DEFAULT false,
+    response_code     integer     NOT NULL,
     message_id        text,                   -- set when the sender grouped it
     PRIMARY KEY (cluster, uid, version_key, destination)
 );

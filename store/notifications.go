@@ -23,9 +23,10 @@ import (
 const insertOutboxSQL = `
 INSERT INTO notification_outbox (cluster, uid, version_key, destination, rule, group_key, changed_at,
     verb, api_group, api_version, kind, resource, subresource, namespace, name, deleted,
-    audit_id, username, impersonated_user, source_ips, user_agent)
+    audit_id, username, impersonated_user, source_ips, user_agent, refused, response_code)
 SELECT $1, $2, $3, $4, $5,
     CASE
+        WHEN $22 THEN 'refused:' || $17
         WHEN $9 = '' AND $11 = 'namespaces' AND $12 = '' AND $8 = 'delete' THEN 'namespace:' || $14
         WHEN $8 = 'deletecollection' AND $13 <> ''
              AND EXISTS (SELECT 1 FROM cascade_actors ca WHERE ca.username = $17 AND ca.controller IN ('namespace', 'both'))
@@ -33,7 +34,7 @@ SELECT $1, $2, $3, $4, $5,
         WHEN $8 = 'deletecollection' THEN 'collection:' || encode($6::bytea, 'hex')
         ELSE 'user:' || $17
     END,
-    $7, $8, $9, $10, $18, $11, $12, $13, $14, $15, $16, $17, $19, $20, $21
+    $7, $8, $9, $10, $18, $11, $12, $13, $14, $15, $16, $17, $19, $20, $21, $22, $23
 ON CONFLICT DO NOTHING`
 
 // queueNotifications adds to the outbox, in the batch's transaction, one
@@ -53,6 +54,19 @@ func queueNotifications(ctx context.Context, tx pgx.Tx, events []*model.Event, v
 		return 0, nil
 	}
 	b := &pgx.Batch{}
+	// A refused attempt stores no version: its event is the row, keyed
+	// by the event's key.
+	for _, e := range events {
+		if len(e.Notify) == 0 || e.ResponseCode < 300 {
+			continue
+		}
+		for _, r := range e.Notify {
+			b.Queue(insertOutboxSQL, e.Cluster, e.ObjectUID, e.Key, r.Destination, r.Rule, e.Key, e.StageAt,
+				e.Verb, e.APIGroup, e.APIVersion, e.Resource, e.Subresource, e.Namespace, e.Name, false,
+				e.AuditID, e.Username, "", nullString(e.ImpersonatedUser), nonNil(e.SourceIPs), nullString(e.UserAgent),
+				true, e.ResponseCode)
+		}
+	}
 	for _, v := range versions {
 		if v.Origin != model.OriginChange || v.EventKey == nil {
 			continue
@@ -64,7 +78,8 @@ func queueNotifications(ctx context.Context, tx pgx.Tx, events []*model.Event, v
 		for _, r := range e.Notify {
 			b.Queue(insertOutboxSQL, v.Cluster, v.UID, v.Key, r.Destination, r.Rule, e.Key, v.ChangedAt,
 				v.Verb, v.APIGroup, v.APIVersion, v.Resource, v.Subresource, v.Namespace, v.Name, v.Deleted,
-				e.AuditID, e.Username, v.Kind, nullString(e.ImpersonatedUser), nonNil(e.SourceIPs), nullString(e.UserAgent))
+				e.AuditID, e.Username, v.Kind, nullString(e.ImpersonatedUser), nonNil(e.SourceIPs), nullString(e.UserAgent),
+				false, e.ResponseCode)
 		}
 	}
 	if b.Len() == 0 {
@@ -107,6 +122,8 @@ type NotificationItem struct {
 	ImpersonatedUser *string   `db:"impersonated_user"`
 	SourceIPs        []string  `db:"source_ips"`
 	UserAgent        *string   `db:"user_agent"`
+	Refused          bool      `db:"refused"`
+	ResponseCode     int32     `db:"response_code"`
 }
 
 // NotificationMessage is one message of the outbox: an incident's changes
@@ -218,7 +235,7 @@ RETURNING m.id, m.destination, m.cluster, m.group_key, m.attempts, m.created_at`
 
 const messageItemsSQL = `
 SELECT cluster, uid, version_key, rule, changed_at, verb, api_group, api_version, kind, resource, subresource,
-       namespace, name, deleted, audit_id, username, impersonated_user, source_ips, user_agent
+       namespace, name, deleted, audit_id, username, impersonated_user, source_ips, user_agent, refused, response_code
 FROM notification_outbox WHERE message_id = $1
 ORDER BY changed_at, namespace, resource, name`
 
@@ -228,7 +245,7 @@ const namespaceDeletionSQL = `
 SELECT e.cluster, coalesce(e.object_uid, '') AS uid, e.event_key AS version_key, '' AS rule,
        e.stage_at AS changed_at, e.verb, e.api_group, e.api_version, 'Namespace' AS kind, e.resource,
        e.subresource, e.namespace, e.name, true AS deleted, e.audit_id, e.username,
-       e.impersonated_user, e.source_ips, e.user_agent
+       e.impersonated_user, e.source_ips, e.user_agent, false AS refused, e.response_code
 FROM events e
 WHERE e.cluster = $1 AND e.api_group = '' AND e.resource = 'namespaces' AND e.name = $2
   AND e.verb = 'delete' AND e.response_code < 300

@@ -205,6 +205,12 @@ type NotifyRoute struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=5
 	Verbs []Verb `json:"verbs,omitempty"`
+
+	// Refused also sends the attempts of these verbs that the cluster
+	// refused (a delete answered 403): who tried, as whom and from where.
+	// A refused attempt changed nothing, so its message has no undo.
+	// +optional
+	Refused bool `json:"refused,omitempty"`
 }
 
 // DefaultNotifyVerbs are the verbs of a NotifyRoute without verbs.

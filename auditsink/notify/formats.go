@@ -110,7 +110,9 @@ func alertmanagerBody(in *Incident, now time.Time, resolveAfter time.Duration) (
 	ann := map[string]string{
 		"summary":     l(in.Summary()),
 		"description": describe(in, l),
-		"undo":        strings.Join(mapStrings(in.Undo, l), "\n"),
+	}
+	if len(in.Undo) > 0 {
+		ann["undo"] = strings.Join(mapStrings(in.Undo, l), "\n")
 	}
 	if a := in.Initiator; a != nil {
 		ann["initiator"] = who(a, l)
@@ -174,16 +176,23 @@ func who(a *Actor, f func(string) string) string {
 // listed.
 func describe(in *Incident, f func(string) string) string {
 	var b strings.Builder
+	one, many := "change", "changes"
+	if in.Kind == KindRefused {
+		one, many = "refused attempt", "refused attempts"
+	}
 	if in.Count == 1 {
-		fmt.Fprintf(&b, "1 change at %s", in.From.UTC().Format(time.RFC3339))
+		fmt.Fprintf(&b, "1 %s at %s", one, in.From.UTC().Format(time.RFC3339))
 	} else {
-		fmt.Fprintf(&b, "%d changes between %s and %s", in.Count, in.From.UTC().Format(time.RFC3339), in.To.UTC().Format(time.RFC3339))
+		fmt.Fprintf(&b, "%d %s between %s and %s", in.Count, many, in.From.UTC().Format(time.RFC3339), in.To.UTC().Format(time.RFC3339))
 	}
 	if in.Cascade > 0 {
 		fmt.Fprintf(&b, " (%d by the namespace controller, for the namespace's deletion)", in.Cascade)
 	}
 	b.WriteString(": " + byResource(in, f) + "\n")
 	for _, c := range in.Changes {
+		if c.Refused {
+			fmt.Fprintf(&b, "refused (%d): ", c.Code)
+		}
 		fmt.Fprintf(&b, "%s %s/%s", c.Verb, f(resourceName(c.Group, c.Resource)), f(c.Name))
 		if c.Namespace != "" {
 			fmt.Fprintf(&b, " in %s", f(c.Namespace))
@@ -221,6 +230,8 @@ func slackBody(in *Incident) ([]byte, error) {
 		fmt.Fprintf(&b, "%s deleted namespace %s; %d changes recorded with it\n", s(in.Initiator.User), s(in.Namespace), in.Count)
 	case in.Kind == KindNamespaceDeletion:
 		fmt.Fprintf(&b, "namespace %s emptied (the record holds no user's deletion of it); %d changes\n", s(in.Namespace), in.Count)
+	case in.Kind == KindRefused && in.Initiator != nil:
+		fmt.Fprintf(&b, "%s was refused %d times (nothing changed)\n", s(in.Initiator.User), in.Count)
 	case in.Initiator != nil && in.Count == 1:
 		c := in.Changes[0]
 		fmt.Fprintf(&b, "%s %s %s/%s", s(in.Initiator.User), pastTense(c.Verb), s(resourceName(c.Group, c.Resource)), s(c.Name))
@@ -235,9 +246,11 @@ func slackBody(in *Incident) ([]byte, error) {
 		fmt.Fprintf(&b, "*Who:* %s\n", who(a, s))
 	}
 	b.WriteString("*What:* " + describe(in, s))
-	b.WriteString("*Undo:*\n")
-	for _, u := range in.Undo {
-		b.WriteString(s(u) + "\n")
+	if len(in.Undo) > 0 {
+		b.WriteString("*Undo:*\n")
+		for _, u := range in.Undo {
+			b.WriteString(s(u) + "\n")
+		}
 	}
 	fmt.Fprintf(&b, "key %s", t(in.Key))
 	return json.Marshal(map[string]any{"text": b.String(), "mrkdwn": true, "unfurl_links": false, "unfurl_media": false})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/options-record/options-record/api/v1alpha1"
 	"github.com/options-record/options-record/auditsink/notify"
 )
 
@@ -57,5 +58,42 @@ func TestRateLimitDrops(t *testing.T) {
 	}
 	if n := r.count(`SELECT count(*) FROM notification_messages WHERE dropped_reason = 'rate_limited'`); n != 1 {
 		t.Errorf("%d messages dropped as rate_limited, want 1", n)
+	}
+}
+
+// TestRefusedAttemptRouted: mallory's refused deletion of a Secret (a real
+// audit event: 403) reaches the destination whose route asks for refused
+// attempts, naming her and offering no undo, and no other destination.
+func TestRefusedAttemptRouted(t *testing.T) {
+	security, oncall := newReceiver(t), newReceiver(t)
+	cfg := &notify.Config{Destinations: []notify.Destination{
+		{Name: "security", Type: notify.TypeWebhook, URL: security.URL, SecretFile: secretFile(t, "k")},
+		{Name: "oncall", Type: notify.TypeWebhook, URL: oncall.URL, SecretFile: secretFile(t, "k")}}}
+	ru := rule("all", "", "oncall")
+	ru.Spec.Notify = append(ru.Spec.Notify, v1alpha1.NotifyRoute{Destination: "security", Refused: true})
+	r := newRig(t, cfg, ru)
+	forbidden := event(t, "delete-secret-forbidden")
+	r.ingest(forbidden)
+	r.ingest(forbidden) // redelivered
+	if n := r.count(`SELECT count(*) FROM notification_outbox`); n != 1 {
+		t.Fatalf("outbox rows: %d, want 1 (security's)", n)
+	}
+	r.start(notify.Options{})
+	security.wait(t, 1)
+	r.drained(t)
+	security.mu.Lock()
+	defer security.mu.Unlock()
+	var in notify.Incident
+	if err := json.Unmarshal(security.bodies[0], &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Kind != notify.KindRefused || in.Initiator == nil || in.Initiator.User != "mallory" || len(in.Undo) != 0 ||
+		len(in.Changes) != 1 || !in.Changes[0].Refused || in.Changes[0].Code != 403 {
+		t.Errorf("message: %s", security.bodies[0])
+	}
+	oncall.mu.Lock()
+	defer oncall.mu.Unlock()
+	if len(oncall.bodies) != 0 {
+		t.Errorf("oncall (no refused: true) got %d messages", len(oncall.bodies))
 	}
 }

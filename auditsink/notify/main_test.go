@@ -23,6 +23,7 @@ import (
 	"github.com/options-record/options-record/auditsink/notify"
 	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
 	"github.com/options-record/options-record/store/pgtest"
 )
 
@@ -51,8 +52,12 @@ func newRig(t *testing.T, cfg *notify.Config, rules ...v1alpha1.OptionsRecordCon
 	}
 	t.Cleanup(st.Close)
 	compiled, statuses := filter.Compile(rules, filter.Options{NotifyAllowed: cfg.Allowed})
+	dg, err := model.NewSecretDigester([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: compiled}, st, auditsink.NewMetrics(prometheus.NewRegistry()),
-		slog.New(slog.DiscardHandler))
+		slog.New(slog.DiscardHandler)).WithSecretDigester(dg)
 	return &rig{t: t, st: st, pipe: pipe, cfg: cfg, statuses: statuses}
 }
 

@@ -16,6 +16,7 @@ const (
 	KindNamespaceDeletion = "namespace-deletion"
 	KindDeleteCollection  = "deletecollection"
 	KindChanges           = "changes"
+	KindRefused           = "refused"
 )
 
 // maxListed bounds the changes a message lists; Count says how many there
@@ -30,8 +31,9 @@ type Incident struct {
 	Key     string `json:"key"`
 	Cluster string `json:"cluster"`
 	// Kind is namespace-deletion (a namespace's deletion and the objects
-	// its cascade deleted), deletecollection, or changes (a burst by one
-	// user).
+	// its cascade deleted), deletecollection, changes (a burst by one
+	// user), or refused (one user's attempts the cluster refused: nothing
+	// changed, nothing to undo).
 	Kind string `json:"kind"`
 	// Namespace is the deleted namespace of a namespace-deletion.
 	Namespace string `json:"namespace,omitempty"`
@@ -78,6 +80,10 @@ type Change struct {
 	Deleted   bool      `json:"deleted"`
 	User      string    `json:"user"`
 	At        time.Time `json:"at"`
+	// Refused is set for an attempt the cluster refused, with its HTTP
+	// status.
+	Refused bool  `json:"refused,omitempty"`
+	Code    int32 `json:"code,omitempty"`
 }
 
 // cascadeUser reports whether user is one the namespace controller acts
@@ -97,6 +103,8 @@ func NewIncident(m *store.NotificationMessage) *Incident {
 		in.Kind, in.Namespace = KindNamespaceDeletion, ns
 	} else if strings.HasPrefix(m.GroupKey, "collection:") {
 		in.Kind = KindDeleteCollection
+	} else if strings.HasPrefix(m.GroupKey, "refused:") {
+		in.Kind = KindRefused
 	}
 	rules := map[string]bool{}
 	for i := range m.Items {
@@ -118,6 +126,10 @@ func NewIncident(m *store.NotificationMessage) *Incident {
 		if len(in.Changes) < maxListed {
 			in.Changes = append(in.Changes, Change{Verb: it.Verb, Group: it.APIGroup, Resource: it.Resource, Kind: it.Kind,
 				Namespace: it.Namespace, Name: it.Name, Deleted: it.Deleted, User: it.Username, At: it.ChangedAt})
+			if it.Refused {
+				c := &in.Changes[len(in.Changes)-1]
+				c.Refused, c.Code = true, it.ResponseCode
+			}
 		}
 	}
 	for r := range rules {
@@ -177,6 +189,11 @@ func (in *Incident) Summary() string {
 		who = in.Initiator.User
 	}
 	switch {
+	case in.Kind == KindRefused && in.Count == 1:
+		c := in.Changes[0]
+		return fmt.Sprintf("%s was refused (%d): %s %s/%s%s", who, c.Code, c.Verb, resourceName(c.Group, c.Resource), c.Name, inNamespace(c.Namespace))
+	case in.Kind == KindRefused:
+		return fmt.Sprintf("%s was refused %d times", who, in.Count)
 	case in.Kind == KindNamespaceDeletion:
 		return fmt.Sprintf("%s deleted namespace %s; %d changes recorded with it", who, in.Namespace, in.Count)
 	case in.Count == 1:
@@ -191,6 +208,13 @@ func (in *Incident) Summary() string {
 	default:
 		return fmt.Sprintf("%s made %d changes", who, in.Count)
 	}
+}
+
+func inNamespace(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " in namespace " + ns
 }
 
 func pastTense(verb string) string {
@@ -211,6 +235,9 @@ func pastTense(verb string) string {
 // restore for one object, kubectl record plan for more (a plan the caller
 // reviews, then executes).
 func undo(in *Incident, items []store.NotificationItem) []string {
+	if in.Kind == KindRefused {
+		return nil // nothing changed
+	}
 	before := in.From.Add(-time.Second).UTC().Format(time.RFC3339)
 	after := in.To.Add(time.Second).UTC().Format(time.RFC3339)
 	if in.Kind == KindNamespaceDeletion {
