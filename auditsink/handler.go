@@ -83,8 +83,10 @@ type HandlerOptions struct {
 	// limited.
 	AuthFailureRate  float64
 	AuthFailureBurst int
-	Metrics          *Metrics
-	Logger           *slog.Logger
+	// Lag, if set, records the delay of the events of each Delivery.
+	Lag     *SourceLag
+	Metrics *Metrics
+	Logger  *slog.Logger
 }
 
 // DefaultMaxEventAge bounds the age of the events the webhook takes when

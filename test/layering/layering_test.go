@@ -61,7 +61,9 @@ var allowed = map[string][]string{
 	"auditsink/journal": {"store", "store/model"},
 	// The notification sender: the outbox (store), the one limiter, the
 	// one escape.
-	"auditsink/notify":        {"api/authlimit", "api/escape", "store"},
+	"auditsink/notify": {"api/authlimit", "api/escape", "store"},
+	// The managed clusters' sources: EKS's Firehose endpoint.
+	"auditsink/firehose":      {"auditsink", "auditsink/decode"},
 	"filter/rulesync":         {"api/v1alpha1", "filter", "store", "store/model"},
 	"api/history/diff":        nil,
 	"api/history":             {"api/errs", "api/escape", "api/history/diff", "api/restoreapi/paths", "api/shortname", "store"},

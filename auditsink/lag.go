@@ -1,0 +1,93 @@
+package auditsink
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+)
+
+// SourceLag makes visible how far behind a log service's delivery is, per
+// source (firehose, eventhubs) and cluster: the age of the newest event
+// stored (options_record_source_newest_event_age_seconds, computed when
+// scraped, so it grows while nothing arrives) and the delay of each event
+// from its stage timestamp to its storing
+// (options_record_source_delivery_delay_seconds). EKS's audit log reaches
+// CloudWatch Logs "within a few minutes, best effort": a change younger
+// than the newest event's age may not be recorded yet.
+type SourceLag struct {
+	mu     sync.Mutex
+	newest map[[2]string]time.Time
+	delay  *prometheus.HistogramVec
+	age    *prometheus.Desc
+	now    func() time.Time
+}
+
+// NewSourceLag creates the lag metrics and registers them with reg (nil:
+// not registered).
+func NewSourceLag(reg prometheus.Registerer) *SourceLag {
+	l := &SourceLag{
+		newest: map[[2]string]time.Time{},
+		delay: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "options_record_source_delivery_delay_seconds",
+			Help:    "Time from an event's stageTimestamp to its being stored, by source (firehose, eventhubs).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+		}, []string{"source"}),
+		age: prometheus.NewDesc("options_record_source_newest_event_age_seconds",
+			"Age of the newest event stored from a source (its stageTimestamp), by source and cluster.",
+			[]string{"source", "cluster"}, nil),
+		now: time.Now,
+	}
+	if reg != nil {
+		reg.MustRegister(l)
+	}
+	return l
+}
+
+// Observe records the events of a batch of source stored at stored.
+func (l *SourceLag) Observe(source, cluster string, events []auditv1.Event, stored time.Time) {
+	if l == nil || len(events) == 0 {
+		return
+	}
+	var newest time.Time
+	for i := range events {
+		t := events[i].StageTimestamp.Time
+		l.delay.WithLabelValues(source).Observe(max(0, stored.Sub(t).Seconds()))
+		if t.After(newest) {
+			newest = t
+		}
+	}
+	k := [2]string{source, cluster}
+	l.mu.Lock()
+	if newest.After(l.newest[k]) {
+		l.newest[k] = newest
+	}
+	l.mu.Unlock()
+}
+
+// NewestAge is the age of the newest event stored from source for cluster,
+// and whether any was.
+func (l *SourceLag) NewestAge(source, cluster string) (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.newest[[2]string{source, cluster}]
+	return l.now().Sub(t), ok
+}
+
+// Describe implements prometheus.Collector.
+func (l *SourceLag) Describe(ch chan<- *prometheus.Desc) {
+	l.delay.Describe(ch)
+	ch <- l.age
+}
+
+// Collect implements prometheus.Collector.
+func (l *SourceLag) Collect(ch chan<- prometheus.Metric) {
+	l.delay.Collect(ch)
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, t := range l.newest {
+		ch <- prometheus.MustNewConstMetric(l.age, prometheus.GaugeValue, now.Sub(t).Seconds(), k[0], k[1])
+	}
+}
