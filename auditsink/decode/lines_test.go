@@ -19,8 +19,8 @@ func TestLinesKeepWhatACutLineProves(t *testing.T) {
 	lines := []decode.Line{
 		{Text: []byte(whole)}, // whole: exact, annotations kept
 		{Text: []byte(whole[:at(`"requestObject"`)+500] + decode.TruncatedMarker), Time: logTime}, // cut in the body
-		{Text: []byte(whole[:at(`"user"`)+10] + decode.TruncatedMarker), Time: logTime},          // cut in who: skipped
-		{Text: []byte(whole[:at(`"requestObject"`)+500])},                                        // no time at all: skipped
+		{Text: []byte(whole[:at(`"user"`)+10] + decode.TruncatedMarker), Time: logTime},           // cut in who: skipped
+		{Text: []byte(whole[:at(`"requestObject"`)+500])},                                         // no time at all: skipped
 		{Text: []byte(`{"auditID":"a","stage":"ResponseComplete","requestURI":"/x","verb":"get","user":{},"code":20`), Time: logTime},
 	}
 	events, skipped, truncated := decode.Lines(lines, Base.Add(time.Hour))

@@ -116,7 +116,7 @@ func controlMessage() []byte {
 	return gz(mustJSON(map[string]any{
 		"messageType": "CONTROL_MESSAGE", "owner": "CloudwatchLogs", "logGroup": "", "logStream": "",
 		"subscriptionFilters": []string{},
-		"logEvents": []logEvent{{ID: "", Timestamp: Base.UnixMilli(), Message: "CWL CONTROL MESSAGE: Checking health of destination Firehose."}},
+		"logEvents":           []logEvent{{ID: "", Timestamp: Base.UnixMilli(), Message: "CWL CONTROL MESSAGE: Checking health of destination Firehose."}},
 	}))
 }
 
