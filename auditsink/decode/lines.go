@@ -50,7 +50,9 @@ const (
 // text was cut by the log service (at CloudWatch Logs' 256 KiB, for
 // example, ending in TruncatedMarker); it is kept as what it still proves
 // when it can be (see salvage) and counted in truncated, or skipped as
-// "truncated". The events' strings and objects are slices of a buffer
+// "truncated". A body AKS replaced with the string
+// "skipped-too-big-size-object" is dropped, the event marked
+// audit.k8s.io/truncated and counted in truncated. The events' strings and objects are slices of a buffer
 // Lines makes: the lines may change afterwards.
 func Lines(lines []Line, now time.Time) (events []auditv1.Event, skipped map[string]int, truncated int) {
 	var body bytes.Buffer
@@ -58,7 +60,12 @@ func Lines(lines []Line, now time.Time) (events []auditv1.Event, skipped map[str
 	n := 0
 	for _, l := range lines {
 		text := bytes.TrimSpace(l.Text)
-		if !json.Valid(text) {
+		if json.Valid(text) && bytes.Contains(text, []byte(skippedBody)) {
+			if dropped, ok := dropSkippedBodies(text); ok {
+				text = dropped
+				truncated++
+			}
+		} else if !json.Valid(text) {
 			salvaged, ok := salvage(text, l.Time)
 			if !ok {
 				if skipped == nil {
@@ -96,6 +103,45 @@ func Lines(lines []Line, now time.Time) (events []auditv1.Event, skipped map[str
 		skipped[r] += c
 	}
 	return events, skipped, truncated
+}
+
+// skippedBody is what AKS writes in place of a request or response body
+// it does not export (its documentation of the AKSAudit table).
+const skippedBody = "skipped-too-big-size-object"
+
+// dropSkippedBodies removes the bodies AKS replaced with skippedBody (a
+// string where an object belongs) and marks the event
+// audit.k8s.io/truncated; it reports whether it removed any.
+func dropSkippedBodies(text []byte) ([]byte, bool) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(text, &members); err != nil {
+		return nil, false
+	}
+	dropped := false
+	for _, k := range []string{"requestObject", "responseObject"} {
+		var s string
+		if v, ok := members[k]; ok && json.Unmarshal(v, &s) == nil && s == skippedBody {
+			delete(members, k)
+			dropped = true
+		}
+	}
+	if !dropped {
+		return nil, false
+	}
+	annotations := map[string]string{}
+	if raw, ok := members["annotations"]; ok {
+		if err := json.Unmarshal(raw, &annotations); err != nil {
+			return nil, false
+		}
+	}
+	annotations[truncatedKey] = "true"
+	ann, err := json.Marshal(annotations)
+	if err != nil {
+		return nil, false
+	}
+	members["annotations"] = ann
+	out, err := json.Marshal(members)
+	return out, err == nil
 }
 
 // salvage turns a cut audit Event into one that holds what the cut left

@@ -63,7 +63,11 @@ var allowed = map[string][]string{
 	// one escape.
 	"auditsink/notify": {"api/authlimit", "api/escape", "store"},
 	// The managed clusters' sources: EKS's Firehose endpoint.
-	"auditsink/firehose":      {"auditsink", "auditsink/decode"},
+	"auditsink/firehose": {"auditsink", "auditsink/decode"},
+	// AKS's Event Hubs consumer (its checkpoints are the store's, through
+	// an interface).
+	"auditsink/eventhubs":     {"auditsink", "auditsink/decode"},
+	"auditsink/journal":       {"store", "store/model"},
 	"filter/rulesync":         {"api/v1alpha1", "filter", "store", "store/model"},
 	"api/history/diff":        nil,
 	"api/history":             {"api/errs", "api/escape", "api/history/diff", "api/restoreapi/paths", "api/shortname", "store"},
