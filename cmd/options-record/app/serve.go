@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -92,6 +93,11 @@ type ServeOptions struct {
 	GKE *GKEOptions
 	// Notify configures notifications; a zero sends none.
 	Notify NotifyOptions
+	// Firehose, when set, serves EKS's Firehose HTTP endpoint at
+	// FirehosePath on the webhook's address; EventHubs, when set, consumes
+	// AKS's audit log from Event Hubs (managed.go).
+	Firehose  *FirehoseOptions
+	EventHubs *EventHubsOptions
 	// SecretDigestKeyFile holds the key Secret values are digested with;
 	// empty: a key generated under the data directory.
 	SecretDigestKeyFile string
@@ -185,6 +191,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	cs = append(cs, once("what needs the record", p.prepared, log, late...),
 		p.metricsSrv.component(o.MetricsAddr, o.listen, p.lc),
 		component{"webhook", p.serveWebhook},
+	)
+	if o.EventHubs != nil {
+		cs = append(cs, once("event hubs", p.prepared, log, p.eventHubs()))
+	}
+	cs = append(cs,
 		component{"announce", func(context.Context) (func(context.Context) error, error) {
 			log.Info("serving the audit webhook", "webhook", p.webhook.addr.String(), "metrics", p.metricsSrv.addr.String(),
 				"rules", p.registry.RulesFor(o.Cluster).Len())
@@ -212,6 +223,9 @@ type ingestProcess struct {
 	syncer   *rulesync.Syncer
 	webhook  *httpServer
 	notify   *notify.Config // nil: no notifications
+	lag      *auditsink.SourceLag
+	pipeOnce sync.Once
+	pipe     *auditsink.Pipeline
 }
 
 // newIngest prepares what needs no I/O: the rules, the webhook's TLS and
@@ -245,6 +259,7 @@ func newIngest(o ServeOptions, log *slog.Logger) (*ingestProcess, error) {
 	p := &ingestProcess{process: newProcess(o, digester, log), registry: registry,
 		sharer: rulesync.NewSharer(registry, log), tlsCfg: tlsCfg, auth: auth, notify: nc}
 	p.metrics = auditsink.NewMetrics(p.reg)
+	p.lag = auditsink.NewSourceLag(p.reg)
 	return p, nil
 }
 
@@ -270,12 +285,23 @@ func (p *ingestProcess) loadSharedRules(ctx context.Context) (func(context.Conte
 	return nil, nil
 }
 
-// serveWebhook builds the pipeline and the handler, and serves them.
+// pipeline is the one pipeline of every source (the webhook, Firehose,
+// Event Hubs), built when the first of them starts: after the journal's
+// writer and the rule syncer.
+func (p *ingestProcess) pipeline() *auditsink.Pipeline {
+	p.pipeOnce.Do(func() {
+		p.pipe = auditsink.NewPipeline(p.registry, p.writer, p.metrics, p.log).WithObserver(p.registry).WithSecretDigester(p.digester)
+		if p.syncer != nil {
+			p.pipe.WithSelf(p.syncer.IsSelf).WithOnStored(p.syncer.OnStored)
+		}
+	})
+	return p.pipe
+}
+
+// serveWebhook builds the handler (and the Firehose endpoint's, if set)
+// and serves them.
 func (p *ingestProcess) serveWebhook(ctx context.Context) (func(context.Context) error, error) {
-	pipe := auditsink.NewPipeline(p.registry, p.writer, p.metrics, p.log).WithObserver(p.registry).WithSecretDigester(p.digester)
-	if p.syncer != nil {
-		pipe.WithSelf(p.syncer.IsSelf).WithOnStored(p.syncer.OnStored)
-	}
+	pipe := p.pipeline()
 	o := p.o
 	// Events older than the record keeps make no partition; before the
 	// rules the replicas shared are loaded, the longest retention is not
@@ -294,12 +320,16 @@ func (p *ingestProcess) serveWebhook(ctx context.Context) (func(context.Context)
 	h, err := auditsink.NewHandler(auditsink.HandlerOptions{
 		Pipeline: pipe, Authenticator: p.auth, MaxBodyBytes: o.MaxBodyBytes, ChunkBytes: o.ChunkBytes, MaxEventBytes: o.MaxEventBytes, MaxInFlight: o.MaxInFlight,
 		MaxInFlightBytes: o.MaxInFlightBytes, MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout,
-		Horizon: horizon, Metrics: p.metrics, Logger: p.log,
+		Horizon: horizon, Lag: p.lag, Metrics: p.metrics, Logger: p.log,
 	})
 	if err != nil {
 		return nil, err
 	}
-	served, err := p.withGKE(ctx, pipe, h, horizon)
+	handler, err := p.withFirehose(h)
+	if err != nil {
+		return nil, err
+	}
+	served, err := p.withGKE(ctx, pipe, handler, horizon)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,13 @@ func (o *ServeOptions) Validate() error {
 	if err := o.GKE.validate(ingest); err != nil {
 		return err
 	}
+	if !ingest && (o.Firehose != nil || o.EventHubs != nil) {
+		return errors.New("--firehose-* and --eventhubs-* need the role ingest (--roles)")
+	}
 	if ingest {
+		if err := o.validateManaged(); err != nil {
+			return err
+		}
 		return o.validateWebhookClients()
 	}
 	return nil

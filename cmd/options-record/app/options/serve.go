@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	cliflag "k8s.io/component-base/cli/flag"
@@ -46,6 +47,10 @@ type Serve struct {
 	Audiences  []string
 	Aggregated app.AggregatedOptions
 	AllowedCNs []string
+
+	Firehose          app.FirehoseOptions
+	FirehoseLogGroups []string
+	EventHubs         app.EventHubsOptions
 
 	InCluster          bool
 	Kube               app.KubeOptions
@@ -91,7 +96,7 @@ func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
 	fs.DurationVar(&o.MaxEventAge, "webhook-max-event-age", 0, "events older than this are skipped (they would each make a daily partition); 0: the longest retention of the rules in force, at least a day (400 days until the rules are known)")
 	fs.BoolVar(&o.WebhookHTTP2, "webhook-http2", false, "offer HTTP/2 on the webhook as well as HTTP/1.1 (HTTP/1.1 costs less CPU per event for large audit batches)")
 	fs.StringVar(&o.JournalDir, "journal-dir", "", "durable local journal: batches the database cannot take are acknowledged from here and stored later")
-	fs = fss.FlagSet("GKE (Pub/Sub push)")
+	fs = fss.FlagSet("managed clusters")
 	fs.StringVar(&o.GKE.Audience, "gke-pubsub-audience", "", "serve GKE's audit logs pushed by a Pub/Sub push subscription at /gke/pubsub on --webhook-bind-address: the audience of the subscription's OIDC token (its --push-auth-token-audience); empty: not served")
 	fs.StringVar(&o.GKE.ServiceAccount, "gke-pubsub-service-account", "", "the only push service account (the token's email, the subscription's --push-auth-service-account) taken; empty: any Google service account whose token names the audience")
 	fs.StringVar(&o.GKE.JWKSURL, "gke-pubsub-jwks-url", app.GKEDefaultJWKSURL, "HTTPS URL of the key set the push tokens' signatures are checked against")
@@ -99,6 +104,17 @@ func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
 	fs = fss.FlagSet("notifications")
 	fs.StringVar(&o.Notify.ConfigFile, "notify-config", "", "YAML file of the destinations (Alertmanager, signed webhook, Slack) that OptionsRecordControllers' spec.notify routes name (docs/notifications.md); empty: no notifications")
 	fs.DurationVar(&o.Notify.Window, "notify-group-window", 10*time.Second, "how long an incident's first change waits for the rest before one message is made of them (a namespace's cascade, a burst by one user)")
+	fs = fss.FlagSet("managed clusters")
+	fs.StringVar(&o.Firehose.AccessKeyFile, "firehose-access-key-file", "", "EKS: serve the Amazon Data Firehose HTTP endpoint at /firehose on --webhook-bind-address, for a stream presenting the access key this file holds (re-read when it changes); empty: not served")
+	fs.StringArrayVar(&o.FirehoseLogGroups, "firehose-log-group", nil, "LOG_GROUP=CLUSTER: record the events of this CloudWatch Logs group (/aws/eks/NAME/cluster) under CLUSTER (repeatable); once set, other log groups' events are skipped and counted; default: every log group's under --cluster")
+	fs.Int64Var(&o.Firehose.MaxDecodedBytes, "firehose-max-decoded-bytes", 64<<20, "most a Firehose request's records may decompress to; a larger request gets 413")
+	fs.StringSliceVar(&o.EventHubs.Brokers, "eventhubs-brokers", nil, "AKS: Kafka endpoint of the Event Hubs namespace the diagnostic settings export kube-audit-admin (or kube-audit) to, NAMESPACE.servicebus.windows.net:9093 (comma-separated); empty: no consumer")
+	fs.StringVar(&o.EventHubs.Name, "eventhubs-name", "", "the event hub (Kafka topic) holding the AKS audit log")
+	fs.StringVar(&o.EventHubs.Group, "eventhubs-consumer-group", "$Default", "the event hub's consumer group; the replicas share its partitions, their checkpoints kept in PostgreSQL")
+	fs.StringVar(&o.EventHubs.ConnectionStringFile, "eventhubs-connection-string-file", "", "file holding a connection string with Listen rights (SASL PLAIN as $ConnectionString, as Event Hubs asks); empty: no SASL")
+	fs.StringVar(&o.EventHubs.Cluster, "eventhubs-cluster", "", "cluster the Event Hubs events are recorded under; empty: --cluster")
+	fs.BoolVar(&o.EventHubs.TLS, "eventhubs-tls", true, "connect to the Kafka endpoint with TLS (Event Hubs requires it)")
+	fs.StringVar(&o.EventHubs.CAFile, "eventhubs-ca-file", "", "CA bundle verifying the Kafka endpoint; empty: the system's roots")
 	fs = fss.FlagSet("restore API")
 	fs.StringVar(&o.API.Addr, "api-bind-address", "", "HTTPS address of the restore API; empty disables it")
 	fs.StringVar(&o.API.TLSCertFile, "api-tls-cert-file", "", "restore API serving certificate; empty reuses the webhook's")
@@ -170,6 +186,22 @@ func (o *Serve) Config(logs io.Writer) app.ServeOptions {
 	if o.GKE.Audience != "" {
 		g := o.GKE
 		c.GKE = &g
+	}
+	if o.Firehose.AccessKeyFile != "" || len(o.FirehoseLogGroups) > 0 {
+		f := o.Firehose
+		for _, kv := range o.FirehoseLogGroups {
+			if f.LogGroups == nil {
+				f.LogGroups = map[string]string{}
+			}
+			g, cl, _ := strings.Cut(kv, "=")
+			f.LogGroups[strings.TrimSpace(g)] = strings.TrimSpace(cl)
+		}
+		c.Firehose = &f
+	}
+	if len(trimmed(o.EventHubs.Brokers)) > 0 || o.EventHubs.Name != "" {
+		e := o.EventHubs
+		e.Brokers = trimmed(e.Brokers)
+		c.EventHubs = &e
 	}
 	if o.InCluster || o.Kube.Kubeconfig != "" || o.Kube.Context != "" {
 		k := o.Kube
