@@ -1,0 +1,378 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/auditsink/decode"
+	"github.com/options-record/options-record/auditsink/eventhubs"
+	"github.com/options-record/options-record/auditsink/firehose"
+	"github.com/options-record/options-record/filter"
+	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
+	"github.com/options-record/options-record/store/pgtest"
+)
+
+// TestManagedSourcesGiveTheWebhooksRecord: a real kube-apiserver with
+// EKS's audit policy writes its audit log backend; a shipper wraps those
+// lines as each provider does and delivers them: as Firehose requests
+// (CloudWatch Logs DATA_MESSAGEs, a CONTROL_MESSAGE, a line cut at
+// CloudWatch Logs' 256 KiB, the lines split across two log streams as
+// two apiservers write them, delivered stream b first, and a retry of a
+// request with the same id) and as Event Hubs documents through a Kafka
+// endpoint (kfake). Each source's record of who deleted a ConfigMap, a
+// Secret and a Deployment (with its state) is the webhook's.
+func TestManagedSourcesGiveTheWebhooksRecord(t *testing.T) {
+	w := startWorldWith(t, worldOptions{policy: func(t *testing.T, _ string) string {
+		p, err := filepath.Abs("../fixtures/eks-audit-policy.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}})
+	ctx := context.Background()
+	const ns = "e2e-managed"
+	w.namespace(t, ns)
+	alice, bob := w.kube(t, "alice"), w.kube(t, "bob")
+	ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"},
+		Data: map[string]string{"level": "one"}}, metav1.CreateOptions{}))(t)
+	ok(alice.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token"},
+		StringData: map[string]string{"password": "hunter2-managed"}}, metav1.CreateOptions{}))(t)
+	ok(alice.AppsV1().Deployments(ns).Create(ctx, deployment("api"), metav1.CreateOptions{}))(t)
+	// A Deployment whose audit line (request and response bodies) is over
+	// CloudWatch Logs' limit.
+	big := deployment("big")
+	big.Annotations = map[string]string{"example.com/blob": strings.Repeat("b", 200<<10)}
+	ok(alice.AppsV1().Deployments(ns).Create(ctx, big, metav1.CreateOptions{}))(t)
+	for _, del := range []func() error{
+		func() error { return bob.CoreV1().ConfigMaps(ns).Delete(ctx, "settings", metav1.DeleteOptions{}) },
+		func() error { return bob.CoreV1().Secrets(ns).Delete(ctx, "token", metav1.DeleteOptions{}) },
+		func() error { return bob.AppsV1().Deployments(ns).Delete(ctx, "api", metav1.DeleteOptions{}) },
+	} {
+		if err := del(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 60*time.Second, "deletions by bob through the webhook", func() error {
+		if n := w.count(t, `SELECT count(*) FROM deletions WHERE namespace = '`+ns+`' AND username = 'bob'`); n != 3 {
+			return fmt.Errorf("%d deletions by bob, want 3", n)
+		}
+		return nil
+	})
+	lines := auditLines(t, w.auditLog)
+
+	// EKS: Firehose.
+	fh := newManagedSink(t)
+	lag := auditsink.NewSourceLag(nil)
+	srv := fh.firehose(t, lag)
+	var streamA, streamB []string
+	for i, l := range lines {
+		if len(l) > 256<<10 { // CloudWatch Logs cuts a log event at 256 KiB
+			l = l[:256<<10-len(decode.TruncatedMarker)] + decode.TruncatedMarker
+		}
+		if i%2 == 0 {
+			streamA = append(streamA, l)
+		} else {
+			streamB = append(streamB, l)
+		}
+	}
+	reqB := firehoseBody("req-b", append([][]byte{controlMessageRecord()}, logRecords("kube-apiserver-audit-b", streamB)...)...)
+	reqA := firehoseBody("req-a", logRecords("kube-apiserver-audit-a", streamA)...)
+	for _, r := range []struct {
+		id   string
+		body []byte
+	}{{"req-b", reqB}, {"req-a", reqA}} {
+		if code := deliverFirehose(t, srv, r.id, r.body); code != http.StatusOK {
+			t.Fatalf("Firehose request %s: %d", r.id, code)
+		}
+	}
+	before := fh.count(t, `SELECT count(*) FROM events`)
+	if code := deliverFirehose(t, srv, "req-b", reqB); code != http.StatusOK {
+		t.Fatalf("Firehose retry: %d", code)
+	}
+	if after := fh.count(t, `SELECT count(*) FROM events`); after != before {
+		t.Errorf("a retried request added %d events", after-before)
+	}
+	if _, ok := lag.NewestAge("firehose", "e2e"); !ok {
+		t.Error("no lag recorded for the Firehose source")
+	}
+	// The cut line still says who created big.
+	if n := fh.count(t, `SELECT count(*) FROM events WHERE namespace = '`+ns+`' AND name = 'big' AND verb = 'create'
+		AND username = 'alice' AND annotations ->> 'audit.k8s.io/truncated' = 'true'`); n != 1 {
+		t.Errorf("the cut line of big's creation: %d events, want 1 by alice marked truncated", n)
+	}
+
+	// AKS: Event Hubs (the whole lines: Azure's limit is not CloudWatch's).
+	eh := newManagedSink(t)
+	eh.eventHubs(t, lines)
+
+	want := managedHistory(t, w.db, ns)
+	if !strings.Contains(want, "delete bob configmaps settings") || !strings.Contains(want, "delete bob deployments api") {
+		t.Fatalf("the webhook's record lacks the deletions:\n%s", want)
+	}
+	t.Logf("the webhook's record:\n%s", want)
+	for name, s := range map[string]*managedSink{"firehose": fh, "eventhubs": eh} {
+		if got := managedHistory(t, s.pool, ns); got != want {
+			t.Errorf("%s's record:\n%s\nthe webhook's:\n%s", name, got, want)
+		}
+	}
+}
+
+// auditLines reads the log backend's file: one Event a line.
+func auditLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 8<<20)
+	for sc.Scan() {
+		if l := sc.Text(); l != "" {
+			out = append(out, l)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// managedHistory is the record of the namespace's objects but big (whose
+// Firehose event is cut), as the comparison reads it.
+func managedHistory(t *testing.T, db *pgxpool.Pool, ns string) string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `
+		SELECT verb, username, resource, name, coalesce(resource_version::text, '-'), prior_known,
+		       coalesce(prior_object #>> '{spec,replicas}', '-'), coalesce(object #>> '{spec,replicas}', '-'),
+		       coalesce(object #>> '{metadata,uid}', prior_object #>> '{metadata,uid}', '-')
+		FROM object_history WHERE namespace = $1 AND name <> 'big'
+		ORDER BY resource, name, changed_at, verb`, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var verb, user, res, name, rv, pr, r, uid string
+		var known bool
+		if err := rows.Scan(&verb, &user, &res, &name, &rv, &known, &pr, &r, &uid); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %s %s %s rv=%s prior_known=%v replicas %s→%s uid=%s\n", verb, user, res, name, rv, known, pr, r, uid)
+	}
+	return b.String()
+}
+
+// managedSink is a pipeline over a database of its own, with the e2e
+// rules, as a sink fed by a managed cluster's log service.
+type managedSink struct {
+	st   *store.Store
+	pool *pgxpool.Pool
+	pipe *auditsink.Pipeline
+}
+
+func newManagedSink(t *testing.T) *managedSink {
+	t.Helper()
+	st, err := store.Open(context.Background(), store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	objs, err := filter.LoadFile("testdata/rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range objs {
+		objs[i].Namespace = sinkNS
+	}
+	rules, _ := filter.Compile(objs, filter.Options{SinkNamespace: sinkNS})
+	dg, err := model.NewSecretDigester([]byte("managed e2e digest key, thirty-two bytes or more"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &managedSink{st: st, pool: st.Pool(), pipe: auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, nil, nil).WithSecretDigester(dg)}
+}
+
+func (s *managedSink) count(t *testing.T, q string) int {
+	t.Helper()
+	var n int
+	if err := s.pool.QueryRow(context.Background(), q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+const managedKey = "managed-e2e-access-key"
+
+func (s *managedSink) firehose(t *testing.T, lag *auditsink.SourceLag) *httptest.Server {
+	t.Helper()
+	auth, err := auditsink.NewAuthenticator(nil, "apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := auditsink.NewHandler(auditsink.HandlerOptions{Pipeline: s.pipe, Authenticator: auth, Lag: lag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(key, []byte(managedKey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := firehose.New(firehose.Options{AccessKeyFile: key, Clusters: map[string]string{"/aws/eks/e2e/cluster": "e2e"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeDelivery(w, r, d) }))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func gzipped(v any) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(v); err != nil {
+		panic(err)
+	}
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+// logRecords wraps a stream's lines as CloudWatch Logs' subscription
+// does: DATA_MESSAGEs of at most 100 log events, gzipped.
+func logRecords(stream string, lines []string) [][]byte {
+	var out [][]byte
+	for start := 0; start < len(lines); start += 100 {
+		var evs []map[string]any
+		for i, l := range lines[start:min(start+100, len(lines))] {
+			evs = append(evs, map[string]any{"id": fmt.Sprintf("%d", start+i), "timestamp": time.Now().UnixMilli(), "message": l})
+		}
+		out = append(out, gzipped(map[string]any{"messageType": "DATA_MESSAGE", "owner": "123456789012",
+			"logGroup": "/aws/eks/e2e/cluster", "logStream": stream, "subscriptionFilters": []string{"options-record"}, "logEvents": evs}))
+	}
+	return out
+}
+
+func controlMessageRecord() []byte {
+	return gzipped(map[string]any{"messageType": "CONTROL_MESSAGE", "owner": "CloudwatchLogs", "logGroup": "", "logStream": "",
+		"subscriptionFilters": []string{}, "logEvents": []map[string]any{{"id": "", "timestamp": time.Now().UnixMilli(),
+			"message": "CWL CONTROL MESSAGE: Checking health of destination Firehose."}}})
+}
+
+func firehoseBody(id string, records ...[]byte) []byte {
+	recs := make([]map[string][]byte, len(records))
+	for i, r := range records {
+		recs[i] = map[string][]byte{"data": r}
+	}
+	b, _ := json.Marshal(map[string]any{"requestId": id, "timestamp": time.Now().UnixMilli(), "records": recs})
+	return b
+}
+
+func deliverFirehose(t *testing.T, srv *httptest.Server, id string, body []byte) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/firehose", bytes.NewReader(gzipped(json.RawMessage(body))))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Encoding", "gzip")
+	req.Header.Set(firehose.HeaderRequestID, id)
+	req.Header.Set(firehose.HeaderProtocolVersion, "1.0")
+	req.Header.Set(firehose.HeaderAccessKey, managedKey)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// eventHubs delivers the lines through an in-process Kafka standing in
+// for Event Hubs, as diagnostic settings do (kube-audit-admin: the
+// changes; kube-audit: everything, so each change twice), and runs two
+// replicas of the consumer until every document is checkpointed.
+func (s *managedSink) eventHubs(t *testing.T, lines []string) {
+	t.Helper()
+	const conn = "Endpoint=sb://e2e.servicebus.windows.net/;SharedAccessKeyName=l;SharedAccessKey=k"
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "aks-audit"),
+		kfake.EnableSASL(), kfake.Superuser("PLAIN", eventhubs.ConnectionStringUser, conn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	sasl := kgo.SASL(plain.Auth{User: eventhubs.ConnectionStringUser, Pass: conn}.AsMechanism())
+	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), sasl, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	produced := map[int32]int64{}
+	for start := 0; start < len(lines); start += 20 {
+		var recs []map[string]any
+		for _, l := range lines[start:min(start+20, len(lines))] {
+			var head struct {
+				Verb string `json:"verb"`
+			}
+			_ = json.Unmarshal([]byte(l), &head)
+			cats := []string{"kube-audit"}
+			if head.Verb != "get" && head.Verb != "list" && head.Verb != "watch" {
+				cats = append(cats, "kube-audit-admin")
+			}
+			for _, cat := range cats {
+				recs = append(recs, map[string]any{"category": cat, "time": time.Now().UTC().Format(time.RFC3339Nano),
+					"operationName": "Microsoft.ContainerService/managedClusters/diagnosticLogs/Read",
+					"properties":    map[string]any{"log": l, "stream": "stdout", "pod": "kube-apiserver-0"}})
+			}
+		}
+		doc, _ := json.Marshal(map[string]any{"records": recs})
+		p := int32(start / 20 % 2)
+		if err := prod.ProduceSync(context.Background(), &kgo.Record{Topic: "aks-audit", Partition: p, Value: doc}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		produced[p]++
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 2 {
+		cons, err := eventhubs.New(eventhubs.Options{Brokers: c.ListenAddrs(), Topic: "aks-audit", Group: "$Default",
+			ConnectionString: conn, Cluster: "e2e", Pipeline: s.pipe, Store: s.st,
+			ClientOpts: []kgo.Opt{kgo.FetchMaxWait(100 * time.Millisecond)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = cons.Run(ctx) }()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	eventually(t, 2*time.Minute, "the Event Hubs documents checkpointed", func() error {
+		cps, err := s.st.Checkpoints(context.Background(), eventhubs.Source, "$Default", "aks-audit")
+		if err != nil {
+			return err
+		}
+		for p, n := range produced {
+			if cps[p] < n {
+				return fmt.Errorf("checkpoints %v, want %v", cps, produced)
+			}
+		}
+		return nil
+	})
+}
