@@ -3,6 +3,7 @@ package decode
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"time"
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
@@ -54,11 +55,32 @@ const (
 // "skipped-too-big-size-object" is dropped, the event marked
 // audit.k8s.io/truncated and counted in truncated. The events' strings and objects are slices of a buffer
 // Lines makes: the lines may change afterwards.
-func Lines(lines []Line, now time.Time) (events []auditv1.Event, skipped map[string]int, truncated int) {
+func Lines(lines []Line, now time.Time) LinesResult {
+	var r LinesResult
+	r.Events, r.Skipped, r.Truncated, r.Unusable = decodeLines(lines, now)
+	return r
+}
+
+// LinesResult is what Lines made of its lines.
+type LinesResult struct {
+	Events []auditv1.Event
+	// Skipped counts the lines skipped, by reason.
+	Skipped map[string]int
+	// Truncated counts the lines kept without what the log service cut
+	// or left out, marked audit.k8s.io/truncated.
+	Truncated int
+	// Unusable are the indexes of the lines cut so short that they no
+	// longer say who did what (counted in Skipped as "truncated"): the
+	// caller logs them, so that a request padded to push its identity out
+	// of the log service's limit is seen.
+	Unusable []int
+}
+
+func decodeLines(lines []Line, now time.Time) (events []auditv1.Event, skipped map[string]int, truncated int, unusable []int) {
 	var body bytes.Buffer
 	body.WriteString(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[`)
 	n := 0
-	for _, l := range lines {
+	for i, l := range lines {
 		text := bytes.TrimSpace(l.Text)
 		if json.Valid(text) && bytes.Contains(text, []byte(skippedBody)) {
 			if dropped, ok := dropSkippedBodies(text); ok {
@@ -72,6 +94,7 @@ func Lines(lines []Line, now time.Time) (events []auditv1.Event, skipped map[str
 					skipped = map[string]int{}
 				}
 				skipped[reasonTruncated]++
+				unusable = append(unusable, i)
 				continue
 			}
 			text = salvaged
@@ -85,7 +108,7 @@ func Lines(lines []Line, now time.Time) (events []auditv1.Event, skipped map[str
 	}
 	body.WriteString(`]}`)
 	if n == 0 {
-		return nil, skipped, truncated
+		return nil, skipped, truncated, unusable
 	}
 	events, bad, err := EventList(body.Bytes(), now)
 	if err != nil {
@@ -94,7 +117,7 @@ func Lines(lines []Line, now time.Time) (events []auditv1.Event, skipped map[str
 			skipped = map[string]int{}
 		}
 		skipped[reasonMalformed] += n
-		return nil, skipped, 0
+		return nil, skipped, 0, unusable
 	}
 	for r, c := range bad {
 		if skipped == nil {
@@ -102,7 +125,17 @@ func Lines(lines []Line, now time.Time) (events []auditv1.Event, skipped map[str
 		}
 		skipped[r] += c
 	}
-	return events, skipped, truncated
+	return events, skipped, truncated, unusable
+}
+
+// Start is the first bytes of a line, for a log message: a line is
+// hostile, and long.
+func Start(text []byte) string {
+	const n = 300
+	if len(text) > n {
+		text = text[:n]
+	}
+	return strings.ToValidUTF8(string(text), "\uFFFD")
 }
 
 // skippedBody is what AKS writes in place of a request or response body
@@ -153,7 +186,8 @@ func dropSkippedBodies(text []byte) ([]byte, bool) {
 // lands in a long body, leaves who, what and the answer whole. The members
 // read whole are kept as they are; a member the cut went through, and all
 // after it, are lost. The event is kept only if it still has its auditID,
-// stage, requestURI, verb and user, and a stageTimestamp: its own, or else the log
+// stage, requestURI, verb, user and responseStatus (without it, a denied
+// request would read as a success), and a stageTimestamp: its own, or else the log
 // service's time of the line (marked TimestampFromKey: "log-service"). It
 // is marked audit.k8s.io/truncated; its own annotations, written last, are
 // kept only if the cut came after them.
@@ -188,7 +222,7 @@ func salvage(text []byte, logTime time.Time) ([]byte, bool) {
 		}
 		members[key] = v
 	}
-	for _, need := range []string{"auditID", "stage", "requestURI", "verb", "user"} {
+	for _, need := range []string{"auditID", "stage", "requestURI", "verb", "user", "responseStatus"} {
 		if _, ok := members[need]; !ok {
 			return nil, false
 		}

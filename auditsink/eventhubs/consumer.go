@@ -279,9 +279,14 @@ func (c *Consumer) store(ctx context.Context, partition int32, records []*kgo.Re
 		}
 	}
 	now := time.Now()
-	events, skipped, truncated := decode.Lines(lines, now)
-	c.truncated.Add(float64(truncated))
-	for r, n := range skipped {
+	res := decode.Lines(lines, now)
+	events := res.Events
+	c.truncated.Add(float64(res.Truncated))
+	for _, i := range res.Unusable {
+		c.o.Logger.Warn("a line Azure cut no longer says who did what (a padded request URI or header?): skipped",
+			"partition", partition, "line_start", decode.Start(lines[i].Text))
+	}
+	for r, n := range res.Skipped {
 		undecodable[r] += n
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.WriteTimeout)

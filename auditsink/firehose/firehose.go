@@ -272,8 +272,13 @@ func (d *Delivery) Decode(r *http.Request, body []byte, now time.Time) ([]audits
 	sort.Strings(clusters)
 	batches := make([]auditsink.DeliveryBatch, 0, len(clusters))
 	for _, c := range clusters {
-		events, skipped, truncated := decode.Lines(lines[c], now)
-		d.truncated.Add(float64(truncated))
+		res := decode.Lines(lines[c], now)
+		events, skipped := res.Events, res.Skipped
+		d.truncated.Add(float64(res.Truncated))
+		for _, i := range res.Unusable {
+			d.opts.Logger.Warn("a line CloudWatch Logs cut no longer says who did what (a padded request URI or header?): skipped",
+				"request_id", r.Header.Get(HeaderRequestID), "cluster", c, "line_start", decode.Start(lines[c][i].Text))
+		}
 		for r, n := range bad[c] {
 			if skipped == nil {
 				skipped = map[string]int{}

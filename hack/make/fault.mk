@@ -24,7 +24,7 @@ FUZZ_MINIMIZETIME ?= 5s
 # Run only the fuzz targets whose name matches this regexp.
 FUZZ_RUN          ?= .
 # package:target pairs fuzzed on every `make test`.
-FUZZ_SHORT_TARGETS := ./auditsink/decode:FuzzDecodeEventList ./auditsink/pubsub:FuzzConvert ./auditsink/journal:FuzzScanSegment ./filter:FuzzCompile ./api/restore/manifest:FuzzCleanManifest ./api/escape:FuzzEscape ./store/model/jsonscan:FuzzScan ./store/model/jsonfast:FuzzPathsAgree
+FUZZ_SHORT_TARGETS := ./auditsink/decode:FuzzDecodeEventList ./auditsink/decode:FuzzLines ./auditsink/pubsub:FuzzConvert ./auditsink/journal:FuzzScanSegment ./filter:FuzzCompile ./api/restore/manifest:FuzzCleanManifest ./api/escape:FuzzEscape ./store/model/jsonscan:FuzzScan ./store/model/jsonfast:FuzzPathsAgree
 
 .PHONY: test-fault
 test-fault: deps ## Fault tests: kill -9, database outage, slow database, SIGTERM, full journal disk (real processes)
