@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,7 +81,8 @@ type Consumer struct {
 	records    *prometheus.CounterVec
 	truncated  prometheus.Counter
 	failures   prometheus.Counter
-	stored     func() // tests: called after each stored batch
+	errors     prometheus.Counter
+	warned     atomic.Int64 // unix nanoseconds of the last request failure logged
 }
 
 // New validates the options.
@@ -123,12 +125,16 @@ func New(o Options) (*Consumer, error) {
 			Name: "options_record_eventhubs_batch_failures_total",
 			Help: "Batches the store did not take, read again after a backoff.",
 		}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "options_record_eventhubs_fetch_errors_total",
+			Help: "Errors and warnings reading Event Hubs' Kafka endpoint (authentication, connection, group, partition errors).",
+		}),
 	}
 	for _, cat := range o.Categories {
 		c.categories[cat] = true
 	}
 	if o.Registerer != nil {
-		o.Registerer.MustRegister(c.records, c.truncated, c.failures)
+		o.Registerer.MustRegister(c.records, c.truncated, c.failures, c.errors)
 	}
 	return c, nil
 }
@@ -145,6 +151,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.AdjustFetchOffsetsFn(c.adjust),
+		// The client's own warnings (a refused connection string, an
+		// endpoint away, a group that does not form) are the source's.
+		kgo.WithLogger(clientLog{c}),
+		kgo.WithHooks(clientHooks{c}),
 	}
 	if o.ConnectionString != "" {
 		opts = append(opts, kgo.SASL(plain.Auth{User: ConnectionStringUser, Pass: o.ConnectionString}.AsMechanism()))
@@ -165,9 +175,21 @@ func (c *Consumer) Run(ctx context.Context) error {
 			cl.AllowRebalance()
 			return nil
 		}
+		failed := false
 		fetches.EachError(func(topic string, p int32, err error) {
+			failed = true
+			c.errors.Inc()
 			o.Logger.Warn("reading Event Hubs", "topic", topic, "partition", p, "err", err)
 		})
+		if failed && fetches.NumRecords() == 0 {
+			// Nothing read (the endpoint refuses us, or is away): wait
+			// before asking again rather than spin on the error.
+			cl.AllowRebalance()
+			if !c.sleep(ctx, backoff.Step()) {
+				return nil
+			}
+			continue
+		}
 		rewind, err := c.process(ctx, fetches)
 		if err != nil {
 			// What was not stored is read again, from where it starts.
@@ -176,15 +198,62 @@ func (c *Consumer) Run(ctx context.Context) error {
 			c.failures.Inc()
 			d := backoff.Step()
 			o.Logger.Error("Event Hubs batch not stored; reading it again", "err", err, "retry_in", d)
-			select {
-			case <-ctx.Done():
+			if !c.sleep(ctx, d) {
 				return nil
-			case <-time.After(d):
 			}
 			continue
 		}
 		backoff = o.Backoff
 		cl.AllowRebalance()
+	}
+}
+
+// clientLog passes the Kafka client's warnings and errors to the logger,
+// counting them in options_record_eventhubs_fetch_errors_total: a
+// consumer that cannot read says so.
+type clientLog struct{ c *Consumer }
+
+func (l clientLog) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+
+func (l clientLog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	if level > kgo.LogLevelWarn || level == kgo.LogLevelNone {
+		return
+	}
+	l.c.errors.Inc()
+	l.c.o.Logger.Warn("Event Hubs client: "+msg, keyvals...)
+}
+
+// clientHooks count the requests to the endpoint that failed (a refused
+// SASL authentication ends the connection: it shows only here) and log
+// what broke a group session.
+type clientHooks struct{ c *Consumer }
+
+func (h clientHooks) OnBrokerE2E(meta kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+	if err := e2e.Err(); err != nil {
+		h.c.errors.Inc()
+		// At most one warning a minute: the client retries on its own.
+		now := time.Now().UnixNano()
+		if last := h.c.warned.Load(); now-last >= int64(time.Minute) && h.c.warned.CompareAndSwap(last, now) {
+			h.c.o.Logger.Warn("Event Hubs request failed (a refused connection string ends the connection; see options_record_eventhubs_fetch_errors_total)",
+				"broker", meta.Host, "request_key", key, "err", err)
+		}
+	}
+}
+
+func (h clientHooks) OnGroupManageError(err error) {
+	h.c.errors.Inc()
+	h.c.o.Logger.Warn("Event Hubs consumer group session failed; joining again", "err", err)
+}
+
+// sleep waits d, or until ctx is done (false).
+func (c *Consumer) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -301,9 +370,6 @@ func (c *Consumer) store(ctx context.Context, partition int32, records []*kgo.Re
 	if err := c.o.Store.CommitCheckpoints(wctx, Source, c.o.Group, c.o.Topic, next); err != nil {
 		// Stored, not checkpointed: read again and found stored.
 		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if c.stored != nil {
-		c.stored()
 	}
 	return nil
 }

@@ -270,3 +270,50 @@ func TestEventHubsResumesFromPostgreSQLCheckpoints(t *testing.T) {
 		t.Errorf("checkpoint moved back to %d", cps[0])
 	}
 }
+
+// A consumer whose connection string the hub refuses reads nothing, and
+// says so in its metrics (it waits between attempts: wait.Backoff).
+func TestEventHubsWrongConnectionStringReadsNothing(t *testing.T) {
+	c := hubs(t)
+	e := newEnv(t)
+	produce(t, c, 0, document(record("kube-audit", Event(Name("a")))))
+	reg := prometheus.NewRegistry()
+	cons, err := eventhubs.New(eventhubs.Options{
+		Brokers: c.ListenAddrs(), Topic: hub, Group: "$Default", ConnectionString: connStr + "x", Cluster: "default",
+		Pipeline: e.pipe, Store: e.st, Registerer: reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cons.Run(ctx) }()
+	deadline := time.Now().Add(2 * time.Minute)
+	for fetchErrors(t, reg) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no fetch error counted for a refused connection string")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT count(*) FROM events`); n != 0 {
+		t.Errorf("%d events stored through a refused connection string", n)
+	}
+}
+
+func fetchErrors(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "options_record_eventhubs_fetch_errors_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
+}
