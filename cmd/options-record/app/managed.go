@@ -56,7 +56,7 @@ type EventHubsOptions struct {
 func (o *ServeOptions) validateManaged() error {
 	if f := o.Firehose; f != nil {
 		if f.AccessKeyFile == "" {
-			return errors.New("--firehose-log-group or --firehose-max-decoded-bytes without --firehose-access-key-file")
+			return errors.New("--firehose-log-group without --firehose-access-key-file")
 		}
 		for g, c := range f.LogGroups {
 			if g == "" || c == "" {

@@ -97,3 +97,30 @@ func TestServeTakesManagedClusterSources(t *testing.T) {
 		}
 	}
 }
+
+func TestManagedSourcesRefuseIncompleteOptions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		o    ServeOptions
+		want string
+	}{
+		{"log groups without a key", ServeOptions{Firehose: &FirehoseOptions{LogGroups: map[string]string{"/aws/eks/a/cluster": "a"}}}, "--firehose-access-key-file"},
+		{"a log group without a cluster", ServeOptions{Firehose: &FirehoseOptions{AccessKeyFile: "k", LogGroups: map[string]string{"/aws/eks/a/cluster": ""}}}, "LOG_GROUP=CLUSTER"},
+		{"a hub without brokers", ServeOptions{EventHubs: &EventHubsOptions{Name: "h", Group: "$Default"}}, "--eventhubs-brokers"},
+		{"brokers without a hub", ServeOptions{EventHubs: &EventHubsOptions{Brokers: []string{"b:9093"}, Group: "$Default"}}, "--eventhubs-name"},
+		{"no consumer group", ServeOptions{EventHubs: &EventHubsOptions{Brokers: []string{"b:9093"}, Name: "h"}}, "--eventhubs-consumer-group"},
+		{"complete", ServeOptions{Firehose: &FirehoseOptions{AccessKeyFile: "k"},
+			EventHubs: &EventHubsOptions{Brokers: []string{"b:9093"}, Name: "h", Group: "$Default"}}, ""},
+	} {
+		err := tc.o.validateManaged()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.want)
+		}
+	}
+	o := ServeOptions{Roles: []Role{RoleAPI}, API: &APIOptions{Addr: "127.0.0.1:0"}, Firehose: &FirehoseOptions{AccessKeyFile: "k"},
+		Database: DatabaseOptions{URL: "postgres://x"}}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "role ingest") {
+		t.Errorf("the api role with --firehose-*: %v", err)
+	}
+}
