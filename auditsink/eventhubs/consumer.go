@@ -308,9 +308,11 @@ func (c *Consumer) process(ctx context.Context, fetches kgo.Fetches) (map[int32]
 // document is a resource-log document as Azure Monitor exports it.
 type document struct {
 	Records []struct {
-		Time       time.Time `json:"time"`
-		Category   string    `json:"category"`
-		ResourceID string    `json:"resourceId"`
+		// Time is read as text: a record whose time does not parse is
+		// still read (the time is used only for a cut line).
+		Time       string `json:"time"`
+		Category   string `json:"category"`
+		ResourceID string `json:"resourceId"`
 		Properties struct {
 			Log json.RawMessage `json:"log"`
 		} `json:"properties"`
@@ -344,7 +346,8 @@ func (c *Consumer) store(ctx context.Context, partition int32, records []*kgo.Re
 				undecodable[reasonUndecodable]++
 				continue
 			}
-			lines = append(lines, decode.Line{Text: text, Time: rec.Time})
+			at, _ := time.Parse(time.RFC3339Nano, rec.Time)
+			lines = append(lines, decode.Line{Text: text, Time: at})
 		}
 	}
 	now := time.Now()

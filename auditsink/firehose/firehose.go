@@ -279,11 +279,11 @@ func (d *Delivery) Decode(r *http.Request, body []byte, now time.Time) ([]audits
 			d.opts.Logger.Warn("a line CloudWatch Logs cut no longer says who did what (a padded request URI or header?): skipped",
 				"request_id", r.Header.Get(HeaderRequestID), "cluster", c, "line_start", decode.Start(lines[c][i].Text))
 		}
-		for r, n := range bad[c] {
+		for reason, n := range bad[c] {
 			if skipped == nil {
 				skipped = map[string]int{}
 			}
-			skipped[r] += n
+			skipped[reason] += n
 		}
 		batches = append(batches, auditsink.DeliveryBatch{Cluster: c, Events: events, Undecodable: skipped})
 	}
