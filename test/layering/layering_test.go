@@ -67,7 +67,6 @@ var allowed = map[string][]string{
 	// AKS's Event Hubs consumer (its checkpoints are the store's, through
 	// an interface).
 	"auditsink/eventhubs":     {"auditsink", "auditsink/decode"},
-	"auditsink/journal":       {"store", "store/model"},
 	"filter/rulesync":         {"api/v1alpha1", "filter", "store", "store/model"},
 	"api/history/diff":        nil,
 	"api/history":             {"api/errs", "api/escape", "api/history/diff", "api/restoreapi/paths", "api/shortname", "store"},
