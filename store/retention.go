@@ -162,6 +162,11 @@ func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.D
 		_, _ = lockConn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", retentionLock)
 	}()
 	cutoff := now.Add(-maxAge)
+	if s.tamperLog {
+		if err := s.logCutoff(ctx, cutoff); err != nil {
+			return res, err
+		}
+	}
 	rows, err := s.pool.Query(ctx, listPartitionsSQL)
 	if err != nil {
 		return res, fmt.Errorf("store: list partitions: %w", err)
@@ -213,4 +218,48 @@ func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.D
 		errs = append(errs, fmt.Errorf("store: record the retention cutoff: %w", err))
 	}
 	return res, errors.Join(errs...)
+}
+
+// logCutoffSQL asks the tamper-evident log's integrator to log a retention
+// cutoff in the log of each cluster that has one (or rows to log).
+const logCutoffSQL = `
+INSERT INTO log_pending (cluster, kind, at)
+SELECT c.cluster, $1, $2 FROM (SELECT cluster FROM log_segments UNION SELECT cluster FROM log_pending) c`
+
+// LogCutoffWait is how long retention waits for the integrator to log its
+// cutoff before it gives up this pass, deleting nothing.
+var LogCutoffWait = time.Minute
+
+// logCutoff logs a retention cutoff before retention deletes: it writes
+// the pending cutoffs and waits until an integrator (this replica's or
+// another's) has appended them, so that verify tells rows removed by
+// retention from rows removed by someone. It fails, and retention deletes
+// nothing, when no integrator logs them within LogCutoffWait.
+func (s *Store) logCutoff(ctx context.Context, cutoff time.Time) error {
+	if _, err := s.pool.Exec(ctx, logCutoffSQL, pendingCutoff, cutoff); err != nil {
+		return fmt.Errorf("store: log the retention cutoff: %w", err)
+	}
+	wait, cancel := context.WithTimeout(ctx, LogCutoffWait)
+	defer cancel()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		var left int
+		rows, err := s.pool.Query(wait, "SELECT count(*) FROM log_pending WHERE kind = $1 AND at = $2", pendingCutoff, cutoff)
+		if err == nil {
+			left, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[int])
+		}
+		if err == nil && left == 0 {
+			return nil
+		}
+		if err == nil {
+			select {
+			case <-wait.Done():
+				err = wait.Err()
+			case <-t.C:
+				continue
+			}
+		}
+		return fmt.Errorf("store: the tamper-evident log did not log the retention cutoff %s (is an integrator running?): nothing deleted: %w", cutoff.UTC().Format(time.RFC3339), err)
+	}
 }

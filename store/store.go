@@ -40,6 +40,11 @@ type Options struct {
 	// Registerer, when set, registers the store's metrics
 	// (options_record_partition_failures_total).
 	Registerer prometheus.Registerer
+	// TamperLog makes each batch also write a pending row per stored row
+	// for the tamper-evident log's integrator (store/tamper), and retention
+	// log its cutoff there before it deletes. Every ingest replica of a
+	// record with a log sets it.
+	TamperLog bool
 	// Secondary opens another pool on a database that the process's main
 	// Store has migrated and keeps partitions for: no migrations, no
 	// partition upkeep, usable at once (the restore API's own pool).
@@ -57,6 +62,7 @@ type Store struct {
 	log       *slog.Logger
 	parts     *partitions.Manager
 	secondary bool
+	tamperLog bool
 }
 
 // Connect makes a Store without any I/O: its pool connects when a
@@ -83,7 +89,7 @@ func Connect(opts Options) (*Store, error) {
 	gated := &gatedPool{raw: pool}
 	s := &Store{Reader: reads.New(gated), pool: gated, conn: cfg.ConnConfig, log: opts.Logger,
 		parts:     partitions.New(opts.PartitionsAhead, opts.Logger, partitionFailures),
-		secondary: opts.Secondary}
+		secondary: opts.Secondary, tamperLog: opts.TamperLog}
 	if opts.Registerer != nil && !opts.Secondary {
 		if err := opts.Registerer.Register(partitionFailures); err != nil {
 			pool.Close()

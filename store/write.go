@@ -72,7 +72,7 @@ func (s *Store) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteResu
 	var res model.WriteResult
 	write := func(tx pgx.Tx) error {
 		var err error
-		res, err = writeBatch(ctx, tx, b)
+		res, err = writeBatch(ctx, tx, b, s.tamperLog)
 		return err
 	}
 	err := s.Transact(ctx, write)
@@ -96,7 +96,7 @@ func (s *Store) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteResu
 	return res, nil
 }
 
-func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch) (model.WriteResult, error) {
+func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch, logged bool) (model.WriteResult, error) {
 	var res model.WriteResult
 	existing, err := existingEvents(ctx, tx, b.Events)
 	if err != nil {
@@ -157,8 +157,45 @@ func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch) (model.WriteResu
 	if err != nil {
 		return res, err
 	}
+	if logged {
+		if err = copyPending(ctx, tx, events, versions); err != nil {
+			return res, err
+		}
+	}
 	res.Notifications, err = queueNotifications(ctx, tx, events, versions)
 	return res, err
+}
+
+var pendingColumns = []string{"cluster", "kind", "uid", "key", "at"}
+
+// The kinds of log_pending rows (tamper.KindEvent, KindVersion, KindCutoff).
+const (
+	pendingEvent   int16 = 1
+	pendingVersion int16 = 2
+	pendingCutoff  int16 = 3
+)
+
+// copyPending writes, in the batch's transaction, the tamper-evident log's
+// pending row of each row the batch stored (store/tamper integrates them):
+// a batch that rolls back leaves none, and a row the batch skipped as
+// stored already gets none.
+func copyPending(ctx context.Context, tx pgx.Tx, events []*model.Event, versions []*model.Version) error {
+	if len(events)+len(versions) == 0 {
+		return nil
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"log_pending"}, pendingColumns,
+		pgx.CopyFromSlice(len(events)+len(versions), func(i int) ([]any, error) {
+			if i < len(events) {
+				e := events[i]
+				return []any{e.Cluster, pendingEvent, "", e.Key, e.StageAt}, nil
+			}
+			v := versions[i-len(events)]
+			return []any{v.Cluster, pendingVersion, v.UID, v.Key, v.ChangedAt}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("copy log_pending: %w", err)
+	}
+	return nil
 }
 
 // CopyRows writes a batch's rows as they are, with no lookup of what is

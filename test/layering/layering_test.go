@@ -31,6 +31,8 @@ var allowed = map[string][]string{
 	"store/model/jsonfast": nil,
 	"store":                {"migrations", "store/model", "store/partitions", "store/reads"},
 	"store/partitions":     nil,
+	// The tamper-evident log: its integrator and verify.
+	"store/tamper":         nil,
 	"store/reads":          {"api/errs"},
 	"store/pgembed":        nil,
 	"store/pgtest":         {"store/pgembed"},

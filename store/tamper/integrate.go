@@ -1,0 +1,337 @@
+package tamper
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// IntegratorOptions configure an Integrator.
+type IntegratorOptions struct {
+	// Pool is the record's pool, as the ingest role.
+	Pool *pgxpool.Pool
+	// Signer signs the checkpoints (an Ed25519 note key read from a file,
+	// never from the database).
+	Signer note.Signer
+	// CheckpointDir, when set, receives each signed checkpoint outside the
+	// database (cluster=<name>/<size> and cluster=<name>/latest).
+	CheckpointDir string
+	// Interval is how often pending rows are drained (default 1s).
+	Interval time.Duration
+	// MaxLeaves caps the leaves of one pass (default 10000).
+	MaxLeaves int
+	// Logger receives errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// Integrator appends the pending rows to each cluster's log.
+type Integrator struct {
+	o IntegratorOptions
+	// beforeCommit, in tests, runs before an integration pass commits.
+	beforeCommit func(ctx context.Context)
+}
+
+// NewIntegrator returns an integrator; Run starts it.
+func NewIntegrator(o IntegratorOptions) (*Integrator, error) {
+	if o.Pool == nil || o.Signer == nil {
+		return nil, errors.New("tamper: an integrator needs a pool and a signer")
+	}
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.MaxLeaves <= 0 {
+		o.MaxLeaves = 10000
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Integrator{o: o}, nil
+}
+
+// Run integrates the pending rows every Interval until ctx ends.
+func (in *Integrator) Run(ctx context.Context) {
+	t := time.NewTicker(in.o.Interval)
+	defer t.Stop()
+	for {
+		if err := in.IntegrateAll(ctx); err != nil && ctx.Err() == nil {
+			in.o.Logger.Error("tamper log integration", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// IntegrateAll drains the pending rows of every cluster.
+func (in *Integrator) IntegrateAll(ctx context.Context) error {
+	rows, err := in.o.Pool.Query(ctx, "SELECT DISTINCT cluster FROM log_pending")
+	if err != nil {
+		return fmt.Errorf("tamper: pending clusters: %w", err)
+	}
+	clusters, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("tamper: pending clusters: %w", err)
+	}
+	var errs []error
+	for _, c := range clusters {
+		for {
+			n, err := in.Integrate(ctx, c)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if err != nil || n < in.o.MaxLeaves {
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// lockClass is the first key of the integrator's advisory lock (the second
+// is the cluster's hashtext): "ol" + 1.
+const lockClass int32 = 0x6f6c0001
+
+// drainSQL takes a pass's pending rows out of log_pending; the pass's
+// transaction appends them, or they stay.
+const drainSQL = `
+DELETE FROM log_pending
+WHERE ctid = ANY(ARRAY(SELECT ctid FROM log_pending WHERE cluster = $1 ORDER BY at, kind, uid, key LIMIT $2))
+RETURNING kind, uid, key, at`
+
+const insertSegmentSQL = `
+INSERT INTO log_segments (cluster, first_index, tree_size, stored_from, kinds, uids, keys, ats, digests, hashes, checkpoint)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+
+type leaf struct {
+	ref    Ref
+	digest [32]byte
+}
+
+// Integrate runs one pass over a cluster's pending rows, in one
+// transaction under the cluster's advisory lock: it deletes up to MaxLeaves
+// pending rows, in the order of their time, kind and key, appends a leaf
+// for each row still stored, stores the tree's new hashes and its signed
+// checkpoint. It returns how many pending rows it took (0 when another
+// integrator holds the lock). A pass that fails or is cancelled leaves
+// nothing: the pending rows stay for the next.
+func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error) {
+	var n int
+	var signed []byte
+	var size int64
+	err := pgx.BeginFunc(ctx, in.o.Pool, func(tx pgx.Tx) error {
+		var locked bool
+		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1, hashtext($2))", lockClass, cluster).Scan(&locked); err != nil {
+			return err
+		}
+		if !locked {
+			return nil
+		}
+		err := tx.QueryRow(ctx, "SELECT tree_size FROM log_segments WHERE cluster = $1 ORDER BY first_index DESC LIMIT 1", cluster).Scan(&size)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		pending, err := drain(ctx, tx, cluster, in.o.MaxLeaves)
+		if err != nil {
+			return err
+		}
+		n = len(pending)
+		leaves, err := readLeaves(ctx, tx, cluster, pending)
+		if err != nil || len(leaves) == 0 {
+			return err
+		}
+		signed, err = in.append(ctx, tx, cluster, size, leaves)
+		size += int64(len(leaves))
+		if err == nil && in.beforeCommit != nil {
+			in.beforeCommit(ctx)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("tamper: integrate cluster %q: %w", cluster, err)
+	}
+	if signed != nil && in.o.CheckpointDir != "" {
+		if err := writeCheckpointFile(in.o.CheckpointDir, cluster, size, signed); err != nil {
+			// The next pass writes a newer one; the log is committed.
+			in.o.Logger.Error("write checkpoint file", "cluster", cluster, "size", size, "err", err)
+		}
+	}
+	return n, nil
+}
+
+// drain deletes a pass's pending rows and returns them in their order,
+// each once.
+func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int) ([]Ref, error) {
+	rows, err := tx.Query(ctx, drainSQL, cluster, limit)
+	if err != nil {
+		return nil, err
+	}
+	var refs []Ref
+	var r Ref
+	_, err = pgx.ForEachRow(rows, []any{&r.Kind, &r.UID, &r.Key, &r.At}, func() error {
+		refs = append(refs, Ref{Kind: r.Kind, Cluster: cluster, UID: r.UID, Key: bytes.Clone(r.Key), At: r.At})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(refs, compareRefs)
+	return slices.CompactFunc(refs, func(a, b Ref) bool { return compareRefs(a, b) == 0 }), nil
+}
+
+func compareRefs(a, b Ref) int {
+	return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.UID, b.UID), bytes.Compare(a.Key, b.Key))
+}
+
+// readLeaves reads the rows of the pending references and makes their
+// leaves, in the references' order. A row gone before its pass (retention
+// dropped its day) has no leaf.
+func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []Ref) ([]leaf, error) {
+	var eKeys, vKeys [][]byte
+	var eAts []time.Time
+	var vUIDs []string
+	for _, r := range pending {
+		switch r.Kind {
+		case KindEvent:
+			eKeys, eAts = append(eKeys, r.Key), append(eAts, r.At)
+		case KindVersion:
+			vUIDs, vKeys = append(vUIDs, r.UID), append(vKeys, r.Key)
+		}
+	}
+	found := map[string]leaf{}
+	keep := func(r Ref, d [32]byte) error {
+		found[r.id()] = leaf{r, d}
+		return nil
+	}
+	if len(eKeys) > 0 {
+		if err := scanRows(ctx, tx, KindEvent, eventsByRefSQL, []any{cluster, eKeys, eAts}, keep); err != nil {
+			return nil, err
+		}
+	}
+	if len(vKeys) > 0 {
+		if err := scanRows(ctx, tx, KindVersion, versionsByRefSQL, []any{cluster, vUIDs, vKeys}, keep); err != nil {
+			return nil, err
+		}
+	}
+	leaves := make([]leaf, 0, len(pending))
+	for _, r := range pending {
+		if r.Kind == KindCutoff {
+			leaves = append(leaves, leaf{r, cutoffDigest(r)})
+			continue
+		}
+		if l, ok := found[r.id()]; ok {
+			leaves = append(leaves, l)
+		}
+	}
+	return leaves, nil
+}
+
+// append adds leaves to a tree of size leaves and stores them, the tree's
+// new hashes and its signed checkpoint.
+func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, size int64, leaves []leaf) ([]byte, error) {
+	r := &storedHashes{ctx: ctx, q: tx, cluster: cluster, mem: map[int64]tlog.Hash{}}
+	var hashes, digests []byte
+	kinds := make([]int16, len(leaves))
+	uids := make([]string, len(leaves))
+	keys := make([][]byte, len(leaves))
+	ats := make([]time.Time, len(leaves))
+	for i, l := range leaves {
+		n := size + int64(i)
+		hs, err := tlog.StoredHashesForRecordHash(n, LeafHash(l.ref, l.digest), r)
+		if err != nil {
+			return nil, err
+		}
+		for j, h := range hs {
+			r.mem[tlog.StoredHashIndex(0, n)+int64(j)] = h
+			hashes = append(hashes, h[:]...)
+		}
+		digests = append(digests, l.digest[:]...)
+		kinds[i], uids[i], keys[i], ats[i] = int16(l.ref.Kind), l.ref.UID, l.ref.Key, l.ref.At
+		if keys[i] == nil {
+			keys[i] = []byte{}
+		}
+	}
+	newSize := size + int64(len(leaves))
+	root, err := tlog.TreeHash(newSize, r)
+	if err != nil {
+		return nil, err
+	}
+	cp := Checkpoint{Origin: Origin(in.o.Signer.Name(), cluster), Size: newSize, Root: root}
+	signed, err := note.Sign(&note.Note{Text: cp.Text()}, in.o.Signer)
+	if err != nil {
+		return nil, fmt.Errorf("sign checkpoint: %w", err)
+	}
+	_, err = tx.Exec(ctx, insertSegmentSQL, cluster, size, newSize, tlog.StoredHashCount(size),
+		kinds, uids, keys, ats, digests, hashes, string(signed))
+	if err != nil {
+		return nil, fmt.Errorf("append segment: %w", err)
+	}
+	return signed, nil
+}
+
+// storedHashesSQL reads stored hashes by index ($2), each from the segment
+// that holds the leaf that completed it ($3).
+const storedHashesSQL = `
+SELECT k.i, substring(s.hashes FROM ((k.i - s.stored_from) * 32 + 1)::int FOR 32)
+FROM unnest($2::bigint[], $3::bigint[]) AS k(i, leaf)
+CROSS JOIN LATERAL (
+    SELECT stored_from, hashes FROM log_segments
+    WHERE cluster = $1 AND first_index <= k.leaf
+    ORDER BY first_index DESC LIMIT 1) s`
+
+// storedHashes is the tlog.HashReader of a cluster's stored hashes: those
+// of this pass in memory, the others read from log_segments.
+type storedHashes struct {
+	ctx     context.Context
+	q       pgx.Tx
+	cluster string
+	mem     map[int64]tlog.Hash
+}
+
+func (r *storedHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	var need, leaves []int64
+	for _, i := range indexes {
+		if _, ok := r.mem[i]; !ok {
+			level, n := tlog.SplitStoredHashIndex(i)
+			need, leaves = append(need, i), append(leaves, (n+1)<<level-1)
+		}
+	}
+	if len(need) > 0 {
+		rows, err := r.q.Query(r.ctx, storedHashesSQL, r.cluster, need, leaves)
+		if err != nil {
+			return nil, fmt.Errorf("read stored hashes: %w", err)
+		}
+		var i int64
+		var b []byte
+		_, err = pgx.ForEachRow(rows, []any{&i, &b}, func() error {
+			if len(b) != len(tlog.Hash{}) {
+				return fmt.Errorf("stored hash %d: %d bytes", i, len(b))
+			}
+			r.mem[i] = tlog.Hash(b)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read stored hashes: %w", err)
+		}
+	}
+	out := make([]tlog.Hash, len(indexes))
+	for k, i := range indexes {
+		h, ok := r.mem[i]
+		if !ok {
+			return nil, fmt.Errorf("stored hash %d is missing", i)
+		}
+		out[k] = h
+	}
+	return out, nil
+}

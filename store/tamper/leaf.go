@@ -1,0 +1,145 @@
+package tamper
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Kind is what a leaf commits to: a row of a record table or a control
+// entry. Its numbers are stored (log_pending.kind, log_segments.kinds).
+type Kind int16
+
+const (
+	KindEvent   Kind = 1 // a row of events
+	KindVersion Kind = 2 // a row of object_versions
+	KindCutoff  Kind = 3 // a retention cutoff, logged before retention deletes
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindEvent:
+		return "events"
+	case KindVersion:
+		return "object_versions"
+	case KindCutoff:
+		return "retention cutoff"
+	}
+	return fmt.Sprintf("kind %d", int16(k))
+}
+
+// Ref names the row a leaf commits to: its table and primary key (events:
+// cluster, key = event_key, at = stage_at; object_versions: cluster, uid,
+// key = version_key, with at = changed_at; a cutoff: cluster and at).
+type Ref struct {
+	Kind    Kind
+	Cluster string
+	UID     string
+	Key     []byte
+	At      time.Time
+}
+
+func (r Ref) String() string {
+	switch r.Kind {
+	case KindEvent:
+		return fmt.Sprintf("events(cluster=%q, event_key=%x, stage_at=%s)", r.Cluster, r.Key, r.At.UTC().Format(time.RFC3339Nano))
+	case KindVersion:
+		return fmt.Sprintf("object_versions(cluster=%q, uid=%q, version_key=%x, changed_at=%s)", r.Cluster, r.UID, r.Key, r.At.UTC().Format(time.RFC3339Nano))
+	case KindCutoff:
+		return fmt.Sprintf("retention cutoff(cluster=%q, cutoff=%s)", r.Cluster, r.At.UTC().Format(time.RFC3339Nano))
+	}
+	return fmt.Sprintf("%s(cluster=%q, uid=%q, key=%x)", r.Kind, r.Cluster, r.UID, r.Key)
+}
+
+// id is the map key of a row: its table and primary key.
+func (r Ref) id() string {
+	if r.Kind == KindVersion { // changed_at is not part of its key
+		return fmt.Sprintf("%d\x00%s\x00%s\x00%x", r.Kind, r.Cluster, r.UID, r.Key)
+	}
+	return fmt.Sprintf("%d\x00%s\x00%s\x00%x\x00%d", r.Kind, r.Cluster, r.UID, r.Key, r.At.UnixMicro())
+}
+
+// encodingVersion is the first byte of every encoding below: a change of
+// the columns, their order or their encoding takes a new version, and the
+// old one stays readable.
+const encodingVersion = 1
+
+// RowDigest is the SHA-256 of a row's encoding: the version, the kind and
+// each column in the table's fixed order (eventColumns, versionColumns), each
+// value tagged with its type and length-prefixed. Values are as PostgreSQL
+// stores them: json as its exact text, jsonb as PostgreSQL prints it (keys
+// sorted), timestamps in microseconds, arrays element by element, NULL apart
+// from the empty string.
+func RowDigest(k Kind, values []any) ([32]byte, error) {
+	b := []byte{encodingVersion, byte(k)}
+	b = binary.AppendUvarint(b, uint64(len(values)))
+	for i, v := range values {
+		var err error
+		if b, err = appendValue(b, v); err != nil {
+			return [32]byte{}, fmt.Errorf("column %d: %w", i, err)
+		}
+	}
+	return sha256.Sum256(b), nil
+}
+
+func appendValue(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, 'n'), nil
+	case string:
+		b = binary.AppendUvarint(append(b, 's'), uint64(len(v)))
+		return append(b, v...), nil
+	case []byte:
+		b = binary.AppendUvarint(append(b, 'b'), uint64(len(v)))
+		return append(b, v...), nil
+	case bool:
+		if v {
+			return append(b, 'B', 1), nil
+		}
+		return append(b, 'B', 0), nil
+	case int16:
+		return binary.BigEndian.AppendUint64(append(b, 'i'), uint64(v)), nil
+	case int32:
+		return binary.BigEndian.AppendUint64(append(b, 'i'), uint64(v)), nil
+	case int64:
+		return binary.BigEndian.AppendUint64(append(b, 'i'), uint64(v)), nil
+	case time.Time:
+		return binary.BigEndian.AppendUint64(append(b, 't'), uint64(v.UnixMicro())), nil
+	case []any:
+		b = binary.AppendUvarint(append(b, 'a'), uint64(len(v)))
+		for _, e := range v {
+			var err error
+			if b, err = appendValue(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("no encoding of %T", v)
+}
+
+// cutoffDigest is the row digest of a retention cutoff: its cluster and time.
+func cutoffDigest(r Ref) [32]byte {
+	d, _ := RowDigest(KindCutoff, []any{r.Cluster, r.At})
+	return d
+}
+
+// LeafHash is the RFC 6962 leaf hash of a leaf: the encoding of its
+// reference and of its row's digest. A leaf names its row, so a row gone
+// from the record is still known by what the log signed (its time, which
+// says whether a retention cutoff covers it).
+func LeafHash(r Ref, digest [32]byte) tlog.Hash {
+	b := []byte{encodingVersion, byte(r.Kind)}
+	for _, v := range []any{r.Cluster, r.UID, r.Key, r.At, digest[:]} {
+		b, _ = appendValue(b, v)
+	}
+	return tlog.RecordHash(b)
+}
+
+var errMalformed = errors.New("malformed log")
+
+func isMalformed(err error) bool { return errors.Is(err, errMalformed) }

@@ -1,0 +1,334 @@
+package tamper
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// VerifyOptions configure Verify.
+type VerifyOptions struct {
+	// Verifier is the public key the checkpoints must be signed with.
+	Verifier note.Verifier
+	// Cluster limits the check to one cluster; empty checks every cluster
+	// with a log or rows.
+	Cluster string
+	// TrustedDir holds each cluster's last trusted checkpoint
+	// (cluster=<name>/latest, as an integrator's --checkpoint-dir writes
+	// them), kept outside the database: the log must have only grown
+	// since. Empty: no such check.
+	TrustedDir string
+}
+
+// Problem is one failed check: the row (or the log) and what is wrong.
+type Problem struct {
+	Cluster string
+	Row     string // the row's table and primary key; "log" for the log itself
+	What    string
+}
+
+func (p Problem) String() string { return fmt.Sprintf("cluster %q: %s: %s", p.Cluster, p.Row, p.What) }
+
+// ClusterReport is what Verify found in one cluster.
+type ClusterReport struct {
+	Cluster  string
+	Size     int64     // leaves in the log
+	Root     tlog.Hash // the root of the tree its leaves make
+	Rows     int       // rows present and unchanged
+	Retained int       // rows gone behind a logged retention cutoff
+	Pending  int       // rows stored, not yet integrated
+	Cutoffs  []time.Time
+}
+
+// Report is what Verify found.
+type Report struct {
+	Clusters []ClusterReport
+	Problems []Problem
+}
+
+// OK says that every check passed.
+func (r Report) OK() bool { return len(r.Problems) == 0 }
+
+// Verify checks the record against its logs, cluster by cluster, each in
+// one snapshot: the newest checkpoint's signature, that the log extends the
+// trusted checkpoint, that the stored hashes give the signed root, that each
+// leaf's row is present and unchanged or gone behind a retention cutoff
+// logged after it, and that each row is in the log or pending. The error
+// is for what stopped the check (the database); a failed check is a
+// Problem.
+func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, error) {
+	var rep Report
+	clusters := []string{o.Cluster}
+	if o.Cluster == "" {
+		rows, err := pool.Query(ctx, `SELECT cluster FROM log_segments UNION SELECT cluster FROM log_pending
+			UNION SELECT cluster FROM events UNION SELECT cluster FROM object_versions ORDER BY 1`)
+		if err != nil {
+			return rep, fmt.Errorf("tamper: verify: clusters: %w", err)
+		}
+		if clusters, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return rep, fmt.Errorf("tamper: verify: clusters: %w", err)
+		}
+	}
+	for _, c := range clusters {
+		v := &verifier{o: o, cr: ClusterReport{Cluster: c}}
+		err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+			func(tx pgx.Tx) error { return v.cluster(ctx, tx) })
+		if err != nil {
+			return rep, fmt.Errorf("tamper: verify cluster %q: %w", c, err)
+		}
+		rep.Clusters = append(rep.Clusters, v.cr)
+		rep.Problems = append(rep.Problems, v.problems...)
+	}
+	return rep, nil
+}
+
+type verifier struct {
+	o        VerifyOptions
+	cr       ClusterReport
+	problems []Problem
+}
+
+func (v *verifier) fail(row, format string, args ...any) {
+	v.problems = append(v.problems, Problem{Cluster: v.cr.Cluster, Row: row, What: fmt.Sprintf(format, args...)})
+}
+
+type segment struct {
+	First, Size, StoredFrom int64
+	Kinds                   []int16
+	UIDs                    []string
+	Keys                    [][]byte
+	Ats                     []time.Time
+	Digests, Hashes         []byte
+	Checkpoint              string
+}
+
+const segmentsSQL = `
+SELECT first_index, tree_size, stored_from, kinds, uids, keys, ats, digests, hashes, checkpoint
+FROM log_segments WHERE cluster = $1 ORDER BY first_index`
+
+func (v *verifier) cluster(ctx context.Context, tx pgx.Tx) error {
+	c := v.cr.Cluster
+	rows, err := tx.Query(ctx, segmentsSQL, c)
+	if err != nil {
+		return err
+	}
+	var leaves []leaf
+	var stored []tlog.Hash
+	var last string
+	var s segment
+	_, err = pgx.ForEachRow(rows, []any{&s.First, &s.Size, &s.StoredFrom, &s.Kinds, &s.UIDs, &s.Keys, &s.Ats, &s.Digests, &s.Hashes, &s.Checkpoint}, func() error {
+		n := s.Size - s.First
+		if s.First != int64(len(leaves)) || n <= 0 || s.StoredFrom != tlog.StoredHashCount(s.First) ||
+			len(s.Kinds) != int(n) || len(s.UIDs) != int(n) || len(s.Keys) != int(n) || len(s.Ats) != int(n) ||
+			len(s.Digests) != 32*int(n) || int64(len(s.Hashes)) != 32*(tlog.StoredHashCount(s.Size)-s.StoredFrom) {
+			return fmt.Errorf("%w: segment at %d (after %d leaves)", errMalformed, s.First, len(leaves))
+		}
+		for i := range n {
+			leaves = append(leaves, leaf{Ref{Kind: Kind(s.Kinds[i]), Cluster: c, UID: s.UIDs[i], Key: s.Keys[i], At: s.Ats[i]},
+				[32]byte(s.Digests[32*i:])})
+		}
+		for i := 0; i < len(s.Hashes); i += 32 {
+			stored = append(stored, tlog.Hash(s.Hashes[i:]))
+		}
+		last = s.Checkpoint
+		return nil
+	})
+	if err != nil {
+		if isMalformed(err) {
+			v.fail("log", "%v: the log's segments do not follow each other (edited or removed)", err)
+			return nil
+		}
+		return err
+	}
+	size := int64(len(leaves))
+	v.cr.Size = size
+	// The tree's hashes, rebuilt from the leaves' hashes.
+	rebuilt := v.checkTree(leaves, stored)
+	mem := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(idx))
+		for k, i := range idx {
+			if i < 0 || i >= int64(len(rebuilt)) {
+				return nil, fmt.Errorf("stored hash %d is missing", i)
+			}
+			out[k] = rebuilt[i]
+		}
+		return out, nil
+	})
+	root, err := tlog.TreeHash(size, mem)
+	if err != nil {
+		v.fail("log", "the tree of %d leaves: %v", size, err)
+	}
+	v.cr.Root = root
+	if size > 0 {
+		signed, err := OpenCheckpoint([]byte(last), v.o.Verifier)
+		switch {
+		case err != nil:
+			v.fail("log", "the checkpoint at size %d: %v", size, err)
+		case signed.Origin != Origin(v.o.Verifier.Name(), c):
+			v.fail("log", "the checkpoint at size %d is of another log (origin %q)", size, signed.Origin)
+		case signed.Size != size:
+			v.fail("log", "the checkpoint says %d leaves, the log has %d", signed.Size, size)
+		case root != signed.Root:
+			v.fail("log", "the tree of %d leaves has root %v, the signed checkpoint %v (the log's hashes were edited or reordered)", size, root, signed.Root)
+		}
+	}
+	v.checkTrusted(size, root, mem)
+	return v.checkRows(ctx, tx, leaves)
+}
+
+// checkTree checks each leaf's hash and rebuilds the stored hashes from
+// them: a leaf whose reference or digest was edited, or interior hashes
+// that were, fail.
+func (v *verifier) checkTree(leaves []leaf, stored []tlog.Hash) []tlog.Hash {
+	rebuilt := make([]tlog.Hash, 0, len(stored))
+	r := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(idx))
+		for k, i := range idx {
+			out[k] = rebuilt[i]
+		}
+		return out, nil
+	})
+	for i, l := range leaves {
+		at := tlog.StoredHashIndex(0, int64(i))
+		if LeafHash(l.ref, l.digest) != stored[at] {
+			v.fail(l.ref.String(), "leaf %d does not match the log's hash (the log was edited)", i)
+		}
+		hs, err := tlog.StoredHashesForRecordHash(int64(i), stored[at], r)
+		if err != nil {
+			v.fail("log", "rebuilding the tree at leaf %d: %v", i, err)
+			return nil
+		}
+		rebuilt = append(rebuilt, hs...)
+	}
+	for i := range rebuilt {
+		if rebuilt[i] != stored[i] {
+			level, n := tlog.SplitStoredHashIndex(int64(i))
+			v.fail("log", "stored hash %d (level %d, node %d) does not match the leaves below it", i, level, n)
+		}
+	}
+	return rebuilt
+}
+
+// checkTrusted checks that the log extends the trusted checkpoint kept
+// outside the database.
+func (v *verifier) checkTrusted(size int64, root tlog.Hash, mem tlog.HashReader) {
+	if v.o.TrustedDir == "" {
+		return
+	}
+	c := v.cr.Cluster
+	b, err := ReadTrusted(v.o.TrustedDir, c)
+	if err != nil {
+		v.fail("log", "the trusted checkpoint: %v", err)
+		return
+	}
+	if b == nil {
+		return
+	}
+	trusted, err := OpenCheckpoint(b, v.o.Verifier)
+	switch {
+	case err != nil:
+		v.fail("log", "the trusted checkpoint: %v", err)
+	case trusted.Origin != Origin(v.o.Verifier.Name(), c):
+		v.fail("log", "the trusted checkpoint is of another log (origin %q)", trusted.Origin)
+	case trusted.Size > size:
+		v.fail("log", "the log has %d leaves, fewer than the %d of the trusted checkpoint: it was rolled back or truncated", size, trusted.Size)
+	case trusted.Size > 0:
+		p, err := tlog.ProveTree(size, trusted.Size, mem)
+		if err == nil {
+			err = tlog.CheckTree(p, size, root, trusted.Size, trusted.Root)
+		}
+		if err != nil {
+			v.fail("log", "the log of %d leaves does not extend the trusted checkpoint of %d: %v", size, trusted.Size, err)
+		}
+	}
+}
+
+// checkRows compares the leaves with the rows stored and pending.
+func (v *verifier) checkRows(ctx context.Context, tx pgx.Tx, leaves []leaf) error {
+	c := v.cr.Cluster
+	rows := map[string]leaf{}
+	keep := func(r Ref, d [32]byte) error {
+		rows[r.id()] = leaf{r, d}
+		return nil
+	}
+	if err := scanRows(ctx, tx, KindEvent, eventsOfClusterSQL, []any{c}, keep); err != nil {
+		return err
+	}
+	if err := scanRows(ctx, tx, KindVersion, versionsOfClusterSQL, []any{c}, keep); err != nil {
+		return err
+	}
+	pending := map[string]bool{}
+	prows, err := tx.Query(ctx, "SELECT kind, uid, key, at FROM log_pending WHERE cluster = $1", c)
+	if err != nil {
+		return err
+	}
+	var p Ref
+	_, err = pgx.ForEachRow(prows, []any{&p.Kind, &p.UID, &p.Key, &p.At}, func() error {
+		p.Cluster = c
+		pending[p.id()] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// cutoffAfter[i]: the latest retention cutoff logged after leaf i.
+	cutoffAfter := make([]time.Time, len(leaves)+1)
+	for i := len(leaves) - 1; i >= 0; i-- {
+		cutoffAfter[i] = cutoffAfter[i+1]
+		if l := leaves[i]; l.ref.Kind == KindCutoff {
+			if l.ref.At.After(cutoffAfter[i]) {
+				cutoffAfter[i] = l.ref.At
+			}
+			v.cr.Cutoffs = append(v.cr.Cutoffs, l.ref.At)
+		}
+	}
+	slices.Reverse(v.cr.Cutoffs)
+	logged := map[string]int{}
+	for i, l := range leaves {
+		if l.ref.Kind == KindCutoff {
+			if cutoffDigest(l.ref) != l.digest {
+				v.fail(l.ref.String(), "leaf %d: the cutoff's digest is not its own", i)
+			}
+			continue
+		}
+		id := l.ref.id()
+		if j, ok := logged[id]; ok {
+			v.fail(l.ref.String(), "logged twice, at leaves %d and %d", j, i)
+			continue
+		}
+		logged[id] = i
+		row, ok := rows[id]
+		switch {
+		case !ok && l.ref.At.Before(cutoffAfter[i+1]):
+			v.cr.Retained++
+		case !ok:
+			v.fail(l.ref.String(), "missing: logged at leaf %d, and no retention cutoff logged after it covers it", i)
+		case row.digest != l.digest || !row.ref.At.Equal(l.ref.At):
+			v.fail(l.ref.String(), "changed since it was logged at leaf %d", i)
+		default:
+			v.cr.Rows++
+		}
+	}
+	// Rows that the log does not hold, in a stable order.
+	var extra []Ref
+	for id, r := range rows {
+		if _, ok := logged[id]; !ok {
+			if pending[id] {
+				v.cr.Pending++
+				continue
+			}
+			extra = append(extra, r.ref)
+		}
+	}
+	slices.SortFunc(extra, compareRefs)
+	for _, r := range extra {
+		v.fail(r.String(), "not in the log, and not pending: written around the ingest")
+	}
+	return nil
+}
