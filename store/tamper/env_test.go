@@ -94,14 +94,14 @@ func (e *env) batch(cluster string, at time.Time, n int) *model.Batch {
 			AuditID: s, Stage: "ResponseComplete", Verb: "create", RequestURI: "/api/v1/namespaces/" + s,
 			Username: s, UserUID: s, UserGroups: []string{s, "", "system:authenticated"},
 			UserExtra: []byte(`{"z":["` + strconv.Itoa(e.seq) + `"],"a":[]}`), ImpersonatedGroups: nil,
-			SourceIPs: []string{"10.0.0.1"}, UserAgent: s, Resource: "configmaps", Namespace: s, Name: s,
+			SourceIPs: []string{"10.0.0.1"}, UserAgent: s, Resource: "configmaps", Namespace: s, Name: "n-" + s,
 			ObjectUID: uid, ResponseCode: 201, RequestObject: []byte(obj), Annotations: []byte(`{"b":"1","a":"` + strconv.Itoa(e.seq) + `"}`),
 			Rules: []string{s},
 		})
 		b.Versions = append(b.Versions, model.Version{
 			Cluster: cluster, UID: uid, Key: vkey[:], ResourceVersion: &rv, Origin: model.OriginChange,
 			Verb: "create", ChangedAt: when, EventKey: key[:], APIVersion: "v1", Kind: "ConfigMap",
-			Resource: "configmaps", Namespace: s, Name: s, Created: true, Complete: true,
+			Resource: "configmaps", Namespace: s, Name: "n-" + s, Created: true, Complete: true,
 			Object: []byte(obj), ObjectExact: []byte(obj), Rules: []string{s, s},
 		})
 	}
