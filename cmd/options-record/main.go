@@ -6,6 +6,8 @@
 //	options-record import  FILE... [flags]    audit log files through the same pipeline
 //	options-record sql     [QUERY] [flags]    SQL on the database in use
 //	options-record policy  [flags]            the audit Policy the rules need
+//	options-record verify  [flags]            check the record against its tamper-evident log
+//	options-record log-key [flags]            make the log's signing key
 //	options-record version [-o json|yaml]     the release, commit and build date
 //
 // main only builds the command line (cobra, with each command's flags from
@@ -115,26 +117,32 @@ func setSectionedHelp(cmd *cobra.Command, sections cliflag.NamedFlagSets) {
 }
 
 var use = map[string]string{
-	"serve":  "serve [flags]",
-	"import": "import FILE... [flags]",
-	"sql":    "sql [QUERY] [flags]",
-	"policy": "policy [flags]",
+	"serve":   "serve [flags]",
+	"import":  "import FILE... [flags]",
+	"sql":     "sql [QUERY] [flags]",
+	"policy":  "policy [flags]",
+	"verify":  "verify [flags]",
+	"log-key": "log-key --name NAME --log-signing-key-file FILE",
 }
 
 var args = map[string]cobra.PositionalArgs{
-	"serve":  cobra.NoArgs,
-	"import": cobra.MinimumNArgs(1),
-	"sql":    cobra.ArbitraryArgs,
-	"policy": cobra.NoArgs,
+	"serve":   cobra.NoArgs,
+	"import":  cobra.MinimumNArgs(1),
+	"sql":     cobra.ArbitraryArgs,
+	"policy":  cobra.NoArgs,
+	"verify":  cobra.NoArgs,
+	"log-key": cobra.NoArgs,
 }
 
 var examples = map[string]string{
 	"serve": `  options-record serve --rules-file rules.yaml              # both roles, embedded PostgreSQL, no cluster
   options-record serve --roles=ingest --in-cluster           # the ingest workload of deploy/
   options-record serve --context kind-dev --api-bind-address :8444   # KUBECONFIG's context`,
-	"import": `  options-record import /var/log/kubernetes/audit.log --cluster prod --rules-file rules.yaml`,
-	"sql":    `  options-record sql "SELECT deleted_by, resource, name FROM deletions ORDER BY deleted_at DESC LIMIT 5"`,
-	"policy": `  options-record policy --rules-file rules.yaml > policy.yaml`,
+	"import":  `  options-record import /var/log/kubernetes/audit.log --cluster prod --rules-file rules.yaml`,
+	"sql":     `  options-record sql "SELECT deleted_by, resource, name FROM deletions ORDER BY deleted_at DESC LIMIT 5"`,
+	"policy":  `  options-record policy --rules-file rules.yaml > policy.yaml`,
+	"verify":  `  options-record verify --log-verifier-key-file log.pub --checkpoint-dir /mnt/checkpoints`,
+	"log-key": `  options-record log-key --name record.example.com/log --log-signing-key-file log.key > log.pub`,
 }
 
 // usageArgs makes a positional-argument error a usage error (exit code 2).
@@ -167,6 +175,10 @@ func runCommand(ctx context.Context, name string, o options.Command, argv []stri
 		return app.SQL(ctx, o.Config(argv, stdin, stdout, stderr))
 	case *options.Policy:
 		return app.Policy(ctx, o.Config(stdout, stderr))
+	case *options.Verify:
+		return app.Verify(ctx, o.Config(stdout, stderr))
+	case *options.LogKey:
+		return app.LogKey(o.Config(stdout))
 	}
 	return fmt.Errorf("no command %q", name)
 }

@@ -19,10 +19,13 @@ type ImportOptions struct {
 	BatchSize int
 	// SecretDigestKeyFile: as for serve (the same key gives the same digests).
 	SecretDigestKeyFile string
-	Files               []string
-	Out                 io.Writer // summary
-	Progress            io.Writer // progress bar; nil for none
-	Logger              *slog.Logger
+	// TamperLog writes the tamper-evident log's pending rows, which the
+	// ingest's integrator logs (a record whose ingest keeps a log).
+	TamperLog bool
+	Files     []string
+	Out       io.Writer // summary
+	Progress  io.Writer // progress bar; nil for none
+	Logger    *slog.Logger
 }
 
 // Import runs audit log files (the log backend's JSON lines, or EventList
@@ -56,7 +59,7 @@ func Import(ctx context.Context, o ImportOptions) error {
 		return err
 	}
 	defer db.Close(context.WithoutCancel(ctx))
-	st, err := store.Open(ctx, store.Options{URL: db.URL, Logger: log})
+	st, err := store.Open(ctx, store.Options{URL: db.URL, Logger: log, TamperLog: o.TamperLog})
 	if err != nil {
 		return err
 	}

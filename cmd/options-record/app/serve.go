@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"golang.org/x/mod/sumdb/note"
 	"log/slog"
 	"net"
 	"net/http"
@@ -101,7 +102,12 @@ type ServeOptions struct {
 	// SecretDigestKeyFile holds the key Secret values are digested with;
 	// empty: a key generated under the data directory.
 	SecretDigestKeyFile string
-	Logger              *slog.Logger
+	// LogSigningKeyFile, when set, keeps the tamper-evident log: batches
+	// write pending rows, and this replica integrates and signs them
+	// (package tamper); CheckpointDir receives each signed checkpoint.
+	LogSigningKeyFile string
+	CheckpointDir     string
+	Logger            *slog.Logger
 	// OnListening, if set, is called with the bound addresses once the
 	// listeners are up (tests listen on port 0); webhook is nil without
 	// RoleIngest.
@@ -160,7 +166,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	// before the journal, the store and the database stop.
 	cs := []component{
 		{"database", p.openDatabase},
-		p.openStore(store.Options{Logger: log, Registerer: p.reg}, o.JournalDir != ""),
+		p.openStore(store.Options{Logger: log, Registerer: p.reg, TamperLog: p.logSigner != nil}, o.JournalDir != ""),
 		background("store preparation", p.keepPreparing),
 		{"journal", p.openJournal},
 	}
@@ -182,6 +188,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		late = append(late, background("notifications", func(ctx context.Context) {
 			notify.New(p.st, notify.Options{Config: p.notify, Window: o.Notify.Window, Logger: log, Registerer: p.reg}).Run(ctx)
 		}))
+	}
+	if p.logSigner != nil {
+		late = append(late, background("tamper log", p.runIntegrator))
 	}
 	if o.API != nil {
 		late = append(late, component{"restore API", p.startAPI})
@@ -226,6 +235,8 @@ type ingestProcess struct {
 	lag      *auditsink.SourceLag
 	pipeOnce sync.Once
 	pipe     *auditsink.Pipeline
+	// logSigner signs the tamper-evident log's checkpoints; nil: no log.
+	logSigner note.Signer
 }
 
 // newIngest prepares what needs no I/O: the rules, the webhook's TLS and
@@ -260,6 +271,11 @@ func newIngest(o ServeOptions, log *slog.Logger) (*ingestProcess, error) {
 		sharer: rulesync.NewSharer(registry, log), tlsCfg: tlsCfg, auth: auth, notify: nc}
 	p.metrics = auditsink.NewMetrics(p.reg)
 	p.lag = auditsink.NewSourceLag(p.reg)
+	if o.LogSigningKeyFile != "" {
+		if p.logSigner, err = loadLogSigner(o.LogSigningKeyFile); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
 }
 

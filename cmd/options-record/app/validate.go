@@ -59,6 +59,10 @@ func (o *ServeOptions) roles() (ingest, api bool, err error) {
 		return false, false, errors.New("--journal-dir without the role ingest (--roles): only ingest takes batches")
 	case !ingest && o.Notify.ConfigFile != "":
 		return false, false, errors.New("--notify-config without the role ingest (--roles): only ingest sends notifications")
+	case !ingest && o.LogSigningKeyFile != "":
+		return false, false, errors.New("--log-signing-key-file without the role ingest (--roles): only ingest keeps the tamper-evident log")
+	case o.CheckpointDir != "" && o.LogSigningKeyFile == "":
+		return false, false, errors.New("--checkpoint-dir needs --log-signing-key-file")
 	}
 	return ingest, api, nil
 }

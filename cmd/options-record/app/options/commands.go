@@ -1,6 +1,7 @@
 package options
 
 import (
+	"errors"
 	"io"
 
 	"strings"
@@ -16,6 +17,7 @@ type Import struct {
 	Common
 	Rules
 	BatchSize int
+	TamperLog bool
 }
 
 // NewImport returns the options of import with their defaults.
@@ -26,6 +28,7 @@ func (o *Import) Flags() (fss cliflag.NamedFlagSets) {
 	o.Common.addFlags(fss.FlagSet("common"))
 	o.Rules.addFlags(fss.FlagSet("rules"))
 	fss.FlagSet("import").IntVar(&o.BatchSize, "batch-size", 400, "events stored per transaction")
+	fss.FlagSet("import").BoolVar(&o.TamperLog, "tamper-log", false, "write the tamper-evident log's pending rows, for the integrator of a serve with --log-signing-key-file to log")
 	return fss
 }
 
@@ -37,7 +40,7 @@ func (o *Import) Validate() error { return o.Common.validate() }
 func (o *Import) Config(files []string, out, logs, progress io.Writer) app.ImportOptions {
 	return app.ImportOptions{
 		Database: o.database(), Rules: o.rules(), Cluster: o.Cluster, BatchSize: o.BatchSize,
-		SecretDigestKeyFile: o.SecretDigestKeyFile, Files: files, Out: out, Progress: progress,
+		SecretDigestKeyFile: o.SecretDigestKeyFile, TamperLog: o.TamperLog, Files: files, Out: out, Progress: progress,
 		Logger: o.Logger(logs),
 	}
 }
@@ -100,6 +103,72 @@ func (o *Policy) Config(out, logs io.Writer) app.PolicyOptions {
 	return c
 }
 
+// Verify are the flags of `options-record verify`.
+type Verify struct {
+	Common
+	VerifierKey, VerifierKeyFile, CheckpointDir, Cluster string
+}
+
+// NewVerify returns the options of verify with their defaults.
+func NewVerify() *Verify { return &Verify{} }
+
+// Flags defines verify's flags, in sections.
+func (o *Verify) Flags() (fss cliflag.NamedFlagSets) {
+	o.Common.addFlags(fss.FlagSet("common"))
+	fs := fss.FlagSet("verify")
+	fs.StringVar(&o.VerifierKey, "log-verifier-key", "", "the tamper-evident log's public key (NAME+HASH+KEY, as options-record log-key prints it)")
+	fs.StringVar(&o.VerifierKeyFile, "log-verifier-key-file", "", "file holding --log-verifier-key")
+	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "trusted checkpoints kept outside the database (serve's --checkpoint-dir, or a copy): the log must have only grown since; empty: not checked")
+	fs.StringVar(&o.Cluster, "cluster", "", "check this cluster only; empty: every cluster")
+	return fss
+}
+
+// Validate checks the flags.
+func (o *Verify) Validate() error {
+	if err := o.Common.validate(); err != nil {
+		return err
+	}
+	if (o.VerifierKey == "") == (o.VerifierKeyFile == "") {
+		return errors.New("verify needs one of --log-verifier-key and --log-verifier-key-file")
+	}
+	return nil
+}
+
+// Config is the app's configuration, printing to out.
+func (o *Verify) Config(out, logs io.Writer) app.VerifyOptions {
+	return app.VerifyOptions{Database: o.database(), VerifierKey: o.VerifierKey, VerifierKeyFile: o.VerifierKeyFile,
+		CheckpointDir: o.CheckpointDir, Cluster: o.Cluster, Out: out, Logger: o.Logger(logs)}
+}
+
+// LogKey are the flags of `options-record log-key`.
+type LogKey struct {
+	Name, SigningKeyFile string
+}
+
+// NewLogKey returns the options of log-key with their defaults.
+func NewLogKey() *LogKey { return &LogKey{} }
+
+// Flags defines log-key's flags.
+func (o *LogKey) Flags() (fss cliflag.NamedFlagSets) {
+	fs := fss.FlagSet("log-key")
+	fs.StringVar(&o.Name, "name", "", "the key's name, which begins each log's origin line (e.g. record.example.com/log)")
+	fs.StringVar(&o.SigningKeyFile, "log-signing-key-file", "", "new file to write the private key to (mode 0600); the public key is printed")
+	return fss
+}
+
+// Validate checks the flags.
+func (o *LogKey) Validate() error {
+	if o.Name == "" || o.SigningKeyFile == "" {
+		return errors.New("log-key needs --name and --log-signing-key-file")
+	}
+	return nil
+}
+
+// Config is the app's configuration, printing the public key to out.
+func (o *LogKey) Config(out io.Writer) app.LogKeyOptions {
+	return app.LogKeyOptions{Name: o.Name, SigningKeyFile: o.SigningKeyFile, Out: out}
+}
+
 // Command is one command's options.
 type Command interface {
 	Flags() cliflag.NamedFlagSets
@@ -114,6 +183,8 @@ func Commands() []NamedCommand {
 		{"import", "import audit log files (JSON lines or EventLists) through the same pipeline", func() Command { return NewImport() }},
 		{"sql", "query the record (psql when installed; a QUERY argument, or interactive)", func() Command { return NewSQL() }},
 		{"policy", "print the audit Policy the rules need", func() Command { return NewPolicy() }},
+		{"verify", "check the record against its tamper-evident log; exits non-zero naming each row that fails", func() Command { return NewVerify() }},
+		{"log-key", "make the tamper-evident log's signing key (a file) and print its verifier key", func() Command { return NewLogKey() }},
 	}
 }
 

@@ -41,7 +41,9 @@ type Serve struct {
 	JournalDir         string
 	Notify             app.NotifyOptions
 
-	GKE app.GKEOptions
+	GKE               app.GKEOptions
+	LogSigningKeyFile string
+	CheckpointDir     string
 
 	API        app.APIOptions
 	Audiences  []string
@@ -115,6 +117,9 @@ func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
 	fs.StringVar(&o.EventHubs.Cluster, "eventhubs-cluster", "", "cluster the Event Hubs events are recorded under; empty: --cluster")
 	fs.BoolVar(&o.EventHubs.TLS, "eventhubs-tls", true, "connect to the Kafka endpoint with TLS (Event Hubs requires it)")
 	fs.StringVar(&o.EventHubs.CAFile, "eventhubs-ca-file", "", "CA bundle verifying the Kafka endpoint; empty: the system's roots")
+	fs = fss.FlagSet("tamper-evident log")
+	fs.StringVar(&o.LogSigningKeyFile, "log-signing-key-file", "", "note signing key of the tamper-evident log (options-record log-key makes one; mount it from a Secret only the ingest identity reads): batches are logged and checkpoints signed; every ingest replica of the record needs it. Empty: no log")
+	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "directory receiving each signed checkpoint, outside the database (cluster=NAME/SIZE and cluster=NAME/latest): what verify --checkpoint-dir trusts")
 	fs = fss.FlagSet("restore API")
 	fs.StringVar(&o.API.Addr, "api-bind-address", "", "HTTPS address of the restore API; empty disables it")
 	fs.StringVar(&o.API.TLSCertFile, "api-tls-cert-file", "", "restore API serving certificate; empty reuses the webhook's")
@@ -175,7 +180,7 @@ func (o *Serve) Config(logs io.Writer) app.ServeOptions {
 		MaxBodyBytes: o.MaxBodyBytes, ChunkBytes: o.ChunkBytes, MaxEventBytes: o.MaxEventBytes, MaxInFlight: o.MaxInFlight, MaxInFlightBytes: o.MaxInFlightBytes,
 		MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout, MaxEventAge: o.MaxEventAge,
 		WebhookHTTP2: o.WebhookHTTP2, MetricsAddr: o.MetricsAddr, JournalDir: o.JournalDir, Notify: o.Notify,
-		SecretDigestKeyFile: o.SecretDigestKeyFile,
+		SecretDigestKeyFile: o.SecretDigestKeyFile, LogSigningKeyFile: o.LogSigningKeyFile, CheckpointDir: o.CheckpointDir,
 	}
 	c.Database.APIURL = o.APIDatabaseURL
 	for _, r := range trimmed(o.Roles) {

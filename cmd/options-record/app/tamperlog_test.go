@@ -1,0 +1,78 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/options-record/options-record/store/pgtest"
+	"github.com/options-record/options-record/store/tamper"
+	"github.com/options-record/options-record/test/gen"
+)
+
+// TestVerifyCommand: a key from log-key signs the log of an import, the
+// verify command passes on it, and after an UPDATE of a stored state it
+// fails, naming the row.
+func TestVerifyCommand(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	keyFile := filepath.Join(dir, "log.key")
+	var pub bytes.Buffer
+	if err := LogKey(LogKeyOptions{Name: "record.example/log", SigningKeyFile: keyFile, Out: &pub}); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := loadLogSigner(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(lines, gen.Lines(
+		gen.Event(gen.Namespace("prod"), gen.Name("a"), gen.Response(gen.ConfigMap("prod", "a", "uid-a", 10, map[string]string{"k": "v"}))),
+		gen.Event(gen.Namespace("prod"), gen.Name("b"), gen.Response(gen.ConfigMap("prod", "b", "uid-b", 11, map[string]string{"k": "w"}))),
+	), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Import(ctx, ImportOptions{Database: DatabaseOptions{URL: dsn, DataDir: dir},
+		Rules: RulesOptions{Files: []string{rulesFile}, Namespace: "options-record"}, Files: []string{lines}, Out: &out,
+		BatchSize: 10, TamperLog: true}); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	checkpoints := filepath.Join(dir, "checkpoints")
+	in, err := tamper.NewIntegrator(tamper.IntegratorOptions{Pool: pool, Signer: signer, CheckpointDir: checkpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.IntegrateAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	vo := VerifyOptions{Database: DatabaseOptions{URL: dsn, DataDir: dir}, VerifierKey: strings.TrimSpace(pub.String()),
+		CheckpointDir: checkpoints, Out: &out}
+	out.Reset()
+	if err := Verify(ctx, vo); err != nil {
+		t.Fatalf("verify: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), `cluster "default": 4 leaves`) {
+		t.Errorf("verify printed:\n%s", out.String())
+	}
+	if _, err := pool.Exec(ctx, `UPDATE object_versions SET object = '{}' WHERE uid = 'uid-b'`); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	err = Verify(ctx, vo)
+	if !errors.Is(err, ErrVerifyFailed) || !strings.Contains(out.String(), `FAIL cluster "default": object_versions(cluster="default", uid="uid-b"`) {
+		t.Errorf("verify after an UPDATE: %v\n%s", err, out.String())
+	}
+}
