@@ -56,6 +56,9 @@ type options struct {
 	perfDir   string
 	analyze   bool
 	days      int
+	// tamperLog runs each sink that has the tamper-evident log
+	// (--log-signing-key-file) with it.
+	tamperLog bool
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -107,6 +110,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured time per mix")
 	fs.IntVar(&o.days, "days", 30, "days of (empty) event partitions before today, as a sink with the default 30-day retention holds")
 	fs.BoolVar(&o.analyze, "analyze", false, "ANALYZE the record's tables after the warm-up, as autovacuum does after about a minute, to measure that steady state rather than a fresh database's first seconds")
+	fs.BoolVar(&o.tamperLog, "tamper-log", true, "run a sink build that has the tamper-evident log with it (a key from its log-key, checkpoints in its directory); the summary shows the log's bytes and integration lag")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories (database, sink log) for inspection")
 	fs.StringVar(&o.perfDir, "perf", "", "record a system-wide CPU profile of each measured window with perf into `dir`")
 	fs.Usage = func() {
@@ -542,7 +546,7 @@ func printMix(out io.Writer, r result) {
 	s := r.storage
 	perKept := 0.0
 	if s.events > 0 {
-		perKept = float64(s.eventBytes+s.versionBytes) / float64(s.events)
+		perKept = float64(s.eventBytes+s.versionBytes+s.logBytes) / float64(s.events)
 	}
 	fmt.Fprintf(out, "  stored: %s events (%d partitions, %.1f MiB with indexes and TOAST), %s object versions (%.1f MiB): %s bytes per kept event\n",
 		thousands(float64(s.events)), s.partitions, float64(s.eventBytes)/(1<<20), thousands(float64(s.versions)), float64(s.versionBytes)/(1<<20), thousands(perKept))
@@ -552,6 +556,10 @@ func printMix(out io.Writer, r result) {
 			fmt.Fprintf(out, " %s %s;", p.name, thousands(float64(p.bytes)/float64(s.events)))
 		}
 		fmt.Fprintln(out)
+	}
+	if s.logged {
+		fmt.Fprintf(out, "  tamper-evident log: %.1f MiB (%s bytes per kept event, in the total above), integration lag (ingested_at to integrated_at) p50 %s, p99 %s, max %s\n",
+			float64(s.logBytes)/(1<<20), thousands(float64(s.logBytes)/float64(max(s.events, 1))), ms(s.lagP50), ms(s.lagP99), ms(s.lagMax))
 	}
 	fmt.Fprintf(out, "  sequential scans (whole run): events partitions %s (%s rows read), object_versions %s (%s rows read)\n",
 		thousands(float64(s.eventSeqScans)), thousands(float64(s.eventSeqRows)), thousands(float64(s.versionSeqScans)), thousands(float64(s.versionSeqRows)))
@@ -629,8 +637,20 @@ func printSummary(out io.Writer, o options, rs []result) {
 		if r.storage.events == 0 {
 			return "-"
 		}
-		return thousands(float64(r.storage.eventBytes+r.storage.versionBytes) / float64(r.storage.events))
+		return thousands(float64(r.storage.eventBytes+r.storage.versionBytes+r.storage.logBytes) / float64(r.storage.events))
 	}, "≤ 6,144")
+	row("of which the tamper log's", func(r result) string {
+		if r.storage.events == 0 || !r.storage.logged {
+			return "-"
+		}
+		return thousands(float64(r.storage.logBytes) / float64(r.storage.events))
+	}, "")
+	row("integration lag p50 / p99", func(r result) string {
+		if !r.storage.logged {
+			return "-"
+		}
+		return ms(r.storage.lagP50) + " / " + ms(r.storage.lagP99)
+	}, "")
 	row("WAL bytes per kept event", func(r result) string {
 		if r.counts.keptOK == 0 {
 			return "-"
@@ -656,7 +676,7 @@ func printRatios(out io.Writer, rs []result) {
 		if r.storage.events == 0 {
 			return 0
 		}
-		return float64(r.storage.eventBytes+r.storage.versionBytes) / float64(r.storage.events)
+		return float64(r.storage.eventBytes+r.storage.versionBytes+r.storage.logBytes) / float64(r.storage.events)
 	}
 	wal := func(r result) float64 {
 		if r.counts.keptOK == 0 {

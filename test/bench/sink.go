@@ -96,14 +96,22 @@ func startEnv(ctx context.Context, o options) (_ *env, err error) {
 		return nil, fmt.Errorf("sink log: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(o.sinkBin, "serve",
+	args := []string{"serve",
 		"--database-url", e.dsn,
 		"--data-dir", sinkDir,
 		"--rules-file", rules,
 		"--webhook-bind-address", webhookAddr,
 		"--metrics-bind-address", metricsAddr,
 		"--log-level", "warn",
-	)
+	}
+	if o.tamperLog && hasTamperLog(o.sinkBin) {
+		key := filepath.Join(dir, "log.key")
+		if out, err := exec.Command(o.sinkBin, "log-key", "--name", "bench.example/log", "--log-signing-key-file", key).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("log-key: %w: %s", err, out)
+		}
+		args = append(args, "--log-signing-key-file", key, "--checkpoint-dir", filepath.Join(dir, "checkpoints"))
+	}
+	cmd := exec.Command(o.sinkBin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "OPTIONS_RECORD_DATABASE_URL=")
 	// Its own process group, so a terminal's Ctrl-C reaches only the bench,
@@ -387,6 +395,12 @@ type storage struct {
 	// index (the events partitions summed per index), and the average
 	// stored width of the largest columns.
 	parts []storagePart
+	// The tamper-evident log, when the sink keeps one: its tables' bytes
+	// (once the integrator has drained what the window wrote) and the lag
+	// from a batch's commit to its integration.
+	logged                 bool
+	logBytes               int64
+	lagP50, lagP99, lagMax time.Duration
 }
 
 // storagePart is the size of one part of the record.
@@ -395,16 +409,26 @@ type storagePart struct {
 	bytes int64
 }
 
+// hasTamperLog says whether a sink build keeps the tamper-evident log
+// (an older build, compared with -compare, does not).
+func hasTamperLog(bin string) bool {
+	out, _ := exec.Command(bin, "serve", "--help").CombinedOutput()
+	return strings.Contains(string(out), "--log-signing-key-file")
+}
+
 func (e *env) storage(ctx context.Context) (storage, error) {
 	conn, err := pgx.Connect(ctx, e.dsn)
 	if err != nil {
 		return storage{}, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	s, err := e.logStorage(ctx, conn)
+	if err != nil {
+		return s, err
+	}
 	// The statistics collector is fed by the backends within about a second.
 	// Read before the counts below, whose own scans are not the sink's.
 	time.Sleep(1500 * time.Millisecond)
-	var s storage
 	err = conn.QueryRow(ctx, `
 SELECT coalesce(sum(seq_scan) FILTER (WHERE relid <> 'object_versions'::regclass), 0)::bigint,
        coalesce(sum(seq_tup_read) FILTER (WHERE relid <> 'object_versions'::regclass), 0)::bigint,
@@ -520,3 +544,36 @@ func label(labels, name string) string {
 }
 
 var errInterrupted = errors.New("interrupted")
+
+// logStorage waits (up to a minute) for the integrator to drain the
+// pending rows, then measures the log's tables and the integration lag.
+func (e *env) logStorage(ctx context.Context, conn *pgx.Conn) (storage, error) {
+	var s storage
+	if err := conn.QueryRow(ctx, "SELECT to_regclass('log_segments') IS NOT NULL AND EXISTS (SELECT 1 FROM log_segments)").Scan(&s.logged); err != nil || !s.logged {
+		return s, err
+	}
+	for range 600 {
+		var pending int64
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM log_pending").Scan(&pending); err != nil {
+			return s, fmt.Errorf("log_pending: %w", err)
+		}
+		if pending == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var p50, p99, pmax float64
+	err := conn.QueryRow(ctx, `
+SELECT pg_total_relation_size('log_segments') + pg_total_relation_size('log_pending'),
+       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY lag), 0), coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY lag), 0),
+       coalesce(max(lag), 0)
+FROM (SELECT extract(epoch FROM l.integrated_at - e.ingested_at)::float8 AS lag
+      FROM log_leaves l JOIN events e ON e.cluster = l.cluster AND e.event_key = l.key AND e.stage_at = l.at
+      WHERE l.row_table = 'events') x`).Scan(&s.logBytes, &p50, &p99, &pmax)
+	if err != nil {
+		return s, fmt.Errorf("tamper log storage: %w", err)
+	}
+	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	s.lagP50, s.lagP99, s.lagMax = sec(p50), sec(p99), sec(pmax)
+	return s, nil
+}
