@@ -215,7 +215,8 @@ func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []Ref) (
 		return nil
 	}
 	if len(eKeys) > 0 {
-		if err := scanRows(ctx, tx, KindEvent, eventsByRefSQL, []any{cluster, eKeys, eAts}, keep); err != nil {
+		first, last := slices.MinFunc(eAts, time.Time.Compare), slices.MaxFunc(eAts, time.Time.Compare)
+		if err := scanRows(ctx, tx, KindEvent, eventsByRefSQL, []any{cluster, eKeys, eAts, first, last}, keep); err != nil {
 			return nil, err
 		}
 	}

@@ -40,7 +40,8 @@ func selectList(alias string, cols []string) string {
 var (
 	eventsByRefSQL = `SELECT ` + selectList("e", eventColumns) + `
 FROM events e JOIN unnest($2::bytea[], $3::timestamptz[]) AS k(key, at)
-  ON e.cluster = $1 AND e.event_key = k.key AND e.stage_at = k.at`
+  ON e.cluster = $1 AND e.event_key = k.key AND e.stage_at = k.at
+WHERE e.stage_at BETWEEN $4 AND $5` // redundant bounds: they prune the daily partitions
 	versionsByRefSQL = `SELECT ` + selectList("v", versionColumns) + `
 FROM object_versions v JOIN unnest($2::text[], $3::bytea[]) AS k(uid, key)
   ON v.cluster = $1 AND v.uid = k.uid AND v.version_key = k.key`
