@@ -562,6 +562,12 @@ func (e *env) logStorage(ctx context.Context, conn *pgx.Conn) (storage, error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// Joined by hash: the record has no statistics yet, and a nested loop
+	// over the partitions' indexes takes minutes.
+	if _, err := conn.Exec(ctx, "SET enable_nestloop = off"); err != nil {
+		return s, err
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "RESET enable_nestloop") }()
 	var p50, p99, pmax float64
 	err := conn.QueryRow(ctx, `
 SELECT pg_total_relation_size('log_segments') + pg_total_relation_size('log_pending'),
