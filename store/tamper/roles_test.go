@@ -1,0 +1,45 @@
+package tamper
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/pgtest"
+)
+
+// TestRoles: with the roles of roles.sql, the ingest role writes the
+// record and integrates its log, and the reader role, which cannot write,
+// verifies it.
+func TestRoles(t *testing.T) {
+	r := pgtest.NewRoles(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: r.Ingest, TamperLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e := &env{t: t, url: r.Ingest, st: st, dir: t.TempDir()}
+	e.signer, e.verifier = newKey(t)
+	e.in = e.integrator(e.signer)
+	e.write(e.batch("default", time.Now(), 3))
+	e.integrate()
+	reader, err := pgxpool.New(ctx, r.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	rep, err := Verify(ctx, reader, VerifyOptions{Verifier: e.verifier, TrustedDir: e.dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Clusters[0].Rows != 6 {
+		t.Fatalf("verify as the reader: %+v\n%s", rep.Clusters, problems(rep))
+	}
+	if _, err := reader.Exec(ctx, "DELETE FROM log_segments"); err == nil {
+		t.Error("the reader role deleted the log")
+	}
+}
