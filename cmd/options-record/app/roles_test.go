@@ -45,6 +45,9 @@ func TestRolesRefuseTheOtherRolesOptions(t *testing.T) {
 		{"ingest with an API address", ServeOptions{Roles: []Role{RoleIngest}, API: api}, false, false, "without the role api"},
 		{"api with a journal", ServeOptions{Roles: []Role{RoleAPI}, API: api, JournalDir: "j"}, false, false, "--journal-dir"},
 		{"unknown role", ServeOptions{Roles: []Role{"webhook"}}, false, false, "unknown role"},
+		{"ingest keeps the log", ServeOptions{Roles: []Role{RoleIngest}, LogSigningKeyFile: "k", CheckpointDir: "c"}, true, false, ""},
+		{"api with the log's key", ServeOptions{Roles: []Role{RoleAPI}, API: api, LogSigningKeyFile: "k"}, false, false, "--log-signing-key-file"},
+		{"checkpoints without a key", ServeOptions{CheckpointDir: "c"}, false, false, "--checkpoint-dir needs"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,6 +37,9 @@ func (o *ServeOptions) Validate() error {
 
 // roles says which roles o runs, and refuses options of a role it does not.
 func (o *ServeOptions) roles() (ingest, api bool, err error) {
+	if o.CheckpointDir != "" && o.LogSigningKeyFile == "" {
+		return false, false, errors.New("--checkpoint-dir needs --log-signing-key-file")
+	}
 	if len(o.Roles) == 0 {
 		return true, o.API != nil && o.API.Addr != "", nil
 	}
@@ -61,8 +64,6 @@ func (o *ServeOptions) roles() (ingest, api bool, err error) {
 		return false, false, errors.New("--notify-config without the role ingest (--roles): only ingest sends notifications")
 	case !ingest && o.LogSigningKeyFile != "":
 		return false, false, errors.New("--log-signing-key-file without the role ingest (--roles): only ingest keeps the tamper-evident log")
-	case o.CheckpointDir != "" && o.LogSigningKeyFile == "":
-		return false, false, errors.New("--checkpoint-dir needs --log-signing-key-file")
 	}
 	return ingest, api, nil
 }
