@@ -399,7 +399,8 @@ type storage struct {
 	// (once the integrator has drained what the window wrote) and the lag
 	// from a batch's commit to its integration.
 	logged                 bool
-	logBytes               int64
+	logBytes               int64 // log_segments
+	pendingBytes           int64 // log_pending, empty but not vacuumed: its peak backlog
 	lagP50, lagP99, lagMax time.Duration
 }
 
@@ -570,12 +571,12 @@ func (e *env) logStorage(ctx context.Context, conn *pgx.Conn) (storage, error) {
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "RESET enable_nestloop") }()
 	var p50, p99, pmax float64
 	err := conn.QueryRow(ctx, `
-SELECT pg_total_relation_size('log_segments') + pg_total_relation_size('log_pending'),
+SELECT pg_total_relation_size('log_segments'), pg_total_relation_size('log_pending'),
        coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY lag), 0), coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY lag), 0),
        coalesce(max(lag), 0)
 FROM (SELECT extract(epoch FROM l.integrated_at - e.ingested_at)::float8 AS lag
       FROM log_leaves l JOIN events e ON e.cluster = l.cluster AND e.event_key = l.key AND e.stage_at = l.at
-      WHERE l.row_table = 'events') x`).Scan(&s.logBytes, &p50, &p99, &pmax)
+      WHERE l.row_table = 'events') x`).Scan(&s.logBytes, &s.pendingBytes, &p50, &p99, &pmax)
 	if err != nil {
 		return s, fmt.Errorf("tamper log storage: %w", err)
 	}
