@@ -71,9 +71,9 @@ const encodingVersion = 1
 // RowDigest is the SHA-256 of a row's encoding: the version, the kind and
 // each column in the table's fixed order (eventColumns, versionColumns), each
 // value tagged with its type and length-prefixed. Values are as PostgreSQL
-// stores them: json as its exact text, jsonb as PostgreSQL prints it (keys
-// sorted), timestamps in microseconds, arrays element by element, NULL apart
-// from the empty string.
+// stores them: json by the SHA-256 of its exact text, jsonb by that of its
+// text as PostgreSQL prints it (keys sorted), timestamps in microseconds,
+// arrays element by element, NULL apart from the empty string.
 func RowDigest(k Kind, values []any) ([32]byte, error) {
 	b := []byte{encodingVersion, byte(k)}
 	b = binary.AppendUvarint(b, uint64(len(values)))
