@@ -57,10 +57,15 @@ func (r Ref) String() string {
 
 // id is the map key of a row: its table and primary key.
 func (r Ref) id() string {
-	if r.Kind == KindVersion { // changed_at is not part of its key
-		return fmt.Sprintf("%d\x00%s\x00%s\x00%x", r.Kind, r.Cluster, r.UID, r.Key)
+	b := make([]byte, 0, 3+len(r.Cluster)+len(r.UID)+len(r.Key)+16)
+	b = append(b, byte(r.Kind))
+	for _, v := range []any{r.Cluster, r.UID, r.Key} {
+		b, _ = appendValue(b, v)
 	}
-	return fmt.Sprintf("%d\x00%s\x00%s\x00%x\x00%d", r.Kind, r.Cluster, r.UID, r.Key, r.At.UnixMicro())
+	if r.Kind != KindVersion { // changed_at is not part of a version's key
+		b = binary.BigEndian.AppendUint64(b, uint64(r.At.UnixMicro()))
+	}
+	return string(b)
 }
 
 // encodingVersion is the first byte of every encoding below: a change of
