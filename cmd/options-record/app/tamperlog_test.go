@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -74,5 +76,61 @@ func TestVerifyCommand(t *testing.T) {
 	err = Verify(ctx, vo)
 	if !errors.Is(err, ErrVerifyFailed) || !strings.Contains(out.String(), `FAIL cluster "default": object_versions(cluster="default", uid="uid-b"`) {
 		t.Errorf("verify after an UPDATE: %v\n%s", err, out.String())
+	}
+}
+
+// TestServeKeepsTheLog: serve --log-signing-key-file logs what its webhook
+// stores, signs the checkpoint and writes it to --checkpoint-dir, and
+// verify passes on the record with it.
+func TestServeKeepsTheLog(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	dsn := pgtest.NewDatabase(t)
+	keyFile := filepath.Join(dir, "log.key")
+	var pub bytes.Buffer
+	if err := LogKey(LogKeyOptions{Name: "record.example/log", SigningKeyFile: keyFile, Out: &pub}); err != nil {
+		t.Fatal(err)
+	}
+	checkpoints := filepath.Join(dir, "checkpoints")
+	webhook, _ := startServe(t, ServeOptions{
+		Roles:       []Role{RoleIngest},
+		Database:    DatabaseOptions{URL: dsn, DataDir: dir},
+		Rules:       RulesOptions{Files: []string{rulesFile}, Namespace: "options-record"},
+		WebhookAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
+		LogSigningKeyFile: keyFile, CheckpointDir: checkpoints,
+	})
+	tok, err := os.ReadFile(filepath.Join(dir, "webhook-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := gen.EventList(gen.Event(gen.At(time.Now()), gen.Namespace("prod"), gen.Name("x"),
+		gen.Response(gen.ConfigMap("prod", "x", "uid-x", 5, nil))))
+	req, _ := http.NewRequest(http.MethodPost, "https://"+webhook.String()+"/audit", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := tlsClient(t, dir).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("webhook answered %d", resp.StatusCode)
+	}
+	// The integrator's pass, about a second later: its checkpoint file.
+	latest := filepath.Join(checkpoints, "cluster=default", "latest")
+	for i := 0; ; i++ {
+		if _, err := os.Stat(latest); err == nil {
+			break
+		}
+		if i == 600 {
+			t.Fatal("no checkpoint written within a minute")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var out bytes.Buffer
+	err = Verify(context.Background(), VerifyOptions{Database: DatabaseOptions{URL: dsn, DataDir: dir},
+		VerifierKey: strings.TrimSpace(pub.String()), CheckpointDir: checkpoints, Out: &out})
+	if err != nil || !strings.Contains(out.String(), `cluster "default": 2 leaves`) {
+		t.Fatalf("verify: %v\n%s", err, out.String())
 	}
 }
