@@ -3,6 +3,8 @@ package tamper
 import (
 	"context"
 	"errors"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -296,5 +298,36 @@ func TestIntegratorKilledMidway(t *testing.T) {
 	e.integrate()
 	if rep := e.verify(true); !rep.OK() || rep.Clusters[0].Size != 10 {
 		t.Fatalf("verify after the next pass: %+v\n%s", rep.Clusters, problems(rep))
+	}
+}
+
+// TestHostileClusterNames: a cluster's name is recorded text. Each of the
+// corpus names a log whose checkpoint (its origin line escaped) signs,
+// verifies, and is written under the checkpoint directory, never beside it.
+func TestHostileClusterNames(t *testing.T) {
+	e := newEnv(t)
+	names := append([]string{"..", ".", "a/../../b", "cluster=x"}, hostile...)
+	for _, c := range names {
+		e.write(e.batch(c, time.Now(), 1))
+	}
+	e.integrate()
+	rep := e.verify(true)
+	if !rep.OK() || len(rep.Clusters) != len(slices.Compact(slices.Sorted(slices.Values(names)))) {
+		t.Fatalf("verify: %d clusters\n%s", len(rep.Clusters), problems(rep))
+	}
+	for _, c := range names {
+		b, err := ReadTrusted(e.dir, c)
+		if err != nil || b == nil {
+			t.Errorf("cluster %q: no checkpoint file: %v", c, err)
+		}
+	}
+	entries, err := os.ReadDir(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range entries {
+		if !strings.HasPrefix(d.Name(), "cluster=") || strings.ContainsAny(d.Name()[len("cluster="):], "/\n") {
+			t.Errorf("checkpoint directory entry %q", d.Name())
+		}
 	}
 }
