@@ -24,6 +24,10 @@ CREATE TABLE log_pending (
     key     bytea       NOT NULL DEFAULT '',  -- events.event_key or object_versions.version_key
     at      timestamptz NOT NULL              -- events.stage_at, object_versions.changed_at, or the cutoff
 );
+-- Every row is deleted within seconds: vacuum it by the number of dead
+-- rows, not by a fraction of a table that is nearly always empty, so that
+-- its pages are reused rather than the file grown.
+ALTER TABLE log_pending SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 20000);
 
 CREATE TABLE log_segments (
     cluster       text          NOT NULL,
