@@ -9,13 +9,14 @@ import (
 )
 
 // SourceLag makes visible how far behind a log service's delivery is, per
-// source (firehose, eventhubs) and cluster: the age of the newest event
+// source (firehose, pubsub, eventhubs) and cluster: the age of the newest event
 // stored (options_record_source_newest_event_age_seconds, computed when
 // scraped, so it grows while nothing arrives) and the delay of each event
 // from its stage timestamp to its storing
 // (options_record_source_delivery_delay_seconds). EKS's audit log reaches
-// CloudWatch Logs "within a few minutes, best effort": a change younger
-// than the newest event's age may not be recorded yet.
+// CloudWatch Logs "within a few minutes, best effort", and GKE's and AKS's
+// log exports are as loose: a change younger than the newest event's age
+// may not be recorded yet.
 type SourceLag struct {
 	mu     sync.Mutex
 	newest map[[2]string]time.Time
@@ -31,7 +32,7 @@ func NewSourceLag(reg prometheus.Registerer) *SourceLag {
 		newest: map[[2]string]time.Time{},
 		delay: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "options_record_source_delivery_delay_seconds",
-			Help:    "Time from an event's stageTimestamp to its being stored, by source (firehose, eventhubs).",
+			Help:    "Time from an event's stageTimestamp to its being stored, by source (firehose, pubsub, eventhubs).",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
 		}, []string{"source"}),
 		age: prometheus.NewDesc("options_record_source_newest_event_age_seconds",
@@ -69,10 +70,17 @@ func (l *SourceLag) Observe(source, cluster string, events []auditv1.Event, stor
 // NewestAge is the age of the newest event stored from source for cluster,
 // and whether any was.
 func (l *SourceLag) NewestAge(source, cluster string) (time.Duration, bool) {
+	t, ok := l.Newest(source, cluster)
+	return l.now().Sub(t), ok
+}
+
+// Newest is the stageTimestamp of the newest event stored from source for
+// cluster, and whether any was.
+func (l *SourceLag) Newest(source, cluster string) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t, ok := l.newest[[2]string{source, cluster}]
-	return l.now().Sub(t), ok
+	return t, ok
 }
 
 // Describe implements prometheus.Collector.

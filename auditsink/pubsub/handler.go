@@ -52,7 +52,10 @@ type Options struct {
 	// Horizon, if set, returns how far back the record keeps events (as
 	// auditsink.HandlerOptions.Horizon); older events are skipped and
 	// counted out_of_window.
-	Horizon    func() time.Duration
+	Horizon func() time.Duration
+	// Lag, if set, records the delay of the events stored (source
+	// "pubsub"), as the other managed sources' (auditsink.SourceLag).
+	Lag        *auditsink.SourceLag
 	Registerer Registerer
 	Logger     *slog.Logger
 	Now        func() time.Time
@@ -186,15 +189,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		return &refusal{http.StatusBadRequest, "rejected", "not a Pub/Sub push: " + err.Error()}
 	}
 	now := h.o.Now()
-	if !push.Message.PublishTime.IsZero() {
-		h.metrics.delay.Observe(now.Sub(push.Message.PublishTime).Seconds())
-	}
 	events, undecodable := h.convert(push.Message.Data, now)
-	// Process rewrites the events' bytes: their times are taken before.
-	times := make([]time.Time, len(events))
-	for i := range events {
-		times[i] = events[i].StageTimestamp.Time
-	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.o.WriteTimeout)
 	defer cancel()
 	out, err := h.o.Pipeline.Process(ctx, h.o.Cluster, events, undecodable)
@@ -202,9 +197,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		h.o.Logger.Error("push not stored: Pub/Sub pushes it again", "cluster", h.o.Cluster, "message_id", push.Message.MessageID, "err", err)
 		return &refusal{http.StatusServiceUnavailable, "store_failed", "not stored; push again"}
 	}
-	for _, at := range times {
-		h.metrics.observeEvent(h.o.Cluster, at, now)
-	}
+	h.o.Lag.Observe(Source, h.o.Cluster, events, h.o.Now())
 	h.o.Logger.Debug("push stored", "cluster", h.o.Cluster, "message_id", push.Message.MessageID, "subscription", push.Subscription,
 		"push_account", email, "kept", out.Kept, "duplicates", out.Written.DuplicateEvents)
 	w.Header().Set("Content-Type", "application/json")

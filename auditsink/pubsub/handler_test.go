@@ -31,6 +31,7 @@ type sink struct {
 	pool   *pgxpool.Pool
 	google *google
 	reg    *prometheus.Registry
+	lag    *auditsink.SourceLag
 	srv    *httptest.Server
 	url    string
 	modify func(*pubsub.Options)
@@ -61,8 +62,9 @@ func (s *sink) open() {
 		t.Fatal(err)
 	}
 	s.reg = prometheus.NewRegistry()
+	s.lag = auditsink.NewSourceLag(s.reg)
 	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, auditsink.NewMetrics(nil), nil).WithSecretDigester(dg)
-	o := pubsub.Options{Pipeline: pipe, Cluster: "prod", Verifier: s.google.verifier(t), Registerer: s.reg}
+	o := pubsub.Options{Pipeline: pipe, Cluster: "prod", Verifier: s.google.verifier(t), Lag: s.lag, Registerer: s.reg}
 	if s.modify != nil {
 		s.modify(&o)
 	}
@@ -173,6 +175,35 @@ func TestPushIsRefusedWithoutAValidToken(t *testing.T) {
 
 // gathered is the value of the series of metric name whose labels
 // include the value label ("" for a series without labels).
+// gatheredCount counts the series of name carrying every label value.
+func gatheredCount(t *testing.T, reg *prometheus.Registry, name string, values ...string) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			have := map[string]bool{}
+			for _, l := range m.GetLabel() {
+				have[l.GetValue()] = true
+			}
+			all := true
+			for _, v := range values {
+				all = all && have[v]
+			}
+			if all {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func gathered(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
@@ -215,8 +246,8 @@ func TestPushAcknowledgesOnlyWhatIsStored(t *testing.T) {
 	if code := s.push(g.token(t), body); code != http.StatusServiceUnavailable {
 		t.Fatalf("push with the store down: status %d, want 503", code)
 	}
-	if at := gathered(t, s.reg, "options_record_pubsub_newest_event_timestamp_seconds", "prod"); at != 0 {
-		t.Errorf("the lag gauge counts an event that was not stored (newest at %v)", at)
+	if at, ok := s.lag.Newest(pubsub.Source, "prod"); ok {
+		t.Errorf("the lag counts an event that was not stored (newest at %v)", at)
 	}
 	// Pub/Sub pushes it again once the sink is back: stored once.
 	s.open()
@@ -224,6 +255,9 @@ func TestPushAcknowledgesOnlyWhatIsStored(t *testing.T) {
 		if code := s.push(g.token(t), body); code != http.StatusOK {
 			t.Fatalf("push again: status %d", code)
 		}
+	}
+	if _, ok := s.lag.Newest(pubsub.Source, "prod"); !ok {
+		t.Error("the lag does not count the event once stored")
 	}
 	if n := s.count(`SELECT count(*) FROM events`); n != 1 {
 		t.Fatalf("stored %d events, want 1", n)
@@ -294,12 +328,15 @@ func TestPushLagMetrics(t *testing.T) {
 			t.Fatalf("status %d", code)
 		}
 	}
-	want := float64(newer.Timestamp.UnixNano()) / 1e9
-	got := gathered(t, s.reg, "options_record_pubsub_newest_event_timestamp_seconds", "prod")
-	if got != want {
-		t.Errorf("newest event timestamp %v, want %v (the newer event's, not the last pushed)", got, want)
+	// The same metrics as every managed source's, labelled pubsub.
+	got, ok := s.lag.Newest(pubsub.Source, "prod")
+	if !ok || !got.Equal(newer.Timestamp) {
+		t.Errorf("newest event %v (%v), want %v (the newer event's, not the last pushed)", got, ok, newer.Timestamp)
 	}
-	if n := gathered(t, s.reg, "options_record_pubsub_delivery_delay_seconds", ""); n != 2 {
+	if n := gatheredCount(t, s.reg, "options_record_source_newest_event_age_seconds", pubsub.Source, "prod"); n != 1 {
+		t.Errorf("newest event age series for source pubsub, cluster prod: %d, want 1", n)
+	}
+	if n := gathered(t, s.reg, "options_record_source_delivery_delay_seconds", pubsub.Source); n != 2 {
 		t.Errorf("delivery delays observed %v, want 2", n)
 	}
 }

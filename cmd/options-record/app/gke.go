@@ -67,7 +67,7 @@ func (p *ingestProcess) withGKE(ctx context.Context, pipe *auditsink.Pipeline, w
 	o := p.o
 	h, err := pubsub.NewHandler(pubsub.Options{Pipeline: pipe, Cluster: cluster, Verifier: v,
 		MaxInFlight: o.MaxInFlight, MaxInFlightBytes: o.MaxInFlightBytes, BodyTimeout: o.BodyTimeout,
-		Horizon: horizon, Registerer: p.reg, Logger: p.log})
+		Horizon: horizon, Lag: p.lag, Registerer: p.reg, Logger: p.log.With("source", pubsub.Source)})
 	if err != nil {
 		return nil, err
 	}
