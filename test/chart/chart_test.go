@@ -240,7 +240,7 @@ func TestChartRefusesWhatCannotWork(t *testing.T) {
 	}
 }
 
-// TestChartGKEPushFlags: the gke.pubsub values become the ingest's
+// TestChartGKEPushFlags: the managedClusters.gke values become the ingest's
 // --gke-pubsub-* flags, and none is passed without an audience.
 func TestChartGKEPushFlags(t *testing.T) {
 	c := loadChart(t)
@@ -257,7 +257,7 @@ func TestChartGKEPushFlags(t *testing.T) {
 	if got := args(nil); strings.Contains(got, "--gke-pubsub") {
 		t.Errorf("default values pass %s", got)
 	}
-	got := args(map[string]any{"gke": map[string]any{"pubsub": map[string]any{"audience": "https://sink.example/gke/pubsub",
+	got := args(map[string]any{"managedClusters": map[string]any{"gke": map[string]any{"audience": "https://sink.example/gke/pubsub",
 		"serviceAccount": "push@p.iam.gserviceaccount.com", "cluster": "prod"}}})
 	if missing := hasAll(got, "--gke-pubsub-audience=https://sink.example/gke/pubsub",
 		"--gke-pubsub-service-account=push@p.iam.gserviceaccount.com", "--gke-pubsub-cluster=prod"); len(missing) > 0 {

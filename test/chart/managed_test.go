@@ -10,12 +10,13 @@ import (
 )
 
 // TestChartWiresManagedClusterSources: the managedClusters values give
-// the ingest StatefulSet the serve flags of the Firehose endpoint and the
-// Event Hubs consumer, which serve's own flag parser takes, with their
+// the ingest StatefulSet the serve flags of the Firehose endpoint, the
+// Pub/Sub push endpoint and the Event Hubs consumer, which serve's own flag parser takes, with their
 // Secrets mounted where the flags point.
 func TestChartWiresManagedClusterSources(t *testing.T) {
 	r := renderChart(t, loadChart(t), map[string]any{"managedClusters": map[string]any{
 		"firehose": map[string]any{"accessKeySecretName": "firehose-key", "logGroups": []any{"/aws/eks/prod/cluster=prod"}},
+		"gke":      map[string]any{"audience": "https://sink.example/gke/pubsub", "serviceAccount": "push@p.iam.gserviceaccount.com", "cluster": "gke-prod"},
 		"eventHubs": map[string]any{"brokers": "prod-audit.servicebus.windows.net:9093", "name": "aks-audit",
 			"connectionStringSecretName": "eventhubs", "cluster": "aks-prod"},
 	}})
@@ -43,6 +44,9 @@ func TestChartWiresManagedClusterSources(t *testing.T) {
 	for _, want := range []string{
 		"--firehose-access-key-file=/etc/options-record/firehose/key",
 		"--firehose-log-group=/aws/eks/prod/cluster=prod",
+		"--gke-pubsub-audience=https://sink.example/gke/pubsub",
+		"--gke-pubsub-service-account=push@p.iam.gserviceaccount.com",
+		"--gke-pubsub-cluster=gke-prod",
 		"--eventhubs-brokers=prod-audit.servicebus.windows.net:9093",
 		"--eventhubs-name=aks-audit",
 		"--eventhubs-consumer-group=$Default",
