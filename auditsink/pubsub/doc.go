@@ -2,13 +2,15 @@
 // Pub/Sub push endpoint a push subscription POSTs to, the check of the
 // Google-signed OIDC token each push carries, and the conversion of the
 // Cloud Logging LogEntry a message holds into the audit.k8s.io/v1 Event the
-// apiserver wrote. It is an adapter in front of the webhook's pipeline
-// (auditsink.Pipeline.Process): the same rules, conversion into rows,
-// dedupe by event key and durable write. It answers 200 only after Process
-// returned without error; a store failure is answered 503, and Pub/Sub
-// pushes the message again (with backoff) until it is stored. A message
-// that holds no Kubernetes audit event is acknowledged and counted, never
-// refused (it would be pushed again forever).
+// apiserver wrote. The endpoint is an auditsink.Delivery, served by the
+// webhook's handler (auditsink.Handler.ServeDelivery) as the Firehose
+// endpoint is: the same bounds, pipeline (rules, conversion into rows,
+// dedupe by event key, durable write) and lag metrics (source "pubsub").
+// It answers 200 only after the pipeline stored the push's event; a store
+// failure is answered 503, and Pub/Sub pushes the message again (with
+// backoff) until it is stored. A message that holds no Kubernetes audit
+// event is acknowledged and counted, never refused (it would be pushed
+// again forever).
 //
 // It never reads the database, never talks to the cluster or to Google
 // beyond fetching Google's signing keys (VerifierOptions.JWKSURL), and

@@ -34,7 +34,7 @@ type sink struct {
 	lag    *auditsink.SourceLag
 	srv    *httptest.Server
 	url    string
-	modify func(*pubsub.Options)
+	modify func(*auditsink.HandlerOptions)
 }
 
 func newSink(t *testing.T, g *google) *sink {
@@ -64,18 +64,28 @@ func (s *sink) open() {
 	s.reg = prometheus.NewRegistry()
 	s.lag = auditsink.NewSourceLag(s.reg)
 	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, auditsink.NewMetrics(nil), nil).WithSecretDigester(dg)
-	o := pubsub.Options{Pipeline: pipe, Cluster: "prod", Verifier: s.google.verifier(t), Lag: s.lag, Registerer: s.reg}
+	d, err := pubsub.New(pubsub.Options{Cluster: "prod", Verifier: s.google.verifier(t), Registerer: s.reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The webhook's handler serves the delivery, as serve does (its own
+	// clients: any verified certificate, which this server asks none for).
+	auth, err := auditsink.NewAuthenticator(nil, "apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := auditsink.HandlerOptions{Pipeline: pipe, Authenticator: auth, Lag: s.lag}
 	if s.modify != nil {
 		s.modify(&o)
 	}
-	h, err := pubsub.NewHandler(o)
+	h, err := auditsink.NewHandler(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.srv != nil {
 		s.srv.Close()
 	}
-	s.srv = httptest.NewTLSServer(h)
+	s.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeDelivery(w, r, d) }))
 	t.Cleanup(s.srv.Close)
 	s.st, s.pool, s.url = st, st.Pool(), s.srv.URL+pubsub.Path
 }
@@ -287,7 +297,7 @@ func TestPushOfAnotherEntryIsAcknowledgedAndCounted(t *testing.T) {
 func TestPushBounds(t *testing.T) {
 	t.Parallel()
 	g := newGoogle(t)
-	s := &sink{t: t, dsn: pgtest.NewDatabase(t), google: g, modify: func(o *pubsub.Options) {
+	s := &sink{t: t, dsn: pgtest.NewDatabase(t), google: g, modify: func(o *auditsink.HandlerOptions) {
 		o.MaxBodyBytes = 4 << 10
 		o.Horizon = func() time.Duration { return 48 * time.Hour }
 	}}

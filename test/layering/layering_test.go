@@ -56,7 +56,7 @@ var allowed = map[string][]string{
 	// services
 	"auditsink": {"api/authlimit", "auditsink/decode", "filter", "store/model"},
 	// GKE's audit logs pushed by Pub/Sub: an adapter in front of the pipeline.
-	"auditsink/pubsub": {"api/authlimit", "auditsink", "auditsink/decode"},
+	"auditsink/pubsub": {"auditsink", "auditsink/decode"},
 	// The ingest's decoding of EventLists (whole, item by item, streamed)
 	// and audit log files: no network.
 	"auditsink/decode":  {"store/model/jsonfast", "store/model/jsonscan"},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/auditsink/pubsub"
@@ -16,7 +15,7 @@ const GKEDefaultJWKSURL = pubsub.GoogleJWKSURL
 
 // GKEOptions configure the Pub/Sub push endpoint of GKE's audit logs
 // (package auditsink/pubsub), served at /gke/pubsub on the webhook's
-// address, with its TLS and bounds.
+// address by the webhook's handler, with its TLS and bounds.
 type GKEOptions struct {
 	// Audience is the push subscription's OIDC token audience; required.
 	Audience string
@@ -49,12 +48,13 @@ func (o *GKEOptions) validate(ingest bool) error {
 	return nil
 }
 
-// withGKE serves the push endpoint beside the webhook when it is
-// configured: both feed pipe, under the same TLS and server limits.
-func (p *ingestProcess) withGKE(ctx context.Context, pipe *auditsink.Pipeline, webhook http.Handler, horizon func() time.Duration) (http.Handler, error) {
+// withGKE serves the push endpoint at pubsub.Path beside the webhook when
+// it is configured, through the webhook's handler h (its pipeline, bounds
+// and lag); every other path is next's.
+func (p *ingestProcess) withGKE(ctx context.Context, h *auditsink.Handler, next http.Handler) (http.Handler, error) {
 	g := p.o.GKE
 	if g == nil {
-		return webhook, nil
+		return next, nil
 	}
 	v, err := pubsub.NewVerifier(ctx, pubsub.VerifierOptions{Audience: g.Audience, ServiceAccount: g.ServiceAccount, JWKSURL: g.JWKSURL, Client: g.jwksClient})
 	if err != nil {
@@ -64,10 +64,7 @@ func (p *ingestProcess) withGKE(ctx context.Context, pipe *auditsink.Pipeline, w
 	if cluster == "" {
 		cluster = p.o.Cluster
 	}
-	o := p.o
-	h, err := pubsub.NewHandler(pubsub.Options{Pipeline: pipe, Cluster: cluster, Verifier: v,
-		MaxInFlight: o.MaxInFlight, MaxInFlightBytes: o.MaxInFlightBytes, BodyTimeout: o.BodyTimeout,
-		Horizon: horizon, Lag: p.lag, Registerer: p.reg, Logger: p.log.With("source", pubsub.Source)})
+	d, err := pubsub.New(pubsub.Options{Cluster: cluster, Verifier: v, Registerer: p.reg, Logger: p.log.With("source", pubsub.Source)})
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +72,11 @@ func (p *ingestProcess) withGKE(ctx context.Context, pipe *auditsink.Pipeline, w
 		p.log.Warn("--gke-pubsub-service-account is not set: any Google service account's token for the audience may push events")
 	}
 	p.log.Info("serving the GKE Pub/Sub push endpoint", "path", pubsub.Path, "cluster", cluster, "audience", g.Audience)
-	mux := http.NewServeMux()
-	mux.Handle(pubsub.Path, h)
-	mux.Handle("/", webhook)
-	return mux, nil
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == pubsub.Path {
+			h.ServeDelivery(w, r, d)
+			return
+		}
+		next.ServeHTTP(w, r)
+	}), nil
 }

@@ -314,8 +314,8 @@ func (p *ingestProcess) pipeline() *auditsink.Pipeline {
 	return p.pipe
 }
 
-// serveWebhook builds the handler (and the Firehose endpoint's, if set)
-// and serves them.
+// serveWebhook builds the handler (and the Firehose and GKE endpoints,
+// if set, which it serves) and serves them.
 func (p *ingestProcess) serveWebhook(ctx context.Context) (func(context.Context) error, error) {
 	pipe := p.pipeline()
 	o := p.o
@@ -345,7 +345,7 @@ func (p *ingestProcess) serveWebhook(ctx context.Context) (func(context.Context)
 	if err != nil {
 		return nil, err
 	}
-	served, err := p.withGKE(ctx, pipe, handler, horizon)
+	served, err := p.withGKE(ctx, h, handler)
 	if err != nil {
 		return nil, err
 	}
