@@ -63,6 +63,8 @@ type Store struct {
 	parts     *partitions.Manager
 	secondary bool
 	tamperLog bool
+	// confirmed counts the admission observations an audit event confirmed.
+	confirmed prometheus.Counter
 }
 
 // Connect makes a Store without any I/O: its pool connects when a
@@ -86,14 +88,20 @@ func Connect(opts Options) (*Store, error) {
 		Name: "options_record_partition_failures_total",
 		Help: "Attempts to make a day's partition of events that failed (a relation of another role under its name, or an error); that day's events are refused until it is made.",
 	})
+	confirmed := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "options_record_observations_confirmed_total",
+		Help: "Admission observations an authenticated audit event named, stored as the object's state before the write.",
+	})
 	gated := &gatedPool{raw: pool}
 	s := &Store{Reader: reads.New(gated), pool: gated, conn: cfg.ConnConfig, log: opts.Logger,
 		parts:     partitions.New(opts.PartitionsAhead, opts.Logger, partitionFailures),
-		secondary: opts.Secondary, tamperLog: opts.TamperLog}
+		secondary: opts.Secondary, tamperLog: opts.TamperLog, confirmed: confirmed}
 	if opts.Registerer != nil && !opts.Secondary {
-		if err := opts.Registerer.Register(partitionFailures); err != nil {
-			pool.Close()
-			return nil, fmt.Errorf("store: metrics: %w", err)
+		for _, c := range []prometheus.Collector{partitionFailures, confirmed} {
+			if err := opts.Registerer.Register(c); err != nil {
+				pool.Close()
+				return nil, fmt.Errorf("store: metrics: %w", err)
+			}
 		}
 	}
 	s.pool.prepared.Store(opts.Secondary)

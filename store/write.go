@@ -93,6 +93,7 @@ func (s *Store) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteResu
 	if err != nil {
 		return model.WriteResult{}, fmt.Errorf("store: write batch of %d events: %w", len(b.Events), err)
 	}
+	s.confirmed.Add(float64(res.Confirmed))
 	return res, nil
 }
 
@@ -163,6 +164,12 @@ func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch, logged bool) (mo
 		}
 	}
 	res.Notifications, err = queueNotifications(ctx, tx, events, versions)
+	if err != nil {
+		return res, err
+	}
+	// The admission observations the events name become their prior
+	// states, now or when the observation arrives.
+	res.Confirmed, err = writeClaims(ctx, tx, events)
 	return res, err
 }
 

@@ -3,7 +3,6 @@ package model
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -22,22 +21,31 @@ type BaselineObject struct {
 	// (ErrNoDigester).
 	Digester   *SecretDigester
 	ObservedAt time.Time
+	// Origin is OriginBaseline (the zero value) for an object a LIST
+	// returned, OriginAdmission for one an admission review showed
+	// (oldObject): a state at its own resourceVersion either way.
+	Origin Origin
 }
 
-// BaselineVersion turns a listed object into a baseline version: a known
-// state that gives the first recorded change after it a prior state. Secret
-// values are digested unless RecordSecretData.
+// BaselineVersion turns a listed (or reviewed) object into a baseline (or
+// admission) version: a known state that gives the first recorded change
+// after it a prior state. Secret values are digested unless
+// RecordSecretData.
 func BaselineVersion(o BaselineObject) (Version, error) {
+	origin := o.Origin
+	if origin == "" {
+		origin = OriginBaseline
+	}
 	var meta objectMeta
 	if err := json.Unmarshal(o.Raw, &meta); err != nil {
-		return Version{}, fmt.Errorf("baseline object: %w", err)
+		return Version{}, fmt.Errorf("%s object: %w", origin, err)
 	}
 	if meta.Metadata.UID == "" {
-		return Version{}, errors.New("baseline object has no uid")
+		return Version{}, fmt.Errorf("%s object has no uid", origin)
 	}
 	rv, err := parseRV(meta.Metadata.ResourceVersion)
 	if err != nil || rv == nil {
-		return Version{}, fmt.Errorf("baseline object %s/%s: bad resourceVersion %q", meta.Metadata.Namespace, meta.Metadata.Name, meta.Metadata.ResourceVersion)
+		return Version{}, fmt.Errorf("%s object %s/%s: bad resourceVersion %q", origin, meta.Metadata.Namespace, meta.Metadata.Name, meta.Metadata.ResourceVersion)
 	}
 	raw := o.Raw
 	digested := false
@@ -48,14 +56,14 @@ func BaselineVersion(o BaselineObject) (Version, error) {
 		raw, digested = o.Digester.at(SecretPlace{o.Cluster, meta.Metadata.Namespace, meta.Metadata.Name}).object(raw), true
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "baseline\x00%s\x00%s\x00%d", o.Cluster, meta.Metadata.UID, *rv)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d", origin, o.Cluster, meta.Metadata.UID, *rv)
 	v := Version{
 		Cluster:         o.Cluster,
 		UID:             meta.Metadata.UID,
 		Key:             h.Sum(nil),
 		ResourceVersion: rv,
-		Origin:          OriginBaseline,
-		Verb:            "baseline",
+		Origin:          origin,
+		Verb:            string(origin),
 		ChangedAt:       o.ObservedAt,
 		APIGroup:        o.APIGroup,
 		APIVersion:      o.APIVersion,

@@ -56,6 +56,9 @@ type Origin string
 const (
 	OriginChange   Origin = "change"
 	OriginBaseline Origin = "baseline"
+	// OriginAdmission: the state an admission review showed just before a
+	// write (oldObject), confirmed by that write's audit event.
+	OriginAdmission Origin = "admission"
 )
 
 // Version is one row of object_versions: the state of one object after a
@@ -116,4 +119,5 @@ type WriteResult struct {
 	DuplicateEvents int // events already stored (a redelivered batch)
 	NoopVersions    int // changes that left the object as an already stored version
 	Notifications   int // notification outbox rows queued (see Event.Notify)
+	Confirmed       int // admission observations the events named, now versions
 }
