@@ -10,13 +10,6 @@ import (
 	"github.com/options-record/options-record/store/model"
 )
 
-// ObservationResult counts what WriteObservations did.
-type ObservationResult struct {
-	Stored    int // observations written, unconfirmed
-	OverBound int // dropped: their source holds its bound of unconfirmed bytes
-	Confirmed int // observations an audit event stored earlier named: now versions
-}
-
 var observationColumns = []string{
 	"cluster", "observation_id", "received_at", "source", "bytes", "operation", "dry_run",
 	"api_group", "resource", "subresource", "namespace", "name",
@@ -30,13 +23,13 @@ SELECT source, sum(bytes)::bigint FROM observations WHERE source = ANY($1) GROUP
 // WriteObservations stores unconfirmed observations, no more than
 // maxPerSource bytes of them per source (the rest are dropped and counted),
 // and confirms those whose audit event is stored already.
-func (s *Store) WriteObservations(ctx context.Context, obs []model.Observation, maxPerSource int64) (ObservationResult, error) {
-	var res ObservationResult
+func (s *Store) WriteObservations(ctx context.Context, obs []model.Observation, maxPerSource int64) (model.ObservationResult, error) {
+	var res model.ObservationResult
 	if len(obs) == 0 {
 		return res, nil
 	}
 	err := s.Transact(ctx, func(tx pgx.Tx) error {
-		res = ObservationResult{}
+		res = model.ObservationResult{}
 		sources := make([]string, 0, len(obs))
 		for i := range obs {
 			sources = append(sources, obs[i].Source)
@@ -76,7 +69,7 @@ func (s *Store) WriteObservations(ctx context.Context, obs []model.Observation, 
 		return err
 	})
 	if err != nil {
-		return ObservationResult{}, fmt.Errorf("store: write %d observations: %w", len(obs), err)
+		return model.ObservationResult{}, fmt.Errorf("store: write %d observations: %w", len(obs), err)
 	}
 	s.confirmed.Add(float64(res.Confirmed))
 	return res, nil

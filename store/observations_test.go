@@ -95,7 +95,7 @@ func observation(t *testing.T, id, op, resource, ns, name, source string, oldObj
 		Resource: resource, Namespace: ns, Name: name, Version: v}
 }
 
-func storeObservations(t *testing.T, s *Store, obs ...model.Observation) ObservationResult {
+func storeObservations(t *testing.T, s *Store, obs ...model.Observation) model.ObservationResult {
 	t.Helper()
 	res, err := s.WriteObservations(context.Background(), obs, 1<<20)
 	if err != nil {

@@ -77,3 +77,10 @@ func IsObservationID(s string) bool {
 	}
 	return true
 }
+
+// ObservationResult counts what a write of observations did.
+type ObservationResult struct {
+	Stored    int // observations written, unconfirmed
+	OverBound int // dropped: their source holds its bound of unconfirmed bytes
+	Confirmed int // observations an audit event stored earlier named: now versions
+}

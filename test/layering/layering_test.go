@@ -68,7 +68,9 @@ var allowed = map[string][]string{
 	"auditsink/firehose": {"auditsink", "auditsink/decode"},
 	// AKS's Event Hubs consumer (its checkpoints are the store's, through
 	// an interface).
-	"auditsink/eventhubs":     {"auditsink", "auditsink/decode"},
+	"auditsink/eventhubs": {"auditsink", "auditsink/decode"},
+	// The observing webhook: reviews in, observations to the store's writer.
+	"auditsink/admission":     {"store/model", "store/model/jsonfast"},
 	"filter/rulesync":         {"api/v1alpha1", "filter", "store", "store/model"},
 	"api/history/diff":        nil,
 	"api/history":             {"api/errs", "api/escape", "api/history/diff", "api/restoreapi/paths", "api/shortname", "store"},

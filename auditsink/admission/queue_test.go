@@ -1,0 +1,69 @@
+package admission
+
+// The queue and the store together, on a real PostgreSQL: a review
+// answered by the handler, written by the queue's writer, confirmed by the
+// audit event that carries the handler's annotation.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
+	"github.com/options-record/options-record/store/pgtest"
+)
+
+func TestObservationConfirmedByItsAuditEvent(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	q := NewQueue(QueueOptions{Store: st, Metrics: NewMetrics(nil), TTL: time.Hour})
+	done := make(chan struct{})
+	go func() { q.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	h := newTestHandler(t, q, nil)
+
+	rv := answer(t, post(h, "application/json", reviewBody("admission.k8s.io/v1", "r1", "DELETE", "configmaps", "app", configMap("app", "u1", 7, "before"))))
+	<-q.written
+	if got := testutil.ToFloat64(q.o.Metrics.stored); got != 1 {
+		t.Fatalf("stored %v, want 1", got)
+	}
+	// The apiserver writes the answer's annotations into the request's
+	// audit event, prefixed with the webhook's name.
+	ann := map[string]string{}
+	for k, v := range rv.Response.AuditAnnotations {
+		ann[model.ObservingWebhookName+"/"+k] = v
+	}
+	at := time.Now().UTC()
+	ev := &auditv1.Event{Level: auditv1.LevelMetadata, AuditID: "a1", Stage: auditv1.StageResponseComplete,
+		RequestURI: "/api/v1/namespaces/prod/configmaps/app", Verb: "delete", User: authnv1.UserInfo{Username: "bob"},
+		ObjectRef:      &auditv1.ObjectReference{Resource: "configmaps", Namespace: "prod", Name: "app", APIVersion: "v1"},
+		ResponseStatus: &metav1.Status{Code: 200}, Annotations: ann,
+		RequestReceivedTimestamp: metav1.NewMicroTime(at), StageTimestamp: metav1.NewMicroTime(at)}
+	c, err := model.Convert("default", ev, model.Selection{Rules: []string{"r"}}, digester)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.EnsurePartitionsAround(ctx, at); err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.WriteBatch(ctx, &model.Batch{Events: []model.Event{c.Event}, Versions: c.Versions})
+	if err != nil || res.Confirmed != 1 {
+		t.Fatalf("event stored: %+v, %v; want the observation confirmed", res, err)
+	}
+	ds, err := st.Deletions(ctx, store.DeletionQuery{Cluster: "default", Limit: 10})
+	if err != nil || len(ds) != 1 || ds[0].UID != "u1" || ds[0].StateKey == nil || ds[0].Username != "bob" {
+		t.Fatalf("deletions: %+v, %v; want bob's of u1 with its state", ds, err)
+	}
+}
