@@ -99,7 +99,7 @@ var allowed = map[string][]string{
 	"cmd/options-record/app/secretfile": nil,
 	// wiring and mains
 	"cmd/options-record/app": {"api/aggregated", "api/authlimit", "api/history", "api/restore", "api/restoreapi", "api/v1alpha1",
-		"auditsink", "auditsink/eventhubs", "auditsink/firehose", "auditsink/journal", "auditsink/notify", "auditsink/pubsub", "cmd/options-record/app/certs", "cmd/options-record/app/importer",
+		"auditsink", "auditsink/admission", "auditsink/eventhubs", "auditsink/firehose", "auditsink/journal", "auditsink/notify", "auditsink/pubsub", "cmd/options-record/app/certs", "cmd/options-record/app/importer",
 		"cmd/options-record/app/secretfile", "cmd/options-record/app/sqlcmd", "filter", "filter/rulesync", "store", "store/model", "store/pgembed",
 		"store/tamper"},
 	"cmd/options-record/app/options":     {"api/history", "cmd/options-record/app"},

@@ -86,6 +86,8 @@ type ServeOptions struct {
 	Kube *KubeOptions
 	// API configures the restore API; nil disables it.
 	API *APIOptions
+	// Admission configures the observing webhook (admission.go).
+	Admission AdmissionOptions
 	// JournalDir, when set, makes the sink acknowledge batches it could not
 	// store by journaling them durably there, and store them later.
 	JournalDir string
@@ -203,6 +205,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	)
 	if o.EventHubs != nil {
 		cs = append(cs, once("event hubs", p.prepared, log, p.eventHubs()))
+	}
+	if o.Admission.Addr != "" {
+		cs = append(cs, component{"admission", p.serveAdmission})
 	}
 	cs = append(cs,
 		component{"announce", func(context.Context) (func(context.Context) error, error) {

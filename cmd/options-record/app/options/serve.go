@@ -44,6 +44,7 @@ type Serve struct {
 	GKE               app.GKEOptions
 	LogSigningKeyFile string
 	CheckpointDir     string
+	Admission         app.AdmissionOptions
 
 	API        app.APIOptions
 	Audiences  []string
@@ -119,6 +120,12 @@ func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
 	fs = fss.FlagSet("notifications")
 	fs.StringVar(&o.Notify.ConfigFile, "notify-config", "", "YAML file of the destinations (Alertmanager, signed webhook, Slack) that OptionsRecordControllers' spec.notify routes name (docs/notifications.md); empty: no notifications")
 	fs.DurationVar(&o.Notify.Window, "notify-group-window", 10*time.Second, "how long an incident's first change waits for the rest before one message is made of them (a namespace's cascade, a burst by one user)")
+	fs = fss.FlagSet("observing webhook")
+	fs.StringVar(&o.Admission.Addr, "admission-addr", "", "HTTPS address of the observing webhook (ValidatingWebhookConfiguration observe.optionsrecord.io, path /observe; the install uses :8444), with the audit webhook's serving certificate: it records the state an object held before each write the rules cover, confirmed by that write's audit event; empty disables it")
+	fs.BoolVar(&o.Admission.RequireAuth, "admission-require-auth", false, "refuse admission reviews that present none of the audit webhook's client credentials (where the apiserver authenticates to webhooks: --admission-control-config-file); otherwise anonymous reviews are taken, untrusted until an audit event confirms them")
+	fs.DurationVar(&o.Admission.TTL, "admission-observation-ttl", 5*time.Minute, "how long an observation no audit event confirmed is kept")
+	fs.Int64Var(&o.Admission.MaxSourceBytes, "admission-max-source-bytes", 64<<20, "unconfirmed observation bytes kept per source address; more are dropped and counted")
+	fs.Int64Var(&o.Admission.QueueBytes, "admission-queue-bytes", 32<<20, "observation bytes held in memory before they are stored; more are dropped and counted (the write is never held up)")
 	fs = fss.FlagSet("restore API")
 	fs.StringVar(&o.API.Addr, "api-bind-address", "", "HTTPS address of the restore API; empty disables it")
 	fs.StringVar(&o.API.TLSCertFile, "api-tls-cert-file", "", "restore API serving certificate; empty reuses the webhook's")
@@ -180,6 +187,7 @@ func (o *Serve) Config(logs io.Writer) app.ServeOptions {
 		MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout, MaxEventAge: o.MaxEventAge,
 		WebhookHTTP2: o.WebhookHTTP2, MetricsAddr: o.MetricsAddr, JournalDir: o.JournalDir, Notify: o.Notify,
 		SecretDigestKeyFile: o.SecretDigestKeyFile, LogSigningKeyFile: o.LogSigningKeyFile, CheckpointDir: o.CheckpointDir,
+		Admission: o.Admission,
 	}
 	c.Database.APIURL = o.APIDatabaseURL
 	for _, r := range trimmed(o.Roles) {
