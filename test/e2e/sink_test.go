@@ -55,6 +55,8 @@ type world struct {
 	recordAddr string
 	dsn        string // the record's database
 	caPEM      []byte // the CA of the sink's serving certificate
+	// admissionAddr is host:port of the observing webhook, when served.
+	admissionAddr string
 }
 
 func (w *world) kube(t *testing.T, user string) *kubernetes.Clientset {
@@ -108,6 +110,9 @@ type worldOptions struct {
 	dsn string
 	// notify configures the sink's notifications (--notify-config).
 	notify app.NotifyOptions
+	// admission serves the observing webhook (--admission-addr) on a free
+	// port (world.admissionAddr); the test registers it.
+	admission bool
 }
 
 func startWorldWith(t *testing.T, wo worldOptions) *world {
@@ -187,6 +192,12 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 		}
 	}
 
+	var adm app.AdmissionOptions
+	if wo.admission {
+		w.admissionAddr = ls.addr()
+		adm.Addr = w.admissionAddr
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan struct{})
 	done := make(chan error, 1)
@@ -204,6 +215,7 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 				BaselineMaxObjects: 7, BaselineRetry: 200 * time.Millisecond, BaselineMinInterval: 2 * time.Second}},
 			API:         api,
 			Notify:      wo.notify,
+			Admission:   adm,
 			Logger:      testLogger(t),
 			OnListening: func(_, m net.Addr) { w.metrics = m.String(); close(started) },
 		})

@@ -1,0 +1,291 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/options-record/options-record/api/restore"
+	"github.com/options-record/options-record/test/framework/controlplane"
+)
+
+var widgets = schema.GroupVersionResource{Group: "e2e.example.com", Version: "v1", Resource: "widgets"}
+
+const widgetCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+"metadata":{"name":"widgets.e2e.example.com"},
+"spec":{"group":"e2e.example.com","scope":"Namespaced",
+ "names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},
+ "versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object",
+   "properties":{"spec":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}}}]}}`
+
+// registerObserver creates (or points elsewhere) the observing webhook's
+// ValidatingWebhookConfiguration, built by hand as an operator would:
+// UPDATE and DELETE of ConfigMaps, Secrets and widgets in namespaces.
+func (w *world) registerObserver(t *testing.T, url string, namespaces ...string) {
+	t.Helper()
+	ctx := context.Background()
+	ignore, none, timeout := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone, int32(5)
+	scope := admissionregistrationv1.NamespacedScope
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "options-record-observe"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:         "observe.optionsrecord.io",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: w.caPEM},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Delete},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{"", "e2e.example.com"}, APIVersions: []string{"*"},
+					Resources: []string{"configmaps", "secrets", "widgets"}, Scope: &scope},
+			}},
+			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: namespaces}}},
+			FailurePolicy: &ignore, SideEffects: &none, TimeoutSeconds: &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+		}}}
+	cur, err := w.admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, vwc.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		ok(w.admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}))(t)
+	case err != nil:
+		t.Fatal(err)
+	default:
+		vwc.ResourceVersion = cur.ResourceVersion
+		ok(w.admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, vwc, metav1.UpdateOptions{}))(t)
+	}
+}
+
+// probeObserver updates a probe ConfigMap of ns until the webhook's
+// answer is as wanted: reviewed (the sink counted it by the time the
+// update returned: admission is synchronous) or not.
+func (w *world) probeObserver(t *testing.T, ns string, reviewed bool) {
+	t.Helper()
+	ctx := context.Background()
+	cms := w.admin.CoreV1().ConfigMaps(ns)
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	series := `options_record_observations_received_total{cluster="e2e"}`
+	i := 0
+	eventually(t, 30*time.Second, fmt.Sprintf("the observing webhook reviewed=%v", reviewed), func() error {
+		before := w.metric(t, series)
+		i++
+		cm := ok(cms.Get(ctx, "probe", metav1.GetOptions{}))(t)
+		cm.Data = map[string]string{"i": fmt.Sprint(i)}
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		if got := w.metric(t, series) > before; got != reviewed {
+			return fmt.Errorf("reviewed %v", got)
+		}
+		return nil
+	})
+}
+
+// TestObservedStatesOnEKSPolicy: with EKS's audit policy (ConfigMaps,
+// Secrets and custom resources at Metadata: no bodies) and the observing
+// webhook registered, deletions keep the state before them, exactly as the
+// admission review showed it and the audit event confirmed it.
+func TestObservedStatesOnEKSPolicy(t *testing.T) {
+	base := startWorldWith(t, worldOptions{
+		policy: func(t *testing.T, _ string) string {
+			p, err := filepath.Abs("../fixtures/eks-audit-policy.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
+		files:     []string{"testdata/restore-rbac.yaml"},
+		api:       true,
+		admission: true,
+	})
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(base.caPEM)
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	w := &restoreWorld{world: base, apiURL: base.apiURL, client: client}
+	ctx := context.Background()
+	const ns, nsGone = "e2e-observe", "e2e-observe-ns"
+	w.namespace(t, ns)
+	w.namespace(t, nsGone)
+	w.apply.create(t, []byte(widgetCRD), "")
+	for _, u := range []string{"alice", "bob"} {
+		w.allow(t, "", "e2e-widgets-"+u, u, rbacv1.PolicyRule{APIGroups: []string{"e2e.example.com"}, Resources: []string{"widgets"}, Verbs: []string{"*"}})
+	}
+	w.registerObserver(t, "https://"+w.admissionAddr+"/observe", ns, nsGone)
+	w.probeObserver(t, ns, true)
+
+	alice, bob := w.kube(t, "alice"), w.kube(t, "bob")
+	aliceDyn := dynamic.NewForConfigOrDie(w.config("alice")).Resource(widgets).Namespace(ns)
+	bobDyn := dynamic.NewForConfigOrDie(w.config("bob")).Resource(widgets).Namespace(ns)
+
+	// alice creates and changes a ConfigMap, a Secret and a widget.
+	cm := ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"},
+		Data: map[string]string{"level": "one"}}, metav1.CreateOptions{}))(t)
+	cm.Data["level"] = "two"
+	cm = ok(alice.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}))(t)
+	sec := ok(alice.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token"},
+		StringData: map[string]string{"password": "hunter2-one"}}, metav1.CreateOptions{}))(t)
+	sec.Data = map[string][]byte{"password": []byte("hunter2-two")}
+	ok(alice.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}))(t)
+	var widget *unstructured.Unstructured
+	eventually(t, 30*time.Second, "the widget CRD served", func() error {
+		var err error
+		widget, err = aliceDyn.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e2e.example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "gear"}, "spec": map[string]any{"teeth": int64(12)}}}, metav1.CreateOptions{})
+		return err
+	})
+	widget.Object["spec"] = map[string]any{"teeth": int64(24)}
+	widget = ok(aliceDyn.Update(ctx, widget, metav1.UpdateOptions{}))(t)
+
+	// A forged review, posted straight to the endpoint as anyone could:
+	// answered (allowed, as every review) but never a state.
+	forged := fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"forged-1",
+		"kind":{"group":"","version":"v1","kind":"ConfigMap"},"resource":{"group":"","version":"v1","resource":"configmaps"},
+		"name":"settings","namespace":%q,"operation":"DELETE","userInfo":{"username":"mallory"},
+		"oldObject":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":%q,"uid":%q,"resourceVersion":"1"},
+		"data":{"level":"forged-state"}}}}`, ns, ns, cm.UID)
+	resp, err := client.Post("https://"+w.admissionAddr+"/observe", "application/json", strings.NewReader(forged))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("forged review: %s; want it answered like any other", resp.Status)
+	}
+
+	// bob deletes them.
+	ok(0, bob.CoreV1().ConfigMaps(ns).Delete(ctx, "settings", metav1.DeleteOptions{}))(t)
+	ok(0, bob.CoreV1().Secrets(ns).Delete(ctx, "token", metav1.DeleteOptions{}))(t)
+	ok(0, bobDyn.Delete(ctx, "gear", metav1.DeleteOptions{}))(t)
+
+	for _, c := range []struct{ resource, name, want string }{
+		{"configmaps", "settings", `"level":"two"`}, {"widgets", "gear", `"teeth":24`}, {"secrets", "token", `"password"`},
+	} {
+		eventually(t, 60*time.Second, "the state before bob's deletion of "+c.name, func() error {
+			var unknown bool
+			var prior string
+			err := w.db.QueryRow(ctx, `SELECT state_unknown, coalesce(prior_object::text, '') FROM deletions
+				WHERE namespace = $1 AND resource = $2 AND name = $3 AND username = 'bob'`, ns, c.resource, c.name).Scan(&unknown, &prior)
+			if err != nil {
+				return err
+			}
+			if unknown || !strings.Contains(strings.ReplaceAll(prior, " ", ""), c.want) {
+				return fmt.Errorf("state unknown %v, state before %s; want %s", unknown, prior, c.want)
+			}
+			return nil
+		})
+	}
+	// The Secret's values are digests, as on every other path.
+	if n := w.count(t, `SELECT count(*) FROM object_versions WHERE namespace = '`+ns+`' AND object::text LIKE '%hunter2%'`); n != 0 {
+		t.Errorf("the Secret's values are in the record (%d versions)", n)
+	}
+	// The forged review never became a state.
+	if n := w.count(t, `SELECT count(*) FROM object_versions WHERE object::text LIKE '%forged-state%'`); n != 0 {
+		t.Errorf("the forged review became %d versions", n)
+	}
+	// A restore brings back the state the review showed.
+	del := w.deletion(t, ns, "configmaps", "settings")
+	var res restore.RestoreResult
+	w.postJSON(t, "alice", del.RestoreFrom.Restore, nil, http.StatusOK, &res)
+	if got := ok(alice.CoreV1().ConfigMaps(ns).Get(ctx, "settings", metav1.GetOptions{}))(t); !reflect.DeepEqual(got.Data, cm.Data) {
+		t.Errorf("restored ConfigMap data %v, want %v", got.Data, cm.Data)
+	}
+	wdel := w.deletion(t, ns, "widgets", "gear")
+	w.postJSON(t, "alice", wdel.RestoreFrom.Restore, nil, http.StatusOK, &res)
+	if got := ok(aliceDyn.Get(ctx, "gear", metav1.GetOptions{}))(t); !reflect.DeepEqual(got.Object["spec"], widget.Object["spec"]) {
+		t.Errorf("restored widget spec %v, want %v", got.Object["spec"], widget.Object["spec"])
+	}
+
+	t.Run("a namespace deletion keeps its ConfigMaps' states and initiator", func(t *testing.T) {
+		for _, name := range []string{"one", "two"} {
+			ok(alice.CoreV1().ConfigMaps(nsGone).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Data: map[string]string{"k": "v-" + name}}, metav1.CreateOptions{}))(t)
+		}
+		present := ok(w.admin.CoreV1().ConfigMaps(nsGone).List(ctx, metav1.ListOptions{}))(t)
+		w.deleteNamespace(t, nsGone)
+		for _, name := range []string{"one", "two"} {
+			eventually(t, 60*time.Second, "the namespace's deletion of "+name, func() error {
+				var by string
+				var unknown bool
+				var prior string
+				err := w.db.QueryRow(ctx, `SELECT coalesce(initiated_by, ''), state_unknown, coalesce(prior_object::text, '') FROM deletions
+					WHERE namespace = $1 AND resource = 'configmaps' AND name = $2`, nsGone, name).Scan(&by, &unknown, &prior)
+				if err != nil {
+					return err
+				}
+				if by != controlplane.AdminUser || unknown || !strings.Contains(prior, "v-"+name) {
+					return fmt.Errorf("initiated by %q, state unknown %v, state %s", by, unknown, prior)
+				}
+				return nil
+			})
+		}
+		// Observed on the real apiserver: the namespace controller's one
+		// deletecollection is reviewed once per ConfigMap, and its audit
+		// event carries one annotation per object, keyed by the object,
+		// prefixed with the webhook's name.
+		var verb, ann string
+		err := w.db.QueryRow(ctx, `SELECT verb, annotations::text FROM events WHERE namespace = $1 AND resource = 'configmaps'
+			AND verb IN ('delete', 'deletecollection') AND username <> 'bob' ORDER BY stage_at LIMIT 1`, nsGone).Scan(&verb, &ann)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("the namespace controller's %s of configmaps: annotations %s", verb, ann)
+		if n := strings.Count(ann, `"observe.optionsrecord.io/observation-`); verb != "deletecollection" || n != len(present.Items) {
+			t.Errorf("%s with %d observation annotations; want a deletecollection with %d (one per ConfigMap)", verb, n, len(present.Items))
+		}
+	})
+
+	t.Run("with the webhook stopped writes succeed and the state is unknown", func(t *testing.T) {
+		// A server that takes connections and drops them: the webhook down.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		w.registerObserver(t, "https://"+ln.Addr().String()+"/observe", ns)
+		w.probeObserver(t, ns, false)
+		ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unseen"},
+			Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}))(t)
+		if err := bob.CoreV1().ConfigMaps(ns).Delete(ctx, "unseen", metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("a delete with the webhook down: %v", err)
+		}
+		eventually(t, 60*time.Second, "bob's deletion of unseen", func() error {
+			var unknown bool
+			if err := w.db.QueryRow(ctx, `SELECT state_unknown FROM deletions WHERE namespace = $1 AND name = 'unseen' AND username = 'bob'`, ns).Scan(&unknown); err != nil {
+				return err
+			}
+			if !unknown {
+				return fmt.Errorf("state known")
+			}
+			return nil
+		})
+	})
+	// Forged and unconfirmed observations wait for their expiry, unread.
+	var forgedLeft int
+	if err := w.db.QueryRow(ctx, `SELECT count(*) FROM observations WHERE object::text LIKE '%forged-state%'`).Scan(&forgedLeft); err != nil || forgedLeft != 1 {
+		t.Errorf("forged observations pending: %d, %v; want 1, until it expires", forgedLeft, err)
+	}
+}
