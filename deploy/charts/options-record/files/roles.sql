@@ -65,6 +65,13 @@ REVOKE USAGE ON SCHEMA public FROM PUBLIC;
 GRANT USAGE ON SCHEMA public TO :"reader";
 GRANT SELECT ON ALL TABLES IN SCHEMA public TO :"reader";
 ALTER DEFAULT PRIVILEGES FOR ROLE :"ingest" IN SCHEMA public GRANT SELECT ON TABLES TO :"reader";
+-- Unconfirmed admission observations are not part of the record (migration
+-- 00017 takes them back from the reader): not even when this runs again
+-- after it.
+SELECT to_regclass('public.observations') IS NOT NULL AS has_observations \gset
+\if :has_observations
+REVOKE ALL ON public.observations, public.observation_claims FROM :"reader";
+\endif
 ALTER ROLE :"reader" SET row_security = off;
 
 -- The API's role reads nothing of the record (an older roles.sql let it).
