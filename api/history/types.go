@@ -42,7 +42,7 @@ type Version struct {
 	UID             string      `json:"uid"`
 	VersionKey      string      `json:"versionKey" doc:"hex SHA-256 identifying the version within the object"`
 	ResourceVersion string      `json:"resourceVersion,omitempty" doc:"metadata.resourceVersion after the change; absent when unknown (a delete answered by a Status)"`
-	Origin          string      `json:"origin" doc:"change or baseline"`
+	Origin          string      `json:"origin" doc:"change, baseline (a LIST observed it) or admission (an admission review showed it just before a write, confirmed by that write's audit event)"`
 	Verb            string      `json:"verb" doc:"create, update, patch, delete, deletecollection, or baseline"`
 	ChangedAt       time.Time   `json:"changedAt" doc:"the apiserver's stageTimestamp of the change"`
 	Group           string      `json:"group"`
