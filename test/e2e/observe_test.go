@@ -289,3 +289,58 @@ func TestObservedStatesOnEKSPolicy(t *testing.T) {
 		t.Errorf("forged observations pending: %d, %v; want 1, until it expires", forgedLeft, err)
 	}
 }
+
+// TestObservedStatesWithBodies: with the shipped policy (bodies at
+// RequestResponse) and the observing webhook both, every state is stored
+// once: an observation of a state a response body gave is confirmed but
+// not stored again, and the states agree.
+func TestObservedStatesWithBodies(t *testing.T) {
+	w := startWorldWith(t, worldOptions{
+		policy:    func(t *testing.T, _ string) string { return controlplane.PolicyFile(t) },
+		admission: true,
+	})
+	ctx := context.Background()
+	const ns = "e2e-observe-bodies"
+	w.namespace(t, ns)
+	w.registerObserver(t, "https://"+w.admissionAddr+"/observe", ns)
+	w.probeObserver(t, ns, true)
+	alice, bob := w.kube(t, "alice"), w.kube(t, "bob")
+	cm := ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"},
+		Data: map[string]string{"level": "one"}}, metav1.CreateOptions{}))(t)
+	// The probe's own observations are confirmed by now or soon: wait
+	// for none to be pending, then count from there.
+	eventually(t, 60*time.Second, "the probe's observations confirmed", func() error {
+		if n := w.count(t, `SELECT count(*) FROM observations`); n != 0 {
+			return fmt.Errorf("%d pending", n)
+		}
+		return nil
+	})
+	confirmed := w.metric(t, "options_record_observations_confirmed_total")
+	cm.Data["level"] = "two"
+	ok(alice.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}))(t)
+	ok(0, bob.CoreV1().ConfigMaps(ns).Delete(ctx, "settings", metav1.DeleteOptions{}))(t)
+	eventually(t, 60*time.Second, "bob's deletion, and both observations confirmed", func() error {
+		if got := w.metric(t, "options_record_observations_confirmed_total") - confirmed; got != 2 {
+			return fmt.Errorf("%v observations confirmed since, want 2", got)
+		}
+		if n := w.count(t, `SELECT count(*) FROM deletions WHERE namespace = '`+ns+`' AND name = 'settings' AND username = 'bob' AND NOT state_unknown`); n != 1 {
+			return fmt.Errorf("%d deletions with their state", n)
+		}
+		// The probe's observations and settings' two.
+		if n := w.count(t, `SELECT count(*) FROM observations WHERE namespace = '`+ns+`' AND name = 'settings'`); n != 0 {
+			return fmt.Errorf("%d observations of settings unconfirmed", n)
+		}
+		return nil
+	})
+	if n := w.count(t, `SELECT count(*) FROM (SELECT 1 FROM object_versions WHERE uid = '`+string(cm.UID)+`' AND resource_version IS NOT NULL
+		GROUP BY resource_version HAVING count(*) > 1) d`); n != 0 {
+		t.Errorf("%d states of settings stored twice", n)
+	}
+	if n := w.count(t, `SELECT count(*) FROM object_versions WHERE uid = '`+string(cm.UID)+`' AND origin = 'admission'`); n != 0 {
+		t.Errorf("%d admission versions of settings; want none (the bodies gave every state)", n)
+	}
+	var prior string
+	if err := w.db.QueryRow(ctx, `SELECT prior_object->'data'->>'level' FROM deletions WHERE namespace = $1 AND name = 'settings'`, ns).Scan(&prior); err != nil || prior != "two" {
+		t.Errorf("state before the deletion: %q, %v; want level two", prior, err)
+	}
+}
