@@ -40,3 +40,15 @@ BENCH_READ_DSN      ?=
 bench-read: export OPTIONS_RECORD_CONTROLPLANE_DIR = $(CONTROLPLANE_DIR)
 bench-read: deps ## Time the lookups on a record of BENCH_READ_VERSIONS versions (default 5 M), through both front doors
 	OPTIONS_RECORD_READ_BENCH=$(BENCH_READ_VERSIONS) OPTIONS_RECORD_READ_BENCH_DSN='$(BENCH_READ_DSN)' go test -count=1 -timeout 120m -run TestReadBenchmark -v ./test/e2e/ 2>&1 | grep -v '^\s*log_test.go'
+
+# The observing webhook: its handler's cost per review (BenchmarkReview:
+# ns/op, allocs), then the latency it adds to a write on a real control
+# plane (test/e2e TestAdmissionLatency: p50/p99 of BENCH_ADMISSION_WRITES
+# ConfigMap updates with and without it) and the observations confirmed per
+# second.
+BENCH_ADMISSION_WRITES ?= 500
+.PHONY: bench-admission
+bench-admission: export OPTIONS_RECORD_CONTROLPLANE_DIR = $(CONTROLPLANE_DIR)
+bench-admission: deps ## Measure the observing webhook: cost per review, latency added to a write (p50/p99), confirmations/s
+	go test -count=1 -run '^$$' -bench BenchmarkReview -benchmem ./auditsink/admission/
+	OPTIONS_RECORD_ADMISSION_BENCH=$(BENCH_ADMISSION_WRITES) go test -count=1 -timeout 15m -run TestAdmissionLatency -v ./test/e2e/ 2>&1 | grep -E 'updates, one client|^(---|ok|FAIL)'
