@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/options-record/options-record/store/model"
 )
 
@@ -305,5 +307,52 @@ func TestNamespaceDeletionKeepsObservedStates(t *testing.T) {
 		if st := stateBefore(t, s, d); d.InitiatedBy != "carol" || d.Verb != "deletecollection" || !bytes.Contains([]byte(st), []byte(`"data"`)) {
 			t.Errorf("deletion of %s: %s initiated by %q, state %s; want a deletecollection started by carol, with its state", name, d.Verb, d.InitiatedBy, st)
 		}
+	}
+}
+
+// Two transactions storing an event and its observation at once each miss
+// the other's row: the confirmation pass joins them.
+func TestConfirmationPassJoinsWhatTwoTransactionsMissed(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	storeEvents(t, s, auditEvent("1", "delete", "bob", "configmaps", "prod", "app", time.Minute, nil, idA))
+	// The observation as its transaction stored it, before the event's
+	// committed: no join in it.
+	o := observation(t, idA, "DELETE", "configmaps", "prod", "app", "10.0.0.1", obj("ConfigMap", "configmaps", "prod", "app", "u1", 7, map[string]string{"k": "v1"}))
+	if err := s.Transact(ctx, func(tx pgx.Tx) error {
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"observations"}, observationColumns, pgx.CopyFromRows([][]any{observationRow(&o)}))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := oneDeletion(t, s, "app"); d.StateKey != nil {
+		t.Fatalf("state known before the pass")
+	}
+	if n, err := s.ConfirmObservations(ctx); err != nil || n != 1 {
+		t.Fatalf("confirmation pass: %d, %v; want 1", n, err)
+	}
+	if st := stateBefore(t, s, oneDeletion(t, s, "app")); !strings.Contains(st, `"v1"`) {
+		t.Errorf("state after the pass: %s", st)
+	}
+}
+
+// A dry run is a true observation of the stored object, never a change:
+// an event naming it (none does: the filter drops dry runs) would store the
+// state, but neither a deletion nor a uid for the event's change.
+func TestDryRunObservationMakesNoChange(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	o := observation(t, idA, "DELETE", "configmaps", "prod", "app", "10.0.0.1", obj("ConfigMap", "configmaps", "prod", "app", "u1", 7, map[string]string{"k": "v1"}))
+	o.DryRun = true
+	storeObservations(t, s, o)
+	dc := auditEvent("1", "deletecollection", "bob", "configmaps", "prod", "", time.Minute, nil, idA)
+	storeEvents(t, s, dc)
+	var admission, changes int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE origin = 'admission'), count(*) FILTER (WHERE origin = 'change')
+		FROM object_versions WHERE uid = 'u1'`).Scan(&admission, &changes); err != nil {
+		t.Fatal(err)
+	}
+	if admission != 1 || changes != 0 {
+		t.Errorf("versions of u1: %d admission, %d changes; want the observed state only", admission, changes)
 	}
 }

@@ -226,3 +226,14 @@ func BenchmarkReview(b *testing.B) {
 		<-q.ch
 	}
 }
+
+// A dry run's review is observed (the stored object is true) and marked so
+// that it never makes a change.
+func TestDryRunReviewIsMarked(t *testing.T) {
+	q := NewQueue(QueueOptions{Metrics: NewMetrics(nil)})
+	body := strings.Replace(reviewBody("admission.k8s.io/v1", "r1", "DELETE", "configmaps", "app", configMap("app", "u1", 7, "v")), `"dryRun":false`, `"dryRun":true`, 1)
+	answer(t, post(newTestHandler(t, q, nil), "application/json", body))
+	if o := <-q.ch; !o.DryRun {
+		t.Errorf("observation of a dry run not marked: %+v", o)
+	}
+}

@@ -67,3 +67,26 @@ func TestObservationConfirmedByItsAuditEvent(t *testing.T) {
 		t.Fatalf("deletions: %+v, %v; want bob's of u1 with its state", ds, err)
 	}
 }
+
+// The maintenance pass expires what no audit event named within the TTL
+// (a forged review), and counts it.
+func TestMaintenanceExpiresUnconfirmed(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	q := NewQueue(QueueOptions{Store: st, Metrics: NewMetrics(nil), TTL: time.Minute})
+	old := time.Now().Add(-2 * time.Minute)
+	h := newTestHandler(t, q, func(o *HandlerOptions) { o.Now = func() time.Time { return old } })
+	answer(t, post(h, "application/json", reviewBody("admission.k8s.io/v1", "forged", "DELETE", "configmaps", "app", configMap("app", "u1", 7, "forged"))))
+	q.write(ctx, []model.Observation{<-q.ch})
+	if got := testutil.ToFloat64(q.o.Metrics.stored); got != 1 {
+		t.Fatalf("stored %v, want 1", got)
+	}
+	q.maintain(ctx)
+	if got := testutil.ToFloat64(q.o.Metrics.expired); got != 1 {
+		t.Errorf("expired %v, want 1", got)
+	}
+}
