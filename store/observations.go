@@ -94,8 +94,11 @@ ON CONFLICT DO NOTHING`
 
 // writeClaims records the observations the stored events name (their
 // annotations) and confirms those stored already. It runs in the
-// transaction that stores the events.
-func writeClaims(ctx context.Context, tx pgx.Tx, events []*model.Event) (int, error) {
+// transaction that stores the events, under a savepoint: a claim that
+// cannot be recorded costs its state (the change stays state unknown),
+// never the events, which the apiserver would otherwise send again and
+// again (claimErr; err is a failure of the transaction itself).
+func writeClaims(ctx context.Context, tx pgx.Tx, events []*model.Event) (confirmed int, claimErr, err error) {
 	var cols [11][]any
 	var ids []string
 	for _, e := range events {
@@ -108,16 +111,26 @@ func writeClaims(ctx context.Context, tx pgx.Tx, events []*model.Event) (int, er
 		}
 	}
 	if len(ids) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	args := make([]any, len(cols))
 	for i := range cols {
 		args[i] = cols[i]
 	}
-	if _, err := tx.Exec(ctx, insertClaimsSQL, args...); err != nil {
-		return 0, fmt.Errorf("record observation claims: %w", err)
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return 0, nil, err
 	}
-	return confirm(ctx, tx, ids)
+	if _, claimErr = sp.Exec(ctx, insertClaimsSQL, args...); claimErr == nil {
+		confirmed, claimErr = confirm(ctx, sp, ids)
+	}
+	if claimErr != nil {
+		if err := sp.Rollback(ctx); err != nil {
+			return 0, nil, err
+		}
+		return 0, fmt.Errorf("record observation claims: %w", claimErr), nil
+	}
+	return confirmed, nil, sp.Commit(ctx)
 }
 
 // matchSQL is the exact join: a claim (an authenticated audit event's

@@ -356,3 +356,29 @@ func TestDryRunObservationMakesNoChange(t *testing.T) {
 		t.Errorf("versions of u1: %d admission, %d changes; want the observed state only", admission, changes)
 	}
 }
+
+// A claim that cannot be recorded (here its table is gone) costs its
+// state, never the events: refused, they would come back from the
+// apiserver again and again.
+func TestAClaimThatCannotBeRecordedCostsOnlyItsState(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	if _, err := s.Pool().Exec(ctx, `ALTER TABLE observation_claims RENAME TO observation_claims_gone`); err != nil {
+		t.Fatal(err)
+	}
+	var b model.Batch
+	c, err := model.Convert("default", auditEvent("1", "delete", "bob", "configmaps", "prod", "app", time.Minute, nil, idA), model.Selection{}, testDigester)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Events, b.Versions = []model.Event{c.Event}, c.Versions
+	if err := s.EnsurePartitionsAround(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.WriteBatch(ctx, &b); err != nil || res.Events != 1 {
+		t.Fatalf("events with a claim that cannot be recorded: %+v, %v; want them stored", res, err)
+	}
+	if d := oneDeletion(t, s, "app"); d.StateKey != nil || d.Username != "bob" {
+		t.Errorf("deletion %+v; want bob's, state unknown", d)
+	}
+}

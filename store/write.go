@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -72,7 +73,7 @@ func (s *Store) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteResu
 	var res model.WriteResult
 	write := func(tx pgx.Tx) error {
 		var err error
-		res, err = writeBatch(ctx, tx, b, s.tamperLog)
+		res, err = writeBatch(ctx, tx, b, s.tamperLog, s.log)
 		return err
 	}
 	err := s.Transact(ctx, write)
@@ -97,7 +98,7 @@ func (s *Store) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteResu
 	return res, nil
 }
 
-func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch, logged bool) (model.WriteResult, error) {
+func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch, logged bool, log *slog.Logger) (model.WriteResult, error) {
 	var res model.WriteResult
 	existing, err := existingEvents(ctx, tx, b.Events)
 	if err != nil {
@@ -169,7 +170,11 @@ func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch, logged bool) (mo
 	}
 	// The admission observations the events name become their prior
 	// states, now or when the observation arrives.
-	res.Confirmed, err = writeClaims(ctx, tx, events)
+	var claimErr error
+	res.Confirmed, claimErr, err = writeClaims(ctx, tx, events)
+	if claimErr != nil {
+		log.Warn("admission observations named by stored events left unconfirmed", "events", len(events), "err", claimErr)
+	}
 	return res, err
 }
 
