@@ -4,15 +4,19 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -23,6 +27,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/options-record/options-record/api/restore"
+	"github.com/options-record/options-record/cmd/options-record/app/certs"
 	"github.com/options-record/options-record/test/framework/controlplane"
 )
 
@@ -343,4 +348,120 @@ func TestObservedStatesWithBodies(t *testing.T) {
 	if err := w.db.QueryRow(ctx, `SELECT prior_object->'data'->>'level' FROM deletions WHERE namespace = $1 AND name = 'settings'`, ns).Scan(&prior); err != nil || prior != "two" {
 		t.Errorf("state before the deletion: %q, %v; want level two", prior, err)
 	}
+}
+
+// TestOneAuditAnnotationKeyForSeveralReviews provokes what the observing
+// webhook's per-object keys avoid: a webhook that answers every review of
+// one deletecollection with the same key and a different value. The
+// kube-apiserver keeps the first value only (docs/semantics.md).
+func TestOneAuditAnnotationKeyForSeveralReviews(t *testing.T) {
+	w := startWorldWith(t, worldOptions{})
+	ctx := context.Background()
+	const ns = "e2e-observe-onekey"
+	w.namespace(t, ns)
+	ca, err := certs.NewCA("e2e fixed-key webhook CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := ca.Issue("fixed-key", []string{"127.0.0.1"}, true, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reviews := make(chan string, 100)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var rv admissionv1.AdmissionReview
+		if err := json.NewDecoder(r.Body).Decode(&rv); err != nil || rv.Request == nil {
+			http.Error(rw, "bad review", http.StatusBadRequest)
+			return
+		}
+		// A deletecollection's reviews name no object (request.name is the
+		// request's, empty): the object is oldObject.
+		var old metav1.PartialObjectMetadata
+		_ = json.Unmarshal(rv.Request.OldObject.Raw, &old)
+		rv.Response = &admissionv1.AdmissionResponse{UID: rv.Request.UID, Allowed: true,
+			AuditAnnotations: map[string]string{"observation": old.Name}}
+		reviews <- fmt.Sprintf("%s name=%q oldObject=%s", rv.Request.Operation, rv.Request.Name, old.Name)
+		rv.Request = nil
+		_ = json.NewEncoder(rw).Encode(&rv)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	defer srv.Close()
+	ignore, none, timeout := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone, int32(5)
+	url := srv.URL + "/fixed"
+	ok(w.admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-fixed-key"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "fixed.optionsrecord.io",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca.CertPEM},
+			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+			FailurePolicy:     &ignore, SideEffects: &none, TimeoutSeconds: &timeout, AdmissionReviewVersions: []string{"v1"}}},
+	}, metav1.CreateOptions{}))(t)
+	cms := w.admin.CoreV1().ConfigMaps(ns)
+	names := []string{"a", "b", "c"}
+	for _, n := range names {
+		ok(cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"set": "x"}}}, metav1.CreateOptions{}))(t)
+	}
+	// The configuration is in force once a delete is reviewed: the audit
+	// event of a delete of a probe carries the annotation.
+	i := 0
+	eventually(t, 30*time.Second, "the fixed-key webhook in force", func() error {
+		i++
+		name := fmt.Sprintf("probe-%d", i)
+		ok(cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}))(t)
+		ok(0, cms.Delete(ctx, name, metav1.DeleteOptions{}))(t)
+		return w.auditAnnotation(t, ns, "delete", name, "fixed.optionsrecord.io/observation", name)
+	})
+	for len(reviews) > 0 {
+		<-reviews
+	}
+	ok(0, cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "set=x"}))(t)
+	var seen []string
+	for len(reviews) > 0 {
+		seen = append(seen, <-reviews)
+	}
+	t.Logf("the deletecollection's reviews: %q", seen)
+	if len(seen) != len(names) {
+		t.Errorf("%d reviews of the deletecollection, want one per object (%d)", len(seen), len(names))
+	}
+	eventually(t, 30*time.Second, "the deletecollection's audit event", func() error {
+		return w.auditAnnotation(t, ns, "deletecollection", "", "fixed.optionsrecord.io/observation", "")
+	})
+}
+
+// auditAnnotation finds in the apiserver's audit log the ResponseComplete
+// event of verb on name in ns and checks its annotation key: equal to want,
+// or, with want "", one of the three objects a, b, c (the first reviewed).
+func (w *world) auditAnnotation(t *testing.T, ns, verb, name, key, want string) error {
+	t.Helper()
+	data, err := os.ReadFile(w.auditLog)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var ev struct {
+			Verb, Stage string
+			ObjectRef   struct{ Namespace, Name, Resource string }
+			Annotations map[string]string
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil || ev.Verb != verb || ev.Stage != "ResponseComplete" ||
+			ev.ObjectRef.Namespace != ns || ev.ObjectRef.Name != name || ev.ObjectRef.Resource != "configmaps" {
+			continue
+		}
+		got, ok := ev.Annotations[key]
+		t.Logf("%s %s: %s = %q", verb, name, key, got)
+		switch {
+		case !ok:
+			return fmt.Errorf("%s %s: no %s", verb, name, key)
+		case want != "" && got != want, want == "" && got != "a" && got != "b" && got != "c":
+			return fmt.Errorf("%s %s: %s = %q", verb, name, key, got)
+		}
+		return nil
+	}
+	return fmt.Errorf("no ResponseComplete event of %s %s yet", verb, name)
 }
