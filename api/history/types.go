@@ -72,8 +72,16 @@ type Version struct {
 // version: one word for every message.
 const BaselineAuthor = "(baseline)"
 
-// Author is who made v in a message: its user, or BaselineAuthor.
+// AdmissionAuthor names the author of a version an admission review showed
+// the record (the state before a write, confirmed by its audit event).
+const AdmissionAuthor = "(admission)"
+
+// Author is who made v in a message: its user, or BaselineAuthor
+// (AdmissionAuthor for a version an admission review showed).
 func (v *Version) Author() string {
+	if (v.Actor == nil || v.Actor.Username == "") && v.Origin == "admission" {
+		return AdmissionAuthor
+	}
 	if v.Actor == nil || v.Actor.Username == "" {
 		return BaselineAuthor
 	}

@@ -68,8 +68,12 @@ func Ref(v *store.VersionRecord) impersonate.ObjectRef {
 }
 
 // Author names who made a version in a message: its user, or
-// history.BaselineAuthor for a version the record took itself.
+// history.BaselineAuthor (history.AdmissionAuthor: an admission review
+// showed it) for a version the record took itself.
 func Author(v *store.VersionRecord) string {
+	if v.Username == "" && v.Origin == "admission" {
+		return history.AdmissionAuthor
+	}
 	if v.Username == "" {
 		return history.BaselineAuthor
 	}

@@ -63,8 +63,12 @@ func DeleterCell(user, as string) string {
 	return ActorCell(user, as)
 }
 
-// ActorOf is who made a recorded change, or "a baseline".
+// ActorOf is who made a recorded change, or "a baseline" ("an admission
+// observation": the state an admission review showed before a write).
 func ActorOf(c *record.ChangeRecord) string {
+	if c.Actor == nil && c.Verb == "admission" {
+		return "an admission observation"
+	}
 	if c.Actor == nil {
 		return "a baseline"
 	}

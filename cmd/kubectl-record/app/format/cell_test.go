@@ -2,6 +2,8 @@ package format
 
 import (
 	"testing"
+
+	record "github.com/options-record/options-record/api/record/v1alpha1"
 )
 
 // TestCellsAreOneLineOfText: recorded strings cannot break a table or
@@ -48,6 +50,16 @@ func TestDeleterCell(t *testing.T) {
 	} {
 		if got := DeleterCell(c.user, c.as); got != c.want {
 			t.Errorf("DeleterCell(%q, %q) = %q, want %q", c.user, c.as, got, c.want)
+		}
+	}
+}
+
+// TestActorOfVersionsWithoutAnActor: a version the record took itself
+// says how it was taken.
+func TestActorOfVersionsWithoutAnActor(t *testing.T) {
+	for verb, want := range map[string]string{"baseline": "a baseline", "admission": "an admission observation"} {
+		if got := ActorOf(&record.ChangeRecord{Verb: verb}); got != want {
+			t.Errorf("%s: %q, want %q", verb, got, want)
 		}
 	}
 }
