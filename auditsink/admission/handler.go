@@ -116,7 +116,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many reviews at once", http.StatusTooManyRequests)
 		return
 	}
-	out, err := h.review(r, cluster)
+	out, err := h.review(w, r, cluster)
 	if err != nil {
 		h.o.Metrics.refused.WithLabelValues("bad_review").Inc()
 		status := http.StatusBadRequest
@@ -143,11 +143,11 @@ func (h *Handler) cluster(r *http.Request) (string, bool) {
 
 // review reads the AdmissionReview, queues what it observed and returns
 // the answer.
-func (h *Handler) review(r *http.Request, cluster string) ([]byte, error) {
+func (h *Handler) review(w http.ResponseWriter, r *http.Request, cluster string) ([]byte, error) {
 	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
 		return nil, fmt.Errorf("%w: Content-Type %q, want application/json", errBadReview, r.Header.Get("Content-Type"))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.o.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes))
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading the body: %w", errBadReview, err)
 	}
