@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -42,9 +43,12 @@ type HandlerOptions struct {
 	// MaxBodyBytes caps a review's body (default 8 MiB: an object and its
 	// old state, each up to etcd's 1.5 MiB, and their JSON escapes).
 	MaxBodyBytes int64
-	// MaxInFlight caps the reviews read at once (default 64); more are
-	// answered 429 at once, and the apiserver ignores that answer.
-	MaxInFlight int
+	// MaxInFlight caps the reviews read at once (default 64), and
+	// MaxInFlightBytes the bytes their bodies may hold (default 64 MiB; a
+	// body counts its Content-Length, or MaxBodyBytes without one); more
+	// are answered 429 at once, and the apiserver ignores that answer.
+	MaxInFlight      int
+	MaxInFlightBytes int64
 	Metrics     *Metrics
 	Logger      *slog.Logger
 	// Now and ID replace the clock and the random ids (tests).
@@ -54,8 +58,9 @@ type HandlerOptions struct {
 
 // Handler answers AdmissionReviews: always allowed, never patched.
 type Handler struct {
-	o     HandlerOptions
-	slots chan struct{}
+	o        HandlerOptions
+	slots    chan struct{}
+	inFlight atomic.Int64 // body bytes reserved
 }
 
 // NewHandler returns a Handler.
@@ -74,6 +79,9 @@ func NewHandler(o HandlerOptions) (*Handler, error) {
 	}
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 64
+	}
+	if o.MaxInFlightBytes <= 0 {
+		o.MaxInFlightBytes = 64 << 20
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -108,6 +116,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthenticated: this endpoint requires the apiserver's client credential", http.StatusUnauthorized)
 		return
 	}
+	size := r.ContentLength
+	if size < 0 || size > h.o.MaxBodyBytes {
+		size = h.o.MaxBodyBytes
+	}
+	if h.inFlight.Add(size) > h.o.MaxInFlightBytes {
+		h.inFlight.Add(-size)
+		h.o.Metrics.refused.WithLabelValues("busy").Inc()
+		http.Error(w, "too many review bytes at once", http.StatusTooManyRequests)
+		return
+	}
+	defer h.inFlight.Add(-size)
 	select {
 	case h.slots <- struct{}{}:
 		defer func() { <-h.slots }()

@@ -237,3 +237,20 @@ func TestDryRunReviewIsMarked(t *testing.T) {
 		t.Errorf("observation of a dry run not marked: %+v", o)
 	}
 }
+
+// Reviews hold at most MaxInFlightBytes of bodies at once: one that
+// would go beyond is answered 429 at once (the apiserver ignores it).
+func TestInFlightBytesAreBounded(t *testing.T) {
+	q := NewQueue(QueueOptions{Metrics: NewMetrics(nil)})
+	h := newTestHandler(t, q, func(o *HandlerOptions) { o.MaxInFlightBytes = 1000 })
+	h.inFlight.Add(900) // a review being read
+	body := reviewBody("admission.k8s.io/v1", "r1", "DELETE", "configmaps", "a", configMap("a", "u1", 3, "x"))
+	if w := post(h, "application/json", body); w.Code != http.StatusTooManyRequests {
+		t.Errorf("a review beyond the bytes in flight: %d, want 429", w.Code)
+	}
+	h.inFlight.Add(-900)
+	answer(t, post(h, "application/json", body))
+	if n := h.inFlight.Load(); n != 0 {
+		t.Errorf("bytes in flight after the reviews: %d, want 0", n)
+	}
+}
