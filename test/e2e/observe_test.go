@@ -312,15 +312,17 @@ func TestObservedStatesWithBodies(t *testing.T) {
 	alice, bob := w.kube(t, "alice"), w.kube(t, "bob")
 	cm := ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"},
 		Data: map[string]string{"level": "one"}}, metav1.CreateOptions{}))(t)
-	// The probe's own observations are confirmed by now or soon: wait
-	// for none to be pending, then count from there.
+	// The probe's own observations are confirmed by now or soon (one may
+	// still wait in the queue): wait for every one received to be
+	// confirmed, then count from there.
+	var confirmed float64
 	eventually(t, 60*time.Second, "the probe's observations confirmed", func() error {
-		if n := w.count(t, `SELECT count(*) FROM observations`); n != 0 {
-			return fmt.Errorf("%d pending", n)
+		received := w.metric(t, `options_record_observations_received_total{cluster="e2e"}`)
+		if confirmed = w.metric(t, "options_record_observations_confirmed_total"); confirmed != received {
+			return fmt.Errorf("%v of %v confirmed", confirmed, received)
 		}
 		return nil
 	})
-	confirmed := w.metric(t, "options_record_observations_confirmed_total")
 	cm.Data["level"] = "two"
 	ok(alice.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}))(t)
 	ok(0, bob.CoreV1().ConfigMaps(ns).Delete(ctx, "settings", metav1.DeleteOptions{}))(t)
