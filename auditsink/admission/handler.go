@@ -49,8 +49,8 @@ type HandlerOptions struct {
 	// are answered 429 at once, and the apiserver ignores that answer.
 	MaxInFlight      int
 	MaxInFlightBytes int64
-	Metrics     *Metrics
-	Logger      *slog.Logger
+	Metrics          *Metrics
+	Logger           *slog.Logger
 	// Now and ID replace the clock and the random ids (tests).
 	Now func() time.Time
 	ID  func() string
