@@ -8,6 +8,7 @@
 //	options-record policy  [flags]            the audit Policy the rules need
 //	options-record verify  [flags]            check the record against its tamper-evident log
 //	options-record log-key [flags]            make the log's signing key
+//	options-record admission-config [flags]   the observing webhook's configuration
 //	options-record version [-o json|yaml]     the release, commit and build date
 //
 // main only builds the command line (cobra, with each command's flags from
@@ -117,21 +118,23 @@ func setSectionedHelp(cmd *cobra.Command, sections cliflag.NamedFlagSets) {
 }
 
 var use = map[string]string{
-	"serve":   "serve [flags]",
-	"import":  "import FILE... [flags]",
-	"sql":     "sql [QUERY] [flags]",
-	"policy":  "policy [flags]",
-	"verify":  "verify [flags]",
-	"log-key": "log-key --name NAME --log-signing-key-file FILE",
+	"serve":            "serve [flags]",
+	"import":           "import FILE... [flags]",
+	"sql":              "sql [QUERY] [flags]",
+	"policy":           "policy [flags]",
+	"verify":           "verify [flags]",
+	"log-key":          "log-key --name NAME --log-signing-key-file FILE",
+	"admission-config": "admission-config [flags]",
 }
 
 var args = map[string]cobra.PositionalArgs{
-	"serve":   cobra.NoArgs,
-	"import":  cobra.MinimumNArgs(1),
-	"sql":     cobra.ArbitraryArgs,
-	"policy":  cobra.NoArgs,
-	"verify":  cobra.NoArgs,
-	"log-key": cobra.NoArgs,
+	"serve":            cobra.NoArgs,
+	"import":           cobra.MinimumNArgs(1),
+	"sql":              cobra.ArbitraryArgs,
+	"policy":           cobra.NoArgs,
+	"verify":           cobra.NoArgs,
+	"log-key":          cobra.NoArgs,
+	"admission-config": cobra.NoArgs,
 }
 
 var examples = map[string]string{
@@ -143,6 +146,8 @@ var examples = map[string]string{
 	"policy":  `  options-record policy --rules-file rules.yaml > policy.yaml`,
 	"verify":  `  options-record verify --log-verifier-key-file log.pub --checkpoint-dir /mnt/checkpoints`,
 	"log-key": `  options-record log-key --name record.example.com/log --log-signing-key-file log.key > log.pub`,
+	"admission-config": `  options-record admission-config --in-cluster | kubectl apply -f -       # Service options-record-webhook:8444, CA from cert-manager
+  options-record admission-config --rules-file rules.yaml --url https://10.0.0.5:8444 --ca-file ca.crt`,
 }
 
 // usageArgs makes a positional-argument error a usage error (exit code 2).
@@ -179,6 +184,8 @@ func runCommand(ctx context.Context, name string, o options.Command, argv []stri
 		return app.Verify(ctx, o.Config(stdout, stderr))
 	case *options.LogKey:
 		return app.LogKey(o.Config(stdout))
+	case *options.AdmissionConfig:
+		return app.AdmissionConfig(ctx, o.Config(stdout, stderr))
 	}
 	return fmt.Errorf("no command %q", name)
 }

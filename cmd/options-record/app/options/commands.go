@@ -3,7 +3,6 @@ package options
 import (
 	"errors"
 	"io"
-
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -103,6 +102,53 @@ func (o *Policy) Config(out, logs io.Writer) app.PolicyOptions {
 	return c
 }
 
+// AdmissionConfig are the flags of `options-record admission-config`.
+type AdmissionConfig struct {
+	Policy
+	ConfigName     string
+	ServiceName    string
+	ServicePort    int32
+	URL            string
+	CAFile         string
+	TimeoutSeconds int32
+}
+
+// NewAdmissionConfig returns the options of admission-config with their
+// defaults.
+func NewAdmissionConfig() *AdmissionConfig { return &AdmissionConfig{} }
+
+// Flags defines admission-config's flags, in sections.
+func (o *AdmissionConfig) Flags() (fss cliflag.NamedFlagSets) {
+	fss = o.Policy.Flags()
+	fs := fss.FlagSet("admission webhook")
+	fs.StringVar(&o.ConfigName, "config-name", app.DefaultWebhookConfigName, "name of the ValidatingWebhookConfiguration")
+	fs.StringVar(&o.ServiceName, "service-name", "options-record-webhook", "Service (in --namespace) the kube-apiserver reaches the observing webhook through")
+	fs.Int32Var(&o.ServicePort, "service-port", 8444, "the Service's port of the observing webhook")
+	fs.StringVar(&o.URL, "url", "", "https URL of the observing webhook instead of a Service (path default "+app.WebhookPath+")")
+	fs.StringVar(&o.CAFile, "ca-file", "", "PEM CA bundle that verifies the sink's serving certificate (caBundle); empty: left for cert-manager's CA injector")
+	fs.Int32Var(&o.TimeoutSeconds, "timeout-seconds", app.DefaultWebhookTimeoutSeconds, "seconds a write waits for the review before the kube-apiserver ignores it (1-30)")
+	return fss
+}
+
+// Validate checks the flags.
+func (o *AdmissionConfig) Validate() error {
+	if o.TimeoutSeconds < 1 || o.TimeoutSeconds > 30 {
+		return errors.New("--timeout-seconds: want 1 to 30")
+	}
+	if o.URL == "" && (o.ServicePort < 1 || o.ServicePort > 65535) {
+		return errors.New("--service-port: want 1 to 65535")
+	}
+	return o.Policy.Validate()
+}
+
+// Config is the app's configuration, printing the configuration to out.
+func (o *AdmissionConfig) Config(out, logs io.Writer) app.AdmissionConfigOptions {
+	p := o.Policy.Config(out, logs)
+	return app.AdmissionConfigOptions{Rules: p.Rules, Kube: p.Kube, ConfigName: o.ConfigName,
+		ServiceName: o.ServiceName, ServicePort: o.ServicePort, URL: o.URL, CAFile: o.CAFile,
+		TimeoutSeconds: o.TimeoutSeconds, Out: out, Logger: p.Logger}
+}
+
 // Verify are the flags of `options-record verify`.
 type Verify struct {
 	Common
@@ -183,6 +229,7 @@ func Commands() []NamedCommand {
 		{"import", "import audit log files (JSON lines or EventLists) through the same pipeline", func() Command { return NewImport() }},
 		{"sql", "query the record (psql when installed; a QUERY argument, or interactive)", func() Command { return NewSQL() }},
 		{"policy", "print the audit Policy the rules need", func() Command { return NewPolicy() }},
+		{"admission-config", "print the ValidatingWebhookConfiguration of the observing webhook the rules need", func() Command { return NewAdmissionConfig() }},
 		{"verify", "check the record against its tamper-evident log; exits non-zero naming each row that fails", func() Command { return NewVerify() }},
 		{"log-key", "make the tamper-evident log's signing key (a file) and print its verifier key", func() Command { return NewLogKey() }},
 	}
