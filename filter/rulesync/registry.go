@@ -149,6 +149,15 @@ func (r *Registry) Statuses(cluster string) []filter.RuleStatus {
 	return r.staticR.statuses
 }
 
+// compileInput returns the objects a cluster's rules are compiled from
+// (static rules included) and the options they compile with.
+func (r *Registry) compileInput(cluster string) ([]v1alpha1.OptionsRecordController, filter.Options) {
+	if c, ok := (*r.compiled.Load())[cluster]; ok {
+		return c.objects, r.opts.compileOptions(cluster)
+	}
+	return r.staticR.objects, r.opts.compileOptions(r.opts.HomeCluster)
+}
+
 // Objects returns the cluster's OptionsRecordController objects as known now
 // (not the static ones).
 func (r *Registry) Objects(cluster string) []v1alpha1.OptionsRecordController {

@@ -69,6 +69,9 @@ func (s *Syncer) writeStatuses(ctx context.Context) {
 	defer t.Stop()
 	for {
 		s.syncStatuses(ctx)
+		if err := s.syncWebhookConfig(ctx); err != nil {
+			s.log.Warn("observing webhook configuration not kept current", "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return

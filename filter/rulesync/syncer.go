@@ -57,8 +57,12 @@ type Options struct {
 	// resource from the start, however often its coverage changes (default
 	// 1 min).
 	BaselineMinInterval time.Duration
-	Registry            *Registry
-	Store               Store
+	// WebhookConfigName, when set, is the ValidatingWebhookConfiguration
+	// of the observing webhook the status-writing replica keeps selecting
+	// what the rules select (see syncWebhookConfig).
+	WebhookConfigName string
+	Registry          *Registry
+	Store             Store
 	// Digester digests the Secret values of baselines; without one a
 	// Secret is not baselined (model.ErrNoDigester).
 	Digester *model.SecretDigester
@@ -78,6 +82,9 @@ type Syncer struct {
 	mu      sync.Mutex
 	written map[string]string // ns/name → fingerprint of the last status written
 	base    *baseliner
+	// webhookSyncs and webhookUpdates count the syncs of the webhook
+	// configuration and the updates they wrote.
+	webhookSyncs, webhookUpdates atomic.Int64
 }
 
 // New builds a Syncer; Run starts it.

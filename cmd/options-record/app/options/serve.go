@@ -150,6 +150,7 @@ func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
 	fs.DurationVar(&o.Kube.Sync.StatusInterval, "status-interval", 15*time.Second, "how often OptionsRecordController statuses are written at most")
 	fs.BoolVar(&o.Kube.Sync.Baseline, "baseline", true, "LIST the objects a rule begins to cover and store them as baseline versions")
 	fs.IntVar(&o.Kube.Sync.BaselineMaxObjects, "baseline-max-objects", 100000, "objects one baseline pass lists at most; the next pass, 10 s later, goes on")
+	fs.StringVar(&o.Kube.Sync.WebhookConfigName, "admission-webhook-config-name", "", "ValidatingWebhookConfiguration of the observing webhook to keep selecting what the rules select (GET, and UPDATE when it differs); created by the install manifests; empty: left alone")
 	fs.StringVar(&o.Kube.Sync.Identity, "identity", os.Getenv("POD_NAME"), "this replica's name in the status Lease (default: hostname)")
 	return fss
 }
