@@ -1,11 +1,14 @@
 package rulesync
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -79,6 +82,39 @@ func TestWebhookConfigFollowsTheRules(t *testing.T) {
 	vwcs := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	if _, err := vwcs.Create(ctx, &shipped, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("the apiserver refuses the shipped configuration: %v", err)
+	}
+
+	// Every golden configuration of package filter, and one from a
+	// thousand controllers, is accepted (dry run).
+	goldens, _ := filepath.Glob(filepath.Join(controlplane.RepoFile(t, "filter/testdata/webhook"), "*.golden.yaml"))
+	var many []v1alpha1.OptionsRecordController
+	for i := range 1000 {
+		o := v1alpha1.OptionsRecordController{ObjectMeta: metav1.ObjectMeta{Namespace: "options-record", Name: fmt.Sprintf("r%d", i)}}
+		o.Spec.Namespaces = []string{fmt.Sprintf("ns-%d", i)}
+		o.Spec.Resources = []v1alpha1.ResourceSelector{{Group: fmt.Sprintf("g%d.example.com", i%500), Resources: []string{fmt.Sprintf("things%d", i)}}}
+		many = append(many, o)
+	}
+	bounded := filter.AdmissionWebhook(many, filter.WebhookOptions{ConfigName: "bounded",
+		ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url}})
+	for _, g := range append(goldens, "") {
+		c := bounded
+		if g != "" {
+			data, err := os.ReadFile(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c = &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := yaml.UnmarshalStrict(data, c); err != nil {
+				t.Fatalf("%s: %v", g, err)
+			}
+			c.Name = strings.TrimSuffix(filepath.Base(g), ".golden.yaml")
+		}
+		if _, err := vwcs.Create(ctx, c, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("the apiserver refuses %s: %v", cmp.Or(filepath.Base(g), "the configuration of 1000 controllers"), err)
+		}
+	}
+	if len(goldens) < 4 {
+		t.Errorf("only %d golden configurations", len(goldens))
 	}
 
 	reg := NewRegistry(nil, RegistryOptions{Compile: filter.Options{SinkNamespace: "options-record"}, HomeCluster: "c"})
