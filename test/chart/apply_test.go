@@ -227,6 +227,14 @@ func helmLifecycle(t *testing.T, cp *controlplane.ControlPlane, c *chart.Chart) 
 	if caBundle == "" || !bytes.Equal(mustB64(t, caBundle), tls["ca.crt"]) {
 		t.Errorf("APIService caBundle is not the generated CA")
 	}
+	vwc, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "options-record-observer", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := vwc.Webhooks; len(w) != 1 || !bytes.Equal(w[0].ClientConfig.CABundle, tls["ca.crt"]) || w[0].ClientConfig.Service == nil ||
+		w[0].ClientConfig.Service.Namespace != ns || len(w[0].Rules) != 0 {
+		t.Errorf("the observing webhook's configuration: %+v, want the generated CA, the release's namespace and no rules", w)
+	}
 
 	upgrade := action.NewUpgrade(cfg)
 	upgrade.Namespace = ns

@@ -52,11 +52,14 @@ func pairings() []pairing {
 		// the chart annotates it only with tls.source certManager.
 		{name: "aggregated API", components: []string{"cert-manager", "aggregated-api"}, noNamespace: true,
 			values: map[string]any{"tls": certManager, "aggregatedAPI": on}},
+		// The observing webhook's caBundle, as the APIService's.
+		{name: "admission observer", components: []string{"cert-manager", "admission-observer"}, noNamespace: true,
+			values: map[string]any{"tls": certManager, "admissionObserver": on}},
 		{name: "demo postgres", components: []string{"postgres"}, noNamespace: true,
 			values: map[string]any{"postgres": on}},
-		{name: "everything", components: []string{"aggregated-api", "baseline-secrets", "cert-manager", "postgres"},
+		{name: "everything", components: []string{"admission-observer", "aggregated-api", "baseline-secrets", "cert-manager", "postgres"},
 			values: map[string]any{"namespace": map[string]any{"create": true}, "tls": certManager,
-				"aggregatedAPI": on, "baselineSecrets": on, "postgres": on}},
+				"admissionObserver": on, "aggregatedAPI": on, "baselineSecrets": on, "postgres": on}},
 	}
 }
 
@@ -184,6 +187,8 @@ func generatedValues() map[string]any {
 		"secretDigest":  map[string]any{"generate": true},
 		"aggregatedAPI": map[string]any{"enabled": true},
 		"postgres":      map[string]any{"enabled": true},
+		// Installed for real: it reviews nothing until a sink writes rules.
+		"admissionObserver": map[string]any{"enabled": true},
 	}
 }
 

@@ -132,7 +132,8 @@ func TestManifests(t *testing.T) {
 }
 
 func isClusterScoped(kind string) bool {
-	return kind == "ClusterRole" || kind == "ClusterRoleBinding" || kind == "Namespace" || kind == "CustomResourceDefinition" || kind == "APIService"
+	return kind == "ClusterRole" || kind == "ClusterRoleBinding" || kind == "Namespace" || kind == "CustomResourceDefinition" || kind == "APIService" ||
+		kind == "ValidatingWebhookConfiguration"
 }
 
 // checkPodSecurity holds every workload to the "restricted" Pod Security

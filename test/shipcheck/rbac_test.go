@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	coordv1 "k8s.io/api/coordination/v1"
@@ -177,11 +178,77 @@ func testSinkRBAC(t *testing.T, c *cluster, vs []variant) {
 		return err
 	}}
 
+	// The observing webhook's configuration (components/admission-observer)
+	// and another one the sink must never touch.
+	vwcs := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	mustCreate(t, func() error {
+		_, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx,
+			&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}}, metav1.CreateOptions{})
+		return err
+	})
+	for _, u := range find(variantNamed(t, vs, "deploy+components/admission-observer").objects, "ValidatingWebhookConfiguration", "") {
+		if err := c.apply(t, u, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	observer := []action{
+		{"get the observing webhook's configuration", func() error {
+			_, err := vwcs.Get(ctx, filter.DefaultWebhookConfigName, metav1.GetOptions{})
+			return err
+		}},
+		{"update the observing webhook's configuration", func() error {
+			cur, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, filter.DefaultWebhookConfigName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			_, err = vwcs.Update(ctx, cur, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}},
+	}
+	observerNever := []action{
+		{"list webhook configurations", func() error {
+			_, err := vwcs.List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{"watch the observing webhook's configuration", func() error {
+			return watch(vwcs.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + filter.DefaultWebhookConfigName}))
+		}},
+		{"create a webhook configuration", func() error {
+			_, err := vwcs.Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "intruder"}},
+				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}},
+		{"get another webhook configuration", func() error {
+			_, err := vwcs.Get(ctx, "someone-elses", metav1.GetOptions{})
+			return err
+		}},
+		{"update another webhook configuration", func() error {
+			o := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}}
+			_, err := vwcs.Update(ctx, o, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}},
+		{"delete the observing webhook's configuration", func() error {
+			return vwcs.Delete(ctx, filter.DefaultWebhookConfigName, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		}},
+		{"patch the observing webhook's configuration", func() error {
+			_, err := vwcs.Patch(ctx, filter.DefaultWebhookConfigName, "application/merge-patch+json", []byte(`{"webhooks":[]}`),
+				metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}},
+		{"create a mutating webhook configuration", func() error {
+			_, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx,
+				&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "intruder"}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}},
+	}
+
 	t.Run("deploy/base", func(t *testing.T) {
 		expect(t, true, allowed...)
 		expect(t, false, forbiddenAlways...)
 		expect(t, false, restore...)
 		expect(t, false, listSecrets)
+		expect(t, false, observer...)
+		expect(t, false, observerNever...)
 	})
 	t.Run("deploy", func(t *testing.T) {
 		applyRBAC(t, c, vs, "deploy")
@@ -201,6 +268,47 @@ func testSinkRBAC(t *testing.T, c *cluster, vs []variant) {
 		eventually(t, time.Minute, "Secret baselines aggregated", listSecrets.do)
 		expect(t, true, listSecrets)
 		expect(t, false, forbiddenAlways...) // get and watch stay forbidden
+	})
+	t.Run("components/admission-observer", func(t *testing.T) {
+		applyRBAC(t, c, vs, "deploy+components/admission-observer")
+		eventually(t, 30*time.Second, "the observing webhook's configuration readable", observer[0].do)
+		expect(t, true, observer...)
+		expect(t, false, observerNever...)
+		expect(t, false, forbiddenAlways...)
+		runObserverSync(t, sa, c)
+	})
+}
+
+// runObserverSync runs the sink's rule sync as its ServiceAccount with
+// --admission-webhook-config-name, as the component's StatefulSet does, and
+// waits until the shipped configuration (without rules) selects what the
+// sample rules select.
+func runObserverSync(t *testing.T, sa *rest.Config, c *cluster) {
+	ctx, cancel := context.WithCancel(context.Background())
+	reg := rulesync.NewRegistry(nil, rulesync.RegistryOptions{Compile: filter.Options{SinkNamespace: sinkNamespace}, HomeCluster: "shipcheck"})
+	s, err := rulesync.New(rulesync.Options{
+		Config: sa, Cluster: "shipcheck", Namespace: sinkNamespace, Identity: "shipcheck-sink-0",
+		Resync: 5 * time.Second, StatusInterval: time.Second, WebhookConfigName: filter.DefaultWebhookConfigName,
+		Registry: reg, Store: &fakeStore{}, Logger: slog.New(slog.NewTextHandler(&testWriter{t: t}, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, time.Minute, "the observing webhook selecting what the samples select", func() error {
+		cur, err := c.admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, filter.DefaultWebhookConfigName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(cur.Webhooks) != 1 || len(cur.Webhooks[0].Rules) == 0 {
+			return fmt.Errorf("webhooks %+v", cur.Webhooks)
+		}
+		return nil
 	})
 }
 
