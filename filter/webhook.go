@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/options-record/options-record/api/v1alpha1"
@@ -166,7 +167,7 @@ func AdmissionWebhook(objs []v1alpha1.OptionsRecordController, opts WebhookOptio
 		ObjectSelector:          &metav1.LabelSelector{},
 		NamespaceSelector:       &metav1.LabelSelector{},
 	}
-	const nameLabel = "kubernetes.io/metadata.name"
+	const nameLabel = corev1.LabelMetadataName
 	switch {
 	case !sel.allNamespaces && len(sel.namespaces) == 0:
 		// Nothing outside the sink's namespace: review nothing.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,6 +52,18 @@ func (s *Syncer) syncWebhookConfig(ctx context.Context) error {
 	want.ClientConfig = have.ClientConfig
 	if have.TimeoutSeconds != nil {
 		want.TimeoutSeconds = have.TimeoutSeconds
+	}
+	// What others add to the namespace selector stays (AKS's Admissions
+	// Enforcer adds expressions keeping webhooks out of its control-plane
+	// namespaces): the sink owns only the namespace-name expression, and
+	// would otherwise rewrite the object after every one of theirs.
+	if sel := have.NamespaceSelector; sel != nil {
+		for _, e := range sel.MatchExpressions {
+			if e.Key != corev1.LabelMetadataName {
+				want.NamespaceSelector.MatchExpressions = append(want.NamespaceSelector.MatchExpressions, e)
+			}
+		}
+		want.NamespaceSelector.MatchLabels = sel.MatchLabels
 	}
 	if apiequality.Semantic.DeepEqual(have, want) {
 		return nil

@@ -143,6 +143,7 @@ func TestWebhookConfigFollowsTheRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got *admissionregistrationv1.ValidatingWebhookConfiguration
+	var extra []metav1.LabelSelectorRequirement // others' expressions
 	follows := func(namespaces []string, resources ...string) func() bool {
 		return func() bool {
 			got, err = vwcs.Get(ctx, shipped.Name, metav1.GetOptions{})
@@ -153,7 +154,8 @@ func TestWebhookConfigFollowsTheRules(t *testing.T) {
 			if len(w.Rules) == 0 || len(w.NamespaceSelector.MatchExpressions) == 0 {
 				return false
 			}
-			return slices.Equal(w.Rules[0].Resources, resources) && slices.Equal(w.NamespaceSelector.MatchExpressions[0].Values, namespaces)
+			return slices.Equal(w.Rules[0].Resources, resources) && slices.Equal(w.NamespaceSelector.MatchExpressions[0].Values, namespaces) &&
+				len(w.NamespaceSelector.MatchExpressions) == 1+len(extra)
 		}
 	}
 	waitFor(t, "the configuration to select configmaps in prod", follows([]string{"prod"}, "configmaps"))
@@ -169,6 +171,22 @@ func TestWebhookConfigFollowsTheRules(t *testing.T) {
 	waitFor(t, "three more syncs", func() bool { return s.webhookSyncs.Load() >= syncs+3 })
 	if now, _ := vwcs.Get(ctx, shipped.Name, metav1.GetOptions{}); now.ResourceVersion != rv || s.webhookUpdates.Load() != updates {
 		t.Errorf("rewritten without a change of the rules: resourceVersion %s -> %s, updates %d -> %d", rv, now.ResourceVersion, updates, s.webhookUpdates.Load())
+	}
+
+	// An expression someone else adds to the namespace selector (AKS's
+	// Admissions Enforcer does) stays, and is no reason to rewrite.
+	foreign := metav1.LabelSelectorRequirement{Key: "control-plane", Operator: metav1.LabelSelectorOpDoesNotExist}
+	got.Webhooks[0].NamespaceSelector.MatchExpressions = append(got.Webhooks[0].NamespaceSelector.MatchExpressions, foreign)
+	if got, err = vwcs.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	extra = append(extra, foreign)
+	updates, syncs = s.webhookUpdates.Load(), s.webhookSyncs.Load()
+	waitFor(t, "three more syncs", func() bool { return s.webhookSyncs.Load() >= syncs+3 })
+	now, _ := vwcs.Get(ctx, shipped.Name, metav1.GetOptions{})
+	if s.webhookUpdates.Load() != updates || !slices.ContainsFunc(now.Webhooks[0].NamespaceSelector.MatchExpressions,
+		func(e metav1.LabelSelectorRequirement) bool { return e.Key == foreign.Key }) {
+		t.Errorf("another's namespace selector expression: updates %d -> %d, selector now %+v", updates, s.webhookUpdates.Load(), now.Webhooks[0].NamespaceSelector)
 	}
 
 	// A change of the rules: the configuration follows.
