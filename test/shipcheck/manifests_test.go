@@ -133,7 +133,7 @@ func TestManifests(t *testing.T) {
 
 func isClusterScoped(kind string) bool {
 	return kind == "ClusterRole" || kind == "ClusterRoleBinding" || kind == "Namespace" || kind == "CustomResourceDefinition" || kind == "APIService" ||
-		kind == "ValidatingWebhookConfiguration"
+		kind == "ValidatingWebhookConfiguration" || kind == "ValidatingAdmissionPolicy" || kind == "ValidatingAdmissionPolicyBinding"
 }
 
 // checkPodSecurity holds every workload to the "restricted" Pod Security

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	admissionv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/options-record/options-record/api/v1alpha1"
@@ -275,6 +276,7 @@ func testSinkRBAC(t *testing.T, c *cluster, vs []variant) {
 		expect(t, true, observer...)
 		expect(t, false, observerNever...)
 		expect(t, false, forbiddenAlways...)
+		testObserverGuard(t, c, vs, vwcs)
 		runObserverSync(t, sa, c)
 	})
 }
@@ -549,4 +551,68 @@ type testWriter struct{ t *testing.T }
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// testObserverGuard applies the component's ValidatingAdmissionPolicy and
+// checks that the sink's ServiceAccount may not make its webhook refuse
+// writes, send the reviews elsewhere or wait longer, though RBAC lets it
+// update the object.
+func testObserverGuard(t *testing.T, c *cluster, vs []variant, vwcs admissionv1client.ValidatingWebhookConfigurationInterface) {
+	ctx := context.Background()
+	v := variantNamed(t, vs, "deploy+components/admission-observer")
+	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		objs := find(v.objects, kind, "")
+		if len(objs) != 1 {
+			t.Fatalf("%d %s objects in the component", len(objs), kind)
+		}
+		if err := c.apply(t, objs[0], false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update := func(mut func(w *admissionregistrationv1.ValidatingWebhook)) error {
+		cur, err := c.admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, filter.DefaultWebhookConfigName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mut(&cur.Webhooks[0])
+		_, err = vwcs.Update(ctx, cur, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+	denied := func(err error) error {
+		if err == nil || !strings.Contains(err.Error(), "options-record-observer-guard") {
+			return fmt.Errorf("not denied by the guard: %v", err)
+		}
+		return nil
+	}
+	// The policy takes effect once the apiserver has loaded it.
+	eventually(t, time.Minute, "the guard in force", func() error {
+		return denied(update(func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.FailurePolicy = ptr(admissionregistrationv1.Fail)
+		}))
+	})
+	for name, mut := range map[string]func(w *admissionregistrationv1.ValidatingWebhook){
+		"another URL": func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.ClientConfig.Service, w.ClientConfig.URL = nil, ptr("https://elsewhere.example/observe")
+		},
+		"another CA":       func(w *admissionregistrationv1.ValidatingWebhook) { w.ClientConfig.CABundle = []byte("x") },
+		"a longer timeout": func(w *admissionregistrationv1.ValidatingWebhook) { w.TimeoutSeconds = ptr(int32(30)) },
+		"side effects": func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.SideEffects = ptr(admissionregistrationv1.SideEffectClassNoneOnDryRun)
+		},
+		"another name": func(w *admissionregistrationv1.ValidatingWebhook) { w.Name = "observe2.optionsrecord.io" },
+		"failurePolicy Fail": func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.FailurePolicy = ptr(admissionregistrationv1.Fail)
+		},
+	} {
+		if err := denied(update(mut)); err != nil {
+			t.Errorf("the sink may change its webhook's %s: %v", name, err)
+		}
+	}
+	// What the rules change is allowed.
+	if err := update(func(w *admissionregistrationv1.ValidatingWebhook) {
+		w.Rules = []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"*"}, Resources: []string{"configmaps"}}}}
+	}); err != nil {
+		t.Errorf("the sink may not change its webhook's rules: %v", err)
+	}
 }
