@@ -4,7 +4,9 @@
 // from a rules file (Parse, LoadFile), matching events against the compiled
 // rule set (Rules.Match), and saying which objects the rules cover
 // (Rules.Covers, Rules.CoversResource, WildcardExclusion) for baselines and
-// the audit policy.
+// the audit policy; and generating, from the rules, the audit policy
+// (AuditPolicy) and the observing webhook's ValidatingWebhookConfiguration
+// (AdmissionWebhook).
 //
 // A Rules value is immutable and safe for concurrent use. The sink compiles
 // a new set whenever its OptionsRecordController objects change and swaps a
