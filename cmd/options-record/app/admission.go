@@ -49,7 +49,7 @@ func (p *ingestProcess) serveAdmission(ctx context.Context) (func(context.Contex
 	}
 	stopQueue, _ := background("admission queue", q.Run).start(ctx)
 	mux := http.NewServeMux()
-	mux.Handle("POST /observe", h)
+	mux.Handle("POST "+WebhookPath, h) // the path the generated configuration names
 	srv := newHTTPServer("admission", mux, p.tlsCfg, admissionLimits, p.log)
 	stopSrv, err := srv.component(a.Addr, p.o.listen, p.lc).start(ctx)
 	if err != nil {
