@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -65,7 +66,7 @@ func (s *Store) WriteObservations(ctx context.Context, obs []model.Observation, 
 			return fmt.Errorf("copy observations: %w", err)
 		}
 		res.Stored = len(keep)
-		res.Confirmed, err = confirm(ctx, tx, ids)
+		res.Confirmed, err = confirm(ctx, tx, ids, s.tamperLog)
 		return err
 	})
 	if err != nil {
@@ -98,7 +99,7 @@ ON CONFLICT DO NOTHING`
 // cannot be recorded costs its state (the change stays state unknown),
 // never the events, which the apiserver would otherwise send again and
 // again (claimErr; err is a failure of the transaction itself).
-func writeClaims(ctx context.Context, tx pgx.Tx, events []*model.Event) (confirmed int, claimErr, err error) {
+func writeClaims(ctx context.Context, tx pgx.Tx, events []*model.Event, logged bool) (confirmed int, claimErr, err error) {
 	var cols [11][]any
 	var ids []string
 	for _, e := range events {
@@ -122,7 +123,7 @@ func writeClaims(ctx context.Context, tx pgx.Tx, events []*model.Event) (confirm
 		return 0, nil, err
 	}
 	if _, claimErr = sp.Exec(ctx, insertClaimsSQL, args...); claimErr == nil {
-		confirmed, claimErr = confirm(ctx, sp, ids)
+		confirmed, claimErr = confirm(ctx, sp, ids, logged)
 	}
 	if claimErr != nil {
 		if err := sp.Rollback(ctx); err != nil {
@@ -169,17 +170,31 @@ WHERE o.cluster = $1 AND o.observation_id = $2
                   WHERE v.cluster = o.cluster AND v.uid = o.uid AND v.resource_version = o.resource_version)
 ON CONFLICT DO NOTHING`
 
-// nameUnknownSQL gives the change the event recorded without a uid (a
-// write logged at Metadata: see model.UnknownUIDPrefix) the observed
-// object's uid and kind: it is a change of that object, whose prior state
-// the observation now is.
-const nameUnknownSQL = `
-UPDATE object_versions v
-SET uid = o.uid, kind = CASE WHEN v.kind = '' THEN o.kind ELSE v.kind END
+// supersedeUnknownSQL records the change the event recorded without a uid
+// (a write logged at Metadata: see model.UnknownUIDPrefix) again, as a
+// change of the observed object: its uid (and kind, where the event gave
+// none), keyed as the event's own version of it would be (model's
+// versionKey: sha256(event key, uid)), every other column as stored. The
+// row under the unknown- uid is kept as it was stored (and logged: the
+// record is append-only); the readers take this one for it (a superseded
+// row: see notSuperseded in store/reads and the object_history view). The
+// observation is the prior state of this change.
+const supersedeUnknownSQL = `
+INSERT INTO object_versions (cluster, uid, version_key, resource_version, origin, verb, changed_at, event_key,
+    api_group, api_version, kind, resource, subresource, namespace, name, created, deleted, complete, object,
+    secret_digested, rules, object_exact)
+SELECT v.cluster, o.uid, sha256(v.event_key || convert_to(o.uid, 'UTF8')), v.resource_version, v.origin, v.verb,
+    v.changed_at, v.event_key, v.api_group, v.api_version, CASE WHEN v.kind = '' THEN o.kind ELSE v.kind END,
+    v.resource, v.subresource, v.namespace, v.name, v.created, v.deleted, v.complete, v.object,
+    v.secret_digested, v.rules, v.object_exact
 FROM observations o
+JOIN object_versions v
+  ON v.cluster = o.cluster AND v.event_key = $3 AND v.changed_at = $4 AND v.origin = 'change'
+ AND v.uid LIKE 'unknown-%' AND v.name = o.object_name
 WHERE o.cluster = $1 AND o.observation_id = $2
-  AND v.cluster = o.cluster AND v.event_key = $3 AND v.changed_at = $4 AND v.origin = 'change'
-  AND v.uid LIKE 'unknown-%' AND v.name = o.object_name`
+  AND NOT EXISTS (SELECT 1 FROM object_versions x
+                  WHERE x.cluster = v.cluster AND x.uid = o.uid AND x.event_key = v.event_key)
+ON CONFLICT DO NOTHING`
 
 // deletedSQL records the deletion of the observed object by the event when
 // the event recorded none for it: a deletecollection logged at Metadata
@@ -199,6 +214,22 @@ WHERE o.cluster = $1 AND o.observation_id = $2 AND e.verb IN ('delete', 'deletec
                   WHERE v.cluster = o.cluster AND v.uid = o.uid AND v.event_key = e.event_key)
 ON CONFLICT DO NOTHING`
 
+// logPending makes an INSERT INTO object_versions above also write the
+// tamper-evident log's pending row of each version it stored, in the same
+// statement (as copyPending does for a batch): a version confirmation
+// stores is logged like every other row, however long after the event.
+func logPending(insert string) string {
+	return "WITH stored AS (" + insert + "\nRETURNING cluster, uid, version_key, changed_at)\n" +
+		"INSERT INTO log_pending (cluster, kind, uid, key, at)\n" +
+		"SELECT cluster, " + strconv.Itoa(int(pendingVersion)) + ", uid, version_key, changed_at FROM stored"
+}
+
+var (
+	confirmVersionLoggedSQL   = logPending(confirmVersionSQL)
+	supersedeUnknownLoggedSQL = logPending(supersedeUnknownSQL)
+	deletedLoggedSQL          = logPending(deletedSQL)
+)
+
 const confirmedSQL = `
 WITH o AS (DELETE FROM observations WHERE cluster = $1 AND observation_id = $2)
 DELETE FROM observation_claims WHERE cluster = $1 AND observation_id = $2`
@@ -207,7 +238,9 @@ DELETE FROM observation_claims WHERE cluster = $1 AND observation_id = $2`
 // ids is nil) and turns each match into the record's versions, in tx.
 // Concurrent transactions can each miss the other's row (an event and its
 // observation stored at once): the maintenance pass confirms them later.
-func confirm(ctx context.Context, tx pgx.Tx, ids []string) (int, error) {
+// logged (the Store's TamperLog) makes each version it stores also write
+// its pending row of the tamper-evident log.
+func confirm(ctx context.Context, tx pgx.Tx, ids []string, logged bool) (int, error) {
 	type match struct {
 		cluster, id string
 		eventKey    []byte
@@ -233,14 +266,20 @@ func confirm(ctx context.Context, tx pgx.Tx, ids []string) (int, error) {
 	if len(ms) == 0 {
 		return 0, nil
 	}
+	confirmSQL, supersedeSQL, delSQL := confirmVersionSQL, supersedeUnknownSQL, deletedSQL
+	if logged {
+		confirmSQL, supersedeSQL, delSQL = confirmVersionLoggedSQL, supersedeUnknownLoggedSQL, deletedLoggedSQL
+	}
 	b := &pgx.Batch{}
 	for _, m := range ms {
-		b.Queue(confirmVersionSQL, m.cluster, m.id, m.eventKey, m.stageAt)
+		b.Queue(confirmSQL, m.cluster, m.id, m.eventKey, m.stageAt)
 		// A dry run is a true observation of the stored object, never a
 		// change. (The filter drops dry-run events, so none names one.)
+		// A deletion recorded under an unknown- uid is superseded first:
+		// deletedSQL then finds the object's deletion stored.
 		if !m.dryRun {
-			b.Queue(nameUnknownSQL, m.cluster, m.id, m.eventKey, m.stageAt)
-			b.Queue(deletedSQL, m.cluster, m.id, m.eventKey, m.stageAt)
+			b.Queue(supersedeSQL, m.cluster, m.id, m.eventKey, m.stageAt)
+			b.Queue(delSQL, m.cluster, m.id, m.eventKey, m.stageAt)
 		}
 		b.Queue(confirmedSQL, m.cluster, m.id)
 	}
@@ -256,7 +295,7 @@ func (s *Store) ConfirmObservations(ctx context.Context) (int, error) {
 	var n int
 	err := s.Transact(ctx, func(tx pgx.Tx) error {
 		var err error
-		n, err = confirm(ctx, tx, nil)
+		n, err = confirm(ctx, tx, nil, s.tamperLog)
 		return err
 	})
 	if err != nil {

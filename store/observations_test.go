@@ -176,6 +176,15 @@ func TestObservationConfirmedInEitherOrder(t *testing.T) {
 			if got := summary(hist); len(got) != 2 {
 				t.Errorf("changes of u1: %v; want alice's update and bob's delete", got)
 			}
+			// The changes first recorded under unknown- uids are kept
+			// (the record is append-only), superseded: the views show
+			// the changes of u1 alone.
+			var kept, views int
+			if err := s.Pool().QueryRow(context.Background(), `SELECT
+				(SELECT count(*) FROM object_versions WHERE uid LIKE 'unknown-%'),
+				(SELECT count(*) FROM object_history WHERE name = 'app') + (SELECT count(*) FROM deletions WHERE name = 'app' AND uid = 'u1')`).Scan(&kept, &views); err != nil || kept != 2 || views != 3 {
+				t.Errorf("unknown- rows kept %d, rows of the views %d, %v; want 2 kept, alice's and bob's changes and bob's deletion of u1", kept, views, err)
+			}
 			var pending int
 			if err := s.Pool().QueryRow(context.Background(), "SELECT (SELECT count(*) FROM observations) + (SELECT count(*) FROM observation_claims)").Scan(&pending); err != nil || pending != 0 {
 				t.Errorf("pending observations and claims after confirmation: %d, %v; want 0", pending, err)

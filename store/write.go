@@ -171,7 +171,7 @@ func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch, logged bool, log
 	// The admission observations the events name become their prior
 	// states, now or when the observation arrives.
 	var claimErr error
-	res.Confirmed, claimErr, err = writeClaims(ctx, tx, events)
+	res.Confirmed, claimErr, err = writeClaims(ctx, tx, events, logged)
 	if claimErr != nil {
 		log.Warn("admission observations named by stored events left unconfirmed", "events", len(events), "err", claimErr)
 	}

@@ -172,6 +172,7 @@ func deletionsSQL(q DeletionQuery) (string, []any) {
 	b.where(`(v.deleted OR v.resource_version IS NULL OR NOT EXISTS (SELECT 1 FROM object_versions d
     WHERE d.cluster = v.cluster AND d.uid = v.uid AND d.resource_version = v.resource_version AND d.origin = 'change'
       AND NOT d.deleted AND (d.changed_at, d.version_key) < (v.changed_at, v.version_key)))`)
+	b.where(notSuperseded("v"))
 	b.object("v", q.Group, q.Resource, q.Namespace, q.Name)
 	if q.NamespacedOnly && q.Namespace == nil {
 		b.where("v.namespace <> ''")

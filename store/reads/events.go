@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -77,9 +78,10 @@ SELECT e.cluster, e.event_key, e.stage_at, e.audit_id, e.verb, e.request_uri, e.
        coalesce(e.response_reason, '') AS response_reason, coalesce(e.response_message, '') AS response_message,
        %s AS request_object`
 
-const eventSelect = eventColumns + `,
+var eventSelect = eventColumns + `,
        ARRAY(SELECT v.uid || '/' || encode(v.version_key, 'hex') FROM object_versions v
              WHERE v.cluster = e.cluster AND v.changed_at = e.stage_at AND v.event_key = e.event_key
+               AND ` + strings.ReplaceAll(notSuperseded("v"), "%", "%%") + `
              ORDER BY v.uid) AS versions
 FROM events e`
 

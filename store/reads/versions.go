@@ -12,6 +12,20 @@ import (
 	"time"
 )
 
+// notSuperseded holds for a version of alias unless it is a change recorded
+// under an unknown- uid (a write logged at Metadata: model.UnknownUIDPrefix)
+// that a confirmed admission observation has named since: the record is
+// append-only, so confirmation stored the same event's change again under
+// the object's uid, beside it, and the listings show that one alone (as the
+// object_history view does). A version read by its key is still read, and
+// so is one named by a short name (VersionsByKeyRange): a name handed out
+// before the confirmation still names the row it named.
+func notSuperseded(alias string) string {
+	return strings.ReplaceAll(`(a.uid NOT LIKE 'unknown-%' OR NOT EXISTS (SELECT 1 FROM object_versions r
+    WHERE r.cluster = a.cluster AND r.event_key = a.event_key AND r.changed_at = a.changed_at
+      AND r.origin = 'change' AND r.uid NOT LIKE 'unknown-%'))`, "a.", alias+".")
+}
+
 // Cursor is the position after the last row of a page, in the page's order.
 // Version lists use (At, UID, Key); event lists use (At, Key) with the event
 // key.
@@ -249,6 +263,7 @@ func changesSQL(q ChangeQuery) (string, []any) {
 	// The change says who made it; the baseline adds nothing.
 	b.where(`(v.origin = 'change' OR NOT EXISTS (SELECT 1 FROM object_versions c
     WHERE c.cluster = v.cluster AND c.uid = v.uid AND c.resource_version = v.resource_version AND c.origin = 'change'))`)
+	b.where(notSuperseded("v"))
 	// A no-op write stored before the change it repeats (their batches came
 	// from different apiservers) is not a change: the earliest report of a
 	// state is (as in object_history).
@@ -325,6 +340,7 @@ FROM object_versions v
 WHERE v.cluster = $1
   AND v.uid = (SELECT o.uid FROM object_versions o
                WHERE o.cluster = $1 AND o.api_group = $2 AND o.resource = $3 AND o.namespace = $4 AND o.name = $5
+                 AND ` + notSuperseded("o") + `
                ORDER BY o.changed_at DESC
                LIMIT 1)
 ORDER BY v.resource_version DESC NULLS FIRST, v.deleted DESC, v.changed_at DESC
