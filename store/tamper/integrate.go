@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,13 +34,47 @@ type IntegratorOptions struct {
 	MaxLeaves int
 	// Logger receives errors; nil discards them.
 	Logger *slog.Logger
+	// Retention, when set, returns the retention the ingest applies (the
+	// longest of the rules in force; 0 when not known). The integrator
+	// logs only the retention cutoffs it allows: none later than now less
+	// Retention(), and never later than now less MinRetention. A later one
+	// (planted in log_pending by whoever writes the database, to pass off
+	// deletes as retention) is refused: it stays pending, logged nowhere,
+	// and each is reported once (Logger, RefusedCutoffs).
+	Retention func() time.Duration
+	// MinRetention is the shortest retention ever applied (default an
+	// hour, store.MinRetention).
+	MinRetention time.Duration
 }
+
+// DefaultMinRetention is the default IntegratorOptions.MinRetention and
+// VerifyOptions.MinRetention: store.MinRetention, the shortest retention
+// the store applies.
+const DefaultMinRetention = time.Hour
 
 // Integrator appends the pending rows to each cluster's log.
 type Integrator struct {
 	o IntegratorOptions
 	// beforeCommit, in tests, runs before an integration pass commits.
 	beforeCommit func(ctx context.Context)
+	// refused counts the cutoffs refused, each once; mu guards reported.
+	refused  atomic.Int64
+	mu       sync.Mutex
+	reported map[string]bool
+}
+
+// RefusedCutoffs returns how many retention cutoffs the integrator refused
+// to log (each counted once): any is a sign that someone wrote log_pending
+// around the retention pass, or of replicas whose rules or clocks disagree.
+func (in *Integrator) RefusedCutoffs() int64 { return in.refused.Load() }
+
+// cutoffLimit returns the latest retention cutoff the integrator logs now.
+func (in *Integrator) cutoffLimit() time.Time {
+	r := in.o.MinRetention
+	if in.o.Retention != nil {
+		r = max(r, in.o.Retention())
+	}
+	return time.Now().Add(-r)
 }
 
 // NewIntegrator returns an integrator; Run starts it.
@@ -55,7 +91,10 @@ func NewIntegrator(o IntegratorOptions) (*Integrator, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Integrator{o: o}, nil
+	if o.MinRetention <= 0 {
+		o.MinRetention = DefaultMinRetention
+	}
+	return &Integrator{o: o, reported: map[string]bool{}}, nil
 }
 
 // Run integrates the pending rows every Interval until ctx ends.
@@ -104,11 +143,18 @@ func (in *Integrator) IntegrateAll(ctx context.Context) error {
 const lockClass int32 = 0x6f6c0001
 
 // drainSQL takes a pass's pending rows out of log_pending; the pass's
-// transaction appends them, or they stay.
+// transaction appends them, or they stay. A retention cutoff later than
+// the latest the integrator allows ($3) stays (refusedSQL).
 const drainSQL = `
 DELETE FROM log_pending
-WHERE ctid = ANY(ARRAY(SELECT ctid FROM log_pending WHERE cluster = $1 ORDER BY at, kind, uid, key LIMIT $2))
+WHERE ctid = ANY(ARRAY(SELECT ctid FROM log_pending WHERE cluster = $1 AND NOT (kind = 3 AND at > $3)
+    ORDER BY at, kind, uid, key LIMIT $2))
 RETURNING kind, uid, key, at`
+
+// refusedSQL lists the pending retention cutoffs later than the latest
+// allowed ($2): they are not logged, and the retention pass that waits for
+// them (if one does) deletes nothing.
+const refusedSQL = `SELECT DISTINCT at FROM log_pending WHERE cluster = $1 AND kind = 3 AND at > $2 ORDER BY at`
 
 const insertSegmentSQL = `
 INSERT INTO log_segments (cluster, first_index, tree_size, stored_from, kinds, uids, keys, ats, digests, hashes, checkpoint)
@@ -142,7 +188,11 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		pending, err := drain(ctx, tx, cluster, in.o.MaxLeaves)
+		limit := in.cutoffLimit()
+		if err := in.reportRefused(ctx, tx, cluster, limit); err != nil {
+			return err
+		}
+		pending, err := drain(ctx, tx, cluster, in.o.MaxLeaves, limit)
 		if err != nil {
 			return err
 		}
@@ -170,10 +220,39 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 	return n, nil
 }
 
+// reportRefused reports, once each, the pending retention cutoffs of a
+// cluster later than the latest allowed.
+func (in *Integrator) reportRefused(ctx context.Context, tx pgx.Tx, cluster string, latest time.Time) error {
+	rows, err := tx.Query(ctx, refusedSQL, cluster, latest)
+	if err != nil {
+		return fmt.Errorf("refused cutoffs: %w", err)
+	}
+	ats, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		return fmt.Errorf("refused cutoffs: %w", err)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, at := range ats {
+		id := Ref{Kind: KindCutoff, Cluster: cluster, At: at}.id()
+		if in.reported[id] {
+			continue
+		}
+		if len(in.reported) >= 10000 { // a flood of them: report again rather than grow
+			clear(in.reported)
+		}
+		in.reported[id] = true
+		in.refused.Add(1)
+		in.o.Logger.Error("tamper log: a retention cutoff later than the retention allows is pending; not logged (written around the retention pass, or replicas whose rules or clocks disagree)",
+			"cluster", cluster, "cutoff", at, "latest_allowed", latest)
+	}
+	return nil
+}
+
 // drain deletes a pass's pending rows and returns them in their order,
-// each once.
-func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int) ([]Ref, error) {
-	rows, err := tx.Query(ctx, drainSQL, cluster, limit)
+// each once; it leaves the retention cutoffs later than latest.
+func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest time.Time) ([]Ref, error) {
+	rows, err := tx.Query(ctx, drainSQL, cluster, limit, latest)
 	if err != nil {
 		return nil, err
 	}

@@ -331,3 +331,71 @@ func TestHostileClusterNames(t *testing.T) {
 		}
 	}
 }
+
+// TestPlantedCutoff: whoever can write the database plants a retention
+// cutoff of now in log_pending and deletes recent rows. The integrator
+// refuses to log a cutoff that no retention allows (it stays pending), so
+// verify fails, naming the rows and the cutoff.
+func TestPlantedCutoff(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.write(e.batch("default", now.Add(-time.Minute), 3))
+	e.integrate()
+	e.exec(`INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, now())`)
+	e.integrate()
+	e.integrate()
+	if n := e.count("SELECT count(*) FROM log_pending WHERE kind = 3"); n != 1 || e.in.RefusedCutoffs() != 1 {
+		t.Errorf("%d cutoffs pending after two passes, %d refused; want the planted one, refused once", n, e.in.RefusedCutoffs())
+	}
+	e.exec(`DELETE FROM events`)
+	e.exec(`DELETE FROM object_versions`)
+	rep := e.verify(true)
+	got := problems(rep)
+	if rep.OK() {
+		t.Fatalf("verify passed after a planted cutoff and deletes: %+v", rep.Clusters)
+	}
+	for _, w := range []string{`events(cluster="default"`, `object_versions(cluster="default"`, "missing", "a retention cutoff of 20", "is pending, not logged"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("no problem says %q; got:\n%s", w, got)
+		}
+	}
+}
+
+// TestPlantedCutoffSigned: a planted cutoff that an integrator logged all
+// the same (one before this check, or one whose retention is set wrong) is
+// later than the rows logged before it allow: verify prints it as
+// unjustified, and fails on each row it would excuse, naming it.
+func TestPlantedCutoffSigned(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.write(e.batch("default", now.AddDate(0, 0, -10), 2))
+	e.write(e.batch("default", now.Add(-time.Minute), 2))
+	e.integrate()
+	e.exec(`INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, now())`)
+	e.in.o.MinRetention = -100 * 365 * 24 * time.Hour // it logs any cutoff
+	e.integrate()
+	if n := e.count("SELECT count(*) FROM log_pending"); n != 0 {
+		t.Fatalf("%d rows pending; want the cutoff logged", n)
+	}
+	e.exec(`DELETE FROM events`)
+	e.exec(`DELETE FROM object_versions`)
+	rep := e.verify(true)
+	got := problems(rep)
+	if rep.OK() {
+		t.Fatalf("verify passed after a planted, logged cutoff and deletes: %+v", rep.Clusters)
+	}
+	for _, w := range []string{`events(cluster="default"`, `object_versions(cluster="default"`,
+		"the retention cutoff of 20", "at leaf 8 would cover it", "planted, not written by retention"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("no problem says %q; got:\n%s", w, got)
+		}
+	}
+	// The rows of ten days ago: the cutoff covers them up to the newest row
+	// logged before it less the minimum retention, so only the recent ones fail.
+	if n := strings.Count(got, "planted"); n != 4 {
+		t.Errorf("%d rows named with the planted cutoff, want the 4 recent ones:\n%s", n, got)
+	}
+	if c := rep.Clusters[0]; c.Retained != 4 || len(c.Cutoffs) != 1 || c.Cutoffs[0].Justified {
+		t.Errorf("retained %d, cutoffs %+v; want 4 retained, one unjustified cutoff", c.Retained, c.Cutoffs)
+	}
+}

@@ -24,6 +24,12 @@ type VerifyOptions struct {
 	// them), kept outside the database: the log must have only grown
 	// since. Empty: no such check.
 	TrustedDir string
+	// MinRetention is the shortest retention the record was ever kept
+	// for (default an hour, store.MinRetention). A logged retention cutoff
+	// covers a missing row only up to the time of the newest row logged
+	// before it, less MinRetention: a later cutoff is more than any
+	// retention allowed when it was logged.
+	MinRetention time.Duration
 }
 
 // Problem is one failed check: the row (or the log) and what is wrong.
@@ -43,7 +49,22 @@ type ClusterReport struct {
 	Rows     int       // rows present and unchanged
 	Retained int       // rows gone behind a logged retention cutoff
 	Pending  int       // rows stored, not yet integrated
-	Cutoffs  []time.Time
+	Cutoffs  []Cutoff  // the retention cutoffs logged, in log order
+	// PendingCutoffs are retention cutoffs in log_pending, not logged (an
+	// integrator refuses one later than the retention allows): they cover
+	// no row.
+	PendingCutoffs []time.Time
+}
+
+// Cutoff is a retention cutoff in the log.
+type Cutoff struct {
+	Leaf int64     // its index in the log
+	At   time.Time // the cutoff: rows before it may be gone
+	// Newest is the time of the newest row logged before it (zero: none).
+	// Justified says At is no later than Newest less the minimum
+	// retention; an unjustified cutoff covers rows only up to that time.
+	Newest    time.Time
+	Justified bool
 }
 
 // Report is what Verify found.
@@ -64,6 +85,9 @@ func (r Report) OK() bool { return len(r.Problems) == 0 }
 // Problem.
 func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, error) {
 	var rep Report
+	if o.MinRetention <= 0 {
+		o.MinRetention = DefaultMinRetention
+	}
 	clusters := []string{o.Cluster}
 	if o.Cluster == "" {
 		rows, err := pool.Query(ctx, `SELECT cluster FROM log_segments UNION SELECT cluster FROM log_pending
@@ -272,23 +296,56 @@ func (v *verifier) checkRows(ctx context.Context, tx pgx.Tx, leaves []leaf) erro
 	_, err = pgx.ForEachRow(prows, []any{&p.Kind, &p.UID, &p.Key, &p.At}, func() error {
 		p.Cluster = c
 		pending[p.id()] = true
+		if p.Kind == KindCutoff {
+			v.cr.PendingCutoffs = append(v.cr.PendingCutoffs, p.At)
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	// cutoffAfter[i]: the latest retention cutoff logged after leaf i.
-	cutoffAfter := make([]time.Time, len(leaves)+1)
-	for i := len(leaves) - 1; i >= 0; i-- {
-		cutoffAfter[i] = cutoffAfter[i+1]
-		if l := leaves[i]; l.ref.Kind == KindCutoff {
-			if l.ref.At.After(cutoffAfter[i]) {
-				cutoffAfter[i] = l.ref.At
+	slices.SortFunc(v.cr.PendingCutoffs, time.Time.Compare)
+	v.cr.PendingCutoffs = slices.CompactFunc(v.cr.PendingCutoffs, time.Time.Equal)
+	// Each cutoff, and the latest time it can justify: that of the newest
+	// row logged before it, less the minimum retention. A retention pass
+	// logs now − retention, and a row logged before it was stored by then:
+	// a later cutoff was not written by retention (or the clocks were off).
+	var newest time.Time
+	for i, l := range leaves {
+		if l.ref.Kind != KindCutoff {
+			if l.ref.At.After(newest) {
+				newest = l.ref.At
 			}
-			v.cr.Cutoffs = append(v.cr.Cutoffs, l.ref.At)
+			continue
 		}
+		justified := !newest.IsZero() && !l.ref.At.After(newest.Add(-v.o.MinRetention))
+		v.cr.Cutoffs = append(v.cr.Cutoffs, Cutoff{Leaf: int64(i), At: l.ref.At, Newest: newest, Justified: justified})
 	}
-	slices.Reverse(v.cr.Cutoffs)
+	// covers[i]: the latest time a retention cutoff logged after leaf i
+	// covers; claims[i]: the cutoff logged after it that claims the most
+	// (-1: none), which names an unjustified cutoff.
+	covers := make([]time.Time, len(leaves)+1)
+	claims := make([]int, len(leaves)+1)
+	claims[len(leaves)] = -1
+	k := len(v.cr.Cutoffs) - 1
+	for i := len(leaves) - 1; i >= 0; i-- {
+		covers[i], claims[i] = covers[i+1], claims[i+1]
+		if k < 0 || v.cr.Cutoffs[k].Leaf != int64(i) {
+			continue
+		}
+		co := v.cr.Cutoffs[k]
+		upTo := co.At
+		if !co.Justified {
+			upTo = co.Newest.Add(-v.o.MinRetention)
+		}
+		if upTo.After(covers[i]) {
+			covers[i] = upTo
+		}
+		if claims[i] < 0 || co.At.After(v.cr.Cutoffs[claims[i]].At) {
+			claims[i] = k
+		}
+		k--
+	}
 	logged := map[string]int{}
 	for i, l := range leaves {
 		if l.ref.Kind == KindCutoff {
@@ -305,8 +362,16 @@ func (v *verifier) checkRows(ctx context.Context, tx pgx.Tx, leaves []leaf) erro
 		logged[id] = i
 		row, ok := rows[id]
 		switch {
-		case !ok && l.ref.At.Before(cutoffAfter[i+1]):
+		case !ok && l.ref.At.Before(covers[i+1]):
 			v.cr.Retained++
+		case !ok && claims[i+1] >= 0 && l.ref.At.Before(v.cr.Cutoffs[claims[i+1]].At):
+			co := v.cr.Cutoffs[claims[i+1]]
+			v.fail(l.ref.String(), "missing: logged at leaf %d; the retention cutoff of %s at leaf %d would cover it, but no retention allowed that cutoff then "+
+				"(the newest row logged before it is of %s, less the minimum retention %s): planted, not written by retention",
+				i, co.At.UTC().Format(time.RFC3339Nano), co.Leaf, co.Newest.UTC().Format(time.RFC3339Nano), v.o.MinRetention)
+		case !ok && len(v.cr.PendingCutoffs) > 0 && l.ref.At.Before(v.cr.PendingCutoffs[len(v.cr.PendingCutoffs)-1]):
+			v.fail(l.ref.String(), "missing: logged at leaf %d; a retention cutoff of %s is pending, not logged (an integrator refuses one later than the retention allows): it covers nothing",
+				i, v.cr.PendingCutoffs[len(v.cr.PendingCutoffs)-1].UTC().Format(time.RFC3339Nano))
 		case !ok:
 			v.fail(l.ref.String(), "missing: logged at leaf %d, and no retention cutoff logged after it covers it", i)
 		case row.digest != l.digest || !row.ref.At.Equal(l.ref.At):

@@ -10,11 +10,14 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/options-record/options-record/cmd/options-record/app/secretfile"
+	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/tamper"
 )
 
@@ -34,14 +37,32 @@ func loadLogSigner(file string) (note.Signer, error) {
 	return s, nil
 }
 
-// startIntegrator runs the tamper-evident log's integrator on the ingest's
-// prepared store until ctx ends.
+// runIntegrator runs the tamper-evident log's integrator on the ingest's
+// prepared store until ctx ends. It logs only the retention cutoffs the
+// rules in force allow (those retention writes: now less their longest
+// retention, at least store.MinRetention), and counts those it refuses
+// (options_record_log_refused_cutoffs_total).
 func (p *ingestProcess) runIntegrator(ctx context.Context) {
+	retention := func() time.Duration {
+		select {
+		case <-p.sharer.Loaded():
+			return p.registry.MaxRetention()
+		default:
+			return 0
+		}
+	}
 	in, err := tamper.NewIntegrator(tamper.IntegratorOptions{Pool: p.st.Pool(), Signer: p.logSigner,
-		CheckpointDir: p.o.CheckpointDir, Logger: p.log})
+		CheckpointDir: p.o.CheckpointDir, Logger: p.log, Retention: retention, MinRetention: store.MinRetention})
 	if err != nil {
 		p.log.Error("tamper log", "err", err)
 		return
+	}
+	refused := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "options_record_log_refused_cutoffs_total",
+		Help: "Retention cutoffs in log_pending later than the retention allows, which the integrator did not log (each counted once): written around the retention pass, or replicas whose rules or clocks disagree.",
+	}, func() float64 { return float64(in.RefusedCutoffs()) })
+	if err := p.reg.Register(refused); err != nil {
+		p.log.Error("tamper log: metric", "err", err)
 	}
 	in.Run(ctx)
 }
@@ -95,13 +116,28 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 		return fmt.Errorf("verify: %w", err)
 	}
 	defer pool.Close()
-	rep, err := tamper.Verify(ctx, pool, tamper.VerifyOptions{Verifier: v, Cluster: o.Cluster, TrustedDir: o.CheckpointDir})
+	rep, err := tamper.Verify(ctx, pool, tamper.VerifyOptions{Verifier: v, Cluster: o.Cluster, TrustedDir: o.CheckpointDir,
+		MinRetention: store.MinRetention})
 	if err != nil {
 		return err
 	}
+	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 	for _, c := range rep.Clusters {
 		fmt.Fprintf(o.Out, "cluster %q: %d leaves, root %v; %d rows verified, %d removed by retention, %d pending\n",
 			c.Cluster, c.Size, c.Root, c.Rows, c.Retained, c.Pending)
+		for _, co := range c.Cutoffs {
+			note := "newest row logged before it " + stamp(co.Newest)
+			if co.Newest.IsZero() {
+				note = "no row logged before it"
+			}
+			if !co.Justified {
+				note += fmt.Sprintf("; NOT JUSTIFIED: later than that less %s, so it covers nothing after it", store.MinRetention)
+			}
+			fmt.Fprintf(o.Out, "  retention cutoff %s at leaf %d (%s)\n", stamp(co.At), co.Leaf, note)
+		}
+		for _, at := range c.PendingCutoffs {
+			fmt.Fprintf(o.Out, "  retention cutoff %s pending, not logged: it covers nothing\n", stamp(at))
+		}
 	}
 	for _, p := range rep.Problems {
 		fmt.Fprintln(o.Out, "FAIL", strings.ToValidUTF8(p.String(), "\ufffd"))

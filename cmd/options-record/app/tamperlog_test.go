@@ -79,6 +79,19 @@ func TestVerifyCommand(t *testing.T) {
 	if !errors.Is(err, ErrVerifyFailed) || !strings.Contains(out.String(), `FAIL cluster "default": object_versions(cluster="default", uid="uid-b"`) {
 		t.Errorf("verify after an UPDATE: %v\n%s", err, out.String())
 	}
+	// A cutoff planted around the retention pass: the integrator refuses
+	// it, and verify prints it as pending, covering nothing.
+	if _, err := pool.Exec(ctx, `INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, now())`); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.IntegrateAll(ctx); err != nil || in.RefusedCutoffs() != 1 {
+		t.Fatalf("integrate: %v, %d cutoffs refused, want 1", err, in.RefusedCutoffs())
+	}
+	out.Reset()
+	_ = Verify(ctx, vo)
+	if !regexp.MustCompile(`(?m)^  retention cutoff \S+ pending, not logged: it covers nothing$`).MatchString(out.String()) {
+		t.Errorf("verify did not print the pending cutoff:\n%s", out.String())
+	}
 }
 
 // TestServeKeepsTheLog: serve --log-signing-key-file logs what its webhook
