@@ -399,3 +399,33 @@ func TestPlantedCutoffSigned(t *testing.T) {
 		t.Errorf("retained %d, cutoffs %+v; want 4 retained, one unjustified cutoff", c.Retained, c.Cutoffs)
 	}
 }
+
+// TestVerifyClusterGone: every row of a cluster deleted (its events,
+// versions, log and pending rows), as a backup from before it existed
+// would have it: its trusted checkpoint outside the database still names
+// it, and verify fails on it.
+func TestVerifyClusterGone(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.write(e.batch("default", now, 2))
+	e.write(e.batch("gone\n/..", now, 3))
+	e.integrate()
+	if rep := e.verify(true); !rep.OK() || len(rep.Clusters) != 2 {
+		t.Fatalf("before: %d clusters\n%s", len(rep.Clusters), problems(rep))
+	}
+	for _, table := range []string{"events", "object_versions", "log_segments", "log_pending"} {
+		e.exec(`DELETE FROM `+table+` WHERE cluster = $1`, "gone\n/..")
+	}
+	rep := e.verify(true)
+	got := problems(rep)
+	if rep.OK() {
+		t.Fatalf("verify passed with a cluster gone: %+v", rep.Clusters)
+	}
+	if w := `cluster "gone\n/..": log: the log has 0 leaves, fewer than the 6 of the trusted checkpoint`; !strings.Contains(got, w) {
+		t.Errorf("no problem says %q; got:\n%s", w, got)
+	}
+	// Without the trusted checkpoints, nothing names it.
+	if rep := e.verify(false); !rep.OK() || len(rep.Clusters) != 1 {
+		t.Errorf("without trusted checkpoints: %d clusters\n%s", len(rep.Clusters), problems(rep))
+	}
+}

@@ -2,8 +2,13 @@ package tamper
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,7 +22,7 @@ type VerifyOptions struct {
 	// Verifier is the public key the checkpoints must be signed with.
 	Verifier note.Verifier
 	// Cluster limits the check to one cluster; empty checks every cluster
-	// with a log or rows.
+	// with a log or rows, and every cluster with a checkpoint in TrustedDir.
 	Cluster string
 	// TrustedDir holds each cluster's last trusted checkpoint
 	// (cluster=<name>/latest, as an integrator's --checkpoint-dir writes
@@ -98,6 +103,14 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 		if clusters, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 			return rep, fmt.Errorf("tamper: verify: clusters: %w", err)
 		}
+		// And each cluster with a trusted checkpoint: one whose every row
+		// is gone from the database (deleted, or a backup from before it
+		// was restored) has no log, and fails against it.
+		trusted, err := trustedClusters(o.TrustedDir)
+		if err != nil {
+			return rep, fmt.Errorf("tamper: verify: trusted checkpoints: %w", err)
+		}
+		clusters = slices.Compact(slices.Sorted(slices.Values(append(clusters, trusted...))))
 	}
 	for _, c := range clusters {
 		v := &verifier{o: o, cr: ClusterReport{Cluster: c}}
@@ -110,6 +123,37 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 		rep.Problems = append(rep.Problems, v.problems...)
 	}
 	return rep, nil
+}
+
+// trustedClusters lists the clusters with a trusted checkpoint in dir
+// (cluster=<name>/latest, the name escaped), none when dir is empty or
+// absent. An entry whose name does not unescape is not one of them.
+func trustedClusters(dir string) ([]string, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range entries {
+		name, ok := strings.CutPrefix(d.Name(), "cluster=")
+		if !ok || !d.IsDir() {
+			continue
+		}
+		c, err := url.PathUnescape(name)
+		if err != nil || clusterDir(dir, c) != filepath.Join(dir, d.Name()) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, d.Name(), "latest")); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 type verifier struct {
