@@ -80,15 +80,25 @@ const encodingVersion = 1
 // text as PostgreSQL prints it (keys sorted), timestamps in microseconds,
 // arrays element by element, NULL apart from the empty string.
 func RowDigest(k Kind, values []any) ([32]byte, error) {
+	b, err := RowEncoding(k, values)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(b), nil
+}
+
+// RowEncoding is the encoding whose SHA-256 is RowDigest: what an
+// inclusion proof carries so that a verifier recomputes the leaf.
+func RowEncoding(k Kind, values []any) ([]byte, error) {
 	b := []byte{encodingVersion, byte(k)}
 	b = binary.AppendUvarint(b, uint64(len(values)))
 	for i, v := range values {
 		var err error
 		if b, err = appendValue(b, v); err != nil {
-			return [32]byte{}, fmt.Errorf("column %d: %w", i, err)
+			return nil, fmt.Errorf("column %d: %w", i, err)
 		}
 	}
-	return sha256.Sum256(b), nil
+	return b, nil
 }
 
 func appendValue(b []byte, v any) ([]byte, error) {

@@ -1,0 +1,321 @@
+package tamper
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// An inclusion proof of a version is a C2SP tlog-proof
+// (c2sp.org/tlog-proof): its header, an extra line (base64 of the leaf
+// bundle below), the leaf's index, the hashes of tlog.ProveRecord, a blank
+// line and the signed checkpoint the proof leads to.
+//
+// The leaf bundle (version 1) lets a verifier recompute the leaf hash and
+// check the state: a version byte, the length (uvarint) of the row's
+// encoding (RowEncoding: its columns, json ones by the SHA-256 of their
+// text), that encoding, then the exact stored text of the object column
+// (empty when NULL), whose SHA-256 the encoding holds.
+const (
+	proofHeader   = "c2sp.org/tlog-proof@v1"
+	bundleVersion = 1
+	// objectColumn is the index of object_versions.object in versionColumns.
+	objectColumn = 18
+)
+
+// ErrNotLogged is ProveVersion's error for a version that is stored but
+// not in the log yet (the integrator appends it within seconds), or not
+// at all (the record was written without the log).
+var ErrNotLogged = errors.New("the version is not in the tamper-evident log yet")
+
+// ErrNoVersion is ProveVersion's error for a version that is not stored.
+var ErrNoVersion = errors.New("no such version")
+
+var objectTextSQL = `SELECT v.object::text FROM object_versions v WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key = $3`
+
+const leafIndexSQL = `
+SELECT s.first_index + l.n - 1
+FROM log_segments s, unnest(s.kinds, s.uids, s.keys) WITH ORDINALITY AS l(kind, uid, key, n)
+WHERE s.cluster = $1 AND l.kind = 2 AND l.uid = $2 AND l.key = $3
+ORDER BY 1 LIMIT 1`
+
+const newestCheckpointSQL = `SELECT tree_size, checkpoint FROM log_segments WHERE cluster = $1 ORDER BY first_index DESC LIMIT 1`
+
+// ProveVersion returns the inclusion proof (a tlog-proof) of a version of
+// the record against the cluster's newest checkpoint, read in one snapshot
+// of pool (a role that reads the record: the API's reader). It proves what
+// the log holds: a row changed after it was logged gives a proof that
+// VerifyProof refuses.
+func ProveVersion(ctx context.Context, pool *pgxpool.Pool, cluster, uid string, key []byte) ([]byte, error) {
+	var out []byte
+	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var enc []byte
+		err := scanEncoded(ctx, tx, versionsByRefSQL, []any{cluster, []string{uid}, [][]byte{key}}, func(b []byte) { enc = b })
+		if err != nil {
+			return err
+		}
+		if enc == nil {
+			return ErrNoVersion
+		}
+		var object *string
+		if err := tx.QueryRow(ctx, objectTextSQL, cluster, uid, key).Scan(&object); err != nil {
+			return fmt.Errorf("read the object: %w", err)
+		}
+		var index, size int64
+		var checkpoint string
+		err = tx.QueryRow(ctx, leafIndexSQL, cluster, uid, key).Scan(&index)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotLogged
+		}
+		if err != nil {
+			return fmt.Errorf("find the leaf: %w", err)
+		}
+		if err := tx.QueryRow(ctx, newestCheckpointSQL, cluster).Scan(&size, &checkpoint); err != nil {
+			return fmt.Errorf("read the checkpoint: %w", err)
+		}
+		proof, err := tlog.ProveRecord(size, index, &storedHashes{ctx: ctx, q: tx, cluster: cluster, mem: map[int64]tlog.Hash{}})
+		if err != nil {
+			return fmt.Errorf("prove leaf %d in tree %d: %w", index, size, err)
+		}
+		bundle := binary.AppendUvarint([]byte{bundleVersion}, uint64(len(enc)))
+		bundle = append(bundle, enc...)
+		if object != nil {
+			bundle = append(bundle, *object...)
+		}
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "%s\nextra %s\nindex %d\n", proofHeader, base64.StdEncoding.EncodeToString(bundle), index)
+		for _, h := range proof {
+			fmt.Fprintf(&b, "%s\n", base64.StdEncoding.EncodeToString(h[:]))
+		}
+		b.WriteString("\n")
+		b.WriteString(checkpoint)
+		out = b.Bytes()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tamper: prove version %s/%x of cluster %q: %w", uid, key, cluster, err)
+	}
+	return out, nil
+}
+
+// scanEncoded reads rows of a statement of rows.go and gives each one's
+// encoding.
+func scanEncoded(ctx context.Context, tx pgx.Tx, sql string, args []any, each func([]byte)) error {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return fmt.Errorf("read the version: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return fmt.Errorf("read the version: %w", err)
+		}
+		b, err := RowEncoding(KindVersion, vals)
+		if err != nil {
+			return fmt.Errorf("encode the version: %w", err)
+		}
+		each(b)
+	}
+	return rows.Err()
+}
+
+// ProvenVersion is what a verified proof shows.
+type ProvenVersion struct {
+	// Ref names the version (cluster, uid, version key, changed_at).
+	Ref Ref
+	// Columns are the row's values, by name (json columns: the SHA-256 of
+	// their text).
+	Columns map[string]any
+	// Object is the exact stored text of the state; nil when NULL.
+	Object []byte
+	// Index is the leaf's index; Checkpoint the checkpoint it is in.
+	Index      int64
+	Checkpoint Checkpoint
+}
+
+// VerifyProof checks a version's tlog-proof offline: the checkpoint's
+// signature by verifier and its origin (the key's log of the version's
+// cluster), that the leaf recomputed from the row's encoding is at the
+// index of the tree the checkpoint signs, and that the object's text is
+// the one the row holds. Each error names what failed.
+func VerifyProof(proof []byte, verifier note.Verifier) (*ProvenVersion, error) {
+	header, rest, _ := bytes.Cut(proof, []byte("\n"))
+	if string(header) != proofHeader {
+		return nil, fmt.Errorf("not a %s proof (first line %.40q)", proofHeader, header)
+	}
+	var extra []byte
+	var line []byte
+	line, rest, _ = bytes.Cut(rest, []byte("\n"))
+	if e, ok := bytes.CutPrefix(line, []byte("extra ")); ok {
+		var err error
+		if extra, err = base64.StdEncoding.DecodeString(string(e)); err != nil {
+			return nil, fmt.Errorf("proof: bad extra line: %w", err)
+		}
+		line, rest, _ = bytes.Cut(rest, []byte("\n"))
+	}
+	is, ok := bytes.CutPrefix(line, []byte("index "))
+	index, err := strconv.ParseInt(string(is), 10, 64)
+	if !ok || err != nil || index < 0 || strconv.FormatInt(index, 10) != string(is) {
+		return nil, fmt.Errorf("proof: bad index line %.40q", line)
+	}
+	var hashes tlog.RecordProof
+	for {
+		line, rest, ok = bytes.Cut(rest, []byte("\n"))
+		if !ok {
+			return nil, errors.New("proof: no checkpoint after the hashes")
+		}
+		if len(line) == 0 {
+			break
+		}
+		h, err := base64.StdEncoding.DecodeString(string(line))
+		if err != nil || len(h) != len(tlog.Hash{}) {
+			return nil, fmt.Errorf("proof: bad hash line %.60q", line)
+		}
+		hashes = append(hashes, tlog.Hash(h))
+	}
+	cp, err := OpenCheckpoint(rest, verifier)
+	if err != nil {
+		return nil, err
+	}
+	if extra == nil {
+		return nil, errors.New("proof: no extra line: the version's row is missing")
+	}
+	pv, digest, err := openBundle(extra)
+	if err != nil {
+		return nil, err
+	}
+	pv.Index, pv.Checkpoint = index, cp
+	if want := Origin(verifier.Name(), pv.Ref.Cluster); cp.Origin != want {
+		return nil, fmt.Errorf("checkpoint: origin %q is not the log of cluster %q (%q)", cp.Origin, pv.Ref.Cluster, want)
+	}
+	if index >= cp.Size {
+		return nil, fmt.Errorf("inclusion proof: index %d is not in the checkpoint's tree of %d leaves", index, cp.Size)
+	}
+	if err := tlog.CheckRecord(hashes, cp.Size, cp.Root, index, LeafHash(pv.Ref, digest)); err != nil {
+		return nil, fmt.Errorf("inclusion proof: the leaf of %s at index %d does not lead to the root the checkpoint signs (tree of %d leaves): the row, the proof or the checkpoint is not the one logged: %w", pv.Ref, index, cp.Size, err)
+	}
+	return pv, nil
+}
+
+// openBundle reads a leaf bundle: the row, its digest and the object, and
+// checks that the object is the row's.
+func openBundle(b []byte) (*ProvenVersion, [32]byte, error) {
+	bad := func(what string) (*ProvenVersion, [32]byte, error) {
+		return nil, [32]byte{}, fmt.Errorf("proof: malformed leaf bundle: %s", what)
+	}
+	if len(b) == 0 || b[0] != bundleVersion {
+		return bad("unknown version")
+	}
+	n, w := binary.Uvarint(b[1:])
+	if w <= 0 || n > uint64(len(b)-1-w) {
+		return bad("bad length")
+	}
+	enc, object := b[1+w:1+w+int(n)], b[1+w+int(n):]
+	if len(enc) < 2 || enc[0] != encodingVersion || Kind(enc[1]) != KindVersion {
+		return bad("not an object_versions row of encoding 1")
+	}
+	count, w2 := binary.Uvarint(enc[2:])
+	if w2 <= 0 || count != uint64(len(versionColumns)) {
+		return bad("wrong number of columns")
+	}
+	vals := make([]any, 0, count)
+	p := enc[2+w2:]
+	for range count {
+		v, next, err := decodeValue(p, 0)
+		if err != nil {
+			return bad(err.Error())
+		}
+		vals, p = append(vals, v), next
+	}
+	if len(p) != 0 {
+		return bad("bytes after the columns")
+	}
+	ref, err := rowRef(KindVersion, vals)
+	if err != nil {
+		return bad(err.Error())
+	}
+	pv := &ProvenVersion{Ref: ref, Columns: map[string]any{}}
+	for i, c := range versionColumns {
+		pv.Columns[strings.TrimSuffix(c, "::text")] = vals[i]
+	}
+	switch h := vals[objectColumn].(type) {
+	case nil:
+		if len(object) != 0 {
+			return nil, [32]byte{}, errors.New("proof: the row holds no object, the proof carries one")
+		}
+	case []byte:
+		if sum := sha256.Sum256(object); !bytes.Equal(sum[:], h) {
+			return nil, [32]byte{}, fmt.Errorf("proof: the object's text (SHA-256 %x) is not the row's (%x)", sum, h)
+		}
+		pv.Object = slices.Clip(object)
+	default:
+		return bad("object column")
+	}
+	return pv, sha256.Sum256(enc), nil
+}
+
+// decodeValue reads one value of appendValue's encoding.
+func decodeValue(b []byte, depth int) (any, []byte, error) {
+	if len(b) == 0 {
+		return nil, nil, errors.New("truncated")
+	}
+	tag, b := b[0], b[1:]
+	switch tag {
+	case 'n':
+		return nil, b, nil
+	case 's', 'b':
+		n, w := binary.Uvarint(b)
+		if w <= 0 || n > uint64(len(b)-w) {
+			return nil, nil, errors.New("bad length")
+		}
+		v := b[w : w+int(n)]
+		if tag == 's' {
+			return string(v), b[w+int(n):], nil
+		}
+		return bytes.Clone(v), b[w+int(n):], nil
+	case 'B':
+		if len(b) < 1 || b[0] > 1 {
+			return nil, nil, errors.New("bad boolean")
+		}
+		return b[0] == 1, b[1:], nil
+	case 'i', 't':
+		if len(b) < 8 {
+			return nil, nil, errors.New("truncated number")
+		}
+		u := int64(binary.BigEndian.Uint64(b))
+		if tag == 't' {
+			return time.UnixMicro(u).UTC(), b[8:], nil
+		}
+		return u, b[8:], nil
+	case 'a':
+		n, w := binary.Uvarint(b)
+		if w <= 0 || n > uint64(len(b)-w) || depth > 0 {
+			return nil, nil, errors.New("bad array")
+		}
+		b = b[w:]
+		out := make([]any, 0, n)
+		for range n {
+			v, next, err := decodeValue(b, depth+1)
+			if err != nil {
+				return nil, nil, err
+			}
+			out, b = append(out, v), next
+		}
+		return out, b, nil
+	}
+	return nil, nil, fmt.Errorf("unknown tag %q", tag)
+}

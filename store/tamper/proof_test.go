@@ -1,0 +1,164 @@
+package tamper
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/model"
+	"github.com/options-record/options-record/store/pgtest"
+)
+
+func (e *env) prove(pool *pgxpool.Pool, v model.Version) []byte {
+	e.t.Helper()
+	p, err := ProveVersion(context.Background(), pool, v.Cluster, v.UID, v.Key)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// TestProofVerifiesOffline: the proof of every version of a record with
+// hostile content, in logs of several passes, verifies with the verifier
+// key alone and gives the version's row and its exact object text.
+func TestProofVerifiesOffline(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	var versions []model.Version
+	for range 3 {
+		b := e.batch("other\ncluster/..", now, 6)
+		e.write(b)
+		e.integrate()
+		versions = append(versions, b.Versions...)
+	}
+	for _, v := range versions {
+		p := e.prove(e.st.Pool(), v)
+		if !bytes.HasPrefix(p, []byte("c2sp.org/tlog-proof@v1\nextra ")) {
+			t.Fatalf("proof:\n%s", p)
+		}
+		pv, err := VerifyProof(p, e.verifier)
+		if err != nil {
+			t.Fatalf("version %s: %v\n%s", v.UID, err, p)
+		}
+		if pv.Ref.UID != v.UID || !bytes.Equal(pv.Ref.Key, v.Key) || pv.Ref.Cluster != v.Cluster || string(pv.Object) != string(v.Object) ||
+			pv.Columns["name"] != v.Name || pv.Checkpoint.Size != 36 {
+			t.Errorf("proven %+v, object %q; want %s %q", pv.Ref, pv.Object, v.UID, v.Object)
+		}
+	}
+	if _, err := ProveVersion(context.Background(), e.st.Pool(), "default", versions[0].UID, versions[0].Key); !errors.Is(err, ErrNoVersion) {
+		t.Errorf("a version of another cluster: %v", err)
+	}
+	b := e.batch("other\ncluster/..", now, 1)
+	e.write(b)
+	if _, err := ProveVersion(context.Background(), e.st.Pool(), b.Versions[0].Cluster, b.Versions[0].UID, b.Versions[0].Key); !errors.Is(err, ErrNotLogged) {
+		t.Errorf("a version not integrated yet: %v", err)
+	}
+}
+
+// TestProofFails: a proof whose row, object, hashes or checkpoint is not
+// the logged one fails, saying what.
+func TestProofFails(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	b := e.batch("default", now, 5)
+	e.write(b)
+	e.integrate()
+	v := b.Versions[2]
+	good := e.prove(e.st.Pool(), v)
+	e.write(e.batch("default", now, 4))
+	e.integrate()
+	later := e.prove(e.st.Pool(), v)
+	_, otherVerifier := newKey(t)
+
+	split := func(p []byte) (head, cp string) {
+		h, c, _ := strings.Cut(string(p), "\n\n")
+		return h, c
+	}
+	extra := func(p []byte, edit func([]byte) []byte) []byte {
+		lines := strings.Split(string(p), "\n")
+		raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(lines[1], "extra "))
+		lines[1] = "extra " + base64.StdEncoding.EncodeToString(edit(raw))
+		return []byte(strings.Join(lines, "\n"))
+	}
+	line := func(p []byte, n int, edit func(string) string) string {
+		lines := strings.Split(string(p), "\n")
+		lines[n] = edit(lines[n])
+		return strings.Join(lines, "\n")
+	}
+	goodHead, _ := split(good)
+	_, laterCP := split(later)
+	for _, tc := range []struct {
+		name, proof, want string
+		verifier          bool // verify with another key
+	}{
+		{name: "another checkpoint", proof: goodHead + "\n\n" + laterCP, want: "does not lead to the root"},
+		{name: "a changed object", proof: string(extra(good, func(b []byte) []byte { return append(b, ' ') })), want: "object's text"},
+		{name: "a changed row", proof: string(extra(good, func(b []byte) []byte {
+			return bytes.Replace(b, []byte("ConfigMap"), []byte("ConfigMaq"), 1)
+		})), want: "does not lead to the root"},
+		{name: "a changed hash", proof: line(good, 3, func(string) string { return "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=" }), want: "does not lead to the root"},
+		{name: "another index", proof: line(good, 2, func(l string) string {
+			n, _ := strconv.Atoi(strings.TrimPrefix(l, "index "))
+			return "index " + strconv.Itoa(n-1)
+		}), want: "does not lead to the root"},
+		{name: "a forged checkpoint", proof: strings.Replace(string(good), "\n\n"+keyName, "\n\nforged.example/log", 1), want: "checkpoint signature"},
+		{name: "another key", proof: string(good), verifier: true, want: "checkpoint signature"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vf := e.verifier
+			if tc.verifier {
+				vf = otherVerifier
+			}
+			if tc.proof == string(good) && !tc.verifier {
+				t.Fatal("the case changed nothing")
+			}
+			_, err := VerifyProof([]byte(tc.proof), vf)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+	// An UPDATE of the stored state after it was logged: the proof the
+	// record gives now fails.
+	e.exec(`UPDATE object_versions SET object = '{"forged":true}' WHERE uid = $1`, v.UID)
+	if _, err := VerifyProof(e.prove(e.st.Pool(), v), e.verifier); err == nil || !strings.Contains(err.Error(), "does not lead to the root") {
+		t.Errorf("proof after an UPDATE: %v", err)
+	}
+}
+
+// TestProofAsReader: the reader role, which the API reads the record
+// with, proves a version; it cannot write the log.
+func TestProofAsReader(t *testing.T) {
+	r := pgtest.NewRoles(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: r.Ingest, TamperLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e := &env{t: t, url: r.Ingest, st: st, dir: t.TempDir()}
+	e.signer, e.verifier = newKey(t)
+	e.in = e.integrator(e.signer)
+	b := e.batch("default", time.Now(), 3)
+	e.write(b)
+	e.integrate()
+	reader, err := pgxpool.New(ctx, r.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	if _, err := VerifyProof(e.prove(reader, b.Versions[1]), e.verifier); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reader.Exec(ctx, "UPDATE log_segments SET checkpoint = ''"); err == nil {
+		t.Error("the reader role wrote the log")
+	}
+}
