@@ -181,6 +181,33 @@ func (s *Server) getManifest(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// ErrNotLogged is the error a Proofs function wraps for a version that is
+// not in the tamper-evident log (yet): not found.
+var ErrNotLogged = fmt.Errorf("%w: the version is not in the tamper-evident log (yet: it is within seconds of being stored)", errs.ErrNotFound)
+
+// proveVersion answers a version's inclusion proof to a caller who may
+// read the version: the same authorization, and the same not found for a
+// version the caller may not read as for one that is missing.
+func (s *Server) proveVersion(w http.ResponseWriter, r *http.Request) error {
+	id, err := versionParam(r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.hist.VersionRecord(r.Context(), id); err != nil {
+		return err
+	}
+	if s.proofs == nil {
+		return fmt.Errorf("%w: this API serves no proofs (the record keeps no tamper-evident log, or the API was started without it)", errs.ErrNotFound)
+	}
+	proof, err := s.proofs(r.Context(), id.Cluster, id.UID, id.Key)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write(proof)
+	return nil
+}
+
 func (s *Server) listDeletions(w http.ResponseWriter, r *http.Request) error {
 	p, err := pageParams(r)
 	if err != nil {

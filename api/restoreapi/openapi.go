@@ -25,9 +25,10 @@ type operation struct {
 	Params       []param // query parameters
 	Body         any     // request body (nil: none)
 	Response     any
-	Status       int  // success status
-	YAML         bool // the answer is also available as YAML
-	Public       bool // no authentication
+	Status       int    // success status
+	YAML         bool   // the answer is also available as YAML
+	Text         string // the answer is text of this media type (Response unused)
+	Public       bool   // no authentication
 }
 
 type param struct {
@@ -119,6 +120,11 @@ var operations = []operation{
 		Summary:     "Clean manifest of a version, for kubectl apply",
 		Description: "The state without server-set fields (uid, resourceVersion, creationTimestamp, generation, managedFields, selfLink, deletionTimestamp) and status; ownerReferences only when the owner still exists, the others reported. With format=yaml the answer is the bare manifest, the report in comments." + readAuthz,
 		Params:      []param{pFormat}, Response: restore.ManifestResult{}, Status: 200, YAML: true},
+	{Method: http.MethodGet, Path: "/clusters/{cluster}/objects/{uid}/versions/{key}/proof", ID: "proveVersion", Tag: "read",
+		Summary: "Inclusion proof of a version in the tamper-evident log",
+		Description: "A C2SP tlog-proof (c2sp.org/tlog-proof) of the version against its cluster's newest signed checkpoint: its extra line carries the row's encoding and the object's exact stored text, so that `options-record verify --proof FILE` checks it offline with the log's public key (docs/security.md). " +
+			"Not found (404) also when the version is not in the log yet (it is within seconds) or this API keeps no log." + readAuthz,
+		Text: "text/plain; charset=utf-8", Status: 200},
 	{Method: http.MethodPost, Path: "/clusters/{cluster}/objects/{uid}/versions/{key}/restore", ID: "restoreVersion", Tag: "restore",
 		Summary: "Restore one version",
 		Description: "Creates the object from this version's state when it is gone, updates it when it exists. Refused with 409 when the live object changed after the version the request is based on (expectedResourceVersion, or else the newest recorded version), unless force. " +
@@ -193,7 +199,12 @@ func OpenAPI() map[string]any {
 			}
 			params = append(params, pp)
 		}
-		content := map[string]any{"application/json": map[string]any{"schema": reg.ref(reflect.TypeOf(op.Response))}}
+		var content map[string]any
+		if op.Text != "" {
+			content = map[string]any{op.Text: map[string]any{"schema": map[string]any{"type": "string"}}}
+		} else {
+			content = map[string]any{"application/json": map[string]any{"schema": reg.ref(reflect.TypeOf(op.Response))}}
+		}
 		if op.YAML {
 			content["application/yaml"] = map[string]any{"schema": reg.ref(reflect.TypeOf(op.Response))}
 		}

@@ -55,6 +55,11 @@ type Options struct {
 	// second, a burst of 10). Past it the address gets 429 before it takes
 	// an in-flight place or costs a TokenReview (a caller behind the same
 	// address waits too).
+	// Proofs, when set, answers the inclusion proof of a version (package
+	// store/tamper's ProveVersion over the record's reader), after the
+	// caller was authorized to read it; an error wrapping ErrNotLogged
+	// says the version is not in the log (yet). Nil: no proofs (404).
+	Proofs           func(ctx context.Context, cluster, uid string, key []byte) ([]byte, error)
 	AuthLimit        *authlimit.Limiter
 	AuthFailureRate  float64
 	AuthFailureBurst int
@@ -73,6 +78,7 @@ type Server struct {
 	timeout time.Duration
 	limits  *inFlight
 	authLim *authlimit.Limiter
+	proofs  func(ctx context.Context, cluster, uid string, key []byte) ([]byte, error)
 }
 
 // New builds the API. Serve it over TLS: bearer tokens travel in it.
@@ -80,7 +86,7 @@ func New(o Options) (*Server, error) {
 	if o.History == nil || o.Restore == nil || o.Authenticator == nil {
 		return nil, errors.New("restoreapi: History, Restore and Authenticator are required")
 	}
-	s := &Server{hist: o.History, svc: o.Restore, authn: o.Authenticator, maxBody: o.MaxBodyBytes, log: o.Logger}
+	s := &Server{hist: o.History, svc: o.Restore, authn: o.Authenticator, maxBody: o.MaxBodyBytes, log: o.Logger, proofs: o.Proofs}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -124,6 +130,7 @@ func (s *Server) routes() chi.Router {
 		"getVersionByName":  s.getVersionByName,
 		"diffVersion":       s.diffVersion,
 		"getManifest":       s.getManifest,
+		"proveVersion":      s.proveVersion,
 		"restoreVersion":    s.restoreVersion,
 		"listDeletions":     s.listDeletions,
 		"failedMutations":   s.failedMutations,
