@@ -190,7 +190,8 @@ func apiServices(o *APIOptions, so *ServeOptions, st *store.Store, owner *store.
 	// And one limit of unauthenticated requests: bad tokens spend one budget
 	// per address at both doors.
 	svc = restoreapi.Options{Logger: log, RequestTimeout: o.RequestTimeout, MaxInFlight: o.MaxInFlight,
-		Callers: history.NewCallerLimiter(o.MaxInFlightPerUser), AuthLimit: authlimit.New(authlimit.Options{})}
+		Callers: history.NewCallerLimiter(o.MaxInFlightPerUser), AuthLimit: authlimit.New(authlimit.Options{}),
+		Proofs: versionProofs(st.Pool())}
 	if opts.Kube, svc.Authenticator, hopts.Authorizer, err = apiAuth(o, so, log); err != nil {
 		return svc, err
 	}

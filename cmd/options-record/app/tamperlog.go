@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/options-record/options-record/api/restoreapi"
 	"github.com/options-record/options-record/cmd/options-record/app/secretfile"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/tamper"
@@ -67,6 +68,19 @@ func (p *ingestProcess) runIntegrator(ctx context.Context) {
 	in.Run(ctx)
 }
 
+// versionProofs answers the restore API's inclusion proofs from the
+// record's reader pool (the log is read like the record; the API holds no
+// key): a version not in the log (yet) is not found.
+func versionProofs(pool *pgxpool.Pool) func(ctx context.Context, cluster, uid string, key []byte) ([]byte, error) {
+	return func(ctx context.Context, cluster, uid string, key []byte) ([]byte, error) {
+		p, err := tamper.ProveVersion(ctx, pool, cluster, uid, key)
+		if errors.Is(err, tamper.ErrNotLogged) || errors.Is(err, tamper.ErrNoVersion) {
+			return nil, restoreapi.ErrNotLogged
+		}
+		return p, err
+	}
+}
+
 // VerifyOptions configure `options-record verify`.
 type VerifyOptions struct {
 	Database DatabaseOptions
@@ -77,8 +91,11 @@ type VerifyOptions struct {
 	CheckpointDir string
 	// Cluster limits the check to one cluster.
 	Cluster string
-	Out     io.Writer
-	Logger  *slog.Logger
+	// Proofs, when set, are inclusion proof files to check offline
+	// instead of the database (VerifyProofs).
+	Proofs []string
+	Out    io.Writer
+	Logger *slog.Logger
 }
 
 // ErrVerifyFailed is Verify's error when a check failed (each is printed).
@@ -105,6 +122,9 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 	v, err := note.NewVerifier(vkey)
 	if err != nil {
 		return fmt.Errorf("verifier key: %w", err)
+	}
+	if len(o.Proofs) > 0 {
+		return VerifyProofs(o.Out, v, o.Proofs)
 	}
 	db, err := openDatabase(ctx, o.Database, true, log)
 	if err != nil {
@@ -146,6 +166,61 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 		return fmt.Errorf("%w: %d problems", ErrVerifyFailed, len(rep.Problems))
 	}
 	return nil
+}
+
+// ProofSuffix ends the name of a proof file; the state it proves is in
+// the file of the same name ending in ".json" instead, when there is one.
+const ProofSuffix = ".tlog-proof"
+
+// VerifyProofs checks inclusion proof files offline (tamper.VerifyProof:
+// the checkpoint's signature by v, the leaf recomputed from the row
+// against the signed root, the object's text against the row) and, for
+// each FILE.tlog-proof, that FILE.json beside it, when present, holds
+// exactly the logged object's text. It prints one line a file, OK or FAIL
+// and why, and fails when any does.
+func VerifyProofs(out io.Writer, v note.Verifier, files []string) error {
+	failed := 0
+	for _, f := range files {
+		name := strings.ToValidUTF8(fmt.Sprintf("%q", f), "\ufffd")
+		what, err := verifyProofFile(v, f)
+		if err != nil {
+			failed++
+			fmt.Fprintf(out, "FAIL %s: %s\n", name, strings.ToValidUTF8(err.Error(), "\ufffd"))
+			continue
+		}
+		fmt.Fprintf(out, "OK %s: %s\n", name, strings.ToValidUTF8(what, "\ufffd"))
+	}
+	if failed > 0 {
+		return fmt.Errorf("%w: %d of %d proofs failed", ErrVerifyFailed, failed, len(files))
+	}
+	return nil
+}
+
+func verifyProofFile(v note.Verifier, file string) (string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	pv, err := tamper.VerifyProof(b, v)
+	if err != nil {
+		return "", err
+	}
+	what := fmt.Sprintf("%s is leaf %d of the log %q of %d leaves (signed checkpoint)", pv.Ref, pv.Index, pv.Checkpoint.Origin, pv.Checkpoint.Size)
+	base, ok := strings.CutSuffix(file, ProofSuffix)
+	if !ok {
+		return what, nil
+	}
+	state, err := os.ReadFile(base + ".json")
+	if errors.Is(err, os.ErrNotExist) {
+		return what + "; no " + fmt.Sprintf("%q", base+".json") + " beside it to compare", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if !bytes.Equal(state, pv.Object) {
+		return "", fmt.Errorf("%q is not the logged state of %s (the proof holds %d bytes, SHA-256 in the row; the file %d)", base+".json", pv.Ref, len(pv.Object), len(state))
+	}
+	return what + "; " + fmt.Sprintf("%q", base+".json") + " is its logged state", nil
 }
 
 // LogKeyOptions configure `options-record log-key`.

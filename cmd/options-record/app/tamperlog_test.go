@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/options-record/options-record/api/restoreapi"
 	"github.com/options-record/options-record/store/pgtest"
 	"github.com/options-record/options-record/store/tamper"
 	"github.com/options-record/options-record/test/gen"
@@ -71,6 +72,7 @@ func TestVerifyCommand(t *testing.T) {
 	if !strings.Contains(out.String(), `cluster "default": 4 leaves`) {
 		t.Errorf("verify printed:\n%s", out.String())
 	}
+	checkProofs(t, pool, strings.TrimSpace(pub.String()))
 	if _, err := pool.Exec(ctx, `UPDATE object_versions SET object = '{}' WHERE uid = 'uid-b'`); err != nil {
 		t.Fatal(err)
 	}
@@ -156,4 +158,59 @@ func TestServeKeepsTheLog(t *testing.T) {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// checkProofs: the proof the API answers for a version (versionProofs),
+// saved with its state as FILE.tlog-proof and FILE.json, passes verify
+// --proof with the public key alone (no database); a changed state file, a
+// proof cut short or checked with another key fails, naming the file.
+func checkProofs(t *testing.T, pool *pgxpool.Pool, pub string) {
+	t.Helper()
+	ctx := context.Background()
+	var key []byte
+	var object string
+	if err := pool.QueryRow(ctx, `SELECT version_key, object::text FROM object_versions WHERE uid = 'uid-a'`).Scan(&key, &object); err != nil {
+		t.Fatal(err)
+	}
+	proof, err := versionProofs(pool)(ctx, "default", "uid-a", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := versionProofs(pool)(ctx, "default", "uid-a", make([]byte, 32)); !errors.Is(err, restoreapi.ErrNotLogged) {
+		t.Errorf("the proof of a version the log does not hold: %v", err)
+	}
+	dir := t.TempDir()
+	good, cut := filepath.Join(dir, "a"), filepath.Join(dir, "cut")
+	for name, data := range map[string]string{good + ProofSuffix: string(proof), good + ".json": object,
+		cut + ProofSuffix: string(proof[:bytes.LastIndex(proof, []byte("\n\n"))+2])} {
+		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	// No database: a URL that cannot be reached is never used.
+	vo := VerifyOptions{Database: DatabaseOptions{URL: "postgres://nowhere.invalid/x"}, VerifierKey: pub, Proofs: []string{good + ProofSuffix}, Out: &out}
+	if err := Verify(ctx, vo); err != nil || !strings.Contains(out.String(), `OK "`+good+ProofSuffix+`": object_versions(cluster="default", uid="uid-a"`) ||
+		!strings.Contains(out.String(), `"`+good+`.json" is its logged state`) {
+		t.Fatalf("verify --proof: %v\n%s", err, out.String())
+	}
+	if err := os.WriteFile(good+".json", []byte(strings.Replace(object, `"v"`, `"x"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	vo.Proofs = []string{good + ProofSuffix, cut + ProofSuffix}
+	err = Verify(ctx, vo)
+	if !errors.Is(err, ErrVerifyFailed) || !strings.Contains(out.String(), `FAIL "`+good+ProofSuffix+`": "`+good+`.json" is not the logged state`) ||
+		!strings.Contains(out.String(), `FAIL "`+cut+ProofSuffix+`": checkpoint signature`) {
+		t.Errorf("verify --proof of a changed state and a cut proof: %v\n%s", err, out.String())
+	}
+	var other bytes.Buffer
+	if err := LogKey(LogKeyOptions{Name: "record.example/log", SigningKeyFile: filepath.Join(dir, "other.key"), Out: &other}); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	vo.VerifierKey, vo.Proofs = strings.TrimSpace(other.String()), []string{good + ProofSuffix}
+	if err := Verify(ctx, vo); !errors.Is(err, ErrVerifyFailed) || !strings.Contains(out.String(), "checkpoint signature") {
+		t.Errorf("verify --proof with another key: %v\n%s", err, out.String())
+	}
 }

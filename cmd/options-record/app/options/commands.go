@@ -153,6 +153,7 @@ func (o *AdmissionConfig) Config(out, logs io.Writer) app.AdmissionConfigOptions
 type Verify struct {
 	Common
 	VerifierKey, VerifierKeyFile, CheckpointDir, Cluster string
+	Proofs                                               []string
 }
 
 // NewVerify returns the options of verify with their defaults.
@@ -166,6 +167,7 @@ func (o *Verify) Flags() (fss cliflag.NamedFlagSets) {
 	fs.StringVar(&o.VerifierKeyFile, "log-verifier-key-file", "", "file holding --log-verifier-key")
 	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "trusted checkpoints kept outside the database (serve's --checkpoint-dir, or a copy): the log must have only grown since; empty: not checked")
 	fs.StringVar(&o.Cluster, "cluster", "", "check this cluster only; empty: every cluster")
+	fs.StringArrayVar(&o.Proofs, "proof", nil, "check this inclusion proof offline instead of the database (a FILE.tlog-proof, as the restore API answers GET .../versions/KEY/proof), and FILE.json beside it when present (repeatable)")
 	return fss
 }
 
@@ -183,7 +185,7 @@ func (o *Verify) Validate() error {
 // Config is the app's configuration, printing to out.
 func (o *Verify) Config(out, logs io.Writer) app.VerifyOptions {
 	return app.VerifyOptions{Database: o.database(), VerifierKey: o.VerifierKey, VerifierKeyFile: o.VerifierKeyFile,
-		CheckpointDir: o.CheckpointDir, Cluster: o.Cluster, Out: out, Logger: o.Logger(logs)}
+		CheckpointDir: o.CheckpointDir, Cluster: o.Cluster, Proofs: o.Proofs, Out: out, Logger: o.Logger(logs)}
 }
 
 // LogKey are the flags of `options-record log-key`.
