@@ -94,8 +94,11 @@ type VerifyOptions struct {
 	// Proofs, when set, are inclusion proof files to check offline
 	// instead of the database (VerifyProofs).
 	Proofs []string
-	Out    io.Writer
-	Logger *slog.Logger
+	// WriteState writes each verified proof's state to FILE.json when
+	// there is none.
+	WriteState bool
+	Out        io.Writer
+	Logger     *slog.Logger
 }
 
 // ErrVerifyFailed is Verify's error when a check failed (each is printed).
@@ -124,7 +127,7 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 		return fmt.Errorf("verifier key: %w", err)
 	}
 	if len(o.Proofs) > 0 {
-		return VerifyProofs(o.Out, v, o.Proofs)
+		return VerifyProofs(o.Out, v, o.Proofs, o.WriteState)
 	}
 	db, err := openDatabase(ctx, o.Database, true, log)
 	if err != nil {
@@ -176,13 +179,14 @@ const ProofSuffix = ".tlog-proof"
 // the checkpoint's signature by v, the leaf recomputed from the row
 // against the signed root, the object's text against the row) and, for
 // each FILE.tlog-proof, that FILE.json beside it, when present, holds
-// exactly the logged object's text. It prints one line a file, OK or FAIL
-// and why, and fails when any does.
-func VerifyProofs(out io.Writer, v note.Verifier, files []string) error {
+// exactly the logged object's text; with writeState, one that is not there
+// is written with it (a new file, 0600: a Secret may be recorded in clear).
+// It prints one line a file, OK or FAIL and why, and fails when any does.
+func VerifyProofs(out io.Writer, v note.Verifier, files []string, writeState bool) error {
 	failed := 0
 	for _, f := range files {
 		name := strings.ToValidUTF8(fmt.Sprintf("%q", f), "\ufffd")
-		what, err := verifyProofFile(v, f)
+		what, err := verifyProofFile(v, f, writeState)
 		if err != nil {
 			failed++
 			fmt.Fprintf(out, "FAIL %s: %s\n", name, strings.ToValidUTF8(err.Error(), "\ufffd"))
@@ -196,7 +200,7 @@ func VerifyProofs(out io.Writer, v note.Verifier, files []string) error {
 	return nil
 }
 
-func verifyProofFile(v note.Verifier, file string) (string, error) {
+func verifyProofFile(v note.Verifier, file string, writeState bool) (string, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return "", err
@@ -211,6 +215,20 @@ func verifyProofFile(v note.Verifier, file string) (string, error) {
 		return what, nil
 	}
 	state, err := os.ReadFile(base + ".json")
+	if errors.Is(err, os.ErrNotExist) && writeState && pv.Object != nil {
+		f, err := os.OpenFile(base+".json", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return "", err
+		}
+		_, err = f.Write(pv.Object)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", err
+		}
+		return what + "; its logged state written to " + fmt.Sprintf("%q", base+".json"), nil
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return what + "; no " + fmt.Sprintf("%q", base+".json") + " beside it to compare", nil
 	}

@@ -181,7 +181,7 @@ func checkProofs(t *testing.T, pool *pgxpool.Pool, pub string) {
 	}
 	dir := t.TempDir()
 	good, cut := filepath.Join(dir, "a"), filepath.Join(dir, "cut")
-	for name, data := range map[string]string{good + ProofSuffix: string(proof), good + ".json": object,
+	for name, data := range map[string]string{good + ProofSuffix: string(proof),
 		cut + ProofSuffix: string(proof[:bytes.LastIndex(proof, []byte("\n\n"))+2])} {
 		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
@@ -189,7 +189,16 @@ func checkProofs(t *testing.T, pool *pgxpool.Pool, pub string) {
 	}
 	var out bytes.Buffer
 	// No database: a URL that cannot be reached is never used.
-	vo := VerifyOptions{Database: DatabaseOptions{URL: "postgres://nowhere.invalid/x"}, VerifierKey: pub, Proofs: []string{good + ProofSuffix}, Out: &out}
+	vo := VerifyOptions{Database: DatabaseOptions{URL: "postgres://nowhere.invalid/x"}, VerifierKey: pub, Proofs: []string{good + ProofSuffix},
+		WriteState: true, Out: &out}
+	if err := Verify(ctx, vo); err != nil {
+		t.Fatalf("verify --proof --write-state: %v\n%s", err, out.String())
+	}
+	if b, err := os.ReadFile(good + ".json"); err != nil || string(b) != object {
+		t.Fatalf("the state written: %q, %v; want %q", b, err, object)
+	}
+	out.Reset()
+	vo.WriteState = false
 	if err := Verify(ctx, vo); err != nil || !strings.Contains(out.String(), `OK "`+good+ProofSuffix+`": object_versions(cluster="default", uid="uid-a"`) ||
 		!strings.Contains(out.String(), `"`+good+`.json" is its logged state`) {
 		t.Fatalf("verify --proof: %v\n%s", err, out.String())

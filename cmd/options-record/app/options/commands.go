@@ -154,6 +154,7 @@ type Verify struct {
 	Common
 	VerifierKey, VerifierKeyFile, CheckpointDir, Cluster string
 	Proofs                                               []string
+	WriteState                                           bool
 }
 
 // NewVerify returns the options of verify with their defaults.
@@ -168,6 +169,7 @@ func (o *Verify) Flags() (fss cliflag.NamedFlagSets) {
 	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "trusted checkpoints kept outside the database (serve's --checkpoint-dir, or a copy): the log must have only grown since; empty: not checked")
 	fs.StringVar(&o.Cluster, "cluster", "", "check this cluster only; empty: every cluster")
 	fs.StringArrayVar(&o.Proofs, "proof", nil, "check this inclusion proof offline instead of the database (a FILE.tlog-proof, as the restore API answers GET .../versions/KEY/proof), and FILE.json beside it when present (repeatable)")
+	fs.BoolVar(&o.WriteState, "write-state", false, "with --proof: write each verified proof's state (the object's exact logged text) to FILE.json when there is none")
 	return fss
 }
 
@@ -179,13 +181,16 @@ func (o *Verify) Validate() error {
 	if (o.VerifierKey == "") == (o.VerifierKeyFile == "") {
 		return errors.New("verify needs one of --log-verifier-key and --log-verifier-key-file")
 	}
+	if o.WriteState && len(o.Proofs) == 0 {
+		return errors.New("--write-state writes the states of --proof files: give --proof")
+	}
 	return nil
 }
 
 // Config is the app's configuration, printing to out.
 func (o *Verify) Config(out, logs io.Writer) app.VerifyOptions {
 	return app.VerifyOptions{Database: o.database(), VerifierKey: o.VerifierKey, VerifierKeyFile: o.VerifierKeyFile,
-		CheckpointDir: o.CheckpointDir, Cluster: o.Cluster, Proofs: o.Proofs, Out: out, Logger: o.Logger(logs)}
+		CheckpointDir: o.CheckpointDir, Cluster: o.Cluster, Proofs: o.Proofs, WriteState: o.WriteState, Out: out, Logger: o.Logger(logs)}
 }
 
 // LogKey are the flags of `options-record log-key`.
