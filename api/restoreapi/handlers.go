@@ -193,6 +193,18 @@ func (s *Server) proveVersion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.prove(w, r, id)
+}
+
+func (s *Server) proveVersionByName(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.hist.ResolveVersion(r.Context(), chi.URLParam(r, "cluster"), chi.URLParam(r, "name"), history.NameScope{})
+	if err != nil {
+		return err
+	}
+	return s.prove(w, r, id)
+}
+
+func (s *Server) prove(w http.ResponseWriter, r *http.Request, id history.VersionID) error {
 	if _, err := s.hist.VersionRecord(r.Context(), id); err != nil {
 		return err
 	}

@@ -125,6 +125,10 @@ var operations = []operation{
 		Description: "A C2SP tlog-proof (c2sp.org/tlog-proof) of the version against its cluster's newest signed checkpoint: its extra line carries the row's encoding and the object's exact stored text, so that `options-record verify --proof FILE` checks it offline with the log's public key (docs/security.md). " +
 			"Not found (404) also when the version is not in the log yet (it is within seconds) or this API keeps no log." + readAuthz,
 		Text: "text/plain; charset=utf-8", Status: 200},
+	{Method: http.MethodGet, Path: "/clusters/{cluster}/versions/{name}/proof", ID: "proveVersionByName", Tag: "read",
+		Summary:     "Inclusion proof of a version by its short name",
+		Description: "The inclusion proof (as proveVersion) of the version a short or long name names, among those the caller may read; not found (404) and ambiguous (400) as getVersionByName." + readAuthz,
+		Text:        "text/plain; charset=utf-8", Status: 200},
 	{Method: http.MethodPost, Path: "/clusters/{cluster}/objects/{uid}/versions/{key}/restore", ID: "restoreVersion", Tag: "restore",
 		Summary: "Restore one version",
 		Description: "Creates the object from this version's state when it is gone, updates it when it exists. Refused with 409 when the live object changed after the version the request is based on (expectedResourceVersion, or else the newest recorded version), unless force. " +

@@ -78,11 +78,29 @@ func TestProofAuthorizedAsTheVersion(t *testing.T) {
 		t.Errorf("proven %v, object %q, tree %d; want app, %q, 4", pv.Ref, pv.Object, pv.Checkpoint.Size, object)
 	}
 
+	var short string
+	if err := st.Pool().QueryRow(ctx, "SELECT name || '-' || left(encode(version_key, 'hex'), 8) FROM object_versions WHERE resource = 'configmaps'").Scan(&short); err != nil {
+		t.Fatal(err)
+	}
+	code, e, byName := do(t, h, http.MethodGet, "/api/v1/clusters/default/versions/"+short+"/proof", "")
+	if code != http.StatusOK || byName != rr.Body.String() {
+		t.Errorf("the proof by short name %s: %d %+v\n%s", short, code, e, byName)
+	}
+
 	secret := path("secrets")
 	code, denied, _ := do(t, h, http.MethodGet, secret+"/proof", "")
 	_, read, _ := do(t, h, http.MethodGet, secret, "")
 	if code != http.StatusNotFound || denied != read {
 		t.Errorf("proof of a version the caller may not read: %d %+v; reading it: %+v", code, denied, read)
+	}
+	var secretShort string
+	if err := st.Pool().QueryRow(ctx, "SELECT name || '-' || left(encode(version_key, 'hex'), 8) FROM object_versions WHERE resource = 'secrets'").Scan(&secretShort); err != nil {
+		t.Fatal(err)
+	}
+	code, deniedByName, _ := do(t, h, http.MethodGet, "/api/v1/clusters/default/versions/"+secretShort+"/proof", "")
+	_, readByName, _ := do(t, h, http.MethodGet, "/api/v1/clusters/default/versions/"+secretShort, "")
+	if code != http.StatusNotFound || deniedByName != readByName {
+		t.Errorf("proof by name of a version the caller may not read: %d %+v; reading it: %+v", code, deniedByName, readByName)
 	}
 	missingKey := strings.Repeat("0", 64)
 	missing := secret[:strings.LastIndexByte(secret, '/')+1] + missingKey
@@ -97,7 +115,7 @@ func TestProofAuthorizedAsTheVersion(t *testing.T) {
 	if err := st.Pool().QueryRow(ctx, "SELECT uid, version_key FROM object_versions WHERE name = 'late'").Scan(&lateUID, &lateKey); err != nil {
 		t.Fatal(err)
 	}
-	code, e, _ := do(t, h, http.MethodGet, "/api/v1/clusters/default/objects/"+lateUID+"/versions/"+hex.EncodeToString(lateKey)+"/proof", "")
+	code, e, _ = do(t, h, http.MethodGet, "/api/v1/clusters/default/objects/"+lateUID+"/versions/"+hex.EncodeToString(lateKey)+"/proof", "")
 	if code != http.StatusNotFound || !strings.Contains(e.Message, "not in the tamper-evident log") {
 		t.Errorf("a version not integrated yet: %d %+v", code, e)
 	}
