@@ -215,6 +215,9 @@ func (h *Handler) observe(r *http.Request, cluster string, req *admissionv1.Admi
 		Operation: string(req.Operation), DryRun: req.DryRun != nil && *req.DryRun,
 		APIGroup: req.Resource.Group, Resource: req.Resource.Resource, Subresource: req.SubResource,
 		Namespace: req.Namespace, Name: req.Name, Version: v}
+	// A forged review's names are hostile as an audit event's: stored as
+	// the event's are, they neither fail the batch nor stop matching it.
+	o.PGSafe()
 	if !h.o.Queue.offer(o) {
 		m.dropped.WithLabelValues("queue_full").Inc()
 		return "", "", false

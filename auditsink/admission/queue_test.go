@@ -6,6 +6,7 @@ package admission
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +89,29 @@ func TestMaintenanceExpiresUnconfirmed(t *testing.T) {
 	q.maintain(ctx)
 	if got := testutil.ToFloat64(q.o.Metrics.expired); got != 1 {
 		t.Errorf("expired %v, want 1", got)
+	}
+}
+
+// A NUL character anywhere in a forged review (the request's names, the
+// object's metadata) is stored as U+FFFD, as in an audit event: it costs
+// neither its own observation nor the others written with it.
+func TestNULInReviewCostsNoOtherObservation(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	q := NewQueue(QueueOptions{Store: st, Metrics: NewMetrics(nil), TTL: time.Hour})
+	h := newTestHandler(t, q, nil)
+	answer(t, post(h, "application/json", reviewBody("admission.k8s.io/v1", "r1", "DELETE", "configmaps", "app", configMap("app", "u1", 7, "real"))))
+	nul := strings.ReplaceAll(reviewBody("admission.k8s.io/v1", "r2", "DELETE", "configmapsNUL", "appNUL",
+		configMap("appNUL", "u2NUL", 7, "forged")), "NUL", `\u0000`)
+	nul = strings.Replace(nul, `"kind":"ConfigMap","metadata"`, `"kind":"Config\u0000Map","metadata"`, 1)
+	nul = strings.Replace(nul, `"namespace":"prod","operation"`, `"namespace":"pr\u0000od","subResource":"s\u0000","operation"`, 1)
+	answer(t, post(h, "application/json", nul))
+	q.write(ctx, []model.Observation{<-q.ch, <-q.ch})
+	if got, lost := testutil.ToFloat64(q.o.Metrics.stored), testutil.ToFloat64(q.o.Metrics.dropped.WithLabelValues("store_error")); got != 2 || lost != 0 {
+		t.Fatalf("stored %v, dropped for a store error %v; want both stored", got, lost)
 	}
 }

@@ -78,8 +78,9 @@ func BaselineVersion(o BaselineObject) (Version, error) {
 		SecretDigested: digested,
 		Rules:          o.Rules,
 	}
-	// As for a change: a state PostgreSQL cannot read as sent (a NUL in a
-	// ConfigMap's data) is stored readable, and exactly beside.
-	safeState(&v)
+	// As for a change: names PostgreSQL cannot store (a NUL in a forged
+	// review's metadata) are stored with U+FFFD, a state it cannot read as
+	// sent (a NUL in a ConfigMap's data) readable, and exactly beside.
+	safeVersion(&v)
 	return v, nil
 }

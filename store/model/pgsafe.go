@@ -29,12 +29,7 @@ const (
 // to.
 func (c *Converted) pgSafe() bool {
 	changed := false
-	str := func(s *string) {
-		if strings.IndexByte(*s, 0) >= 0 || !utf8.ValidString(*s) {
-			*s = strings.ToValidUTF8(strings.ReplaceAll(*s, "\x00", "\uFFFD"), "\uFFFD")
-			changed = true
-		}
-	}
+	str := func(s *string) { changed = safeString(s) || changed }
 	strs := func(ss []string) {
 		for i := range ss {
 			str(&ss[i])
@@ -46,12 +41,7 @@ func (c *Converted) pgSafe() bool {
 			changed = true
 		}
 	}
-	long := func(s *string, max int) {
-		if len(*s) > max {
-			*s = shorten(*s, max)
-			changed = true
-		}
-	}
+	long := func(s *string, max int) { changed = shortenTo(s, max) || changed }
 	e := &c.Event
 	for _, s := range []*string{&e.AuditID, &e.Stage, &e.Verb, &e.RequestURI, &e.Username, &e.UserUID,
 		&e.ImpersonatedUser, &e.UserAgent, &e.APIGroup, &e.APIVersion, &e.Resource, &e.Subresource,
@@ -71,20 +61,60 @@ func (c *Converted) pgSafe() bool {
 	js(&e.RequestObject)
 	js(&e.Annotations)
 	for i := range c.Versions {
-		v := &c.Versions[i]
-		for _, s := range []*string{&v.UID, &v.Verb, &v.APIGroup, &v.APIVersion, &v.Kind, &v.Resource,
-			&v.Subresource, &v.Namespace, &v.Name} {
-			str(s)
-		}
-		for _, s := range []*string{&v.APIGroup, &v.Resource, &v.Namespace, &v.UID} {
-			long(s, maxKeyBytes)
-		}
-		long(&v.Name, maxNameBytes)
-		if safeState(v) {
-			changed = true
-		}
+		changed = safeVersion(&c.Versions[i]) || changed
 	}
 	return changed
+}
+
+// PGSafe makes an admission observation storable as pgSafe makes an audit
+// event: the request's names as the event's (so that the event that
+// confirms it still names the same), its state as every version. It
+// reports whether it had to change anything.
+func (o *Observation) PGSafe() bool {
+	changed := false
+	for _, s := range []*string{&o.Cluster, &o.Source, &o.Operation, &o.APIGroup, &o.Resource, &o.Subresource, &o.Namespace, &o.Name} {
+		changed = safeString(s) || changed
+	}
+	for _, s := range []*string{&o.APIGroup, &o.Resource, &o.Namespace} {
+		changed = shortenTo(s, maxKeyBytes) || changed
+	}
+	changed = shortenTo(&o.Name, maxNameBytes) || changed
+	return safeVersion(&o.Version) || changed
+}
+
+// safeVersion makes v's names and state storable (see pgSafe) and reports
+// whether it had to change them.
+func safeVersion(v *Version) bool {
+	changed := false
+	for _, s := range []*string{&v.UID, &v.Verb, &v.APIGroup, &v.APIVersion, &v.Kind, &v.Resource,
+		&v.Subresource, &v.Namespace, &v.Name} {
+		changed = safeString(s) || changed
+	}
+	for _, s := range []*string{&v.APIGroup, &v.Resource, &v.Namespace, &v.UID} {
+		changed = shortenTo(s, maxKeyBytes) || changed
+	}
+	changed = shortenTo(&v.Name, maxNameBytes) || changed
+	return safeState(v) || changed
+}
+
+// safeString replaces NUL and invalid UTF-8 in *s with U+FFFD and reports
+// whether it had to.
+func safeString(s *string) bool {
+	if strings.IndexByte(*s, 0) < 0 && utf8.ValidString(*s) {
+		return false
+	}
+	*s = strings.ToValidUTF8(strings.ReplaceAll(*s, "\x00", "\uFFFD"), "\uFFFD")
+	return true
+}
+
+// shortenTo shortens *s to max bytes (shorten) if it is longer and reports
+// whether it had to.
+func shortenTo(s *string, max int) bool {
+	if len(*s) <= max {
+		return false
+	}
+	*s = shorten(*s, max)
+	return true
 }
 
 // safeState makes v's state one PostgreSQL reads as jsonb (see safeJSON),
