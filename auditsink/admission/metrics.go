@@ -24,7 +24,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "options_record_observations_stored_total", Help: "Admission observations stored, unconfirmed until an audit event names them.",
 		}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "options_record_observations_dropped_total", Help: "Admission observations not stored, by reason (queue_full, source_bound, store_error, invalid_object); their writes are recorded with state unknown.",
+			Name: "options_record_observations_dropped_total", Help: "Admission observations not stored, by reason (queue_full, source_bound, store_error, rejected_by_database, invalid_object); their writes are recorded with state unknown.",
 		}, []string{"reason"}),
 		expired: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "options_record_observations_expired_total", Help: "Admission observations no audit event named in time (forged, dry run, or their event not kept), deleted.",

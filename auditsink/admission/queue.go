@@ -134,9 +134,48 @@ func (q *Queue) write(ctx context.Context, batch []model.Observation) {
 		default:
 		}
 	}()
+	res, err := q.store(ctx, batch)
+	switch {
+	case err != nil && model.IsInvalidData(err) && len(batch) > 1:
+		q.oneByOne(ctx, batch)
+	case err != nil && model.IsInvalidData(err):
+		q.reject(&batch[0], err)
+	default:
+		q.count(ctx, batch, res, err)
+	}
+}
+
+// oneByOne stores a batch PostgreSQL refused as invalid data one
+// observation at a time, so that one row the sanitiser did not make safe
+// costs only itself (rejected_by_database), not every review queued with
+// it.
+func (q *Queue) oneByOne(ctx context.Context, batch []model.Observation) {
+	for i := range batch {
+		one := batch[i : i+1]
+		res, err := q.store(ctx, one)
+		if err != nil && model.IsInvalidData(err) {
+			q.reject(&one[0], err)
+			continue
+		}
+		q.count(ctx, one, res, err)
+	}
+}
+
+// reject drops and counts an observation PostgreSQL refused as invalid data.
+func (q *Queue) reject(o *model.Observation, err error) {
+	q.o.Metrics.dropped.WithLabelValues("rejected_by_database").Inc()
+	q.o.Logger.Warn("admission observation refused by the database as invalid data: dropped",
+		"resource", o.Resource, "namespace", o.Namespace, "name", o.Name, "err", err)
+}
+
+func (q *Queue) store(ctx context.Context, batch []model.Observation) (model.ObservationResult, error) {
 	wctx, cancel := context.WithTimeout(ctx, q.o.WriteTimeout)
 	defer cancel()
-	res, err := q.o.Store.WriteObservations(wctx, batch, q.o.MaxSourceBytes)
+	return q.o.Store.WriteObservations(wctx, batch, q.o.MaxSourceBytes)
+}
+
+// count counts what one write stored or dropped.
+func (q *Queue) count(ctx context.Context, batch []model.Observation, res model.ObservationResult, err error) {
 	m := q.o.Metrics
 	if err != nil {
 		m.dropped.WithLabelValues("store_error").Add(float64(len(batch)))

@@ -115,3 +115,28 @@ func TestNULInReviewCostsNoOtherObservation(t *testing.T) {
 		t.Fatalf("stored %v, dropped for a store error %v; want both stored", got, lost)
 	}
 }
+
+// A row PostgreSQL refuses as invalid data that the sanitiser did not
+// catch costs only itself: the writer stores the rest of its batch one
+// observation at a time, and counts it.
+func TestInvalidObservationCostsOnlyItself(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	q := NewQueue(QueueOptions{Store: st, Metrics: NewMetrics(nil), TTL: time.Hour})
+	h := newTestHandler(t, q, nil)
+	for _, uid := range []string{"u1", "u2", "u3"} {
+		answer(t, post(h, "application/json", reviewBody("admission.k8s.io/v1", "r-"+uid, "DELETE", "configmaps", "app", configMap("app", uid, 7, "v"))))
+	}
+	batch := []model.Observation{<-q.ch, <-q.ch, <-q.ch}
+	batch[1].Source = "poison\x00" // past the sanitiser: the database refuses it
+	q.write(ctx, batch)
+	m := q.o.Metrics
+	if got, rejected, lost := testutil.ToFloat64(m.stored), testutil.ToFloat64(m.dropped.WithLabelValues("rejected_by_database")),
+		testutil.ToFloat64(m.dropped.WithLabelValues("store_error")); got != 2 || rejected != 1 || lost != 0 {
+		t.Fatalf("stored %v, rejected %v, dropped for a store error %v; want 2, 1, 0", got, rejected, lost)
+	}
+}
