@@ -235,6 +235,7 @@ func TestChartRefusesWhatCannotWork(t *testing.T) {
 		{map[string]any{"aggregatedAPI": map[string]any{"enabled": true}, "restoreAPI": map[string]any{"enabled": false}}, "needs restoreAPI.enabled"},
 		{map[string]any{"postgres": map[string]any{"enabled": true}, "database": map[string]any{"ingest": map[string]any{"url": "postgres://x"}}}, "leave database.*.url empty"},
 		{map[string]any{"database": map[string]any{"api": map[string]any{"url": "postgres://x"}}}, "two logins"},
+		{map[string]any{"managedClusters": map[string]any{"gke": map[string]any{"audience": "https://sink.example/gke/pubsub"}}}, "managedClusters.gke.serviceAccount"},
 	} {
 		install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 		install.DryRun, install.ClientOnly, install.ReleaseName, install.Namespace = true, true, releaseName, namespace

@@ -19,7 +19,8 @@ const GKEDefaultJWKSURL = pubsub.GoogleJWKSURL
 type GKEOptions struct {
 	// Audience is the push subscription's OIDC token audience; required.
 	Audience string
-	// ServiceAccount, when set, is the only push service account taken.
+	// ServiceAccount is the only push service account taken; required
+	// (the audience is public).
 	ServiceAccount string
 	// JWKSURL is the key set tokens are checked against (default Google's).
 	JWKSURL string
@@ -39,6 +40,12 @@ func (o *GKEOptions) validate(ingest bool) error {
 	}
 	if o.Audience == "" {
 		return errors.New("the GKE push endpoint needs --gke-pubsub-audience")
+	}
+	// The audience is the endpoint's public URL: any Google account can
+	// make a push subscription whose tokens name it, and what it pushes
+	// would be recorded and keep the rules current.
+	if o.ServiceAccount == "" {
+		return errors.New("--gke-pubsub-audience needs --gke-pubsub-service-account: without it any Google account's push subscription for the audience (the endpoint's public URL) would be taken")
 	}
 	if o.JWKSURL != "" {
 		if u, err := url.Parse(o.JWKSURL); err != nil || u.Scheme != "https" || u.Host == "" {
@@ -67,9 +74,6 @@ func (p *ingestProcess) withGKE(ctx context.Context, h *auditsink.Handler, next 
 	d, err := pubsub.New(pubsub.Options{Cluster: cluster, Verifier: v, Registerer: p.reg, Logger: p.log.With("source", pubsub.Source)})
 	if err != nil {
 		return nil, err
-	}
-	if g.ServiceAccount == "" {
-		p.log.Warn("--gke-pubsub-service-account is not set: any Google service account's token for the audience may push events")
 	}
 	p.log.Info("serving the GKE Pub/Sub push endpoint", "path", pubsub.Path, "cluster", cluster, "audience", g.Audience)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -85,6 +85,9 @@ func TestValidate(t *testing.T) {
 		{"ingest role with notifications", []string{"--roles", "ingest", "--notify-config", "n.yaml"}, ""},
 		{"default roles with an API address and a journal", join(api, []string{"--journal-dir", "j"}), ""},
 
+		{"GKE push without its service account", []string{"--gke-pubsub-audience", "https://sink.example/gke/pubsub"}, "--gke-pubsub-audience needs --gke-pubsub-service-account"},
+		{"GKE push with its service account", []string{"--gke-pubsub-audience", "https://sink.example/gke/pubsub", "--gke-pubsub-service-account", "push@p.iam.gserviceaccount.com"}, ""},
+
 		{"aggregated without api", []string{"--aggregated-bind-address", ":8445"}, "--aggregated-bind-address needs --api-bind-address"},
 		{"record door without api", []string{"--record-bind-address", ":8446"}, "--record-bind-address needs --api-bind-address"},
 		{"aggregated without a cluster", join(api, []string{"--aggregated-bind-address", ":8445"}), "--aggregated-bind-address needs a cluster"},

@@ -101,7 +101,7 @@ func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
 	fs.StringVar(&o.JournalDir, "journal-dir", "", "durable local journal: batches the database cannot take are acknowledged from here and stored later")
 	fs = fss.FlagSet("managed clusters")
 	fs.StringVar(&o.GKE.Audience, "gke-pubsub-audience", "", "serve GKE's audit logs pushed by a Pub/Sub push subscription at /gke/pubsub on --webhook-bind-address: the audience of the subscription's OIDC token (its --push-auth-token-audience); empty: not served")
-	fs.StringVar(&o.GKE.ServiceAccount, "gke-pubsub-service-account", "", "the only push service account (the token's email, the subscription's --push-auth-service-account) taken; empty: any Google service account whose token names the audience")
+	fs.StringVar(&o.GKE.ServiceAccount, "gke-pubsub-service-account", "", "the only push service account (the token's email, the subscription's --push-auth-service-account) taken; required with --gke-pubsub-audience, which any Google account can name in its own push subscription")
 	fs.StringVar(&o.GKE.JWKSURL, "gke-pubsub-jwks-url", app.GKEDefaultJWKSURL, "HTTPS URL of the key set the push tokens' signatures are checked against")
 	fs.StringVar(&o.GKE.Cluster, "gke-pubsub-cluster", "", "cluster name GKE's events are recorded under; empty: --cluster")
 	fs.StringVar(&o.Firehose.AccessKeyFile, "firehose-access-key-file", "", "EKS: serve the Amazon Data Firehose HTTP endpoint at /firehose on --webhook-bind-address, for a stream presenting the access key this file holds (re-read when it changes); empty: not served")
