@@ -64,6 +64,10 @@ func (o *ServeOptions) roles() (ingest, api bool, err error) {
 		return false, false, errors.New("--notify-config without the role ingest (--roles): only ingest sends notifications")
 	case !ingest && o.LogSigningKeyFile != "":
 		return false, false, errors.New("--log-signing-key-file without the role ingest (--roles): only ingest keeps the tamper-evident log")
+	case !ingest && o.Admission.Addr != "":
+		return false, false, errors.New("--admission-addr without the role ingest (--roles): only ingest serves the observing webhook")
+	case !ingest && o.Kube != nil && o.Kube.Sync.WebhookConfigName != "":
+		return false, false, errors.New("--admission-webhook-config-name without the role ingest (--roles): only ingest keeps the observing webhook's configuration")
 	}
 	return ingest, api, nil
 }

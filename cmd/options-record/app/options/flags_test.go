@@ -84,6 +84,10 @@ func TestValidate(t *testing.T) {
 		{"api role with notifications", join([]string{"--roles", "api", "--notify-config", "n.yaml"}, api), "--notify-config without the role ingest"},
 		{"ingest role with notifications", []string{"--roles", "ingest", "--notify-config", "n.yaml"}, ""},
 		{"default roles with an API address and a journal", join(api, []string{"--journal-dir", "j"}), ""},
+		{"api role with the observing webhook", join([]string{"--roles", "api", "--admission-addr", ":8444"}, api), "--admission-addr without the role ingest"},
+		{"ingest role with the observing webhook", []string{"--roles", "ingest", "--admission-addr", ":8444"}, ""},
+		{"api role keeping the observer's configuration", join([]string{"--roles", "api", "--admission-webhook-config-name", "o"}, api, cluster), "--admission-webhook-config-name without the role ingest"},
+		{"ingest role keeping the observer's configuration", join([]string{"--roles", "ingest", "--admission-webhook-config-name", "o"}, cluster), ""},
 
 		{"GKE push without its service account", []string{"--gke-pubsub-audience", "https://sink.example/gke/pubsub"}, "--gke-pubsub-audience needs --gke-pubsub-service-account"},
 		{"GKE push with its service account", []string{"--gke-pubsub-audience", "https://sink.example/gke/pubsub", "--gke-pubsub-service-account", "push@p.iam.gserviceaccount.com"}, ""},
