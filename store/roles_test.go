@@ -254,8 +254,11 @@ CREATE TRIGGER planted BEFORE UPDATE ON options_record_api.restores FOR EACH ROW
 	}
 	defer rc.Close(ctx)
 	// roles.sql grants the reader every table, but not the unconfirmed
-	// admission observations, even when it runs after their migration.
+	// admission observations nor the notifications' work queue, even when
+	// it runs after their migrations.
 	wantDenied(t, rc, "reader", `SELECT count(*) FROM public.observations`)
+	wantDenied(t, rc, "reader", `SELECT count(*) FROM public.notification_outbox`)
+	wantDenied(t, rc, "reader", `SELECT count(*) FROM public.notification_messages`)
 	reader, err := store.Open(ctx, store.Options{URL: r.Reader, Secondary: true})
 	if err != nil {
 		t.Fatal(err)

@@ -65,12 +65,18 @@ REVOKE USAGE ON SCHEMA public FROM PUBLIC;
 GRANT USAGE ON SCHEMA public TO :"reader";
 GRANT SELECT ON ALL TABLES IN SCHEMA public TO :"reader";
 ALTER DEFAULT PRIVILEGES FOR ROLE :"ingest" IN SCHEMA public GRANT SELECT ON TABLES TO :"reader";
--- Unconfirmed admission observations are not part of the record (migration
--- 00017 takes them back from the reader): not even when this runs again
--- after it.
-SELECT to_regclass('public.observations') IS NOT NULL AS has_observations \gset
+-- Unconfirmed admission observations and the notifications' work queue
+-- are not part of the record (migrations 00017 and 00019 take them back
+-- from the reader): not even when this runs again after them. (Each
+-- revoked only once its migration made it: an older install may have the
+-- one and not yet the other.)
+SELECT to_regclass('public.observations') IS NOT NULL AS has_observations,
+       to_regclass('public.notification_outbox') IS NOT NULL AS has_notifications \gset
 \if :has_observations
 REVOKE ALL ON public.observations, public.observation_claims FROM :"reader";
+\endif
+\if :has_notifications
+REVOKE ALL ON public.notification_outbox, public.notification_messages FROM :"reader";
 \endif
 ALTER ROLE :"reader" SET row_security = off;
 
