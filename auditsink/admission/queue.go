@@ -16,6 +16,12 @@ type Store interface {
 	ExpireObservations(ctx context.Context, cutoff time.Time) (int64, error)
 }
 
+// DefaultTTL is how long an unconfirmed observation is kept by default:
+// longer than a managed cluster's log service takes to deliver the audit
+// event that confirms it (EKS: CloudWatch Logs "within a few minutes", then
+// Firehose's buffer; AKS: minutes), which is where observations matter most.
+const DefaultTTL = 30 * time.Minute
+
 // QueueOptions configure a Queue.
 type QueueOptions struct {
 	Store Store
@@ -29,7 +35,7 @@ type QueueOptions struct {
 	// MaxSourceBytes bounds the unconfirmed bytes stored per source
 	// (default 64 MiB).
 	MaxSourceBytes int64
-	// TTL is how long an unconfirmed observation is kept (default 5 m);
+	// TTL is how long an unconfirmed observation is kept (DefaultTTL);
 	// the maintenance pass (every TTL/5) confirms what two transactions
 	// stored at once and expires the rest.
 	TTL time.Duration
@@ -63,7 +69,7 @@ func NewQueue(o QueueOptions) *Queue {
 		o.MaxSourceBytes = 64 << 20
 	}
 	if o.TTL <= 0 {
-		o.TTL = 5 * time.Minute
+		o.TTL = DefaultTTL
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second

@@ -140,3 +140,11 @@ func TestInvalidObservationCostsOnlyItself(t *testing.T) {
 		t.Fatalf("stored %v, rejected %v, dropped for a store error %v; want 2, 1, 0", got, rejected, lost)
 	}
 }
+
+// Without a TTL, an observation waits longer than a managed cluster's log
+// service takes to deliver its audit event (minutes, plus buffering).
+func TestQueueDefaultTTLOutlastsDeliveryLag(t *testing.T) {
+	if ttl := NewQueue(QueueOptions{Metrics: NewMetrics(nil)}).o.TTL; ttl != 30*time.Minute {
+		t.Errorf("default TTL %v, want 30m", ttl)
+	}
+}

@@ -8,6 +8,10 @@ import (
 	"github.com/options-record/options-record/auditsink/admission"
 )
 
+// DefaultObservationTTL is --admission-observation-ttl's default
+// (admission.DefaultTTL: longer than managed sources' delivery lag).
+const DefaultObservationTTL = admission.DefaultTTL
+
 // AdmissionOptions configure the observing webhook (ValidatingWebhook
 // observe.optionsrecord.io) of the ingest role: its own HTTPS listener,
 // with the audit webhook's serving certificate, path /observe.
@@ -20,7 +24,8 @@ type AdmissionOptions struct {
 	// reviews are taken (a managed cluster's apiserver presents none) and
 	// stay untrusted until an audit event confirms them.
 	RequireAuth bool
-	// TTL is how long an unconfirmed observation is kept (default 5 m).
+	// TTL is how long an unconfirmed observation is kept (default
+	// DefaultObservationTTL).
 	TTL time.Duration
 	// MaxSourceBytes bounds the unconfirmed bytes kept per source address
 	// (default 64 MiB); QueueBytes the observations held in memory

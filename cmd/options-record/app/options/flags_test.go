@@ -167,4 +167,9 @@ func TestServeConfig(t *testing.T) {
 	if c := bare.Config(&bytes.Buffer{}); c.API != nil || c.Kube != nil {
 		t.Errorf("no API or cluster without their flags: API %v, Kube %v", c.API, c.Kube)
 	}
+	// An observation waits for its audit event, which a managed cluster's
+	// log service delivers minutes late (docs/managed-clusters.md, Lag).
+	if ttl := bare.Config(&bytes.Buffer{}).Admission.TTL; ttl != 30*time.Minute {
+		t.Errorf("--admission-observation-ttl defaults to %v, want 30m: longer than a managed source's delivery lag", ttl)
+	}
 }

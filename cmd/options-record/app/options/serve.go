@@ -123,7 +123,7 @@ func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
 	fs = fss.FlagSet("observing webhook")
 	fs.StringVar(&o.Admission.Addr, "admission-addr", "", "HTTPS address of the observing webhook (ValidatingWebhookConfiguration observe.optionsrecord.io, path /observe; the install uses :8444), with the audit webhook's serving certificate: it records the state an object held before each write the rules cover, confirmed by that write's audit event; empty disables it")
 	fs.BoolVar(&o.Admission.RequireAuth, "admission-require-auth", false, "refuse admission reviews that present none of the audit webhook's client credentials (where the apiserver authenticates to webhooks: --admission-control-config-file); otherwise anonymous reviews are taken, untrusted until an audit event confirms them")
-	fs.DurationVar(&o.Admission.TTL, "admission-observation-ttl", 5*time.Minute, "how long an observation no audit event confirmed is kept")
+	fs.DurationVar(&o.Admission.TTL, "admission-observation-ttl", app.DefaultObservationTTL, "how long an observation no audit event confirmed is kept: longer than the audit events take to arrive, which on a managed cluster is minutes (EKS: CloudWatch Logs within a few minutes, then Firehose's buffer; AKS: minutes), and observations matter most there")
 	fs.Int64Var(&o.Admission.MaxSourceBytes, "admission-max-source-bytes", 64<<20, "unconfirmed observation bytes kept per source address; more are dropped and counted")
 	fs.Int64Var(&o.Admission.QueueBytes, "admission-queue-bytes", 32<<20, "observation bytes held in memory before they are stored; more are dropped and counted (the write is never held up)")
 	fs = fss.FlagSet("restore API")
