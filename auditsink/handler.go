@@ -132,10 +132,10 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 		opts.WriteTimeout = 20 * time.Second
 	}
 	if opts.MinBodyRate <= 0 {
-		opts.MinBodyRate = 32 << 10
+		opts.MinBodyRate = defaultMinBodyRate
 	}
 	if opts.BodyTimeout <= 0 {
-		opts.BodyTimeout = 15 * time.Second
+		opts.BodyTimeout = defaultBodyTimeout
 	}
 	if opts.AuthFailureRate <= 0 {
 		opts.AuthFailureRate = 1

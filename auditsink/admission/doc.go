@@ -17,7 +17,8 @@
 // It must never block, slow or change a write: it always allows, never
 // patches, never waits on PostgreSQL (a bounded queue in memory, written in
 // batches; when full, observations are dropped and counted), bounds the
-// bodies and requests it holds, and answers what it cannot read with a 400
+// bodies and requests it holds (a body is read with the audit webhook's
+// reader, auditsink.BodyReader, before the review takes a slot), and answers what it cannot read with a 400
 // (the apiserver then ignores it: failurePolicy Ignore). It never talks to
 // the cluster.
 package admission

@@ -7,16 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/store/model"
 	"github.com/options-record/options-record/store/model/jsonfast"
 )
@@ -43,14 +42,21 @@ type HandlerOptions struct {
 	// MaxBodyBytes caps a review's body (default 8 MiB: an object and its
 	// old state, each up to etcd's 1.5 MiB, and their JSON escapes).
 	MaxBodyBytes int64
-	// MaxInFlight caps the reviews read at once (default 64), and
-	// MaxInFlightBytes the bytes their bodies may hold (default 64 MiB; a
-	// body counts its Content-Length, or MaxBodyBytes without one); more
-	// are answered 429 at once, and the apiserver ignores that answer.
+	// MaxInFlight caps the reviews decoded and queued at once (default
+	// 64), and MaxInFlightBytes the bytes their bodies may hold, read or
+	// being read (default 64 MiB, counted as they arrive); more are
+	// answered 429 at once, and the apiserver ignores that answer. A body
+	// is read before the review takes a slot, as the audit webhook's:
+	// a slow sender holds a connection, not a slot.
 	MaxInFlight      int
 	MaxInFlightBytes int64
-	Metrics          *Metrics
-	Logger           *slog.Logger
+	// MinBodyRate and BodyTimeout bound how slowly a body may arrive (the
+	// audit webhook's --webhook-min-body-rate and --webhook-body-timeout;
+	// auditsink's defaults); slower ones are answered 408.
+	MinBodyRate int64
+	BodyTimeout time.Duration
+	Metrics     *Metrics
+	Logger      *slog.Logger
 	// Now and ID replace the clock and the random ids (tests).
 	Now func() time.Time
 	ID  func() string
@@ -58,9 +64,9 @@ type HandlerOptions struct {
 
 // Handler answers AdmissionReviews: always allowed, never patched.
 type Handler struct {
-	o        HandlerOptions
-	slots    chan struct{}
-	inFlight atomic.Int64 // body bytes reserved
+	o     HandlerOptions
+	slots chan struct{}
+	body  *auditsink.BodyReader
 }
 
 // NewHandler returns a Handler.
@@ -92,7 +98,12 @@ func NewHandler(o HandlerOptions) (*Handler, error) {
 	if o.ID == nil {
 		o.ID = randomID
 	}
-	return &Handler{o: o, slots: make(chan struct{}, o.MaxInFlight)}, nil
+	body, err := auditsink.NewBodyReader(auditsink.BodyLimits{MaxBytes: o.MaxBodyBytes, MinRate: o.MinBodyRate,
+		Timeout: o.BodyTimeout, MaxInFlightBytes: o.MaxInFlightBytes})
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{o: o, slots: make(chan struct{}, o.MaxInFlight), body: body}, nil
 }
 
 func randomID() string {
@@ -112,41 +123,56 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	cluster, ok := h.cluster(r)
 	if !ok {
-		h.o.Metrics.refused.WithLabelValues("unauthenticated").Inc()
-		http.Error(w, "unauthenticated: this endpoint requires the apiserver's client credential", http.StatusUnauthorized)
+		h.refuse(w, "unauthenticated", http.StatusUnauthorized, "unauthenticated: this endpoint requires the apiserver's client credential")
 		return
 	}
-	size := r.ContentLength
-	if size < 0 || size > h.o.MaxBodyBytes {
-		size = h.o.MaxBodyBytes
-	}
-	if h.inFlight.Add(size) > h.o.MaxInFlightBytes {
-		h.inFlight.Add(-size)
-		h.o.Metrics.refused.WithLabelValues("busy").Inc()
-		http.Error(w, "too many review bytes at once", http.StatusTooManyRequests)
+	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
+		h.refuse(w, "bad_review", http.StatusBadRequest, fmt.Sprintf("%v: Content-Type %q, want application/json", errBadReview, r.Header.Get("Content-Type")))
 		return
 	}
-	defer h.inFlight.Add(-size)
+	// The body is read before a slot is taken, as the audit webhook's.
+	body, release, err := h.body.Read(w, r)
+	defer release()
+	if err != nil {
+		h.refuseBody(w, err)
+		return
+	}
 	select {
 	case h.slots <- struct{}{}:
 		defer func() { <-h.slots }()
 	default:
-		h.o.Metrics.refused.WithLabelValues("busy").Inc()
-		http.Error(w, "too many reviews at once", http.StatusTooManyRequests)
+		h.refuse(w, "busy", http.StatusTooManyRequests, "too many reviews at once")
 		return
 	}
-	out, err := h.review(w, r, cluster)
+	out, err := h.review(r, cluster, body)
 	if err != nil {
-		h.o.Metrics.refused.WithLabelValues("bad_review").Inc()
-		status := http.StatusBadRequest
-		if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		http.Error(w, err.Error(), status)
+		h.refuse(w, "bad_review", http.StatusBadRequest, err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
+}
+
+func (h *Handler) refuse(w http.ResponseWriter, reason string, status int, msg string) {
+	h.o.Metrics.refused.WithLabelValues(reason).Inc()
+	http.Error(w, msg, status)
+}
+
+// refuseBody answers a body that could not be read: too large (413),
+// beyond the bytes in flight (429), too slow (408), or broken (400). The
+// rest of the body is not read: the connection is closed.
+func (h *Handler) refuseBody(w http.ResponseWriter, err error) {
+	w.Header().Set("Connection", "close")
+	switch mb := (*http.MaxBytesError)(nil); {
+	case errors.As(err, &mb):
+		h.refuse(w, "bad_review", http.StatusRequestEntityTooLarge, fmt.Sprintf("%v: request body too large (over %d bytes)", errBadReview, h.o.MaxBodyBytes))
+	case errors.Is(err, auditsink.ErrBytesBusy):
+		h.refuse(w, "busy", http.StatusTooManyRequests, "too many review bytes at once")
+	case errors.Is(err, auditsink.ErrSlowBody):
+		h.refuse(w, "slow_body", http.StatusRequestTimeout, "review body too slow")
+	default:
+		h.refuse(w, "bad_review", http.StatusBadRequest, fmt.Sprintf("%v: reading the body: %v", errBadReview, err))
+	}
 }
 
 // cluster is the review's cluster: its caller's, when it authenticates;
@@ -162,14 +188,7 @@ func (h *Handler) cluster(r *http.Request) (string, bool) {
 
 // review reads the AdmissionReview, queues what it observed and returns
 // the answer.
-func (h *Handler) review(w http.ResponseWriter, r *http.Request, cluster string) ([]byte, error) {
-	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
-		return nil, fmt.Errorf("%w: Content-Type %q, want application/json", errBadReview, r.Header.Get("Content-Type"))
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes))
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading the body: %w", errBadReview, err)
-	}
+func (h *Handler) review(r *http.Request, cluster string, body []byte) ([]byte, error) {
 	var rv admissionv1.AdmissionReview
 	if err := jsonfast.Default.Unmarshal(body, &rv); err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadReview, err)

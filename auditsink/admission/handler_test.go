@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -238,19 +241,112 @@ func TestDryRunReviewIsMarked(t *testing.T) {
 	}
 }
 
-// Reviews hold at most MaxInFlightBytes of bodies at once: one that
-// would go beyond is answered 429 at once (the apiserver ignores it).
+// Reviews hold at most MaxInFlightBytes of bodies at once, counted as they
+// arrive: one that would go beyond is answered 429 at once (the apiserver
+// ignores it); once the others are done, the bytes are free again.
 func TestInFlightBytesAreBounded(t *testing.T) {
 	q := NewQueue(QueueOptions{Metrics: NewMetrics(nil)})
 	h := newTestHandler(t, q, func(o *HandlerOptions) { o.MaxInFlightBytes = 1000 })
-	h.inFlight.Add(900) // a review being read
+	srv, reading, done := serveSignalling(t, h)
+	slow := slowReview(t, srv, 900)
+	<-reading // 901 bytes held
 	body := reviewBody("admission.k8s.io/v1", "r1", "DELETE", "configmaps", "a", configMap("a", "u1", 3, "x"))
-	if w := post(h, "application/json", body); w.Code != http.StatusTooManyRequests {
-		t.Errorf("a review beyond the bytes in flight: %d, want 429", w.Code)
+	if code, out := postTo(t, srv, body); code != http.StatusTooManyRequests {
+		t.Errorf("a review beyond the bytes in flight: %d %s, want 429", code, out)
 	}
-	h.inFlight.Add(-900)
-	answer(t, post(h, "application/json", body))
-	if n := h.inFlight.Load(); n != 0 {
-		t.Errorf("bytes in flight after the reviews: %d, want 0", n)
+	slow.Close()
+	<-done
+	<-done // the refused review, and the slow one cut off
+	if code, out := postTo(t, srv, body); code != http.StatusOK {
+		t.Errorf("a review once the bytes are free: %d %s, want 200", code, out)
+	}
+}
+
+func postTo(t *testing.T, srv *httptest.Server, body string) (int, []byte) {
+	t.Helper()
+	resp, err := srv.Client().Post(srv.URL+"/observe", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// serveSignalling serves h on a listener of its own and signals each
+// request whose body the handler begins to read (reading), and each it has
+// answered (done).
+func serveSignalling(t *testing.T, h http.Handler) (srv *httptest.Server, reading, done <-chan struct{}) {
+	t.Helper()
+	rc, dc := make(chan struct{}, 16), make(chan struct{}, 16)
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = &signalOnRead{ReadCloser: r.Body, c: rc}
+		h.ServeHTTP(w, r)
+		dc <- struct{}{}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, rc, dc
+}
+
+type signalOnRead struct {
+	io.ReadCloser
+	c    chan<- struct{}
+	once sync.Once
+}
+
+func (s *signalOnRead) Read(p []byte) (int, error) {
+	s.once.Do(func() { s.c <- struct{}{} })
+	return s.ReadCloser.Read(p)
+}
+
+// slowReview opens a connection that announces a review of n bytes, sends
+// its first byte and holds the rest.
+func slowReview(t *testing.T, srv *httptest.Server, n int) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := fmt.Fprintf(c, "POST /observe HTTP/1.1\r\nHost: sink\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", n); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Slow senders, anonymous on a managed cluster, hold connections, not
+// slots: the body is read before a slot is taken, and bytes in flight are
+// counted as they arrive, not as announced. A real review is answered
+// while as many slow ones as there are slots are being read.
+func TestSlowReviewsTakeNoSlot(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		inFlight int64 // MaxInFlightBytes
+	}{
+		{"slots", 0},       // the default, 64 MiB: the slots bind
+		{"bytes", 2 << 20}, // what the slow ones announce
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q := NewQueue(QueueOptions{Metrics: NewMetrics(nil)})
+			h := newTestHandler(t, q, func(o *HandlerOptions) {
+				o.MaxInFlight, o.MaxBodyBytes, o.MaxInFlightBytes = 2, 1<<20, c.inFlight
+			})
+			srv, reading, _ := serveSignalling(t, h)
+			for range 2 {
+				slowReview(t, srv, 1<<20)
+			}
+			<-reading
+			<-reading // both slow bodies are being read
+			body := reviewBody("admission.k8s.io/v1", "r1", "DELETE", "configmaps", "a", configMap("a", "u1", 3, "x"))
+			if code, out := postTo(t, srv, body); code != http.StatusOK {
+				t.Fatalf("a real review beside 2 slow ones: %d %s, want 200", code, out)
+			}
+			if got := testutil.ToFloat64(q.o.Metrics.refused.WithLabelValues("busy")); got != 0 {
+				t.Errorf("refused busy: %v, want 0", got)
+			}
+			if o := <-q.ch; o.Version.UID != "u1" {
+				t.Errorf("observed %+v, want u1's", o.Version)
+			}
+		})
 	}
 }

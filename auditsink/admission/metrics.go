@@ -30,7 +30,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "options_record_observations_expired_total", Help: "Admission observations no audit event named in time (forged, dry run, or their event not kept), deleted.",
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "options_record_admission_refused_total", Help: "Admission requests answered with an error (the apiserver ignores it), by reason (bad_review, busy, unauthenticated).",
+			Name: "options_record_admission_refused_total", Help: "Admission requests answered with an error (the apiserver ignores it), by reason (bad_review, busy, slow_body, unauthenticated).",
 		}, []string{"reason"}),
 		queued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "options_record_observations_queued_bytes", Help: "Bytes of admission observations held in memory, waiting to be stored.",

@@ -70,7 +70,7 @@ var allowed = map[string][]string{
 	// an interface).
 	"auditsink/eventhubs": {"auditsink", "auditsink/decode"},
 	// The observing webhook: reviews in, observations to the store's writer.
-	"auditsink/admission":     {"store/model", "store/model/jsonfast"},
+	"auditsink/admission":     {"auditsink", "store/model", "store/model/jsonfast"},
 	"filter/rulesync":         {"api/v1alpha1", "filter", "store", "store/model"},
 	"api/history/diff":        nil,
 	"api/history":             {"api/errs", "api/escape", "api/history/diff", "api/restoreapi/paths", "api/shortname", "store"},

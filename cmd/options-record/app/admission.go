@@ -48,7 +48,8 @@ func (p *ingestProcess) serveAdmission(ctx context.Context) (func(context.Contex
 	q := admission.NewQueue(admission.QueueOptions{Store: p.st, MaxBytes: a.QueueBytes,
 		MaxSourceBytes: a.MaxSourceBytes, TTL: a.TTL, Metrics: m, Logger: p.log})
 	h, err := admission.NewHandler(admission.HandlerOptions{Cluster: p.o.Cluster, Authenticator: p.auth,
-		RequireAuth: a.RequireAuth, Digester: p.digester, Queue: q, Metrics: m, Logger: p.log})
+		RequireAuth: a.RequireAuth, Digester: p.digester, Queue: q, Metrics: m, Logger: p.log,
+		MinBodyRate: p.o.MinBodyRate, BodyTimeout: p.o.BodyTimeout})
 	if err != nil {
 		return nil, err
 	}
