@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,27 +17,36 @@ import (
 )
 
 // insertOutboxSQL adds one change to the notification outbox, with the
-// incident it belongs to (group_key; see migrations/00019): a namespace's
-// deletion and the namespace controller's deletecollections in it are one
-// incident, one deletecollection is one, and anything else is its user's.
+// incident it belongs to (group_key: groupKeySQL).
 // ON CONFLICT: a key already queued (a batch written event by event after a
 // failed whole write) adds nothing.
-const insertOutboxSQL = `
+var insertOutboxSQL = `
 INSERT INTO notification_outbox (cluster, uid, version_key, destination, rule, group_key, changed_at,
     verb, api_group, api_version, kind, resource, subresource, namespace, name, deleted,
     audit_id, username, impersonated_user, source_ips, user_agent, refused, response_code)
 SELECT $1, $2, $3, $4, $5,
-    CASE
-        WHEN $22 THEN 'refused:' || $17
-        WHEN $9 = '' AND $11 = 'namespaces' AND $12 = '' AND $8 = 'delete' THEN 'namespace:' || $14
-        WHEN $8 = 'deletecollection' AND $13 <> ''
-             AND EXISTS (SELECT 1 FROM cascade_actors ca WHERE ca.username = $17 AND ca.controller IN ('namespace', 'both'))
-            THEN 'namespace:' || $13
-        WHEN $8 = 'deletecollection' THEN 'collection:' || encode($6::bytea, 'hex')
-        ELSE 'user:' || $17
-    END,
+    ` + groupKeySQL("$22", "$9", "$11", "$12", "$8", "$14", "$13", "$17", "$6::bytea") + `,
     $7, $8, $9, $10, $18, $11, $12, $13, $14, $15, $16, $17, $19, $20, $21, $22, $23
 ON CONFLICT DO NOTHING`
+
+// groupKeySQL is the SQL expression of the incident (group_key; see
+// migrations/00019) of a change by an event of these columns (or
+// parameters): a namespace's deletion and the namespace controller's
+// deletecollections in it are one incident, one deletecollection is one,
+// a user's refused attempts are one, and anything else is its user's.
+// Every outbox row is grouped by it, whichever path queued the row
+// (queueNotifications, or confirmation: confirmOutboxSQL).
+func groupKeySQL(refused, apiGroup, resource, subresource, verb, name, namespace, username, eventKey string) string {
+	return `CASE
+        WHEN ` + refused + ` THEN 'refused:' || ` + username + `
+        WHEN ` + apiGroup + ` = '' AND ` + resource + ` = 'namespaces' AND ` + subresource + ` = '' AND ` + verb + ` = 'delete' THEN 'namespace:' || ` + name + `
+        WHEN ` + verb + ` = 'deletecollection' AND ` + namespace + ` <> ''
+             AND EXISTS (SELECT 1 FROM cascade_actors ca WHERE ca.username = ` + username + ` AND ca.controller IN ('namespace', 'both'))
+            THEN 'namespace:' || ` + namespace + `
+        WHEN ` + verb + ` = 'deletecollection' THEN 'collection:' || encode(` + eventKey + `, 'hex')
+        ELSE 'user:' || ` + username + `
+    END`
+}
 
 // queueNotifications adds to the outbox, in the batch's transaction, one
 // row per stored version and route of its event. It returns the rows
@@ -100,6 +111,45 @@ func queueNotifications(ctx context.Context, tx pgx.Tx, events []*model.Event, v
 	}
 	return n, nil
 }
+
+// routeClaimPrefix starts the observation_id of a route claim: an
+// observation_claims row that keeps, until the event's claims expire, one
+// notification route (model.Route) of a deletion event whose observations
+// may be confirmed after its batch (a deletecollection logged at Metadata
+// names no object; confirmation records its deletions: deletedSQL). No
+// observation's id (32 hex digits: model.IsObservationID) has this form,
+// and matchSQL never joins one.
+const routeClaimPrefix = "notify:"
+
+// routeClaimID is the observation_id of the route claim of r: the prefix,
+// then the JSON array [destination, rule] (confirmOutboxSQL reads it).
+func routeClaimID(r model.Route) string {
+	b, _ := json.Marshal([]string{r.Destination, r.Rule}) // strings only: cannot fail
+	return routeClaimPrefix + string(b)
+}
+
+// confirmOutboxSQL queues, for each deletion a confirmation stored (the
+// CTE "stored": deletedSQL's rows), one outbox row per route claim of its
+// event, grouped as queueNotifications groups the event's own versions
+// (groupKeySQL): a deletecollection's deletions are one incident however
+// many confirmations store them. Keyed by the version (ON CONFLICT): a
+// deletion stored once is queued once.
+var confirmOutboxSQL = `
+INSERT INTO notification_outbox (cluster, uid, version_key, destination, rule, group_key, changed_at,
+    verb, api_group, api_version, kind, resource, subresource, namespace, name, deleted,
+    audit_id, username, impersonated_user, source_ips, user_agent, refused, response_code)
+SELECT s.cluster, s.uid, s.version_key, r.route->>0, r.route->>1,
+    ` + groupKeySQL("false", "e.api_group", "e.resource", "e.subresource", "e.verb", "e.name", "e.namespace", "e.username", "e.event_key") + `,
+    s.changed_at, s.verb, s.api_group, s.api_version, s.kind, s.resource, e.subresource, s.namespace, s.name, s.deleted,
+    e.audit_id, e.username, e.impersonated_user, e.source_ips, e.user_agent, false, e.response_code
+FROM stored s
+JOIN events e ON e.cluster = s.cluster AND e.event_key = s.event_key AND e.stage_at = s.changed_at
+CROSS JOIN LATERAL (
+    SELECT substr(c.observation_id, ` + strconv.Itoa(len(routeClaimPrefix)+1) + `)::jsonb AS route
+    FROM observation_claims c
+    WHERE c.cluster = s.cluster AND c.event_key = s.event_key AND c.observation_id LIKE '` + routeClaimPrefix + `%'
+) r
+ON CONFLICT DO NOTHING`
 
 // NotificationItem is one change of a notification message: an outbox row.
 type NotificationItem struct {

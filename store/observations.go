@@ -102,12 +102,24 @@ ON CONFLICT DO NOTHING`
 func writeClaims(ctx context.Context, tx pgx.Tx, events []*model.Event, logged bool) (confirmed int, claimErr, err error) {
 	var cols [11][]any
 	var ids []string
+	add := func(e *model.Event, id string) {
+		for i, v := range []any{e.Cluster, id, e.Key, e.StageAt, e.Verb, e.APIGroup, e.Resource,
+			e.Subresource, e.Namespace, e.Name, nullString(e.ObjectUID)} {
+			cols[i] = append(cols[i], v)
+		}
+	}
 	for _, e := range events {
-		for _, id := range model.Claims(e) {
+		claims := model.Claims(e)
+		for _, id := range claims {
 			ids = append(ids, id)
-			for i, v := range []any{e.Cluster, id, e.Key, e.StageAt, e.Verb, e.APIGroup, e.Resource,
-				e.Subresource, e.Namespace, e.Name, nullString(e.ObjectUID)} {
-				cols[i] = append(cols[i], v)
+			add(e, id)
+		}
+		// The deletions confirmation records for a routed deletion event
+		// are sent by its routes (confirmOutboxSQL): they are kept beside
+		// its claims, and expire with them.
+		if len(claims) > 0 && (e.Verb == "delete" || e.Verb == "deletecollection") && e.ResponseCode < 300 {
+			for _, r := range e.Notify {
+				add(e, routeClaimID(r))
 			}
 		}
 	}
@@ -138,11 +150,12 @@ func writeClaims(ctx context.Context, tx pgx.Tx, events []*model.Event, logged b
 // annotation) and the observation it names, about the same object, by a
 // verb of the reviewed operation, and of the same uid where the event
 // names one. $1 NULL: every pending claim.
-const matchSQL = `
+var matchSQL = `
 SELECT o.cluster, o.observation_id, c.event_key, c.stage_at, o.dry_run
 FROM observation_claims c
 JOIN observations o ON o.cluster = c.cluster AND o.observation_id = c.observation_id
 WHERE ($1::text[] IS NULL OR c.observation_id = ANY($1))
+  AND c.observation_id NOT LIKE '` + routeClaimPrefix + `%'
   AND o.api_group = c.api_group AND o.resource = c.resource AND o.subresource = c.subresource
   AND o.namespace = c.namespace
   AND (o.name = c.name OR (c.verb = 'deletecollection' AND c.name = ''))
@@ -224,10 +237,27 @@ func logPending(insert string) string {
 		"SELECT cluster, " + strconv.Itoa(int(pendingVersion)) + ", uid, version_key, changed_at FROM stored"
 }
 
+// notifyDeleted makes deletedSQL (logged or not) also queue the
+// notifications of each deletion it stored, in the same statement
+// (confirmOutboxSQL): the deletions a Metadata-level deletecollection's
+// observations record are its only changes, and are sent as its versions
+// would be. The change supersedeUnknownSQL stores is not queued: its
+// event's unknown- change was (queueNotifications), and is the same change.
+func notifyDeleted(logged bool) string {
+	const returning = "\nRETURNING cluster, uid, version_key, changed_at, event_key, verb, api_group, api_version, kind, resource, namespace, name, deleted"
+	q := "WITH stored AS (" + deletedSQL + returning + ")"
+	if logged {
+		q += ",\npending AS (INSERT INTO log_pending (cluster, kind, uid, key, at)\n" +
+			"SELECT cluster, " + strconv.Itoa(int(pendingVersion)) + ", uid, version_key, changed_at FROM stored)"
+	}
+	return q + confirmOutboxSQL
+}
+
 var (
 	confirmVersionLoggedSQL   = logPending(confirmVersionSQL)
 	supersedeUnknownLoggedSQL = logPending(supersedeUnknownSQL)
-	deletedLoggedSQL          = logPending(deletedSQL)
+	deletedNotifySQL          = notifyDeleted(false)
+	deletedLoggedSQL          = notifyDeleted(true)
 )
 
 const confirmedSQL = `
@@ -266,7 +296,7 @@ func confirm(ctx context.Context, tx pgx.Tx, ids []string, logged bool) (int, er
 	if len(ms) == 0 {
 		return 0, nil
 	}
-	confirmSQL, supersedeSQL, delSQL := confirmVersionSQL, supersedeUnknownSQL, deletedSQL
+	confirmSQL, supersedeSQL, delSQL := confirmVersionSQL, supersedeUnknownSQL, deletedNotifySQL
 	if logged {
 		confirmSQL, supersedeSQL, delSQL = confirmVersionLoggedSQL, supersedeUnknownLoggedSQL, deletedLoggedSQL
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/options-record/options-record/store/model"
+	"github.com/options-record/options-record/store/pgtest"
 )
 
 var testDigester = func() *model.SecretDigester {
@@ -389,5 +390,127 @@ func TestAClaimThatCannotBeRecordedCostsOnlyItsState(t *testing.T) {
 	}
 	if d := oneDeletion(t, s, "app"); d.StateKey != nil || d.Username != "bob" {
 		t.Errorf("deletion %+v; want bob's, state unknown", d)
+	}
+}
+
+// storeRouted stores events as storeEvents does, each routed (a rule's
+// spec.notify) to the destination "chat" by the rule "ops/deletes".
+func storeRouted(t *testing.T, s *Store, evs ...*auditv1.Event) model.WriteResult {
+	t.Helper()
+	var b model.Batch
+	for _, ev := range evs {
+		c, err := model.Convert("default", ev, model.Selection{Rules: []string{"r"},
+			Notify: []model.Route{{Rule: "ops/deletes", Destination: "chat"}}}, testDigester)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Events, b.Versions = append(b.Events, c.Event), append(b.Versions, c.Versions...)
+	}
+	if err := s.EnsurePartitionsAround(context.Background(), t0); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.WriteBatch(context.Background(), &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// A deletecollection logged at Metadata (what managed clusters log for
+// ConfigMaps, Secrets and custom resources) stores no version of its own:
+// the deletions confirmation records from the observations are its
+// changes, and are sent as one incident, whichever of the event and the
+// observations is stored first. A redelivery, a second confirmation pass
+// and a single Metadata-level delete (sent through the change its event
+// recorded) queue nothing more.
+func TestConfirmedDeletionsAreNotified(t *testing.T) {
+	for _, c := range []struct{ eventFirst, logged bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		eventFirst := c.eventFirst
+		t.Run(fmt.Sprintf("event first %v tamper log %v", c.eventFirst, c.logged), func(t *testing.T) {
+			s, err := Open(context.Background(), Options{URL: pgtest.NewDatabase(t), TamperLog: c.logged})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			ctx := context.Background()
+			dc := auditEvent("1", "deletecollection", "bob", "configmaps", "prod", "", time.Minute, nil, idA, idB, idC)
+			del := auditEvent("2", "delete", "bob", "configmaps", "prod", "solo", 2*time.Minute, nil, idF)
+			var obs []model.Observation
+			for i, id := range []string{idA, idB, idC} {
+				name := fmt.Sprintf("cm-%d", i)
+				obs = append(obs, observation(t, id, "DELETE", "configmaps", "prod", name, "10.0.0.1",
+					obj("ConfigMap", "configmaps", "prod", name, fmt.Sprintf("c%d", i), 5+i, map[string]string{"k": "v"})))
+			}
+			obs = append(obs, observation(t, idF, "DELETE", "configmaps", "prod", "solo", "10.0.0.1",
+				obj("ConfigMap", "configmaps", "prod", "solo", "s1", 9, map[string]string{"k": "v"})))
+			if eventFirst {
+				storeRouted(t, s, dc, del)
+				storeObservations(t, s, obs...)
+			} else {
+				storeObservations(t, s, obs...)
+				storeRouted(t, s, dc, del)
+			}
+			// Again: the apiserver's redelivery, and the maintenance pass.
+			storeRouted(t, s, dc, del)
+			if _, err := s.ConfirmObservations(ctx); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := s.Pool().Query(ctx, `SELECT group_key, uid, name, verb, username, kind, destination, rule, deleted
+				FROM notification_outbox ORDER BY name`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type row struct {
+				group, uid, name, verb, user, kind, dest, rule string
+				deleted                                        bool
+			}
+			var got []row
+			var r row
+			if _, err := pgx.ForEachRow(rows, []any{&r.group, &r.uid, &r.name, &r.verb, &r.user, &r.kind, &r.dest, &r.rule, &r.deleted}, func() error {
+				got = append(got, r)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			var collection string
+			if err := s.Pool().QueryRow(ctx, `SELECT 'collection:' || encode(event_key, 'hex') FROM events WHERE verb = 'deletecollection'`).Scan(&collection); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 4 {
+				t.Fatalf("outbox: %+v; want the 3 ConfigMaps of the collection and the single delete", got)
+			}
+			for i, r := range got[:3] {
+				want := row{collection, fmt.Sprintf("c%d", i), fmt.Sprintf("cm-%d", i), "deletecollection", "bob", "ConfigMap", "chat", "ops/deletes", true}
+				if r != want {
+					t.Errorf("outbox row %d: %+v; want %+v", i, r, want)
+				}
+			}
+			if r := got[3]; r.name != "solo" || r.group != "user:bob" || !strings.HasPrefix(r.uid, model.UnknownUIDPrefix) {
+				t.Errorf("single delete's outbox row: %+v; want its unknown- change's, once", r)
+			}
+			if _, err := s.GroupNotifications(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+			items := map[string]int{}
+			for {
+				m, err := s.ClaimNotification(ctx, "chat", time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m == nil {
+					break
+				}
+				items[m.GroupKey] = len(m.Items)
+			}
+			if items[collection] != 3 || len(items) != 2 {
+				t.Errorf("messages (group: items): %v; want one of the collection's 3 deletions", items)
+			}
+			if c.logged {
+				var pending int
+				if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM log_pending WHERE kind = $1 AND uid IN ('c0', 'c1', 'c2')`, pendingVersion).Scan(&pending); err != nil || pending != 6 {
+					t.Errorf("log_pending rows of the collection's objects: %d, %v; want 6 (3 states, 3 deletions)", pending, err)
+				}
+			}
+		})
 	}
 }
