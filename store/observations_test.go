@@ -514,3 +514,29 @@ func TestConfirmedDeletionsAreNotified(t *testing.T) {
 		})
 	}
 }
+
+// The namespace controller's deletecollection logged at Metadata: the
+// deletions confirmation records of it are queued into the incident of
+// the namespace's deletion.
+func TestConfirmedCascadeJoinsItsNamespaceIncident(t *testing.T) {
+	s := openStore(t)
+	nsDel := auditEvent("1", "delete", "carol", "namespaces", "team", "team", time.Minute, nil)
+	nsDel.ObjectRef = &auditv1.ObjectReference{Resource: "namespaces", Namespace: "team", Name: "team", APIVersion: "v1"}
+	dc := auditEvent("2", "deletecollection", "system:serviceaccount:kube-system:namespace-controller", "configmaps", "team", "", 2*time.Minute, nil, idA, idB)
+	storeRouted(t, s, nsDel, dc)
+	storeObservations(t, s,
+		observation(t, idA, "DELETE", "configmaps", "team", "one", "10.0.0.1", obj("ConfigMap", "configmaps", "team", "one", "c1", 5, map[string]string{"k": "1"})),
+		observation(t, idB, "DELETE", "configmaps", "team", "two", "10.0.0.1", obj("ConfigMap", "configmaps", "team", "two", "c2", 6, map[string]string{"k": "2"})))
+	var groups []string
+	rows, err := s.Pool().Query(context.Background(), `SELECT group_key || ' ' || resource || '/' || name FROM notification_outbox ORDER BY resource, name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if groups, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"namespace:team configmaps/one", "namespace:team configmaps/two", "namespace:team namespaces/team"}
+	if fmt.Sprint(groups) != fmt.Sprint(want) {
+		t.Errorf("outbox: %q; want %q", groups, want)
+	}
+}
