@@ -113,6 +113,11 @@ type worldOptions struct {
 	// admission serves the observing webhook (--admission-addr) on a free
 	// port (world.admissionAddr); the test registers it.
 	admission bool
+	// admissionWebhookConfigName is the sink's
+	// --admission-webhook-config-name: it keeps that configuration's rules.
+	admissionWebhookConfigName string
+	// rules, when set, replaces testdata/rules.yaml.
+	rules string
 }
 
 func startWorldWith(t *testing.T, wo worldOptions) *world {
@@ -170,7 +175,10 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 		w.apply.createFile(t, controlplane.RepoFile(t, f), sinkNS)
 	}
 	w.apply.createFile(t, "testdata/sink-rbac.yaml", "")
-	w.apply.createFile(t, "testdata/rules.yaml", sinkNS)
+	if wo.rules == "" {
+		wo.rules = "testdata/rules.yaml"
+	}
+	w.apply.createFile(t, wo.rules, sinkNS)
 	for _, f := range wo.files {
 		w.apply.createFile(t, f, sinkNS)
 	}
@@ -212,7 +220,8 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 			Kube: &app.KubeOptions{Config: w.config(sinkUser), Sync: rulesync.Options{Resync: 20 * time.Second,
 				StatusInterval: time.Second, Baseline: true, Identity: "e2e-sink",
 				// Small passes: baselines go on across several of them.
-				BaselineMaxObjects: 7, BaselineRetry: 200 * time.Millisecond, BaselineMinInterval: 2 * time.Second}},
+				BaselineMaxObjects: 7, BaselineRetry: 200 * time.Millisecond, BaselineMinInterval: 2 * time.Second,
+				WebhookConfigName: wo.admissionWebhookConfigName}},
 			API:         api,
 			Notify:      wo.notify,
 			Admission:   adm,
