@@ -172,7 +172,7 @@ func TestObserverInstalledAsShipped(t *testing.T) {
 		}
 		var d struct {
 			Actor     struct{ Username string } `json:"actor"`
-			LastState map[string]any           `json:"lastState"`
+			LastState map[string]any            `json:"lastState"`
 		}
 		if err := json.Unmarshal([]byte(kubectlOK(t, w, "alice", nil, "get", names[0], "-n", ns, "-o", "json")), &d); err != nil || d.Actor.Username != "bob" {
 			t.Fatalf("kubectl get %s: %v, deleted by %q", names[0], err, d.Actor.Username)
