@@ -87,7 +87,12 @@ func TestObserverInstalledAsShipped(t *testing.T) {
 	}
 	url := "https://" + w.admissionAddr + *vwc.Webhooks[0].ClientConfig.Service.Path
 	vwc.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: w.caPEM}
-	installed := ok(vwcs.Create(ctx, &vwc, metav1.CreateOptions{}))(t)
+	rendered, err := yaml.Marshal(&vwc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectlOK(t, w, controlplane.AdminUser, rendered, "apply", "-f", "-")
+	installed := ok(vwcs.Get(ctx, vwc.Name, metav1.GetOptions{}))(t)
 
 	// The sink fills the rules: the rule's namespace and resources.
 	var filled *admissionregistrationv1.ValidatingWebhookConfiguration
@@ -106,6 +111,34 @@ func TestObserverInstalledAsShipped(t *testing.T) {
 	}
 	if h := filled.Webhooks[0]; !reflect.DeepEqual(h.ClientConfig, installed.Webhooks[0].ClientConfig) || *h.TimeoutSeconds != *installed.Webhooks[0].TimeoutSeconds {
 		t.Errorf("the sink changed how its webhook is reached: %+v timeout %d", h.ClientConfig, *h.TimeoutSeconds)
+	}
+
+	// Applying the manifests again keeps the sink's rules.
+	kubectlOK(t, w, controlplane.AdminUser, rendered, "apply", "-f", "-")
+	if got := selectedResources(ok(vwcs.Get(ctx, vwc.Name, metav1.GetOptions{}))(t)); !slices.Equal(got, selectedResources(filled)) {
+		t.Errorf("after the manifests are applied again the webhook selects %v, want %v", got, selectedResources(filled))
+	}
+	// The guard refuses an update by the sink that would make the webhook
+	// fail writes or send reviews elsewhere (a dry run: nothing changes
+	// before the guard is in force).
+	sinkVWCs := w.kube(t, sinkUser).AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	for what, change := range map[string]func(*admissionregistrationv1.ValidatingWebhook){
+		"failurePolicy Fail": func(h *admissionregistrationv1.ValidatingWebhook) {
+			h.FailurePolicy = ptr(admissionregistrationv1.Fail)
+		},
+		"another URL": func(h *admissionregistrationv1.ValidatingWebhook) {
+			h.ClientConfig.URL = ptr("https://127.0.0.1:1/observe")
+		},
+	} {
+		eventually(t, 30*time.Second, "the guard refuses the sink's update to "+what, func() error {
+			c := ok(sinkVWCs.Get(ctx, vwc.Name, metav1.GetOptions{}))(t)
+			change(&c.Webhooks[0])
+			_, err := sinkVWCs.Update(ctx, c, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err == nil || !strings.Contains(err.Error(), "options-record-observer-guard") {
+				return fmt.Errorf("the sink's update: %v", err)
+			}
+			return nil
+		})
 	}
 
 	// The users, the custom resource, and the plugin's rights in ns.
