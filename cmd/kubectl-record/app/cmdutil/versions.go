@@ -76,7 +76,12 @@ func (f *Factory) Version(ctx context.Context, t *Target, name string) (*record.
 			}
 		}
 		if name == "" {
-			return nil, "", &codedError{ExitNotFound, fmt.Errorf("the record holds no full state of %s/%s (that you may see): see kubectl record history", t.Resource, t.Name)}
+			why := ""
+			if t.Resource.Group == "" && t.Resource.Resource == "secrets" {
+				// The usual reason, said as manifest and export say it.
+				why = "; a Secret's values are recorded as digests unless its rule sets recordSecretData"
+			}
+			return nil, "", &codedError{ExitNotFound, fmt.Errorf("the record holds no full state of %s/%s (that you may see%s): see kubectl record history", t.Resource, t.Name, why)}
 		}
 	}
 	rc, err := f.Record()
