@@ -112,10 +112,13 @@ func TestObserverInstalledAsShipped(t *testing.T) {
 		t.Errorf("the sink changed how its webhook is reached: %+v timeout %d", h.ClientConfig, *h.TimeoutSeconds)
 	}
 
-	// Applying the manifests again keeps the sink's rules.
-	kubectlOK(t, w, controlplane.AdminUser, rendered, "apply", "-f", "-")
-	if got := selectedResources(ok(vwcs.Get(ctx, vwc.Name, metav1.GetOptions{}))(t)); !slices.Equal(got, selectedResources(filled)) {
-		t.Errorf("after the manifests are applied again the webhook selects %v, want %v", got, selectedResources(filled))
+	// Applying the manifests again (client-side, then server-side) keeps
+	// the sink's rules.
+	for _, apply := range [][]string{{"apply", "-f", "-"}, {"apply", "--server-side", "-f", "-"}} {
+		kubectlOK(t, w, controlplane.AdminUser, rendered, apply...)
+		if got := selectedResources(ok(vwcs.Get(ctx, vwc.Name, metav1.GetOptions{}))(t)); !slices.Equal(got, selectedResources(filled)) {
+			t.Errorf("after kubectl %s the webhook selects %v, want %v", strings.Join(apply, " "), got, selectedResources(filled))
+		}
 	}
 	// The guard refuses an update by the sink that would make the webhook
 	// fail writes or send reviews elsewhere (a dry run: nothing changes
