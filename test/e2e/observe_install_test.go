@@ -82,8 +82,9 @@ func TestObserverInstalledAsShipped(t *testing.T) {
 	if err := yaml.UnmarshalStrict(raw, &vwc); err != nil {
 		t.Fatal(err)
 	}
-	if len(vwc.Webhooks) != 1 || len(vwc.Webhooks[0].Rules) != 0 || vwc.Name != "options-record-observer" {
-		t.Fatalf("the shipped configuration: %d webhooks, name %s; want one, without rules", len(vwc.Webhooks), vwc.Name)
+	if len(vwc.Webhooks) != 1 || len(vwc.Webhooks[0].Rules) != 0 || vwc.Name != "options-record-observer" ||
+		vwc.Webhooks[0].ClientConfig.Service == nil || vwc.Webhooks[0].ClientConfig.Service.Path == nil {
+		t.Fatalf("the shipped configuration: %d webhooks, name %s; want one, without rules, reached by a Service's path", len(vwc.Webhooks), vwc.Name)
 	}
 	url := "https://" + w.admissionAddr + *vwc.Webhooks[0].ClientConfig.Service.Path
 	vwc.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: w.caPEM}
