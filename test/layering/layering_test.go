@@ -117,7 +117,7 @@ var allowed = map[string][]string{
 	"cmd/kubectl-record/app/cmd/deletions": {"api/record/v1alpha1", "api/shortname", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
 	"cmd/kubectl-record/app/cmd/diff":      {"api/history/diff", "api/record/v1alpha1", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
 	"cmd/kubectl-record/app/cmd/export":    {"api/escape", "api/record/v1alpha1", "api/restore/manifest", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
-	"cmd/kubectl-record/app/cmd/history":   {"cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
+	"cmd/kubectl-record/app/cmd/history":   {"api/record/v1alpha1", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
 	"cmd/kubectl-record/app/cmd/manifest":  {"api/restore/manifest", "cmd/kubectl-record/app/cmdutil"},
 	"cmd/kubectl-record/app/cmd/plan":      {"api/record/v1alpha1", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
 	"cmd/kubectl-record/app/cmd/restore":   {"api/record/v1alpha1", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},

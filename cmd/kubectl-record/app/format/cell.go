@@ -44,7 +44,8 @@ func ActorCell(user, as string) string {
 	return fmt.Sprintf("%s (as %s)", Cell(user), Cell(as))
 }
 
-// DeleterCell is who deleted, for a table that must fit 120 columns:
+// DeleterCell is who deleted (or changed: record history's BY), for a
+// table that must fit 120 columns:
 // the garbage collector's and the namespace controller's service
 // accounts, acting as themselves, as their words (escape.Deleter, the
 // rule the aggregated API's table follows too); everyone else as

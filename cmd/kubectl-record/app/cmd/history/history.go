@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	record "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/cmd/kubectl-record/app/cmdutil"
 	"github.com/options-record/options-record/cmd/kubectl-record/app/format"
 )
@@ -23,10 +24,12 @@ func NewCmdHistory(f *cmdutil.Factory) *cobra.Command {
 		Use:   "history TYPE/NAME",
 		Short: "Every recorded version of an object, across re-creations",
 		Long: `List every recorded change of the object, newest first: when, the verb, who
-made it (and whom they acted as), and the version's short name, which diff
+made it (and whom they acted as; the garbage collector and the namespace
+controller as <garbage-collector> and <namespace-controller>, a user name
+that begins with < quoted), and the version's short name, which diff
 (--from, --to), manifest and restore take with --version (-o wide adds the
-long name, which they take too). An object deleted and created again under
-the same name shows each incarnation (a new UID).`,
+full user name and the long name, which they take too). An object deleted
+and created again under the same name shows each incarnation (a new UID).`,
 		Example: `  kubectl record history cm/app-config -n shop
   kubectl record history deploy web -n shop --since 24h -o wide
   kubectl record history clusterrole/view -o yaml`,
@@ -59,13 +62,23 @@ func (h *options) run(cmd *cobra.Command, args []string) error {
 	if len(recs) == 0 {
 		return cmdutil.WithExitCode(cmdutil.ExitNotFound, fmt.Errorf("no recorded change of %s/%s (that you may see)", t.Resource, t.Name))
 	}
-	cols := format.Columns([]string{"CHANGED", "VERB", "BY", "UID", "RESTORABLE", "VERSION"},
-		[]string{"RESOURCE-VERSION", "SUBRESOURCE", "INITIATED-BY", "USER-AGENT", "LONG-NAME"})
+	return format.PrintTable(h.Streams.Out, columns, tableRows(recs, metas), false, wide)
+}
+
+// columns are the table's columns; the wide ones come last. BY names the
+// garbage collector and the namespace controller by their words
+// (format.DeleterCell, the rule of the deletions' tables), so that a
+// cascade's delete fits 120 columns; -o wide adds USER, the full name.
+var columns = format.Columns([]string{"CHANGED", "VERB", "BY", "UID", "RESTORABLE", "VERSION"},
+	[]string{"RESOURCE-VERSION", "SUBRESOURCE", "INITIATED-BY", "USER", "USER-AGENT", "LONG-NAME"})
+
+// tableRows are the table's rows, one a recorded version.
+func tableRows(recs []record.ChangeRecord, metas []metav1.ObjectMeta) []metav1.TableRow {
 	var rows []metav1.TableRow
 	for i, r := range recs {
-		by, agent := "<baseline>", ""
+		by, user, agent := "<baseline>", "", ""
 		if r.Actor != nil {
-			by, agent = format.ActorCell(r.Actor.Username, r.Actor.ImpersonatedUser), format.Cell(r.Actor.UserAgent)
+			by, user, agent = format.DeleterCell(r.Actor.Username, r.Actor.ImpersonatedUser), format.ActorCell(r.Actor.Username, r.Actor.ImpersonatedUser), format.Cell(r.Actor.UserAgent)
 		}
 		verb := r.Verb
 		if r.Subresource != "" {
@@ -77,7 +90,7 @@ func (h *options) run(cmd *cobra.Command, args []string) error {
 		}
 		rows = append(rows, metav1.TableRow{Cells: []any{format.Age(r.ChangedAt.Time), verb, by, format.Short(r.Object.UID, 8),
 			fmt.Sprint(r.Restorable), cmdutil.ShortName(&recs[i], metas[i].Name), format.CellOrNone(format.Cell(r.ResourceVersion)), format.CellOrNone(format.Cell(r.Subresource)),
-			format.CellOrNone(initiated), format.CellOrNone(agent), format.Cell(metas[i].Name)}})
+			format.CellOrNone(initiated), format.CellOrNone(user), format.CellOrNone(agent), format.Cell(metas[i].Name)}})
 	}
-	return format.PrintTable(h.Streams.Out, cols, rows, false, wide)
+	return rows
 }
