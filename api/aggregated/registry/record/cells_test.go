@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/options-record/options-record/api/escape"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 )
 
@@ -45,6 +46,44 @@ func TestTableCellsCannotForgeTerminalOutput(t *testing.T) {
 	for _, c := range table.Rows[0].Cells {
 		if s, ok := c.(string); ok && strings.ContainsAny(s, "\x1b\x07\n") {
 			t.Errorf("a raw control character reaches the table: %q", s)
+		}
+	}
+}
+
+// TestChangeUserCell: kubectl get changes' USER names the garbage
+// collector's and the namespace controller's service accounts by their
+// words (escape.Deleter, the deletions' rule); no user name reads as one
+// of them or as <none> (a name that begins with "<" is quoted); a
+// baseline has no user; -o wide's USERNAME keeps the full name.
+func TestChangeUserCell(t *testing.T) {
+	t.Parallel()
+	const gc = "system:serviceaccount:kube-system:generic-garbage-collector"
+	for in, want := range map[string]string{
+		gc: "<garbage-collector>",
+		"system:serviceaccount:kube-system:namespace-controller": "<namespace-controller>",
+		"system:serviceaccount:other:generic-garbage-collector":  "system:serviceaccount:other:generic-garbage-collector",
+		"<garbage-collector>": `"<garbage-collector>"`,
+		"<none>":              `"<none>"`,
+		"bob":                 "bob",
+		"":                    "",
+	} {
+		rec := recordv1alpha1.ChangeRecord{Object: recordv1alpha1.ObjectReference{Resource: "configmaps", Name: "app"}, Verb: "delete"}
+		if in != "" {
+			rec.Actor = &recordv1alpha1.Actor{Username: in}
+		} else {
+			rec.Verb = "baseline"
+		}
+		c := &recordv1alpha1.Change{ObjectMeta: metav1.ObjectMeta{Name: "u.k"}, ChangeRecord: rec}
+		table, err := (&changeStorage{}).ConvertToTable(context.Background(), c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cells := table.Rows[0].Cells
+		if got := cells[3]; got != want {
+			t.Errorf("User cell of %q = %s, want %s", in, got, want)
+		}
+		if got, full := cells[len(cells)-1], escape.Quote(in); got != full || table.ColumnDefinitions[len(cells)-1].Name != "Username" {
+			t.Errorf("-o wide: %s = %s, want the full name %s", table.ColumnDefinitions[len(cells)-1].Name, got, full)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/options-record/options-record/api/aggregated/registry"
 	"github.com/options-record/options-record/api/errs"
+	"github.com/options-record/options-record/api/escape"
 	"github.com/options-record/options-record/api/history"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/restore"
@@ -232,12 +233,15 @@ func (s *changeStorage) object(v *history.Version, withState bool) runtime.Objec
 }
 
 // changeColumns lead with what a person reads first (the object, who,
-// when); the short name ends the row, the long one is in -o wide.
+// when); the short name ends the row, the long one is in -o wide. USER
+// names the cluster's controllers by their words (escape.Deleter, the
+// rule of the deletions' table), so a cascade's delete fits 120 columns;
+// -o wide adds Username, the full name.
 var changeColumns = []metav1.TableColumnDefinition{
 	{Name: "Resource", Type: "string", Description: "Resource of the object"},
 	{Name: "Object", Type: "string", Description: "Name of the object"},
 	{Name: "Verb", Type: "string", Description: "create, update, patch, delete, deletecollection or baseline"},
-	{Name: "User", Type: "string", Description: "Who changed it (the authenticated caller)"},
+	{Name: "User", Type: "string", Description: "Who changed it (the authenticated caller; the garbage collector and the namespace controller as <garbage-collector> and <namespace-controller>, a name that begins with < quoted)"},
 	{Name: "As", Type: "string", Description: "The identity the caller impersonated, if any"},
 	{Name: "Changed", Type: "string", Description: "How long ago"},
 	{Name: "Name", Type: "string", Format: "name", Description: "Short name of the change (the object's name and the first digits of its version key): kubectl get change NAME takes it"},
@@ -246,6 +250,7 @@ var changeColumns = []metav1.TableColumnDefinition{
 	{Name: "Restorable", Type: "boolean", Description: "The record holds the full state of this version", Priority: 1},
 	{Name: "Audit-ID", Type: "string", Priority: 1},
 	{Name: "Long-Name", Type: "string", Description: "<object uid>.<version key>: metadata.name", Priority: 1},
+	{Name: "Username", Type: "string", Description: "The full user name of who changed it (USER shows the garbage collector and the namespace controller as <garbage-collector> and <namespace-controller>)", Priority: 1},
 }
 
 func (*changeStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
@@ -260,9 +265,9 @@ func (*changeStorage) ConvertToTable(_ context.Context, obj runtime.Object, _ ru
 			user, as, audit = r.Actor.Username, r.Actor.ImpersonatedUser, r.Actor.AuditID
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{registry.Cell(res), registry.Cell(r.Object.Name), registry.Cell(r.Verb), registry.Cell(user), registry.Cell(as), duration.HumanDuration(time.Since(r.ChangedAt.Time)),
+			Cells: []any{registry.Cell(res), registry.Cell(r.Object.Name), registry.Cell(r.Verb), escape.Deleter(user), registry.Cell(as), duration.HumanDuration(time.Since(r.ChangedAt.Time)),
 				shortname.OfLong(r.Object.Name, name),
-				registry.Cell(r.InitiatedBy), registry.Cell(r.Subresource), r.Restorable, registry.Cell(audit), registry.Cell(name)},
+				registry.Cell(r.InitiatedBy), registry.Cell(r.Subresource), r.Restorable, registry.Cell(audit), registry.Cell(name), registry.Cell(user)},
 			Object: runtime.RawExtension{Object: o},
 		})
 	}

@@ -45,6 +45,12 @@ func TestTablesFit120Columns(t *testing.T) {
 			c := &recordv1alpha1.Change{ObjectMeta: meta, ChangeRecord: recordv1alpha1.ChangeRecord{Object: obj, ChangedAt: at, Verb: "update", Actor: &actor}}
 			return (&changeStorage{}).ConvertToTable(context.Background(), &recordv1alpha1.ChangeList{Items: []recordv1alpha1.Change{*c}}, nil)
 		}},
+		{"changes by the garbage collector", func() (*metav1.Table, error) {
+			gc := recordv1alpha1.Actor{Username: "system:serviceaccount:kube-system:generic-garbage-collector", AuditID: actor.AuditID}
+			c := &recordv1alpha1.Change{ObjectMeta: meta, ChangeRecord: recordv1alpha1.ChangeRecord{Object: obj, ChangedAt: at, Verb: "delete", Actor: &gc,
+				InitiatedBy: "alice@example.com", InitiatedVia: "owner-deletion"}}
+			return (&changeStorage{}).ConvertToTable(context.Background(), &recordv1alpha1.ChangeList{Items: []recordv1alpha1.Change{*c}}, nil)
+		}},
 		{"attempts", func() (*metav1.Table, error) {
 			a := &recordv1alpha1.Attempt{ObjectMeta: metav1.ObjectMeta{Name: attemptLong, Namespace: "shop"}, AttemptRecord: recordv1alpha1.AttemptRecord{
 				Object: obj, AttemptedAt: at, Verb: "delete", Actor: actor,
