@@ -55,11 +55,16 @@ func pairings() []pairing {
 		// The observing webhook's caBundle, as the APIService's.
 		{name: "admission observer", components: []string{"cert-manager", "admission-observer"}, noNamespace: true,
 			values: map[string]any{"tls": certManager, "admissionObserver": on}},
+		{name: "notifications", components: []string{"notifications"}, noNamespace: true,
+			values: map[string]any{"notifications": map[string]any{"secretName": "options-record-notify"}}},
 		{name: "demo postgres", components: []string{"postgres"}, noNamespace: true,
 			values: map[string]any{"postgres": on}},
-		{name: "everything", components: []string{"admission-observer", "aggregated-api", "baseline-secrets", "cert-manager", "postgres"},
+		// notifications first: its flag comes right after the base's in the
+		// chart, before the observing webhook's.
+		{name: "everything", components: []string{"notifications", "admission-observer", "aggregated-api", "baseline-secrets", "cert-manager", "postgres"},
 			values: map[string]any{"namespace": map[string]any{"create": true}, "tls": certManager,
-				"admissionObserver": on, "aggregatedAPI": on, "baselineSecrets": on, "postgres": on}},
+				"admissionObserver": on, "aggregatedAPI": on, "baselineSecrets": on, "postgres": on,
+				"notifications": map[string]any{"secretName": "options-record-notify"}}},
 	}
 }
 
