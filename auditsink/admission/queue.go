@@ -22,6 +22,10 @@ type Store interface {
 // Firehose's buffer; AKS: minutes), which is where observations matter most.
 const DefaultTTL = 30 * time.Minute
 
+// ConfirmEvery is how often the queue confirms what two transactions
+// stored at once (an audit event and its observation), at most.
+const ConfirmEvery = 30 * time.Second
+
 // QueueOptions configure a Queue.
 type QueueOptions struct {
 	Store Store
@@ -36,8 +40,9 @@ type QueueOptions struct {
 	// (default 64 MiB).
 	MaxSourceBytes int64
 	// TTL is how long an unconfirmed observation is kept (DefaultTTL);
-	// the maintenance pass (every TTL/5) confirms what two transactions
-	// stored at once and expires the rest.
+	// the maintenance pass (every TTL/5) expires what is older. What two
+	// transactions stored at once is confirmed every min(TTL/5,
+	// ConfirmEvery).
 	TTL time.Duration
 	// WriteTimeout bounds one write (default 10 s).
 	WriteTimeout time.Duration
@@ -52,6 +57,9 @@ type Queue struct {
 	bytes atomic.Int64
 	// written is signalled after each write (tests wait on it).
 	written chan struct{}
+	// newTicker makes the maintenance passes' tickers (time.NewTicker;
+	// tests drive the passes themselves).
+	newTicker func(time.Duration) (<-chan time.Time, func())
 }
 
 // NewQueue returns a Queue; Run writes it.
@@ -77,7 +85,12 @@ func NewQueue(o QueueOptions) *Queue {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Queue{o: o, ch: make(chan model.Observation, o.MaxItems), written: make(chan struct{}, 1)}
+	return &Queue{o: o, ch: make(chan model.Observation, o.MaxItems), written: make(chan struct{}, 1), newTicker: newTicker}
+}
+
+func newTicker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
 }
 
 // offer queues o unless the queue is full; it never waits.
@@ -97,19 +110,28 @@ func (q *Queue) offer(o model.Observation) bool {
 	}
 }
 
-// Run writes the queued observations in batches and runs the maintenance
-// pass until ctx ends; what is still queued then is dropped (it is not
+// Run writes the queued observations in batches and runs the confirmation
+// and maintenance passes until ctx ends; what is still queued then is dropped (it is not
 // part of the record until confirmed, and the apiserver's write went on).
 func (q *Queue) Run(ctx context.Context) {
-	tick := time.NewTicker(q.o.TTL / 5)
-	defer tick.Stop()
+	tick, stop := q.newTicker(q.o.TTL / 5)
+	defer stop()
+	// A short TTL's pass confirms often enough by itself.
+	var confirmTick <-chan time.Time
+	if every := q.o.TTL / 5; every > ConfirmEvery {
+		var stop func()
+		confirmTick, stop = q.newTicker(ConfirmEvery)
+		defer stop()
+	}
 	batch := make([]model.Observation, 0, q.o.MaxBatch)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-tick:
 			q.maintain(ctx)
+		case <-confirmTick:
+			q.confirm(ctx)
 		case o := <-q.ch:
 			batch = append(batch[:0], o)
 		more:
@@ -194,12 +216,18 @@ func (q *Queue) count(ctx context.Context, batch []model.Observation, res model.
 	m.dropped.WithLabelValues("source_bound").Add(float64(res.OverBound))
 }
 
-// maintain confirms what two transactions stored at once and expires the
-// observations no audit event named within TTL.
-func (q *Queue) maintain(ctx context.Context) {
+// confirm confirms what two transactions stored at once: an audit event
+// and the observation it names, each committed before it saw the other.
+func (q *Queue) confirm(ctx context.Context) {
 	if _, err := q.o.Store.ConfirmObservations(ctx); err != nil && ctx.Err() == nil {
 		q.o.Logger.Warn("confirming admission observations", "err", err)
 	}
+}
+
+// maintain confirms what two transactions stored at once and expires the
+// observations no audit event named within TTL.
+func (q *Queue) maintain(ctx context.Context) {
+	q.confirm(ctx)
 	n, err := q.o.Store.ExpireObservations(ctx, time.Now().Add(-q.o.TTL))
 	if err != nil {
 		if ctx.Err() == nil {

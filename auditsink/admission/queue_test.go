@@ -7,6 +7,7 @@ package admission
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,5 +147,84 @@ func TestInvalidObservationCostsOnlyItself(t *testing.T) {
 func TestQueueDefaultTTLOutlastsDeliveryLag(t *testing.T) {
 	if ttl := NewQueue(QueueOptions{Metrics: NewMetrics(nil)}).o.TTL; ttl != 30*time.Minute {
 		t.Errorf("default TTL %v, want 30m", ttl)
+	}
+}
+
+// countingStore is the record, counting the maintenance passes' calls.
+type countingStore struct {
+	*store.Store
+	confirmed, expired chan struct{}
+	expires            atomic.Int64
+}
+
+func (c *countingStore) ConfirmObservations(ctx context.Context) (int, error) {
+	n, err := c.Store.ConfirmObservations(ctx)
+	c.confirmed <- struct{}{}
+	return n, err
+}
+
+func (c *countingStore) ExpireObservations(ctx context.Context, cutoff time.Time) (int64, error) {
+	defer func() { c.expired <- struct{}{} }()
+	c.expires.Add(1)
+	return c.Store.ExpireObservations(ctx, cutoff)
+}
+
+// With the default TTL (30 min), an event and its observation stored at
+// the same moment by two transactions are confirmed by a pass every
+// ConfirmEvery (30 s), not only by the expiry pass every TTL/5 (6 min).
+func TestConfirmPassOutrunsExpiry(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := store.Open(ctx, store.Options{URL: pgtest.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cs := &countingStore{Store: st, confirmed: make(chan struct{}, 1), expired: make(chan struct{}, 1)}
+	q := NewQueue(QueueOptions{Store: cs, Metrics: NewMetrics(nil)})
+	made := make(chan time.Duration, 4)
+	tickers := map[time.Duration]chan time.Time{}
+	q.newTicker = func(d time.Duration) (<-chan time.Time, func()) {
+		c := make(chan time.Time)
+		tickers[d] = c // before Run's loop: read after the first write
+		made <- d
+		return c, func() {}
+	}
+	done := make(chan struct{})
+	go func() { q.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	// Once Run has written an observation, it is done with what it did
+	// before (it made its tickers first).
+	h := newTestHandler(t, q, nil)
+	sync := func(uid string) {
+		answer(t, post(h, "application/json", reviewBody("admission.k8s.io/v1", "r-"+uid, "DELETE", "configmaps", "app", configMap("app", uid, 7, "v"))))
+		<-q.written
+	}
+	sync("u1")
+	var ds []time.Duration
+	for len(made) > 0 {
+		ds = append(ds, <-made)
+	}
+	c, ok := tickers[ConfirmEvery]
+	if !ok {
+		t.Fatalf("tickers every %v; want one every %v", ds, ConfirmEvery)
+	}
+	for range 3 {
+		c <- time.Now()
+		<-cs.confirmed
+	}
+	sync("u2")
+	if n := cs.expires.Load(); n != 0 {
+		t.Errorf("the confirmation pass expired %d times, want 0", n)
+	}
+	e, ok := tickers[DefaultTTL/5]
+	if !ok {
+		t.Fatalf("tickers every %v; want one every %v", ds, DefaultTTL/5)
+	}
+	e <- time.Now()
+	<-cs.confirmed
+	<-cs.expired
+	if n := cs.expires.Load(); n != 1 {
+		t.Errorf("the expiry pass expired %d times, want 1", n)
 	}
 }
