@@ -371,9 +371,18 @@ func (h *Handler) ack(w http.ResponseWriter, cluster string, out Outcome) {
 // inWindow drops the events older than the record keeps, counting them in
 // skipped.
 func (h *Handler) inWindow(events []auditv1.Event, skipped map[string]int, now time.Time) ([]auditv1.Event, map[string]int) {
+	return InWindow(h.opts.Horizon, events, skipped, now)
+}
+
+// InWindow drops the events older than horizon says the record keeps (see
+// HandlerOptions.Horizon: nil or 0 is DefaultMaxEventAge, a day at least),
+// counting them in skipped (reason "out_of_window", which the pipeline
+// counts as dropped). Every source applies it before the pipeline: each
+// day of events is a partition.
+func InWindow(horizon func() time.Duration, events []auditv1.Event, skipped map[string]int, now time.Time) ([]auditv1.Event, map[string]int) {
 	age := time.Duration(0)
-	if h.opts.Horizon != nil {
-		age = h.opts.Horizon()
+	if horizon != nil {
+		age = horizon()
 	}
 	if age <= 0 {
 		age = DefaultMaxEventAge

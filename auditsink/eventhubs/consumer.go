@@ -62,6 +62,11 @@ type Options struct {
 	MaxPollRecords int
 	// WriteTimeout bounds the store write of one batch (default 20 s).
 	WriteTimeout time.Duration
+	// Horizon, if set, returns how far back the record keeps events: as
+	// the webhook's (auditsink.HandlerOptions.Horizon), older events are
+	// skipped and counted (reason "out_of_window") rather than each day
+	// of them making a partition.
+	Horizon func() time.Duration
 	// Backoff paces the retries of a batch the store did not take
 	// (default 1 s, doubling to 1 min, jittered).
 	Backoff    wait.Backoff
@@ -361,6 +366,7 @@ func (c *Consumer) store(ctx context.Context, partition int32, records []*kgo.Re
 	for r, n := range res.Skipped {
 		undecodable[r] += n
 	}
+	events, undecodable = auditsink.InWindow(c.o.Horizon, events, undecodable, now)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.WriteTimeout)
 	defer cancel()
 	if len(events) > 0 || len(undecodable) > 0 {

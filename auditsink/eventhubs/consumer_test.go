@@ -3,6 +3,7 @@ package eventhubs_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -89,6 +90,7 @@ type env struct {
 	st   *store.Store
 	pool *pgxpool.Pool
 	pipe *auditsink.Pipeline
+	reg  *prometheus.Registry // the pipeline's metrics
 }
 
 func newEnv(t *testing.T) *env {
@@ -107,8 +109,9 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, nil, nil).WithSecretDigester(dg)
-	return &env{t: t, st: st, pool: st.Pool(), pipe: pipe}
+	reg := prometheus.NewRegistry()
+	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, auditsink.NewMetrics(reg), nil).WithSecretDigester(dg)
+	return &env{t: t, st: st, pool: st.Pool(), pipe: pipe, reg: reg}
 }
 
 // run starts a consumer (a replica) until the test ends.
@@ -316,6 +319,74 @@ func fetchErrors(t *testing.T, reg *prometheus.Registry) float64 {
 	for _, mf := range mfs {
 		if mf.GetName() == "options_record_eventhubs_fetch_errors_total" {
 			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// Events older than the record keeps (an event hub retains days, a
+// capture replayed into it years) are skipped and counted as the
+// webhook's are: no daily partition is made for each old day.
+func TestEventHubsSkipsEventsOlderThanTheRecordKeeps(t *testing.T) {
+	c := hubs(t)
+	e := newEnv(t)
+	partitions := func() int {
+		return e.count(`SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass`)
+	}
+	before := partitions()
+	const days = 5
+	docs := [][]byte{document(record("kube-audit", Event(Name("new"))))}
+	for i := range days {
+		docs = append(docs, document(record("kube-audit", Event(Name(fmt.Sprintf("old-%d", i)), At(time.Now().AddDate(0, 0, -31-i))))))
+	}
+	produce(t, c, 0, docs...)
+	cons, err := eventhubs.New(eventhubs.Options{
+		Brokers: c.ListenAddrs(), Topic: hub, Group: "$Default", ConnectionString: connStr, Cluster: "default",
+		Pipeline: e.pipe, Store: e.st, Horizon: func() time.Duration { return 30 * 24 * time.Hour },
+		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(100 * time.Millisecond)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cons.Run(ctx) }()
+	e.waitCheckpoints(map[int32]int64{0: days + 1})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var names string
+	if err := e.pool.QueryRow(context.Background(), `SELECT string_agg(name, ',' ORDER BY name) FROM events`).Scan(&names); err != nil {
+		t.Fatal(err)
+	}
+	if names != "new" {
+		t.Errorf("stored %q, want only new (the others are older than the 30 days kept)", names)
+	}
+	if got := partitions() - before; got > 1 {
+		t.Errorf("%d event partitions made, want at most today's", got)
+	}
+	if got := outOfWindow(t, e.reg); got != days {
+		t.Errorf("events_dropped_total{reason=out_of_window} %v, want %d", got, days)
+	}
+}
+
+func outOfWindow(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "options_record_events_dropped_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == "out_of_window" {
+					return m.GetCounter().GetValue()
+				}
+			}
 		}
 	}
 	return 0

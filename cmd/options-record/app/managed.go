@@ -110,7 +110,7 @@ func (p *ingestProcess) eventHubs() component {
 			cluster = p.o.Cluster
 		}
 		o := eventhubs.Options{Brokers: e.Brokers, Topic: e.Name, Group: e.Group, Cluster: cluster,
-			Pipeline: p.pipeline(), Store: p.st, Lag: p.lag, Registerer: p.reg, Logger: p.log.With("source", "eventhubs")}
+			Pipeline: p.pipeline(), Store: p.st, Horizon: p.horizon, Lag: p.lag, Registerer: p.reg, Logger: p.log.With("source", "eventhubs")}
 		if e.ConnectionStringFile != "" {
 			b, err := os.ReadFile(e.ConnectionStringFile)
 			if err != nil {

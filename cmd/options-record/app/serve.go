@@ -319,29 +319,31 @@ func (p *ingestProcess) pipeline() *auditsink.Pipeline {
 	return p.pipe
 }
 
+// horizon is how far back every source takes events
+// (auditsink.HandlerOptions.Horizon): events older than the record keeps
+// make no partition; before the rules the replicas shared are loaded, the
+// longest retention is not known (0: the default bound applies).
+func (p *ingestProcess) horizon() time.Duration {
+	if p.o.MaxEventAge > 0 {
+		return p.o.MaxEventAge
+	}
+	select {
+	case <-p.sharer.Loaded():
+		return p.registry.MaxRetention()
+	default:
+		return 0
+	}
+}
+
 // serveWebhook builds the handler (and the Firehose and GKE endpoints,
 // if set, which it serves) and serves them.
 func (p *ingestProcess) serveWebhook(ctx context.Context) (func(context.Context) error, error) {
 	pipe := p.pipeline()
 	o := p.o
-	// Events older than the record keeps make no partition; before the
-	// rules the replicas shared are loaded, the longest retention is not
-	// known (the handler's default bound applies).
-	horizon := func() time.Duration {
-		if o.MaxEventAge > 0 {
-			return o.MaxEventAge
-		}
-		select {
-		case <-p.sharer.Loaded():
-			return p.registry.MaxRetention()
-		default:
-			return 0
-		}
-	}
 	h, err := auditsink.NewHandler(auditsink.HandlerOptions{
 		Pipeline: pipe, Authenticator: p.auth, MaxBodyBytes: o.MaxBodyBytes, ChunkBytes: o.ChunkBytes, MaxEventBytes: o.MaxEventBytes, MaxInFlight: o.MaxInFlight,
 		MaxInFlightBytes: o.MaxInFlightBytes, MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout,
-		Horizon: horizon, Lag: p.lag, Metrics: p.metrics, Logger: p.log,
+		Horizon: p.horizon, Lag: p.lag, Metrics: p.metrics, Logger: p.log,
 	})
 	if err != nil {
 		return nil, err
