@@ -5,28 +5,38 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/options-record/options-record/api/restore"
 	"github.com/options-record/options-record/auditsink"
+	"github.com/options-record/options-record/auditsink/admission"
 	"github.com/options-record/options-record/auditsink/decode"
 	"github.com/options-record/options-record/auditsink/eventhubs"
 	"github.com/options-record/options-record/auditsink/firehose"
+	"github.com/options-record/options-record/cmd/options-record/app/certs"
 	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
@@ -41,23 +51,62 @@ import (
 // two apiservers write them, delivered stream b first, and a retry of a
 // request with the same id) and as Event Hubs documents through a Kafka
 // endpoint (kfake). Each source's record of who deleted a ConfigMap, a
-// Secret and a Deployment (with its state) is the webhook's.
+// Secret, a Deployment and a custom resource (with its state) is the
+// webhook's. The apiserver also calls the observing webhook, whose
+// observations every record shares: the states of the ConfigMap, the
+// Secret (digests) and the widget, logged at Metadata only, come from it,
+// joined by the audit annotation that crossed each provider's envelope;
+// a restore brings them back.
 func TestManagedSourcesGiveTheWebhooksRecord(t *testing.T) {
-	w := startWorldWith(t, worldOptions{policy: func(t *testing.T, _ string) string {
+	base := startWorldWith(t, worldOptions{policy: func(t *testing.T, _ string) string {
 		p, err := filepath.Abs("../fixtures/eks-audit-policy.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
-	}})
+	}, files: []string{"testdata/restore-rbac.yaml"}, api: true})
 	ctx := context.Background()
 	const ns = "e2e-managed"
-	w.namespace(t, ns)
+	base.namespace(t, ns)
+	fh, eh := newManagedSink(t), newManagedSink(t)
+	webhookStore, err := store.Open(ctx, store.Options{URL: base.dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(webhookStore.Close)
+	// One observing webhook for the three records (one sink per shape
+	// would serve it alongside its source): the webhook's written last.
+	observer := startTeeObserver(t, fh.dg, fh.st, eh.st, webhookStore)
+	w := &restoreWorld{world: base, apiURL: base.apiURL, client: observer.apiClient(base.caPEM)}
+	w.apply.create(t, []byte(widgetCRD), "")
+	for _, u := range []string{"alice", "bob"} {
+		w.allow(t, "", "e2e-managed-widgets-"+u, u, rbacv1.PolicyRule{APIGroups: []string{"e2e.example.com"}, Resources: []string{"widgets"}, Verbs: []string{"*"}})
+	}
+	reg := *base
+	reg.caPEM = observer.caPEM
+	reg.registerObserver(t, observer.url, ns)
+	observer.probe(t, base, fh, ns)
+
 	alice, bob := w.kube(t, "alice"), w.kube(t, "bob")
-	ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"},
+	aliceDyn := dynamic.NewForConfigOrDie(w.config("alice")).Resource(widgets).Namespace(ns)
+	bobDyn := dynamic.NewForConfigOrDie(w.config("bob")).Resource(widgets).Namespace(ns)
+	cm := ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"},
 		Data: map[string]string{"level": "one"}}, metav1.CreateOptions{}))(t)
-	ok(alice.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token"},
+	cm.Data["level"] = "two"
+	cm = ok(alice.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}))(t)
+	sec := ok(alice.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token"},
 		StringData: map[string]string{"password": "hunter2-managed"}}, metav1.CreateOptions{}))(t)
+	sec.Data = map[string][]byte{"password": []byte("hunter2-managed-two")}
+	ok(alice.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}))(t)
+	var widget *unstructured.Unstructured
+	eventually(t, 30*time.Second, "the widget CRD served", func() error {
+		var err error
+		widget, err = aliceDyn.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e2e.example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "gear"}, "spec": map[string]any{"teeth": int64(12)}}}, metav1.CreateOptions{})
+		return err
+	})
+	widget.Object["spec"] = map[string]any{"teeth": int64(24)}
+	widget = ok(aliceDyn.Update(ctx, widget, metav1.UpdateOptions{}))(t)
 	ok(alice.AppsV1().Deployments(ns).Create(ctx, deployment("api"), metav1.CreateOptions{}))(t)
 	// A Deployment whose audit line (request and response bodies) is over
 	// CloudWatch Logs' limit.
@@ -68,21 +117,21 @@ func TestManagedSourcesGiveTheWebhooksRecord(t *testing.T) {
 		func() error { return bob.CoreV1().ConfigMaps(ns).Delete(ctx, "settings", metav1.DeleteOptions{}) },
 		func() error { return bob.CoreV1().Secrets(ns).Delete(ctx, "token", metav1.DeleteOptions{}) },
 		func() error { return bob.AppsV1().Deployments(ns).Delete(ctx, "api", metav1.DeleteOptions{}) },
+		func() error { return bobDyn.Delete(ctx, "gear", metav1.DeleteOptions{}) },
 	} {
 		if err := del(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 60*time.Second, "deletions by bob through the webhook", func() error {
-		if n := w.count(t, `SELECT count(*) FROM deletions WHERE namespace = '`+ns+`' AND username = 'bob'`); n != 3 {
-			return fmt.Errorf("%d deletions by bob, want 3", n)
+	eventually(t, 60*time.Second, "deletions by bob through the webhook, with their states", func() error {
+		if n := w.count(t, `SELECT count(*) FROM deletions WHERE namespace = '`+ns+`' AND username = 'bob' AND NOT state_unknown`); n != 4 {
+			return fmt.Errorf("%d deletions by bob with their states, want 4", n)
 		}
 		return nil
 	})
 	lines := auditLines(t, w.auditLog)
 
 	// EKS: Firehose.
-	fh := newManagedSink(t)
 	lag := auditsink.NewSourceLag(nil)
 	srv := fh.firehose(t, lag)
 	var streamA, streamB []string
@@ -123,7 +172,6 @@ func TestManagedSourcesGiveTheWebhooksRecord(t *testing.T) {
 	}
 
 	// AKS: Event Hubs (the whole lines: Azure's limit is not CloudWatch's).
-	eh := newManagedSink(t)
 	eh.eventHubs(t, lines)
 
 	want := managedHistory(t, w.db, ns)
@@ -135,7 +183,146 @@ func TestManagedSourcesGiveTheWebhooksRecord(t *testing.T) {
 		if got := managedHistory(t, s.pool, ns); got != want {
 			t.Errorf("%s's record:\n%s\nthe webhook's:\n%s", name, got, want)
 		}
+		// The states came from the observations: the annotation naming
+		// each crossed the provider's envelope, and the join confirmed it.
+		for _, res := range []string{"configmaps", "secrets", "widgets"} {
+			if n := s.count(t, `SELECT count(*) FROM events WHERE namespace = '`+ns+`' AND resource = '`+res+`' AND verb = 'delete'
+				AND username = 'bob' AND annotations::text LIKE '%"observe.optionsrecord.io/observation-%'`); n != 1 {
+				t.Errorf("%s: %d deletes of %s by bob carry the observation annotation, want 1", name, n, res)
+			}
+			if n := s.count(t, `SELECT count(*) FROM observations WHERE namespace = '`+ns+`' AND resource = '`+res+`' AND name <> 'probe'`); n != 0 {
+				t.Errorf("%s: %d observations of %s unconfirmed", name, n, res)
+			}
+		}
+		if n := s.count(t, `SELECT count(*) FROM object_versions WHERE namespace = '`+ns+`' AND object::text LIKE '%hunter2%'`); n != 0 {
+			t.Errorf("%s: the Secret's values are in the record (%d versions)", name, n)
+		}
+		var level, teeth string
+		if err := s.pool.QueryRow(ctx, `SELECT
+			(SELECT prior_object #>> '{data,level}' FROM deletions WHERE namespace = $1 AND resource = 'configmaps' AND name = 'settings'),
+			(SELECT prior_object #>> '{spec,teeth}' FROM deletions WHERE namespace = $1 AND resource = 'widgets' AND name = 'gear')`,
+			ns).Scan(&level, &teeth); err != nil || level != "two" || teeth != "24" {
+			t.Errorf("%s: states before bob's deletions: level %q, teeth %q, %v; want two, 24", name, level, teeth, err)
+		}
 	}
+
+	// A restore brings back the state the review showed (the records'
+	// states are equal: managedHistory compares them).
+	var res restore.RestoreResult
+	w.postJSON(t, "alice", w.deletion(t, ns, "configmaps", "settings").RestoreFrom.Restore, nil, http.StatusOK, &res)
+	if got := ok(alice.CoreV1().ConfigMaps(ns).Get(ctx, "settings", metav1.GetOptions{}))(t); !reflect.DeepEqual(got.Data, cm.Data) {
+		t.Errorf("restored ConfigMap data %v, want %v", got.Data, cm.Data)
+	}
+	w.postJSON(t, "alice", w.deletion(t, ns, "widgets", "gear").RestoreFrom.Restore, nil, http.StatusOK, &res)
+	if got := ok(aliceDyn.Get(ctx, "gear", metav1.GetOptions{}))(t); !reflect.DeepEqual(got.Object["spec"], widget.Object["spec"]) {
+		t.Errorf("restored widget spec %v, want %v", got.Object["spec"], widget.Object["spec"])
+	}
+}
+
+// teeObserver is the observing webhook in process, writing each
+// observation into several records.
+type teeObserver struct {
+	url   string
+	caPEM []byte
+}
+
+// teeStore writes observations into every store, in order.
+type teeStore []*store.Store
+
+func (ts teeStore) WriteObservations(ctx context.Context, obs []model.Observation, max int64) (model.ObservationResult, error) {
+	var res model.ObservationResult
+	for _, s := range ts {
+		r, err := s.WriteObservations(ctx, obs, max)
+		if err != nil {
+			return r, err
+		}
+		res = r
+	}
+	return res, nil
+}
+
+func (ts teeStore) ConfirmObservations(ctx context.Context) (int, error) {
+	n := 0
+	for _, s := range ts {
+		c, err := s.ConfirmObservations(ctx)
+		if err != nil {
+			return n, err
+		}
+		n += c
+	}
+	return n, nil
+}
+
+func (ts teeStore) ExpireObservations(ctx context.Context, cutoff time.Time) (int64, error) {
+	var n int64
+	for _, s := range ts {
+		c, err := s.ExpireObservations(ctx, cutoff)
+		if err != nil {
+			return n, err
+		}
+		n += c
+	}
+	return n, nil
+}
+
+func startTeeObserver(t *testing.T, dg *model.SecretDigester, stores ...*store.Store) *teeObserver {
+	t.Helper()
+	m := admission.NewMetrics(prometheus.NewRegistry())
+	q := admission.NewQueue(admission.QueueOptions{Store: teeStore(stores), Metrics: m})
+	h, err := admission.NewHandler(admission.HandlerOptions{Cluster: "e2e", Digester: dg, Queue: q, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); q.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	ca, err := certs.NewCA("e2e managed observer CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := ca.Issue("observer", []string{"127.0.0.1"}, true, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return &teeObserver{url: srv.URL + "/observe", caPEM: ca.CertPEM}
+}
+
+// apiClient is a client of the restore API (the sink's CA).
+func (o *teeObserver) apiClient(caPEM []byte) *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+}
+
+// probe updates a probe ConfigMap of ns until its observation is stored
+// in s's record (the first written): the webhook is in force.
+func (o *teeObserver) probe(t *testing.T, w *world, s *managedSink, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	cms := w.admin.CoreV1().ConfigMaps(ns)
+	ok(cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, metav1.CreateOptions{}))(t)
+	i := 0
+	eventually(t, 30*time.Second, "the observing webhook in force", func() error {
+		i++
+		cm := ok(cms.Get(ctx, "probe", metav1.GetOptions{}))(t)
+		cm.Data = map[string]string{"i": fmt.Sprint(i)}
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		if n := s.count(t, `SELECT count(*) FROM observations WHERE namespace = '`+ns+`' AND name = 'probe'`); n == 0 {
+			return fmt.Errorf("no observation of the probe")
+		}
+		return nil
+	})
 }
 
 // auditLines reads the log backend's file: one Event a line.
@@ -167,7 +354,7 @@ func managedHistory(t *testing.T, db *pgxpool.Pool, ns string) string {
 	rows, err := db.Query(context.Background(), `
 		SELECT verb, username, resource, name, coalesce(resource_version::text, '-'), prior_known,
 		       coalesce(prior_object #>> '{spec,replicas}', '-'), coalesce(object #>> '{spec,replicas}', '-'),
-		       coalesce(object #>> '{metadata,uid}', prior_object #>> '{metadata,uid}', '-')
+		       coalesce(object #>> '{metadata,uid}', prior_object #>> '{metadata,uid}', '-'), coalesce(md5(prior_object::text), '-')
 		FROM object_history WHERE namespace = $1 AND name <> 'big'
 		ORDER BY resource, name, changed_at, verb`, ns)
 	if err != nil {
@@ -176,12 +363,12 @@ func managedHistory(t *testing.T, db *pgxpool.Pool, ns string) string {
 	defer rows.Close()
 	var b strings.Builder
 	for rows.Next() {
-		var verb, user, res, name, rv, pr, r, uid string
+		var verb, user, res, name, rv, pr, r, uid, prior string
 		var known bool
-		if err := rows.Scan(&verb, &user, &res, &name, &rv, &known, &pr, &r, &uid); err != nil {
+		if err := rows.Scan(&verb, &user, &res, &name, &rv, &known, &pr, &r, &uid, &prior); err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&b, "%s %s %s %s rv=%s prior_known=%v replicas %s→%s uid=%s\n", verb, user, res, name, rv, known, pr, r, uid)
+		fmt.Fprintf(&b, "%s %s %s %s rv=%s prior_known=%v replicas %s→%s uid=%s prior=%s\n", verb, user, res, name, rv, known, pr, r, uid, prior)
 	}
 	return b.String()
 }
@@ -192,6 +379,7 @@ type managedSink struct {
 	st   *store.Store
 	pool *pgxpool.Pool
 	pipe *auditsink.Pipeline
+	dg   *model.SecretDigester
 }
 
 func newManagedSink(t *testing.T) *managedSink {
@@ -213,7 +401,7 @@ func newManagedSink(t *testing.T) *managedSink {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &managedSink{st: st, pool: st.Pool(), pipe: auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, nil, nil).WithSecretDigester(dg)}
+	return &managedSink{st: st, pool: st.Pool(), dg: dg, pipe: auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, nil, nil).WithSecretDigester(dg)}
 }
 
 func (s *managedSink) count(t *testing.T, q string) int {
