@@ -2,7 +2,6 @@ package tamper
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -27,7 +26,9 @@ type VerifyOptions struct {
 	// TrustedDir holds each cluster's last trusted checkpoint
 	// (cluster=<name>/latest, as an integrator's --checkpoint-dir writes
 	// them), kept outside the database: the log must have only grown
-	// since. Empty: no such check.
+	// since. Empty: no such check; one that does not exist or cannot be
+	// read is an error (a mistyped path must not skip the check), an
+	// empty one is not (ClusterReport.Trusted says what was found).
 	TrustedDir string
 	// MinRetention is the shortest retention the record was ever kept
 	// for (default an hour, store.MinRetention). A logged retention cutoff
@@ -59,6 +60,12 @@ type ClusterReport struct {
 	// integrator refuses one later than the retention allows): they cover
 	// no row.
 	PendingCutoffs []time.Time
+	// Trusted says a trusted checkpoint of the cluster was found in
+	// VerifyOptions.TrustedDir, signed with the key, and the log checked
+	// against it (a Problem when it does not extend it); TrustedSize is
+	// its leaves.
+	Trusted     bool
+	TrustedSize int64
 }
 
 // Cutoff is a retention cutoff in the log.
@@ -93,6 +100,13 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 	if o.MinRetention <= 0 {
 		o.MinRetention = DefaultMinRetention
 	}
+	if o.TrustedDir != "" {
+		// A directory, readable: not one that is missing (ReadTrusted
+		// reads a cluster's missing checkpoint as none).
+		if _, err := os.ReadDir(o.TrustedDir); err != nil {
+			return rep, fmt.Errorf("tamper: verify: trusted checkpoints: %w", err)
+		}
+	}
 	clusters := []string{o.Cluster}
 	if o.Cluster == "" {
 		rows, err := pool.Query(ctx, `SELECT cluster FROM log_segments UNION SELECT cluster FROM log_pending
@@ -126,16 +140,13 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 }
 
 // trustedClusters lists the clusters with a trusted checkpoint in dir
-// (cluster=<name>/latest, the name escaped), none when dir is empty or
-// absent. An entry whose name does not unescape is not one of them.
+// (cluster=<name>/latest, the name escaped), none when dir is empty; one
+// that does not exist is an error. An entry whose name does not unescape is not one of them.
 func trustedClusters(dir string) ([]string, error) {
 	if dir == "" {
 		return nil, nil
 	}
 	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -299,9 +310,12 @@ func (v *verifier) checkTrusted(size int64, root tlog.Hash, mem tlog.HashReader)
 		return
 	}
 	trusted, err := OpenCheckpoint(b, v.o.Verifier)
-	switch {
-	case err != nil:
+	if err != nil {
 		v.fail("log", "the trusted checkpoint: %v", err)
+		return
+	}
+	v.cr.Trusted, v.cr.TrustedSize = true, trusted.Size
+	switch {
 	case trusted.Origin != Origin(v.o.Verifier.Name(), c):
 		v.fail("log", "the trusted checkpoint is of another log (origin %q)", trusted.Origin)
 	case trusted.Size > size:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,7 +88,8 @@ type VerifyOptions struct {
 	// VerifierKey is the log's public note key (name+hash+key), or
 	// VerifierKeyFile a file holding it.
 	VerifierKey, VerifierKeyFile string
-	// CheckpointDir holds the trusted checkpoints, outside the database.
+	// CheckpointDir holds the trusted checkpoints, outside the database;
+	// one that does not exist or cannot be read is an error.
 	CheckpointDir string
 	// Cluster limits the check to one cluster.
 	Cluster string
@@ -145,6 +147,7 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 		return err
 	}
 	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	dir, trusted := strconv.Quote(o.CheckpointDir), 0
 	for _, c := range rep.Clusters {
 		fmt.Fprintf(o.Out, "cluster %q: %d leaves, root %v; %d rows verified, %d removed by retention, %d pending\n",
 			c.Cluster, c.Size, c.Root, c.Rows, c.Retained, c.Pending)
@@ -161,6 +164,16 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 		for _, at := range c.PendingCutoffs {
 			fmt.Fprintf(o.Out, "  retention cutoff %s pending, not logged: it covers nothing\n", stamp(at))
 		}
+		switch {
+		case c.Trusted:
+			fmt.Fprintf(o.Out, "  trusted checkpoint of %d leaves: checked\n", c.TrustedSize)
+			trusted++
+		case o.CheckpointDir != "":
+			fmt.Fprintf(o.Out, "  no trusted checkpoint of it in %s\n", dir)
+		}
+	}
+	if o.CheckpointDir != "" && trusted == 0 {
+		fmt.Fprintf(o.Out, "no trusted checkpoint found in %s: the log was not checked against one\n", dir)
 	}
 	for _, p := range rep.Problems {
 		fmt.Fprintln(o.Out, "FAIL", strings.ToValidUTF8(p.String(), "\ufffd"))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/options-record/options-record/api/restoreapi"
+	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/pgtest"
 	"github.com/options-record/options-record/store/tamper"
 	"github.com/options-record/options-record/test/gen"
@@ -69,7 +72,7 @@ func TestVerifyCommand(t *testing.T) {
 	if err := Verify(ctx, vo); err != nil {
 		t.Fatalf("verify: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), `cluster "default": 4 leaves`) {
+	if !strings.Contains(out.String(), `cluster "default": 4 leaves`) || !strings.Contains(out.String(), "  trusted checkpoint of 4 leaves: checked\n") {
 		t.Errorf("verify printed:\n%s", out.String())
 	}
 	checkProofs(t, pool, strings.TrimSpace(pub.String()))
@@ -221,5 +224,53 @@ func checkProofs(t *testing.T, pool *pgxpool.Pool, pub string) {
 	vo.VerifierKey, vo.Proofs = strings.TrimSpace(other.String()), []string{good + ProofSuffix}
 	if err := Verify(ctx, vo); !errors.Is(err, ErrVerifyFailed) || !strings.Contains(out.String(), "checkpoint signature") {
 		t.Errorf("verify --proof with another key: %v\n%s", err, out.String())
+	}
+}
+
+// TestVerifyCheckpointDir: a --checkpoint-dir that does not exist (a
+// mistyped path) or is no directory is an error naming it, with or without
+// --cluster, not an empty directory that skips the trusted checks; an
+// existing empty one is allowed, and verify says it found no trusted
+// checkpoint there.
+func TestVerifyCheckpointDir(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Migrate(ctx, cc, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	var pub bytes.Buffer
+	if err := LogKey(LogKeyOptions{Name: "record.example/log", SigningKeyFile: filepath.Join(dir, "log.key"), Out: &pub}); err != nil {
+		t.Fatal(err)
+	}
+	notDir := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	vo := VerifyOptions{Database: DatabaseOptions{URL: dsn, DataDir: dir}, VerifierKey: strings.TrimSpace(pub.String()), Out: &out}
+	for _, c := range []struct{ dir, cluster string }{
+		{filepath.Join(dir, "checkpoints-typo"), ""}, {filepath.Join(dir, "checkpoints-typo"), "default"},
+		{notDir, ""}, {notDir, "default"},
+	} {
+		vo.CheckpointDir, vo.Cluster = c.dir, c.cluster
+		out.Reset()
+		if err := Verify(ctx, vo); err == nil || !strings.Contains(err.Error(), c.dir) {
+			t.Errorf("verify --checkpoint-dir %s --cluster %q: %v, want an error naming it\n%s", c.dir, c.cluster, err, out.String())
+		}
+	}
+	vo.CheckpointDir, vo.Cluster = empty, ""
+	out.Reset()
+	if err := Verify(ctx, vo); err != nil || !strings.Contains(out.String(), "no trusted checkpoint found in "+strconv.Quote(empty)) {
+		t.Errorf("verify --checkpoint-dir EMPTY: %v\n%s", err, out.String())
 	}
 }

@@ -166,7 +166,7 @@ func (o *Verify) Flags() (fss cliflag.NamedFlagSets) {
 	fs := fss.FlagSet("verify")
 	fs.StringVar(&o.VerifierKey, "log-verifier-key", "", "the tamper-evident log's public key (NAME+HASH+KEY, as options-record log-key prints it)")
 	fs.StringVar(&o.VerifierKeyFile, "log-verifier-key-file", "", "file holding --log-verifier-key")
-	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "trusted checkpoints kept outside the database (serve's --checkpoint-dir, or a copy): the log must have only grown since; empty: not checked")
+	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "trusted checkpoints kept outside the database (serve's --checkpoint-dir, or a copy): the log must have only grown since; one that does not exist or cannot be read is an error; unset: not checked")
 	fs.StringVar(&o.Cluster, "cluster", "", "check this cluster only; empty: every cluster")
 	fs.StringArrayVar(&o.Proofs, "proof", nil, "check this inclusion proof offline instead of the database (a FILE.tlog-proof, as the restore API answers GET .../versions/KEY/proof), and FILE.json beside it when present (repeatable)")
 	fs.BoolVar(&o.WriteState, "write-state", false, "with --proof: write each verified proof's state (the object's exact logged text) to FILE.json when there is none")
