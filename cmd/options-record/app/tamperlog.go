@@ -93,6 +93,10 @@ type VerifyOptions struct {
 	CheckpointDir string
 	// Cluster limits the check to one cluster.
 	Cluster string
+	// MinRetention is the shortest retention the record was ever kept
+	// for (tamper.VerifyOptions.MinRetention); zero: MinRetention. Less
+	// than MinRetention is an error: no retention is shorter.
+	MinRetention time.Duration
 	// Proofs, when set, are inclusion proof files to check offline
 	// instead of the database (VerifyProofs).
 	Proofs []string
@@ -102,6 +106,10 @@ type VerifyOptions struct {
 	Out        io.Writer
 	Logger     *slog.Logger
 }
+
+// MinRetention is store.MinRetention, the shortest retention the store
+// applies: verify's default --min-retention.
+const MinRetention = store.MinRetention
 
 // ErrVerifyFailed is Verify's error when a check failed (each is printed).
 var ErrVerifyFailed = errors.New("verify: the record does not match its log")
@@ -131,6 +139,13 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 	if len(o.Proofs) > 0 {
 		return VerifyProofs(o.Out, v, o.Proofs, o.WriteState)
 	}
+	minRetention := o.MinRetention
+	if minRetention == 0 {
+		minRetention = MinRetention
+	}
+	if minRetention < MinRetention {
+		return fmt.Errorf("verify: --min-retention %s is shorter than %s, the shortest retention the record applies", minRetention, MinRetention)
+	}
 	db, err := openDatabase(ctx, o.Database, true, log)
 	if err != nil {
 		return err
@@ -142,7 +157,7 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 	}
 	defer pool.Close()
 	rep, err := tamper.Verify(ctx, pool, tamper.VerifyOptions{Verifier: v, Cluster: o.Cluster, TrustedDir: o.CheckpointDir,
-		MinRetention: store.MinRetention})
+		MinRetention: minRetention})
 	if err != nil {
 		return err
 	}
@@ -157,7 +172,7 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 				note = "no row logged before it"
 			}
 			if !co.Justified {
-				note += fmt.Sprintf("; NOT JUSTIFIED: later than that less %s, so it covers nothing after it", store.MinRetention)
+				note += fmt.Sprintf("; NOT JUSTIFIED: later than that less %s, so it covers nothing after it", minRetention)
 			}
 			fmt.Fprintf(o.Out, "  retention cutoff %s at leaf %d (%s)\n", stamp(co.At), co.Leaf, note)
 		}

@@ -274,3 +274,79 @@ func TestVerifyCheckpointDir(t *testing.T) {
 		t.Errorf("verify --checkpoint-dir EMPTY: %v\n%s", err, out.String())
 	}
 }
+
+// TestVerifyMinRetention: a retention cutoff logged two hours before the
+// newest row covers a row deleted behind it when the shortest retention is
+// an hour (the default), not when verify is told it was two days
+// (--min-retention 48h): then it is unjustified and verify fails on the
+// row; a minimum below store.MinRetention is an error.
+func TestVerifyMinRetention(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	keyFile := filepath.Join(dir, "log.key")
+	var pub bytes.Buffer
+	if err := LogKey(LogKeyOptions{Name: "record.example/log", SigningKeyFile: keyFile, Out: &pub}); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := loadLogSigner(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	lines := filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(lines, gen.Lines(
+		gen.Event(gen.At(now.Add(-10*time.Hour)), gen.Namespace("prod"), gen.Name("old"), gen.Response(gen.ConfigMap("prod", "old", "uid-old", 10, nil))),
+		gen.Event(gen.At(now), gen.Namespace("prod"), gen.Name("new"), gen.Response(gen.ConfigMap("prod", "new", "uid-new", 11, nil))),
+	), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Import(ctx, ImportOptions{Database: DatabaseOptions{URL: dsn, DataDir: dir},
+		Rules: RulesOptions{Files: []string{rulesFile}, Namespace: "options-record"}, Files: []string{lines}, Out: &out,
+		BatchSize: 10, TamperLog: true}); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	in, err := tamper.NewIntegrator(tamper.IntegratorOptions{Pool: pool, Signer: signer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.IntegrateAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A cutoff two hours before the newest row, logged; the old row gone.
+	if _, err := pool.Exec(ctx, `INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, $1)`, now.Add(-2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.IntegrateAll(ctx); err != nil || in.RefusedCutoffs() != 0 {
+		t.Fatalf("integrate: %v, %d cutoffs refused", err, in.RefusedCutoffs())
+	}
+	for _, q := range []string{`DELETE FROM events WHERE name = 'old'`, `DELETE FROM object_versions WHERE uid = 'uid-old'`} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vo := VerifyOptions{Database: DatabaseOptions{URL: dsn, DataDir: dir}, VerifierKey: strings.TrimSpace(pub.String()), Out: &out}
+	out.Reset()
+	if err := Verify(ctx, vo); err != nil || !strings.Contains(out.String(), "2 removed by retention") {
+		t.Errorf("verify with the default minimum retention: %v\n%s", err, out.String())
+	}
+	vo.MinRetention = 48 * time.Hour
+	out.Reset()
+	err = Verify(ctx, vo)
+	if !errors.Is(err, ErrVerifyFailed) || !strings.Contains(out.String(), "NOT JUSTIFIED: later than that less 48h0m0s") ||
+		!strings.Contains(out.String(), `FAIL cluster "default": object_versions(cluster="default", uid="uid-old"`) {
+		t.Errorf("verify with a minimum retention of 48h: %v\n%s", err, out.String())
+	}
+	vo.MinRetention = 30 * time.Minute
+	out.Reset()
+	if err := Verify(ctx, vo); err == nil || !strings.Contains(err.Error(), "min-retention") {
+		t.Errorf("verify with a minimum retention of 30m: %v, want an error\n%s", err, out.String())
+	}
+}

@@ -173,3 +173,34 @@ func TestServeConfig(t *testing.T) {
 		t.Errorf("--admission-observation-ttl defaults to %v, want 30m: longer than a managed source's delivery lag", ttl)
 	}
 }
+
+// TestVerifyMinRetention: verify's --min-retention reaches its
+// configuration, defaults to store.MinRetention, and may not be shorter.
+func TestVerifyMinRetention(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args    []string
+		want    time.Duration
+		wantErr string
+	}{
+		{nil, time.Hour, ""},
+		{[]string{"--min-retention", "48h"}, 48 * time.Hour, ""},
+		{[]string{"--min-retention", "30m"}, 0, "--min-retention 30m0s is shorter than 1h0m0s"},
+	} {
+		o := NewVerify()
+		if err := FlagSet("verify", o).Parse(append([]string{"--log-verifier-key", "k"}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		err := o.Validate()
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v: Validate() = %v", tc.args, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: Validate() = %v, want an error with %q", tc.args, err, tc.wantErr)
+		case tc.wantErr == "":
+			if got := o.Config(&bytes.Buffer{}, &bytes.Buffer{}).MinRetention; got != tc.want {
+				t.Errorf("%v: MinRetention = %v, want %v", tc.args, got, tc.want)
+			}
+		}
+	}
+}
