@@ -38,9 +38,11 @@ const (
 // releaseImage is the project's image, named once in deploy/components/image.
 const releaseImage = "ghcr.io/options-record/options-record"
 
-// operatorSecrets are the Secrets the default install reads but does not
-// ship (deploy/README.md tells how to create them).
-var operatorSecrets = []string{"options-record-tls", "options-record-webhook", "options-record-database", "options-record-database-api", "options-record-secret-digest"}
+// operatorSecrets are the Secrets the install reads but does not ship
+// (deploy/README.md tells how to create them): the default install's, and
+// the notifications component's destinations file.
+var operatorSecrets = []string{"options-record-tls", "options-record-webhook", "options-record-database", "options-record-database-api", "options-record-secret-digest",
+	"options-record-notify"}
 
 // typed converts a rendered object into its Go type, failing on fields the
 // type does not know (a typo in a manifest).
