@@ -130,6 +130,10 @@ func (e *LogEntry) Event() (auditv1.Event, error) {
 		return auditv1.Event{}, fmt.Errorf("%w: no insertId or timestamp", ErrMalformed)
 	}
 	verb := p.MethodName[strings.LastIndexByte(p.MethodName, '.')+1:]
+	if verb == "" {
+		// "io.k8s." or a name ending in a dot: no verb to record.
+		return auditv1.Event{}, fmt.Errorf("%w: methodName %q names no verb", ErrMalformed, p.MethodName)
+	}
 	ref, uri, err := objectRef(p.MethodName, p.ResourceName)
 	if err != nil {
 		return auditv1.Event{}, err
