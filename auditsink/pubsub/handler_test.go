@@ -17,6 +17,7 @@ import (
 
 	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/auditsink/pubsub"
+	"github.com/options-record/options-record/auditsink/pubsub/pubsubtest"
 	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
@@ -29,7 +30,7 @@ type sink struct {
 	dsn    string
 	st     *store.Store
 	pool   *pgxpool.Pool
-	google *google
+	google *pubsubtest.Google
 	reg    *prometheus.Registry
 	lag    *auditsink.SourceLag
 	srv    *httptest.Server
@@ -37,7 +38,7 @@ type sink struct {
 	modify func(*auditsink.HandlerOptions)
 }
 
-func newSink(t *testing.T, g *google) *sink {
+func newSink(t *testing.T, g *pubsubtest.Google) *sink {
 	t.Helper()
 	s := &sink{t: t, dsn: pgtest.NewDatabase(t), google: g}
 	s.open()
@@ -64,7 +65,7 @@ func (s *sink) open() {
 	s.reg = prometheus.NewRegistry()
 	s.lag = auditsink.NewSourceLag(s.reg)
 	pipe := auditsink.NewPipeline(auditsink.StaticRules{Rules: rules}, st, auditsink.NewMetrics(nil), nil).WithSecretDigester(dg)
-	d, err := pubsub.New(pubsub.Options{Cluster: "prod", Verifier: s.google.verifier(t), Registerer: s.reg})
+	d, err := pubsub.New(pubsub.Options{Cluster: "prod", Verifier: s.google.Verifier(t), Registerer: s.reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,12 +155,12 @@ func TestPushIsRefusedWithoutAValidToken(t *testing.T) {
 	}{
 		{"no token", ""},
 		{"not a JWT", "swordfish"},
-		{"wrong audience", g.token(t, func(c *claims) { c.Audience = jwt.Audience{"https://other.example/push"} })},
-		{"expired", g.token(t, func(c *claims) { c.Expiry = jwt.NewNumericDate(time.Now().Add(-time.Hour)) })},
-		{"wrong issuer", g.token(t, func(c *claims) { c.Issuer = "https://evil.example" })},
-		{"another push service account", g.token(t, func(c *claims) { c.Email = "other@proj.iam.gserviceaccount.com" })},
-		{"email not verified", g.token(t, func(c *claims) { c.EmailVerified = false })},
-		{"signed by another key", other.sign(t, other.key, claims{Issuer: "https://accounts.google.com", Audience: jwt.Audience{testAudience},
+		{"wrong audience", g.Token(t, func(c *claims) { c.Audience = jwt.Audience{"https://other.example/push"} })},
+		{"expired", g.Token(t, func(c *claims) { c.Expiry = jwt.NewNumericDate(time.Now().Add(-time.Hour)) })},
+		{"wrong issuer", g.Token(t, func(c *claims) { c.Issuer = "https://evil.example" })},
+		{"another push service account", g.Token(t, func(c *claims) { c.Email = "other@proj.iam.gserviceaccount.com" })},
+		{"email not verified", g.Token(t, func(c *claims) { c.EmailVerified = false })},
+		{"signed by another key", other.Sign(t, other.Key, claims{Issuer: "https://accounts.google.com", Audience: jwt.Audience{testAudience},
 			Expiry: jwt.NewNumericDate(time.Now().Add(time.Hour)), Email: testAccount, EmailVerified: true})},
 	}
 	for _, tc := range tests {
@@ -175,7 +176,7 @@ func TestPushIsRefusedWithoutAValidToken(t *testing.T) {
 	}
 	// The same push, with the token Pub/Sub would send (either spelling of
 	// Google's issuer), is stored.
-	if code := s.push(g.token(t, func(c *claims) { c.Issuer = "accounts.google.com" }), body); code != http.StatusOK {
+	if code := s.push(g.Token(t, func(c *claims) { c.Issuer = "accounts.google.com" }), body); code != http.StatusOK {
 		t.Fatalf("valid push: status %d", code)
 	}
 	if n := s.count(`SELECT count(*) FROM events`); n != 1 {
@@ -253,7 +254,7 @@ func TestPushAcknowledgesOnlyWhatIsStored(t *testing.T) {
 	// The database is gone: the push is refused with a status Pub/Sub
 	// retries, and nothing is acknowledged.
 	s.st.Close()
-	if code := s.push(g.token(t), body); code != http.StatusServiceUnavailable {
+	if code := s.push(g.Token(t), body); code != http.StatusServiceUnavailable {
 		t.Fatalf("push with the store down: status %d, want 503", code)
 	}
 	if at, ok := s.lag.Newest(pubsub.Source, "prod"); ok {
@@ -262,7 +263,7 @@ func TestPushAcknowledgesOnlyWhatIsStored(t *testing.T) {
 	// Pub/Sub pushes it again once the sink is back: stored once.
 	s.open()
 	for range 2 {
-		if code := s.push(g.token(t), body); code != http.StatusOK {
+		if code := s.push(g.Token(t), body); code != http.StatusOK {
 			t.Fatalf("push again: status %d", code)
 		}
 	}
@@ -280,13 +281,13 @@ func TestPushOfAnotherEntryIsAcknowledgedAndCounted(t *testing.T) {
 	s := newSink(t, g)
 	e := sample(t, "delete", "creds")
 	e.ProtoPayload.ServiceName = "container.googleapis.com"
-	if code := s.push(g.token(t), pushBody(t, e, time.Now())); code != http.StatusOK {
+	if code := s.push(g.Token(t), pushBody(t, e, time.Now())); code != http.StatusOK {
 		t.Fatalf("status %d, want 200 (a refusal would be pushed again forever)", code)
 	}
-	if code := s.push(g.token(t), []byte(`{"message":{"data":"bm90IGpzb24="}}`)); code != http.StatusOK {
+	if code := s.push(g.Token(t), []byte(`{"message":{"data":"bm90IGpzb24="}}`)); code != http.StatusOK {
 		t.Fatalf("status %d, want 200", code)
 	}
-	if code := s.push(g.token(t), []byte(`not a push`)); code != http.StatusBadRequest {
+	if code := s.push(g.Token(t), []byte(`not a push`)); code != http.StatusBadRequest {
 		t.Fatalf("status %d, want 400", code)
 	}
 	if n := s.count(`SELECT count(*) FROM events`); n != 0 {
@@ -305,19 +306,19 @@ func TestPushBounds(t *testing.T) {
 	e := sample(t, "delete", "creds")
 	big := e
 	big.Labels = map[string]string{"padding": strings.Repeat("x", 8<<10)}
-	if code := s.push(g.token(t), pushBody(t, big, time.Now())); code != http.StatusRequestEntityTooLarge {
+	if code := s.push(g.Token(t), pushBody(t, big, time.Now())); code != http.StatusRequestEntityTooLarge {
 		t.Errorf("push over the size cap: %d, want 413", code)
 	}
 	old := e
 	old.Timestamp = time.Now().Add(-72 * time.Hour)
-	if code := s.push(g.token(t), pushBody(t, old, time.Now())); code != http.StatusOK {
+	if code := s.push(g.Token(t), pushBody(t, old, time.Now())); code != http.StatusOK {
 		t.Errorf("push of an event older than the record keeps: %d, want 200 (skipped, counted)", code)
 	}
 	if n := s.count(`SELECT count(*) FROM events`); n != 0 {
 		t.Fatalf("stored %d events, want 0", n)
 	}
 	req, _ := http.NewRequest(http.MethodGet, s.url, nil)
-	req.Header.Set("Authorization", "Bearer "+g.token(t))
+	req.Header.Set("Authorization", "Bearer "+g.Token(t))
 	resp, err := s.srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +335,7 @@ func TestPushLagMetrics(t *testing.T) {
 	s := newSink(t, g)
 	older, newer := sample(t, "create", "settings"), sample(t, "delete", "creds")
 	for _, e := range []pubsub.LogEntry{newer, older} { // out of order
-		if code := s.push(g.token(t), pushBody(t, e, e.Timestamp.Add(2*time.Second))); code != http.StatusOK {
+		if code := s.push(g.Token(t), pushBody(t, e, e.Timestamp.Add(2*time.Second))); code != http.StatusOK {
 			t.Fatalf("status %d", code)
 		}
 	}
@@ -367,7 +368,7 @@ func TestPushesFromARealAPIServer(t *testing.T) {
 		entries[i] = toGKE(t, &events[i])
 	}
 	for _, e := range entries {
-		if code := inOrder.push(g.token(t), pushBody(t, e, e.Timestamp)); code != http.StatusOK {
+		if code := inOrder.push(g.Token(t), pushBody(t, e, e.Timestamp)); code != http.StatusOK {
 			t.Fatalf("push: %d", code)
 		}
 	}
@@ -375,7 +376,7 @@ func TestPushesFromARealAPIServer(t *testing.T) {
 	slices.Reverse(again)
 	again = append(again, entries...)
 	for _, e := range again {
-		if code := shuffled.push(g.token(t), pushBody(t, e, e.Timestamp.Add(time.Minute))); code != http.StatusOK {
+		if code := shuffled.push(g.Token(t), pushBody(t, e, e.Timestamp.Add(time.Minute))); code != http.StatusOK {
 			t.Fatalf("push: %d", code)
 		}
 	}

@@ -1,270 +1,36 @@
 package pubsub_test
 
 import (
-	"bytes"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/options-record/options-record/auditsink/pubsub"
+	"github.com/options-record/options-record/auditsink/pubsub/pubsubtest"
 )
 
-// The test shipper: what GKE's Log Router sink and a push subscription do
-// to an apiserver's audit event, as Google documents it (see doc.go's
-// sources): the event becomes a LogEntry whose protoPayload is an
-// AuditLog, the entry is a Pub/Sub message's data, and the message is
-// pushed with a Google-signed OIDC token.
-
-// toGKE is the reverse of the conversion: the LogEntry GKE writes for ev.
-func toGKE(t testing.TB, ev *auditv1.Event) pubsub.LogEntry {
-	t.Helper()
-	ref := ev.ObjectRef
-	group := "core"
-	if ref.APIGroup != "" {
-		group = ref.APIGroup
-	}
-	parts := []string{group, ref.APIVersion}
-	if ref.Namespace != "" {
-		parts = append(parts, "namespaces", ref.Namespace)
-	}
-	parts = append(parts, ref.Resource)
-	if ref.Name != "" {
-		parts = append(parts, ref.Name)
-	}
-	if ref.Subresource != "" {
-		parts = append(parts, ref.Subresource)
-	}
-	// methodName: io.k8s.<group, its domain reversed, k8s.io dropped>.<version>.<resource>[.<subresource>].<verb>
-	mgroup := "core"
-	if ref.APIGroup != "" {
-		segs := strings.Split(strings.TrimSuffix(ref.APIGroup, ".k8s.io"), ".")
-		for i, j := 0, len(segs)-1; i < j; i, j = i+1, j-1 {
-			segs[i], segs[j] = segs[j], segs[i]
-		}
-		mgroup = strings.Join(segs, ".")
-	}
-	method := "io.k8s." + mgroup + "." + ref.APIVersion + "." + ref.Resource
-	if ref.Subresource != "" {
-		method += "." + ref.Subresource
-	}
-	method += "." + ev.Verb
-	// insertId: Cloud Logging's; derived here from the auditID so that
-	// the same event always gets the same one, as a redelivery does.
-	sum := sha256.Sum256([]byte(ev.AuditID))
-	insertID := hex.EncodeToString(sum[:8])
-	p := &pubsub.AuditLog{
-		Type: "type.googleapis.com/google.cloud.audit.AuditLog", ServiceName: "k8s.io",
-		MethodName: method, ResourceName: strings.Join(parts, "/"),
-		AuthenticationInfo: &pubsub.AuthenticationInfo{PrincipalEmail: ev.User.Username},
-		AuthorizationInfo: []pubsub.AuthorizationInfo{{Resource: strings.Join(parts, "/"), Permission: method,
-			Granted: ev.Annotations["authorization.k8s.io/decision"] != "forbid"}},
-		RequestMetadata: &pubsub.RequestMetadata{CallerSuppliedUserAgent: ev.UserAgent},
-	}
-	if ev.ImpersonatedUser != nil {
-		p.AuthenticationInfo.PrincipalEmail = ev.ImpersonatedUser.Username
-		p.AuthenticationInfo.ServiceAccountDelegationInfo = []pubsub.DelegationInfo{{}}
-		p.AuthenticationInfo.ServiceAccountDelegationInfo[0].FirstPartyPrincipal = &struct {
-			PrincipalEmail string `json:"principalEmail,omitempty"`
-		}{PrincipalEmail: ev.User.Username}
-	}
-	if len(ev.SourceIPs) > 0 {
-		p.RequestMetadata.CallerIP = ev.SourceIPs[0]
-	}
-	if c := ev.ResponseStatus; c != nil && (c.Code < 200 || c.Code > 299) {
-		p.Status = &pubsub.RPCStatus{Code: httpToRPC(int(c.Code)), Message: c.Message}
-	} else {
-		p.Status = &pubsub.RPCStatus{}
-	}
-	if ev.RequestObject != nil {
-		p.Request = withType(t, ev.RequestObject.Raw)
-	}
-	if ev.ResponseObject != nil {
-		p.Response = withType(t, ev.ResponseObject.Raw)
-	}
-	logName := "projects/proj/logs/cloudaudit.googleapis.com%2Factivity"
-	if ev.Verb == "get" || ev.Verb == "list" || ev.Verb == "watch" {
-		logName = "projects/proj/logs/cloudaudit.googleapis.com%2Fdata_access"
-	}
-	received := ev.StageTimestamp.Add(3 * time.Second)
-	return pubsub.LogEntry{
-		InsertID: insertID, LogName: logName, Timestamp: ev.StageTimestamp.Time, ReceiveTimestamp: &received,
-		Severity: "NOTICE", Labels: ev.Annotations,
-		Resource:     &pubsub.MonitoredRes{Type: "k8s_cluster", Labels: map[string]string{"project_id": "proj", "location": "europe-west1", "cluster_name": "prod"}},
-		Operation:    &pubsub.Operation{ID: insertID, Producer: "k8s.io", First: true, Last: true},
-		ProtoPayload: p,
-	}
-}
-
-// withType adds GKE's "@type" member to a body: "<group>.k8s.io/<version>.<Kind>".
-func withType(t testing.TB, raw []byte) json.RawMessage {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return raw // a JSON patch: an array, which a Struct cannot hold; GKE drops it
-	}
-	av, _ := m["apiVersion"].(string)
-	kind, _ := m["kind"].(string)
-	group, version := "core", av
-	if i := strings.IndexByte(av, '/'); i >= 0 {
-		group, version = av[:i], av[i+1:]
-	}
-	if !strings.HasSuffix(group, ".k8s.io") {
-		group += ".k8s.io"
-	}
-	m["@type"] = group + "/" + version + "." + kind
-	out, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// httpToRPC maps an HTTP status to the google.rpc.Code Google's APIs use.
-func httpToRPC(code int) int {
-	switch code {
-	case 400, 422:
-		return 3
-	case 401:
-		return 16
-	case 403:
-		return 7
-	case 404:
-		return 5
-	case 409:
-		return 6
-	case 429:
-		return 8
-	case 503:
-		return 14
-	}
-	return 13
-}
-
-// pushBody is the body of a push of entry: the entry's JSON as the
-// message's data (base64 in JSON, as Go encodes a []byte).
-func pushBody(t testing.TB, entry pubsub.LogEntry, publish time.Time) []byte {
-	t.Helper()
-	data, err := json.Marshal(entry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := json.Marshal(map[string]any{
-		"message": map[string]any{
-			"data": data, "messageId": "m-" + entry.InsertID, "message_id": "m-" + entry.InsertID,
-			"publishTime": publish.UTC().Format(time.RFC3339Nano), "publish_time": publish.UTC().Format(time.RFC3339Nano),
-			"attributes": map[string]string{"logging.googleapis.com/timestamp": entry.Timestamp.UTC().Format(time.RFC3339Nano)},
-		},
-		"subscription": "projects/proj/subscriptions/options-record",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return body
-}
-
-// google is a test stand-in for Google's token issuer: an RSA key, the
-// key set served over HTTPS, and tokens as a push subscription gets them.
-type google struct {
-	key  *rsa.PrivateKey
-	kid  string
-	jwks *httptest.Server
-}
+// The test shipper and token issuer are pubsubtest's (the e2e tests use
+// them too); these are their names here.
 
 const (
 	testAudience = "https://sink.example/gke/pubsub"
 	testAccount  = "push@proj.iam.gserviceaccount.com"
 )
 
-func newGoogle(t testing.TB) *google {
-	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &google{key: key, kid: "test-key-1"}
-	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: g.kid, Algorithm: "RS256", Use: "sig"}}}
-	g.jwks = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(set)
-	}))
-	t.Cleanup(g.jwks.Close)
-	return g
+type claims = pubsubtest.Claims
+
+func toGKE(t testing.TB, ev *auditv1.Event) pubsub.LogEntry { return pubsubtest.ToGKE(t, ev) }
+
+func pushBody(t testing.TB, entry pubsub.LogEntry, publish time.Time) []byte {
+	return pubsubtest.PushBody(t, entry, publish)
 }
 
-// claims are a push token's claims; token's defaults are a valid token.
-type claims struct {
-	Issuer        string           `json:"iss"`
-	Audience      jwt.Audience     `json:"aud"`
-	Expiry        *jwt.NumericDate `json:"exp"`
-	IssuedAt      *jwt.NumericDate `json:"iat"`
-	Subject       string           `json:"sub"`
-	Email         string           `json:"email"`
-	EmailVerified bool             `json:"email_verified"`
+func newGoogle(t testing.TB) *pubsubtest.Google {
+	return pubsubtest.NewGoogle(t, testAudience, testAccount)
 }
 
-func (g *google) token(t testing.TB, modify ...func(*claims)) string {
-	t.Helper()
-	now := time.Now()
-	c := claims{Issuer: "https://accounts.google.com", Audience: jwt.Audience{testAudience},
-		Expiry: jwt.NewNumericDate(now.Add(time.Hour)), IssuedAt: jwt.NewNumericDate(now),
-		Subject: "1234567890", Email: testAccount, EmailVerified: true}
-	for _, m := range modify {
-		m(&c)
-	}
-	return g.sign(t, g.key, c)
-}
-
-func (g *google) sign(t testing.TB, key *rsa.PrivateKey, c claims) string {
-	t.Helper()
-	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key},
-		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", g.kid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jwt.Signed(sig).Claims(c).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
-// verifier is a Verifier trusting g's keys, for testAudience and testAccount.
-func (g *google) verifier(t testing.TB) *pubsub.Verifier {
-	t.Helper()
-	v, err := pubsub.NewVerifier(t.Context(), pubsub.VerifierOptions{Audience: testAudience, ServiceAccount: testAccount,
-		JWKSURL: g.jwks.URL, Client: g.jwks.Client()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-// push posts body to url with the bearer token and returns the status.
 func push(t testing.TB, c *http.Client, url, token string, body []byte) int {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	return resp.StatusCode
+	return pubsubtest.Push(t, c, url, token, body)
 }

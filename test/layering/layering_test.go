@@ -57,6 +57,8 @@ var allowed = map[string][]string{
 	"auditsink": {"api/authlimit", "auditsink/decode", "filter", "store/model"},
 	// GKE's audit logs pushed by Pub/Sub: an adapter in front of the pipeline.
 	"auditsink/pubsub": {"auditsink", "auditsink/decode"},
+	// The tests' shipper of GKE's entries and stand-in for Google's tokens.
+	"auditsink/pubsub/pubsubtest": {"auditsink/pubsub"},
 	// The ingest's decoding of EventLists (whole, item by item, streamed)
 	// and audit log files: no network.
 	"auditsink/decode":  {"store/model/jsonfast", "store/model/jsonscan"},
