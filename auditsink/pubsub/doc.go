@@ -54,9 +54,17 @@
 // Not exact, and said so:
 //   - groups and user extras: GKE's entries do not carry them, so the
 //     events have none (rules that select by group do not match them);
-//   - impersonation: read from authenticationInfo.serviceAccountDelegationInfo
-//     (the AuditLog reference's "real authorities" behind principalEmail),
-//     the first principal as the user who impersonated principalEmail;
+//   - impersonation (kubectl --as): read from authenticationInfo.authoritySelector
+//     ("the authority selector specified by the requestor" in the AuditLog
+//     reference), principalEmail being who authenticated; Elastic's
+//     detection rule for GKE (github.com/elastic/detection-rules,
+//     rules/integrations/gcp/privilege_escalation_gcp_gke_api_request_impersonating_privileged_identity.toml)
+//     reads Kubernetes impersonation there too. Only the user: the
+//     impersonated groups are not in the entry. An entry without a selector
+//     but with authenticationInfo.serviceAccountDelegationInfo (a Google
+//     service account's credential obtained by another principal: IAM
+//     delegation, which the apiserver does not see as impersonation) is
+//     recorded as that principal acting as the service account;
 //   - source IPs: one (requestMetadata.callerIp), not the apiserver's list;
 //   - the request URI: rebuilt from resourceName (a create's without its
 //     name, as it is posted to its collection), without the query string;

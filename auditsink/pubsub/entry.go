@@ -69,10 +69,18 @@ type AuditLog struct {
 
 // AuthenticationInfo is AuditLog.authenticationInfo.
 type AuthenticationInfo struct {
+	// PrincipalEmail is, per the AuditLog reference, "the authenticated
+	// user making the request": the audit Event's user.
 	PrincipalEmail string `json:"principalEmail,omitempty"`
+	// AuthoritySelector is "the authority selector specified by the
+	// requestor": for the Kubernetes API, the user a request impersonates
+	// (kubectl --as), the audit Event's impersonatedUser. Elastic's
+	// detection rule for GKE impersonation reads it so (see doc.go).
+	AuthoritySelector string `json:"authoritySelector,omitempty"`
 	// ServiceAccountDelegationInfo is, per the AuditLog reference, the
-	// real authorities behind principalEmail, in the order of delegation:
-	// for an impersonated request, the user who impersonated.
+	// real authorities behind principalEmail when it is a Google service
+	// account whose credential another principal obtained (IAM
+	// delegation, not Kubernetes impersonation).
 	ServiceAccountDelegationInfo []DelegationInfo `json:"serviceAccountDelegationInfo,omitempty"`
 }
 
@@ -157,9 +165,15 @@ func (e *LogEntry) Event() (auditv1.Event, error) {
 	}
 	if a := p.AuthenticationInfo; a != nil {
 		ev.User = authnv1.UserInfo{Username: a.PrincipalEmail}
-		// principalEmail is who the request acted as; a delegation names
-		// who authenticated: the impersonation of the audit Event.
-		if real := delegator(a); real != "" {
+		switch real := delegator(a); {
+		case a.AuthoritySelector != "":
+			// Kubernetes impersonation: principalEmail authenticated and
+			// asked to act as the selector.
+			ev.ImpersonatedUser = &authnv1.UserInfo{Username: a.AuthoritySelector}
+		case real != "":
+			// No impersonation the apiserver saw, but a Google service
+			// account's credential obtained by another principal: that
+			// principal is who acted, as the service account.
 			ev.ImpersonatedUser = &authnv1.UserInfo{Username: a.PrincipalEmail}
 			ev.User = authnv1.UserInfo{Username: real}
 		}

@@ -199,6 +199,19 @@ func TestConvertTable(t *testing.T) {
 			}),
 			want: want{verb: "delete", ref: auditv1.ObjectReference{APIVersion: "v1", Resource: "configmaps", Namespace: "team", Name: "settings"},
 				uri: "/api/v1/namespaces/team/configmaps/settings", impersonate: "system:serviceaccount:team:deployer"}},
+		{name: "kubectl --as: authoritySelector is the impersonated user, principalEmail who authenticated",
+			data: entry("io.k8s.core.v1.configmaps.delete", "core/v1/namespaces/team/configmaps/settings", func(e map[string]any) {
+				payload(e)["authenticationInfo"] = map[string]any{"principalEmail": "alice@example.com", "authoritySelector": "system:serviceaccount:team:deployer"}
+			}),
+			want: want{verb: "delete", ref: auditv1.ObjectReference{APIVersion: "v1", Resource: "configmaps", Namespace: "team", Name: "settings"},
+				uri: "/api/v1/namespaces/team/configmaps/settings", impersonate: "system:serviceaccount:team:deployer"}},
+		{name: "kubectl --as with a delegated credential: the selector is the impersonated user",
+			data: entry("io.k8s.core.v1.configmaps.delete", "core/v1/namespaces/team/configmaps/settings", func(e map[string]any) {
+				payload(e)["authenticationInfo"] = map[string]any{"principalEmail": "deployer@p.iam.gserviceaccount.com", "authoritySelector": "bob",
+					"serviceAccountDelegationInfo": []any{map[string]any{"firstPartyPrincipal": map[string]any{"principalEmail": "alice@example.com"}}}}
+			}),
+			want: want{verb: "delete", ref: auditv1.ObjectReference{APIVersion: "v1", Resource: "configmaps", Namespace: "team", Name: "settings"},
+				uri: "/api/v1/namespaces/team/configmaps/settings", user: "deployer@p.iam.gserviceaccount.com", impersonate: "bob"}},
 		{name: "not a Kubernetes entry",
 			data: entry("google.container.v1.ClusterManager.CreateCluster", "projects/p/locations/l/clusters/c", func(e map[string]any) {
 				payload(e)["serviceName"] = "container.googleapis.com"

@@ -77,11 +77,9 @@ func ToGKE(t testing.TB, ev *auditv1.Event) pubsub.LogEntry {
 		RequestMetadata: &pubsub.RequestMetadata{CallerSuppliedUserAgent: ev.UserAgent},
 	}
 	if ev.ImpersonatedUser != nil {
-		p.AuthenticationInfo.PrincipalEmail = ev.ImpersonatedUser.Username
-		p.AuthenticationInfo.ServiceAccountDelegationInfo = []pubsub.DelegationInfo{{}}
-		p.AuthenticationInfo.ServiceAccountDelegationInfo[0].FirstPartyPrincipal = &struct {
-			PrincipalEmail string `json:"principalEmail,omitempty"`
-		}{PrincipalEmail: ev.User.Username}
+		// kubectl --as: principalEmail is who authenticated, the
+		// authority selector whom the request impersonated.
+		p.AuthenticationInfo.AuthoritySelector = ev.ImpersonatedUser.Username
 	}
 	if len(ev.SourceIPs) > 0 {
 		p.RequestMetadata.CallerIP = ev.SourceIPs[0]
