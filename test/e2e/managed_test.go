@@ -9,26 +9,30 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/options-record/options-record/api/restore"
 	"github.com/options-record/options-record/auditsink"
@@ -36,77 +40,66 @@ import (
 	"github.com/options-record/options-record/auditsink/decode"
 	"github.com/options-record/options-record/auditsink/eventhubs"
 	"github.com/options-record/options-record/auditsink/firehose"
+	"github.com/options-record/options-record/auditsink/pubsub"
+	"github.com/options-record/options-record/auditsink/pubsub/pubsubtest"
 	"github.com/options-record/options-record/cmd/options-record/app/certs"
 	"github.com/options-record/options-record/filter"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
 	"github.com/options-record/options-record/store/pgtest"
+	"github.com/options-record/options-record/test/framework/controlplane"
 )
 
-// TestManagedSourcesGiveTheWebhooksRecord: a real kube-apiserver with
-// EKS's audit policy writes its audit log backend; a shipper wraps those
-// lines as each provider does and delivers them: as Firehose requests
-// (CloudWatch Logs DATA_MESSAGEs, a CONTROL_MESSAGE, a line cut at
-// CloudWatch Logs' 256 KiB, the lines split across two log streams as
-// two apiservers write them, delivered stream b first, and a retry of a
-// request with the same id) and as Event Hubs documents through a Kafka
-// endpoint (kfake). Each source's record of who deleted a ConfigMap, a
-// Secret, a Deployment and a custom resource (with its state) is the
-// webhook's. The apiserver also calls the observing webhook, whose
-// observations every record shares: the states of the ConfigMap, the
-// Secret (digests) and the widget, logged at Metadata only, come from it,
-// joined by the audit annotation that crossed each provider's envelope;
-// a restore brings them back.
+// TestManagedSourcesGiveTheWebhooksRecord: two kube-apiservers on one
+// etcd, with EKS's audit policy, each write their audit log backend (as a
+// managed cluster's apiservers do); a shipper wraps those lines as each
+// provider does and delivers them late and out of order: as Firehose
+// requests (CloudWatch Logs DATA_MESSAGEs, one log stream per apiserver,
+// a CONTROL_MESSAGE, a line cut at CloudWatch Logs' 256 KiB, the requests
+// shuffled with a fixed seed and one retried with the same id), as Event
+// Hubs documents through a Kafka endpoint (kfake; the lines of both
+// apiservers reversed), and as GKE's Pub/Sub pushes of Cloud Logging
+// entries signed by a test key (shuffled with a fixed seed, some pushed
+// twice; one with a wrong audience refused). Each source's record of who
+// deleted a ConfigMap, a Secret, a Deployment and a custom resource (with
+// its state) is the webhook's. Both apiservers also call the observing
+// webhook, whose observations every record shares: the states of the
+// ConfigMap, the Secret (digests) and the widget, logged at Metadata
+// only, come from it, joined by the audit annotation that crossed each
+// provider's envelope; a restore brings them back.
 func TestManagedSourcesGiveTheWebhooksRecord(t *testing.T) {
-	base := startWorldWith(t, worldOptions{policy: func(t *testing.T, _ string) string {
-		p, err := filepath.Abs("../fixtures/eks-audit-policy.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}, files: []string{"testdata/restore-rbac.yaml"}, api: true})
+	base := startWorldWith(t, worldOptions{policy: eksPolicy, files: []string{"testdata/restore-rbac.yaml"}, api: true})
 	ctx := context.Background()
 	const ns = "e2e-managed"
 	base.namespace(t, ns)
-	fh, eh := newManagedSink(t), newManagedSink(t)
+	// The second apiserver: the first one's flags, its own log.
+	log2 := filepath.Join(t.TempDir(), "audit-2.log")
+	host2 := base.cp.AddAPIServer(t, "--audit-log-path="+log2)
+	on2 := func(user string) *rest.Config { c := base.config(user); c.Host = host2; return c }
+	fh, eh, gk := newManagedSink(t), newManagedSink(t), newManagedSink(t)
 	webhookStore, err := store.Open(ctx, store.Options{URL: base.dsn})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(webhookStore.Close)
-	// One observing webhook for the three records (one sink per shape
+	// One observing webhook for the four records (one sink per shape
 	// would serve it alongside its source): the webhook's written last.
-	observer := startTeeObserver(t, fh.dg, fh.st, eh.st, webhookStore)
+	observer := startTeeObserver(t, fh.dg, fh.st, eh.st, gk.st, webhookStore)
 	w := &restoreWorld{world: base, apiURL: base.apiURL, client: observer.apiClient(base.caPEM)}
-	w.apply.create(t, []byte(widgetCRD), "")
-	for _, u := range []string{"alice", "bob"} {
-		w.allow(t, "", "e2e-managed-widgets-"+u, u, rbacv1.PolicyRule{APIGroups: []string{"e2e.example.com"}, Resources: []string{"widgets"}, Verbs: []string{"*"}})
-	}
+	w.allowWidgets(t)
 	reg := *base
 	reg.caPEM = observer.caPEM
 	reg.registerObserver(t, observer.url, ns)
-	observer.probe(t, base, fh, ns)
+	// Each apiserver calls it.
+	observer.probe(t, base.admin, fh, ns, "probe")
+	observer.probe(t, kubernetes.NewForConfigOrDie(on2(controlplane.AdminUser)), fh, ns, "probe-2")
 
-	alice, bob := w.kube(t, "alice"), w.kube(t, "bob")
+	// alice creates through one apiserver and changes through the other;
+	// bob deletes through both.
+	made := observedChanges(t, ns, w.config("alice"), on2("alice"))
+	alice, bob, bob2 := w.kube(t, "alice"), w.kube(t, "bob"), kubernetes.NewForConfigOrDie(on2("bob"))
 	aliceDyn := dynamic.NewForConfigOrDie(w.config("alice")).Resource(widgets).Namespace(ns)
 	bobDyn := dynamic.NewForConfigOrDie(w.config("bob")).Resource(widgets).Namespace(ns)
-	cm := ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"},
-		Data: map[string]string{"level": "one"}}, metav1.CreateOptions{}))(t)
-	cm.Data["level"] = "two"
-	cm = ok(alice.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}))(t)
-	sec := ok(alice.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token"},
-		StringData: map[string]string{"password": "hunter2-managed"}}, metav1.CreateOptions{}))(t)
-	sec.Data = map[string][]byte{"password": []byte("hunter2-managed-two")}
-	ok(alice.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}))(t)
-	var widget *unstructured.Unstructured
-	eventually(t, 30*time.Second, "the widget CRD served", func() error {
-		var err error
-		widget, err = aliceDyn.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e2e.example.com/v1", "kind": "Widget",
-			"metadata": map[string]any{"name": "gear"}, "spec": map[string]any{"teeth": int64(12)}}}, metav1.CreateOptions{})
-		return err
-	})
-	widget.Object["spec"] = map[string]any{"teeth": int64(24)}
-	widget = ok(aliceDyn.Update(ctx, widget, metav1.UpdateOptions{}))(t)
 	ok(alice.AppsV1().Deployments(ns).Create(ctx, deployment("api"), metav1.CreateOptions{}))(t)
 	// A Deployment whose audit line (request and response bodies) is over
 	// CloudWatch Logs' limit.
@@ -114,8 +107,8 @@ func TestManagedSourcesGiveTheWebhooksRecord(t *testing.T) {
 	big.Annotations = map[string]string{"example.com/blob": strings.Repeat("b", 200<<10)}
 	ok(alice.AppsV1().Deployments(ns).Create(ctx, big, metav1.CreateOptions{}))(t)
 	for _, del := range []func() error{
-		func() error { return bob.CoreV1().ConfigMaps(ns).Delete(ctx, "settings", metav1.DeleteOptions{}) },
-		func() error { return bob.CoreV1().Secrets(ns).Delete(ctx, "token", metav1.DeleteOptions{}) },
+		func() error { return bob2.CoreV1().ConfigMaps(ns).Delete(ctx, "settings", metav1.DeleteOptions{}) },
+		func() error { return bob2.CoreV1().Secrets(ns).Delete(ctx, "token", metav1.DeleteOptions{}) },
 		func() error { return bob.AppsV1().Deployments(ns).Delete(ctx, "api", metav1.DeleteOptions{}) },
 		func() error { return bobDyn.Delete(ctx, "gear", metav1.DeleteOptions{}) },
 	} {
@@ -129,38 +122,52 @@ func TestManagedSourcesGiveTheWebhooksRecord(t *testing.T) {
 		}
 		return nil
 	})
-	lines := auditLines(t, w.auditLog)
+	lines1, lines2 := auditLines(t, w.auditLog), auditLines(t, log2)
+	if !slices.ContainsFunc(lines2, func(l string) bool {
+		return strings.Contains(l, `"verb":"delete"`) && strings.Contains(l, `"name":"settings"`)
+	}) {
+		t.Fatal("the second apiserver's log lacks bob's deletion of settings")
+	}
+	rng := rand.New(rand.NewPCG(35, 2))
 
-	// EKS: Firehose.
+	// EKS: Firehose. One log stream per apiserver, a request per 25 lines,
+	// the requests shuffled: late and out of order across the two.
 	lag := auditsink.NewSourceLag(nil)
 	srv := fh.firehose(t, lag)
-	var streamA, streamB []string
-	for i, l := range lines {
-		if len(l) > 256<<10 { // CloudWatch Logs cuts a log event at 256 KiB
-			l = l[:256<<10-len(decode.TruncatedMarker)] + decode.TruncatedMarker
-		}
-		if i%2 == 0 {
-			streamA = append(streamA, l)
-		} else {
-			streamB = append(streamB, l)
-		}
-	}
-	reqB := firehoseBody("req-b", append([][]byte{controlMessageRecord()}, logRecords("kube-apiserver-audit-b", streamB)...)...)
-	reqA := firehoseBody("req-a", logRecords("kube-apiserver-audit-a", streamA)...)
-	for _, r := range []struct {
+	type fhReq struct {
 		id   string
 		body []byte
-	}{{"req-b", reqB}, {"req-a", reqA}} {
+	}
+	var reqs []fhReq
+	for s, lines := range map[string][]string{"a": lines1, "b": lines2} {
+		for start := 0; start < len(lines); start += 25 {
+			var part []string
+			for _, l := range lines[start:min(start+25, len(lines))] {
+				if len(l) > 256<<10 { // CloudWatch Logs cuts a log event at 256 KiB
+					l = l[:256<<10-len(decode.TruncatedMarker)] + decode.TruncatedMarker
+				}
+				part = append(part, l)
+			}
+			id := fmt.Sprintf("req-%s-%d", s, start)
+			reqs = append(reqs, fhReq{id, firehoseBody(id, logRecords("kube-apiserver-audit-"+s, part)...)})
+		}
+	}
+	slices.SortFunc(reqs, func(a, b fhReq) int { return strings.Compare(a.id, b.id) })
+	rng.Shuffle(len(reqs), func(i, j int) { reqs[i], reqs[j] = reqs[j], reqs[i] })
+	reqs = append([]fhReq{{"req-control", firehoseBody("req-control", controlMessageRecord())}}, reqs...)
+	for _, r := range reqs {
 		if code := deliverFirehose(t, srv, r.id, r.body); code != http.StatusOK {
 			t.Fatalf("Firehose request %s: %d", r.id, code)
 		}
 	}
 	before := fh.count(t, `SELECT count(*) FROM events`)
-	if code := deliverFirehose(t, srv, "req-b", reqB); code != http.StatusOK {
-		t.Fatalf("Firehose retry: %d", code)
+	for _, r := range reqs[len(reqs)/2:] {
+		if code := deliverFirehose(t, srv, r.id, r.body); code != http.StatusOK {
+			t.Fatalf("Firehose retry: %d", code)
+		}
 	}
 	if after := fh.count(t, `SELECT count(*) FROM events`); after != before {
-		t.Errorf("a retried request added %d events", after-before)
+		t.Errorf("retried requests added %d events", after-before)
 	}
 	if _, ok := lag.NewestAge("firehose", "e2e"); !ok {
 		t.Error("no lag recorded for the Firehose source")
@@ -171,15 +178,21 @@ func TestManagedSourcesGiveTheWebhooksRecord(t *testing.T) {
 		t.Errorf("the cut line of big's creation: %d events, want 1 by alice marked truncated", n)
 	}
 
-	// AKS: Event Hubs (the whole lines: Azure's limit is not CloudWatch's).
-	eh.eventHubs(t, lines)
+	// AKS: Event Hubs (the whole lines: Azure's limit is not CloudWatch's),
+	// the second apiserver's first, each log backwards.
+	backwards := append(slices.Clone(lines1), lines2...)
+	slices.Reverse(backwards)
+	eh.eventHubs(t, backwards)
+
+	// GKE: Cloud Logging entries pushed by Pub/Sub, shuffled.
+	gk.gke(t, rng, append(slices.Clone(lines1), lines2...))
 
 	want := managedHistory(t, w.db, ns)
 	if !strings.Contains(want, "delete bob configmaps settings") || !strings.Contains(want, "delete bob deployments api") {
 		t.Fatalf("the webhook's record lacks the deletions:\n%s", want)
 	}
 	t.Logf("the webhook's record:\n%s", want)
-	for name, s := range map[string]*managedSink{"firehose": fh, "eventhubs": eh} {
+	for name, s := range map[string]*managedSink{"firehose": fh, "eventhubs": eh, "pubsub": gk} {
 		if got := managedHistory(t, s.pool, ns); got != want {
 			t.Errorf("%s's record:\n%s\nthe webhook's:\n%s", name, got, want)
 		}
@@ -190,7 +203,7 @@ func TestManagedSourcesGiveTheWebhooksRecord(t *testing.T) {
 				AND username = 'bob' AND annotations::text LIKE '%"observe.optionsrecord.io/observation-%'`); n != 1 {
 				t.Errorf("%s: %d deletes of %s by bob carry the observation annotation, want 1", name, n, res)
 			}
-			if n := s.count(t, `SELECT count(*) FROM observations WHERE namespace = '`+ns+`' AND resource = '`+res+`' AND name <> 'probe'`); n != 0 {
+			if n := s.count(t, `SELECT count(*) FROM observations WHERE namespace = '`+ns+`' AND resource = '`+res+`' AND name NOT LIKE 'probe%'`); n != 0 {
 				t.Errorf("%s: %d observations of %s unconfirmed", name, n, res)
 			}
 		}
@@ -210,12 +223,12 @@ func TestManagedSourcesGiveTheWebhooksRecord(t *testing.T) {
 	// states are equal: managedHistory compares them).
 	var res restore.RestoreResult
 	w.postJSON(t, "alice", w.deletion(t, ns, "configmaps", "settings").RestoreFrom.Restore, nil, http.StatusOK, &res)
-	if got := ok(alice.CoreV1().ConfigMaps(ns).Get(ctx, "settings", metav1.GetOptions{}))(t); !reflect.DeepEqual(got.Data, cm.Data) {
-		t.Errorf("restored ConfigMap data %v, want %v", got.Data, cm.Data)
+	if got := ok(alice.CoreV1().ConfigMaps(ns).Get(ctx, "settings", metav1.GetOptions{}))(t); !reflect.DeepEqual(got.Data, made.cm.Data) {
+		t.Errorf("restored ConfigMap data %v, want %v", got.Data, made.cm.Data)
 	}
 	w.postJSON(t, "alice", w.deletion(t, ns, "widgets", "gear").RestoreFrom.Restore, nil, http.StatusOK, &res)
-	if got := ok(aliceDyn.Get(ctx, "gear", metav1.GetOptions{}))(t); !reflect.DeepEqual(got.Object["spec"], widget.Object["spec"]) {
-		t.Errorf("restored widget spec %v, want %v", got.Object["spec"], widget.Object["spec"])
+	if got := ok(aliceDyn.Get(ctx, "gear", metav1.GetOptions{}))(t); !reflect.DeepEqual(got.Object["spec"], made.widget.Object["spec"]) {
+		t.Errorf("restored widget spec %v, want %v", got.Object["spec"], made.widget.Object["spec"])
 	}
 }
 
@@ -303,23 +316,24 @@ func (o *teeObserver) apiClient(caPEM []byte) *http.Client {
 	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 }
 
-// probe updates a probe ConfigMap of ns until its observation is stored
-// in s's record (the first written): the webhook is in force.
-func (o *teeObserver) probe(t *testing.T, w *world, s *managedSink, ns string) {
+// probe updates a ConfigMap name of ns through admin (one apiserver's
+// client) until its observation is stored in s's record (the first
+// written): that apiserver calls the webhook.
+func (o *teeObserver) probe(t *testing.T, admin kubernetes.Interface, s *managedSink, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
-	cms := w.admin.CoreV1().ConfigMaps(ns)
-	ok(cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, metav1.CreateOptions{}))(t)
+	cms := admin.CoreV1().ConfigMaps(ns)
+	ok(cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}))(t)
 	i := 0
 	eventually(t, 30*time.Second, "the observing webhook in force", func() error {
 		i++
-		cm := ok(cms.Get(ctx, "probe", metav1.GetOptions{}))(t)
+		cm := ok(cms.Get(ctx, name, metav1.GetOptions{}))(t)
 		cm.Data = map[string]string{"i": fmt.Sprint(i)}
 		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
-		if n := s.count(t, `SELECT count(*) FROM observations WHERE namespace = '`+ns+`' AND name = 'probe'`); n == 0 {
-			return fmt.Errorf("no observation of the probe")
+		if n := s.count(t, `SELECT count(*) FROM observations WHERE namespace = '`+ns+`' AND name = '`+name+`'`); n == 0 {
+			return fmt.Errorf("no observation of %s", name)
 		}
 		return nil
 	})
@@ -348,13 +362,15 @@ func auditLines(t *testing.T, path string) []string {
 }
 
 // managedHistory is the record of the namespace's objects but big (whose
-// Firehose event is cut), as the comparison reads it.
+// Firehose event is cut), as the comparison reads it: the states compared
+// as JSON values (jsonb), as GKE's entries carry the bodies in protobuf
+// Structs, which do not keep the order of an object's members.
 func managedHistory(t *testing.T, db *pgxpool.Pool, ns string) string {
 	t.Helper()
 	rows, err := db.Query(context.Background(), `
 		SELECT verb, username, resource, name, coalesce(resource_version::text, '-'), prior_known,
 		       coalesce(prior_object #>> '{spec,replicas}', '-'), coalesce(object #>> '{spec,replicas}', '-'),
-		       coalesce(object #>> '{metadata,uid}', prior_object #>> '{metadata,uid}', '-'), coalesce(md5(prior_object::text), '-')
+		       coalesce(object #>> '{metadata,uid}', prior_object #>> '{metadata,uid}', '-'), coalesce(md5(prior_object::jsonb::text), '-')
 		FROM object_history WHERE namespace = $1 AND name <> 'big'
 		ORDER BY resource, name, changed_at, verb`, ns)
 	if err != nil {
@@ -563,4 +579,81 @@ func (s *managedSink) eventHubs(t *testing.T, lines []string) {
 		}
 		return nil
 	})
+}
+
+const (
+	gkeAudience = "https://options-record.e2e.example/gke/pubsub"
+	gkeAccount  = "options-record-push@e2e.iam.gserviceaccount.com"
+)
+
+// gke delivers the lines as GKE does: each request's event (GKE writes
+// one entry a request: the ResponseComplete stage's) a Cloud Logging
+// entry (pubsubtest.ToGKE: the apiserver's annotations, the observation's
+// among them, as the entry's labels, where GKE writes them), pushed by a
+// Pub/Sub push subscription with a token signed by a test key, through
+// the webhook's handler as serve mounts it. A push whose token names
+// another audience is refused first, and stores nothing; the pushes are
+// shuffled (rng), and a third are pushed again, as Pub/Sub delivers at
+// least once.
+func (s *managedSink) gke(t *testing.T, rng *rand.Rand, lines []string) {
+	t.Helper()
+	g := pubsubtest.NewGoogle(t, gkeAudience, gkeAccount)
+	d, err := pubsub.New(pubsub.Options{Cluster: "e2e", Verifier: g.Verifier(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := auditsink.NewAuthenticator(nil, "apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag := auditsink.NewSourceLag(nil)
+	h, err := auditsink.NewHandler(auditsink.HandlerOptions{Pipeline: s.pipe, Authenticator: auth, Lag: lag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeDelivery(w, r, d) }))
+	t.Cleanup(srv.Close)
+	url := srv.URL + pubsub.Path
+	var bodies [][]byte
+	for _, l := range lines {
+		var ev auditv1.Event
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatal(err)
+		}
+		// Requests of no object (/readyz, discovery) are not the
+		// record's; GKE's entries name a resource.
+		if ev.Stage != auditv1.StageResponseComplete || ev.ObjectRef == nil || ev.ObjectRef.Resource == "" {
+			continue
+		}
+		entry := pubsubtest.ToGKE(t, &ev)
+		if data, err := json.Marshal(entry); err != nil || len(data) > 256<<10 {
+			continue // Cloud Logging takes no entry over 256 KB (big's creation)
+		}
+		bodies = append(bodies, pubsubtest.PushBody(t, entry, time.Now()))
+	}
+	wrong := g.Token(t, func(c *pubsubtest.Claims) { c.Audience = jwt.Audience{"https://elsewhere.example/gke/pubsub"} })
+	if code := pubsubtest.Push(t, srv.Client(), url, wrong, bodies[0]); code != http.StatusUnauthorized {
+		t.Errorf("a push with a wrong audience: %d, want 401", code)
+	}
+	if n := s.count(t, `SELECT count(*) FROM events`); n != 0 {
+		t.Errorf("a push with a wrong audience stored %d events", n)
+	}
+	rng.Shuffle(len(bodies), func(i, j int) { bodies[i], bodies[j] = bodies[j], bodies[i] })
+	for _, b := range bodies {
+		if code := pubsubtest.Push(t, srv.Client(), url, g.Token(t), b); code != http.StatusOK {
+			t.Fatalf("push: %d", code)
+		}
+	}
+	before := s.count(t, `SELECT count(*) FROM events`)
+	for _, b := range bodies[:len(bodies)/3] {
+		if code := pubsubtest.Push(t, srv.Client(), url, g.Token(t), b); code != http.StatusOK {
+			t.Fatalf("push again: %d", code)
+		}
+	}
+	if after := s.count(t, `SELECT count(*) FROM events`); after != before {
+		t.Errorf("pushes again added %d events", after-before)
+	}
+	if _, ok := lag.NewestAge(pubsub.Source, "e2e"); !ok {
+		t.Error("no lag recorded for the Pub/Sub source")
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -15,9 +14,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
@@ -41,14 +38,8 @@ const observerComponent = "deploy/components/admission-observer/"
 func TestObserverInstalledAsShipped(t *testing.T) {
 	const ns, nsMore = "e2e-install", "e2e-install-more"
 	w := startWorldWith(t, worldOptions{
-		policy: func(t *testing.T, _ string) string {
-			p, err := filepath.Abs("../fixtures/eks-audit-policy.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		},
-		rules: "testdata/observe-install-rules.yaml",
+		policy: eksPolicy,
+		rules:  "testdata/observe-install-rules.yaml",
 		files: []string{"testdata/restore-rbac.yaml", "testdata/aggregated-rbac.yaml",
 			controlplane.RepoFile(t, observerComponent+"rbac.yaml"), "testdata/observe-install-rbac.yaml"},
 		aggregated: true,
@@ -146,10 +137,7 @@ func TestObserverInstalledAsShipped(t *testing.T) {
 
 	// The users, the custom resource, and the plugin's rights in ns.
 	w.namespace(t, ns)
-	w.apply.create(t, []byte(widgetCRD), "")
-	for _, u := range []string{"alice", "bob"} {
-		w.allow(t, "", "e2e-widgets-"+u, u, rbacv1.PolicyRule{APIGroups: []string{"e2e.example.com"}, Resources: []string{"widgets"}, Verbs: []string{"*"}})
-	}
+	w.allowWidgets(t)
 	registerAggregated(t, w)
 	kubectlOK(t, w, controlplane.AdminUser, []byte(strings.ReplaceAll(aggRBAC, "e2e-agg-shop", ns)), "apply", "-f", "-")
 	w.probeObserver(t, ns, true)
@@ -157,23 +145,8 @@ func TestObserverInstalledAsShipped(t *testing.T) {
 	alice, bob := w.kube(t, "alice"), w.kube(t, "bob")
 	aliceDyn := dynamic.NewForConfigOrDie(w.config("alice")).Resource(widgets).Namespace(ns)
 	bobDyn := dynamic.NewForConfigOrDie(w.config("bob")).Resource(widgets).Namespace(ns)
-	cm := ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"},
-		Data: map[string]string{"level": "one"}}, metav1.CreateOptions{}))(t)
-	cm.Data["level"] = "two"
-	cm = ok(alice.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}))(t)
-	sec := ok(alice.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token"},
-		StringData: map[string]string{"password": "hunter2-one"}}, metav1.CreateOptions{}))(t)
-	sec.Data = map[string][]byte{"password": []byte("hunter2-two")}
-	ok(alice.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}))(t)
-	var widget *unstructured.Unstructured
-	eventually(t, 30*time.Second, "the widget CRD served", func() error {
-		var err error
-		widget, err = aliceDyn.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e2e.example.com/v1", "kind": "Widget",
-			"metadata": map[string]any{"name": "gear"}, "spec": map[string]any{"teeth": int64(12)}}}, metav1.CreateOptions{})
-		return err
-	})
-	widget.Object["spec"] = map[string]any{"teeth": int64(24)}
-	widget = ok(aliceDyn.Update(ctx, widget, metav1.UpdateOptions{}))(t)
+	made := observedChanges(t, ns, w.config("alice"), w.config("alice"))
+	cm, widget := made.cm, made.widget
 	ok(0, bob.CoreV1().ConfigMaps(ns).Delete(ctx, "settings", metav1.DeleteOptions{}))(t)
 	ok(0, bob.CoreV1().Secrets(ns).Delete(ctx, "token", metav1.DeleteOptions{}))(t)
 	ok(0, bobDyn.Delete(ctx, "gear", metav1.DeleteOptions{}))(t)

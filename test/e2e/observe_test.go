@@ -25,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/options-record/options-record/api/restore"
 	"github.com/options-record/options-record/cmd/options-record/app/certs"
@@ -101,19 +103,70 @@ func (w *world) probeObserver(t *testing.T, ns string, reviewed bool) {
 	})
 }
 
+// eksPolicy is EKS's published audit policy (ConfigMaps, Secrets and
+// custom resources at Metadata: no bodies), for worldOptions.policy.
+func eksPolicy(t *testing.T, _ string) string {
+	p, err := filepath.Abs("../fixtures/eks-audit-policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// observedObjects are what alice made in the tests of admission
+// observations (observedChanges): the states bob's deletions must keep.
+type observedObjects struct {
+	cm     *corev1.ConfigMap
+	widget *unstructured.Unstructured
+}
+
+// allowWidgets serves the widget CRD and lets alice and bob do anything
+// with widgets.
+func (w *world) allowWidgets(t *testing.T) {
+	t.Helper()
+	w.apply.create(t, []byte(widgetCRD), "")
+	for _, u := range []string{"alice", "bob"} {
+		w.allow(t, "", "e2e-widgets-"+u, u, rbacv1.PolicyRule{APIGroups: []string{"e2e.example.com"}, Resources: []string{"widgets"}, Verbs: []string{"*"}})
+	}
+}
+
+// observedChanges: alice creates (through create, her client of one
+// apiserver) and changes (through update, of the same or another) a
+// ConfigMap settings, a Secret token and a widget gear in ns; the tests
+// of admission observations share them.
+func observedChanges(t *testing.T, ns string, create, update *rest.Config) observedObjects {
+	t.Helper()
+	ctx := context.Background()
+	c, u := kubernetes.NewForConfigOrDie(create), kubernetes.NewForConfigOrDie(update)
+	cdyn := dynamic.NewForConfigOrDie(create).Resource(widgets).Namespace(ns)
+	udyn := dynamic.NewForConfigOrDie(update).Resource(widgets).Namespace(ns)
+	cm := ok(c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"},
+		Data: map[string]string{"level": "one"}}, metav1.CreateOptions{}))(t)
+	cm.Data["level"] = "two"
+	cm = ok(u.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}))(t)
+	sec := ok(c.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token"},
+		StringData: map[string]string{"password": "hunter2-one"}}, metav1.CreateOptions{}))(t)
+	sec.Data = map[string][]byte{"password": []byte("hunter2-two")}
+	ok(u.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}))(t)
+	var widget *unstructured.Unstructured
+	eventually(t, 30*time.Second, "the widget CRD served", func() error {
+		var err error
+		widget, err = cdyn.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e2e.example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "gear"}, "spec": map[string]any{"teeth": int64(12)}}}, metav1.CreateOptions{})
+		return err
+	})
+	widget.Object["spec"] = map[string]any{"teeth": int64(24)}
+	widget = ok(udyn.Update(ctx, widget, metav1.UpdateOptions{}))(t)
+	return observedObjects{cm: cm, widget: widget}
+}
+
 // TestObservedStatesOnEKSPolicy: with EKS's audit policy (ConfigMaps,
 // Secrets and custom resources at Metadata: no bodies) and the observing
 // webhook registered, deletions keep the state before them, exactly as the
 // admission review showed it and the audit event confirmed it.
 func TestObservedStatesOnEKSPolicy(t *testing.T) {
 	base := startWorldWith(t, worldOptions{
-		policy: func(t *testing.T, _ string) string {
-			p, err := filepath.Abs("../fixtures/eks-audit-policy.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		},
+		policy:    eksPolicy,
 		files:     []string{"testdata/restore-rbac.yaml"},
 		api:       true,
 		admission: true,
@@ -126,10 +179,7 @@ func TestObservedStatesOnEKSPolicy(t *testing.T) {
 	const ns, nsGone = "e2e-observe", "e2e-observe-ns"
 	w.namespace(t, ns)
 	w.namespace(t, nsGone)
-	w.apply.create(t, []byte(widgetCRD), "")
-	for _, u := range []string{"alice", "bob"} {
-		w.allow(t, "", "e2e-widgets-"+u, u, rbacv1.PolicyRule{APIGroups: []string{"e2e.example.com"}, Resources: []string{"widgets"}, Verbs: []string{"*"}})
-	}
+	w.allowWidgets(t)
 	w.registerObserver(t, "https://"+w.admissionAddr+"/observe", ns, nsGone)
 	w.probeObserver(t, ns, true)
 
@@ -138,23 +188,8 @@ func TestObservedStatesOnEKSPolicy(t *testing.T) {
 	bobDyn := dynamic.NewForConfigOrDie(w.config("bob")).Resource(widgets).Namespace(ns)
 
 	// alice creates and changes a ConfigMap, a Secret and a widget.
-	cm := ok(alice.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"},
-		Data: map[string]string{"level": "one"}}, metav1.CreateOptions{}))(t)
-	cm.Data["level"] = "two"
-	cm = ok(alice.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}))(t)
-	sec := ok(alice.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token"},
-		StringData: map[string]string{"password": "hunter2-one"}}, metav1.CreateOptions{}))(t)
-	sec.Data = map[string][]byte{"password": []byte("hunter2-two")}
-	ok(alice.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}))(t)
-	var widget *unstructured.Unstructured
-	eventually(t, 30*time.Second, "the widget CRD served", func() error {
-		var err error
-		widget, err = aliceDyn.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e2e.example.com/v1", "kind": "Widget",
-			"metadata": map[string]any{"name": "gear"}, "spec": map[string]any{"teeth": int64(12)}}}, metav1.CreateOptions{})
-		return err
-	})
-	widget.Object["spec"] = map[string]any{"teeth": int64(24)}
-	widget = ok(aliceDyn.Update(ctx, widget, metav1.UpdateOptions{}))(t)
+	made := observedChanges(t, ns, w.config("alice"), w.config("alice"))
+	cm, widget := made.cm, made.widget
 
 	// A forged review, posted straight to the endpoint as anyone could:
 	// answered (allowed, as every review) but never a state.

@@ -132,6 +132,12 @@ type ControlPlane struct {
 	etcdURL    string
 	kcmHealthz string
 
+	// What AddAPIServer starts another apiserver with.
+	bins    binaries
+	apiArgs []string
+	logDir  string
+	nAPI    int
+
 	frontProxyCAFile string // with Options.Aggregation
 	frontProxyCert   string
 	frontProxyKey    string
@@ -354,6 +360,8 @@ func (cp *ControlPlane) start(ctx context.Context, bins binaries, opts Options, 
 		}
 		apiArgs = append(apiArgs, aggArgs...)
 	}
+	cp.bins, cp.logDir, cp.nAPI = bins, logDir, 1
+	cp.apiArgs = append(slices.Clone(apiArgs), opts.ExtraAPIServerArgs...)
 	api, err := startBound(ctx, "kube-apiserver", bins.apiserver, 1, logDir, func(ports []int) []string {
 		cp.host = "https://" + hostPort(ports[0])
 		return append(append(slices.Clone(apiArgs), fmt.Sprintf("--secure-port=%d", ports[0])), opts.ExtraAPIServerArgs...)
@@ -523,6 +531,39 @@ func (cp *ControlPlane) etcdHealthy(ctx context.Context) error {
 		return fmt.Errorf("etcd health %q", h.Health)
 	}
 	return nil
+}
+
+// AddAPIServer starts another kube-apiserver on the control plane's etcd,
+// as a cluster with several apiservers runs them: the first one's flags
+// (its audit policy, audit backends and Options.ExtraAPIServerArgs), then
+// args, which win (e.g. its own --audit-log-path). It returns its URL; the
+// users, the CA and the serving certificate are the first one's, so a
+// copy of UserConfig with this Host reaches it. It is stopped with the
+// rest, and its log is kube-apiserver-<n>.log.
+func (cp *ControlPlane) AddAPIServer(t testing.TB, args ...string) string {
+	t.Helper()
+	cp.nAPI++
+	name := fmt.Sprintf("kube-apiserver-%d", cp.nAPI)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	host := ""
+	p, err := startBound(ctx, name, cp.bins.apiserver, 1, cp.logDir, func(ports []int) []string {
+		host = "https://" + hostPort(ports[0])
+		return append(append(slices.Clone(cp.apiArgs), args...), fmt.Sprintf("--secure-port=%d", ports[0]))
+	}, func(p *process) error {
+		c := cp.AdminConfig()
+		c.Host = host
+		adminHTTP, err := rest.HTTPClientFor(c)
+		if err != nil {
+			return fmt.Errorf("admin HTTP client: %w", err)
+		}
+		return waitFor(ctx, p, name+" /readyz", func() error { return getOK(ctx, adminHTTP, host+"/readyz") })
+	})
+	if err != nil {
+		t.Fatalf("controlplane: %v", err)
+	}
+	cp.procs = append(cp.procs, p)
+	return host
 }
 
 // stop kills every process (newest first) and prints the log tails when the
