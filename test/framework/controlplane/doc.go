@@ -8,7 +8,9 @@
 // file with the users a test asks for plus an admin in system:masters, the
 // apiserver's audit flags (policy and webhook kubeconfig), readiness waits,
 // per-process log files (whose tails are printed when a test fails) and
-// killing every process group at cleanup.
+// killing every process group at cleanup. AddAPIServer starts more
+// kube-apiservers on the same etcd, as a cluster with several runs them
+// (each with the first one's flags, and e.g. its own audit log).
 //
 // It also renders the shipped deploy/audit/webhook-kubeconfig.template.yaml
 // (WriteWebhookKubeconfig) and locates the shipped deploy/audit/policy.yaml
