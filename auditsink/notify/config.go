@@ -144,6 +144,19 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// CheckLease refuses a lease (Options.Lease, --notify-lease) that is not
+// longer than every destination's timeout: a send still under way when
+// its lease runs out can be claimed and sent again by another replica
+// alongside it.
+func (c *Config) CheckLease(lease time.Duration) error {
+	for _, d := range c.Destinations {
+		if lease <= d.Timeout.Duration {
+			return fmt.Errorf("--notify-lease %s is not longer than destination %s's timeout %s: a send still under way could be made again by another replica", lease, d.Name, d.Timeout.Duration)
+		}
+	}
+	return nil
+}
+
 func checkURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

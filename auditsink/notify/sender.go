@@ -40,6 +40,11 @@ const (
 	DefaultKeep   = 7 * 24 * time.Hour
 )
 
+// MinLease is the shortest lease --notify-lease takes: a lease must
+// outlast a send and the writes around it, on a slow database too, or a
+// second replica sends the message alongside the first.
+const MinLease = 5 * time.Second
+
 // DefaultBackoff is the wait before each retry of a message: 1s, doubling,
 // at most 5 minutes, each with up to half again as jitter.
 var DefaultBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: 5 * time.Minute}
@@ -54,7 +59,7 @@ type Options struct {
 	Poll time.Duration
 	// Lease is how long a claimed message is this replica's to send; if
 	// it dies, another sends the message after it. Longer than any
-	// destination's timeout.
+	// destination's timeout (Config.CheckLease).
 	Lease time.Duration
 	// Backoff spaces the retries of a message.
 	Backoff wait.Backoff

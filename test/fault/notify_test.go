@@ -74,7 +74,9 @@ func (h *hookReceiver) deliveries() []string {
 // TestKill9BetweenCommitAndSend kills the sink with SIGKILL after it stored
 // a deletion (the audit webhook answered 200) and while it was sending the
 // notification (leased, not sent). A new process on the same database sends
-// it when the dead one's lease runs out, under the same key, once.
+// it when the dead one's lease runs out, under the same key, once. The lease
+// is --notify-lease 10s (the default minute would make this test wait it
+// out), the destination's timeout 8s, shorter as serve requires.
 func TestKill9BetweenCommitAndSend(t *testing.T) {
 	c := newCluster(t)
 	hook := newHookReceiver(t)
@@ -84,10 +86,10 @@ func TestKill9BetweenCommitAndSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(cfg, []byte("destinations:\n  - name: hook\n    type: webhook\n    url: "+hook.URL+
-		"\n    secretFile: "+secret+"\n"), 0o600); err != nil {
+		"\n    secretFile: "+secret+"\n    timeout: 8s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := c.newSink("notify", "", "--notify-config", cfg, "--notify-group-window", "1ms")
+	s := c.newSink("notify", "", "--notify-config", cfg, "--notify-group-window", "1ms", "--notify-lease", "10s")
 	if err := os.WriteFile(filepath.Join(c.dir, "rules.yaml"), []byte(notifyRulesYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +120,9 @@ func TestKill9BetweenCommitAndSend(t *testing.T) {
 	conn := c.conn(ctx)
 	defer conn.Close(ctx)
 	var leased, sent bool
-	if err := conn.QueryRow(ctx, `SELECT lease_until > now(), sent_at IS NOT NULL FROM notification_messages WHERE id = $1`, key).
-		Scan(&leased, &sent); err != nil {
+	var leaseUntil time.Time
+	if err := conn.QueryRow(ctx, `SELECT lease_until > now(), lease_until, sent_at IS NOT NULL FROM notification_messages WHERE id = $1`, key).
+		Scan(&leased, &leaseUntil, &sent); err != nil {
 		t.Fatalf("the message %s the receiver holds: %v", key, err)
 	}
 	if !leased || sent {
@@ -132,11 +135,11 @@ func TestKill9BetweenCommitAndSend(t *testing.T) {
 	}
 
 	// A new process on the same database: it waits out the dead process's
-	// lease (a minute, notify.DefaultLease), then sends.
+	// lease (--notify-lease), then sends.
 	s.start(c.dsn)
 	select {
 	case <-hook.more:
-	case <-time.After(3 * time.Minute): // the lease and a retry, with room; "did not happen"
+	case <-time.After(2 * time.Minute): // the lease and a retry, with room; "did not happen"
 		t.Fatalf("the message was not sent after the restart\n%s", s.logTail())
 	}
 	// Wait until the new process recorded the send, so that a second send
@@ -156,6 +159,12 @@ func TestKill9BetweenCommitAndSend(t *testing.T) {
 	var messages int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM notification_messages`).Scan(&messages); err != nil {
 		t.Fatal(err)
+	}
+	// The new process claimed the message only once the dead one's lease
+	// had run out (both times are the database's clock).
+	var afterLease bool
+	if err := conn.QueryRow(ctx, `SELECT sent_at >= $2 FROM notification_messages WHERE id = $1`, key, leaseUntil).Scan(&afterLease); err != nil || !afterLease {
+		t.Fatalf("message %s sent before the dead process's lease ran out at %s (%v)", key, leaseUntil, err)
 	}
 	if got := hook.deliveries(); len(got) != 1 || got[0] != key || messages != 1 {
 		t.Fatalf("deliveries %q of %d messages; want exactly the held message %s, once", got, messages, key)

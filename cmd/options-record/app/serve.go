@@ -1,9 +1,11 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"golang.org/x/mod/sumdb/note"
 	"log/slog"
 	"net"
@@ -121,6 +123,9 @@ type ServeOptions struct {
 	Listen func(addr string) (net.Listener, error)
 }
 
+// DefaultNotifyLease is NotifyOptions.Lease's default (--notify-lease).
+const DefaultNotifyLease = notify.DefaultLease
+
 // NotifyOptions configure notifications (auditsink/notify).
 type NotifyOptions struct {
 	// ConfigFile is the YAML file of destinations (--notify-config);
@@ -129,6 +134,11 @@ type NotifyOptions struct {
 	// Window is how long an incident's first change waits for the rest
 	// (--notify-group-window; 0: notify.DefaultWindow).
 	Window time.Duration
+	// Lease is how long a replica holds a message it is sending; a dead
+	// replica's messages are sent by another after it (--notify-lease;
+	// 0: notify.DefaultLease; at least notify.MinLease and longer than
+	// every destination's timeout).
+	Lease time.Duration
 }
 
 // listen binds addr with o.Listen, or net.Listen.
@@ -188,7 +198,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if p.notify != nil {
 		late = append(late, background("notifications", func(ctx context.Context) {
-			notify.New(p.st, notify.Options{Config: p.notify, Window: o.Notify.Window, Logger: log, Registerer: p.reg}).Run(ctx)
+			notify.New(p.st, notify.Options{Config: p.notify, Window: o.Notify.Window, Lease: o.Notify.Lease, Logger: log, Registerer: p.reg}).Run(ctx)
 		}))
 	}
 	if p.logSigner != nil {
@@ -252,6 +262,9 @@ func newIngest(o ServeOptions, log *slog.Logger) (*ingestProcess, error) {
 		var err error
 		if nc, err = notify.LoadConfig(o.Notify.ConfigFile); err != nil {
 			return nil, err
+		}
+		if err := nc.CheckLease(cmp.Or(o.Notify.Lease, notify.DefaultLease)); err != nil {
+			return nil, fmt.Errorf("notify config %s: %w", o.Notify.ConfigFile, err)
 		}
 		o.Rules.notifyAllowed = nc.Allowed
 	}

@@ -3,6 +3,8 @@ package app
 import (
 	"errors"
 	"fmt"
+
+	"github.com/options-record/options-record/auditsink/notify"
 )
 
 // Validate refuses the combinations of options that cannot run, without
@@ -16,6 +18,9 @@ func (o *ServeOptions) Validate() error {
 	}
 	if err := o.Database.validate(); err != nil {
 		return err
+	}
+	if o.Notify.Lease != 0 && o.Notify.Lease < notify.MinLease {
+		return fmt.Errorf("--notify-lease %s is shorter than %s: a message still being sent would be sent again by another replica", o.Notify.Lease, notify.MinLease)
 	}
 	if err := o.validateAPI(); err != nil {
 		return err

@@ -83,6 +83,8 @@ func TestValidate(t *testing.T) {
 		{"ingest role with a journal", []string{"--roles", "ingest", "--journal-dir", "j"}, ""},
 		{"api role with notifications", join([]string{"--roles", "api", "--notify-config", "n.yaml"}, api), "--notify-config without the role ingest"},
 		{"ingest role with notifications", []string{"--roles", "ingest", "--notify-config", "n.yaml"}, ""},
+		{"notification lease under the minimum", []string{"--notify-lease", "4s"}, "--notify-lease 4s is shorter than 5s"},
+		{"notification lease at the minimum", []string{"--notify-lease", "5s"}, ""},
 		{"default roles with an API address and a journal", join(api, []string{"--journal-dir", "j"}), ""},
 		{"api role with the observing webhook", join([]string{"--roles", "api", "--admission-addr", ":8444"}, api), "--admission-addr without the role ingest"},
 		{"ingest role with the observing webhook", []string{"--roles", "ingest", "--admission-addr", ":8444"}, ""},

@@ -120,6 +120,7 @@ func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
 	fs = fss.FlagSet("notifications")
 	fs.StringVar(&o.Notify.ConfigFile, "notify-config", "", "YAML file of the destinations (Alertmanager, signed webhook, Slack) that OptionsRecordControllers' spec.notify routes name (docs/notifications.md); empty: no notifications")
 	fs.DurationVar(&o.Notify.Window, "notify-group-window", 10*time.Second, "how long an incident's first change waits for the rest before one message is made of them (a namespace's cascade, a burst by one user)")
+	fs.DurationVar(&o.Notify.Lease, "notify-lease", app.DefaultNotifyLease, "how long a replica holds a message it is sending; when it dies, another replica sends the message under the same key after this (at least 5s and longer than every destination's timeout)")
 	fs = fss.FlagSet("observing webhook")
 	fs.StringVar(&o.Admission.Addr, "admission-addr", "", "HTTPS address of the observing webhook (ValidatingWebhookConfiguration observe.optionsrecord.io, path /observe; the install uses :8444), with the audit webhook's serving certificate: it records the state an object held before each write the rules cover, confirmed by that write's audit event; empty disables it")
 	fs.BoolVar(&o.Admission.RequireAuth, "admission-require-auth", false, "refuse admission reviews that present none of the audit webhook's client credentials (where the apiserver authenticates to webhooks: --admission-control-config-file); otherwise anonymous reviews are taken, untrusted until an audit event confirms them")
