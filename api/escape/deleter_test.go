@@ -24,3 +24,25 @@ func TestDeleter(t *testing.T) {
 		}
 	}
 }
+
+// TestCell: a recorded string that begins with "<" is quoted, so it reads
+// as none of the tables' own words; any other is Quote.
+func TestCell(t *testing.T) {
+	for in, want := range map[string]string{
+		"<none>":              `"<none>"`,
+		"<baseline>":          `"<baseline>"`,
+		"<garbage-collector>": `"<garbage-collector>"`,
+		"<":                   `"<"`,
+		`<"q">`:               `"<\"q\">"`,
+		"<none>\x1b[2K":       `"<none>\x1b[2K"`,
+		"bob":                 "bob",
+		"bob <none>":          "bob <none>",
+		"":                    "",
+		"eve\nroot":           `"eve\nroot"`,
+		"system:serviceaccount:kube-system:generic-garbage-collector": "system:serviceaccount:kube-system:generic-garbage-collector",
+	} {
+		if got := Cell(in); got != want {
+			t.Errorf("Cell(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

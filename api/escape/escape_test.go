@@ -121,6 +121,11 @@ func FuzzEscape(f *testing.F) {
 		checkShown(t, line, false)
 		checkShown(t, quote, false)
 		checkShown(t, text, true)
+		// A cell never begins with "<" (the tables' own words), and is
+		// Quote otherwise.
+		if cell := Cell(s); strings.HasPrefix(cell, "<") || (!strings.HasPrefix(s, "<") && cell != quote) {
+			t.Fatalf("Cell(%q) = %s (Quote: %s)", s, cell, quote)
+		}
 		if clean(s, false) {
 			if line != s || quote != s || text != s {
 				t.Fatalf("%q has nothing hidden but is changed: %q %q %q", s, line, quote, text)

@@ -67,5 +67,7 @@ func StatusMessage(log *slog.Logger, err error) (int32, string) {
 // Cell is a recorded string as a Table cell: kubectl prints cells to a
 // terminal as they are, and every recorded value was written by some
 // cluster user (a username from an OIDC claim, a user agent), so one with
-// a hidden character is shown quoted and escaped, by the one rule.
-func Cell(s string) string { return escape.Quote(s) }
+// a hidden character, or one that begins with "<" (a user named <none>
+// or <garbage-collector> in -o wide's full names), is shown quoted and
+// escaped, by the one rule (escape.Cell).
+func Cell(s string) string { return escape.Cell(s) }

@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/options-record/options-record/api/escape"
 	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 )
 
@@ -82,8 +81,32 @@ func TestChangeUserCell(t *testing.T) {
 		if got := cells[3]; got != want {
 			t.Errorf("User cell of %q = %s, want %s", in, got, want)
 		}
-		if got, full := cells[len(cells)-1], escape.Quote(in); got != full || table.ColumnDefinitions[len(cells)-1].Name != "Username" {
+		full := in // a name that begins with "<" is quoted there too
+		if strings.HasPrefix(in, "<") {
+			full = `"` + in + `"`
+		}
+		if got := cells[len(cells)-1]; got != full || table.ColumnDefinitions[len(cells)-1].Name != "Username" {
 			t.Errorf("-o wide: %s = %s, want the full name %s", table.ColumnDefinitions[len(cells)-1].Name, got, full)
+		}
+	}
+}
+
+// TestDeletionNameCells: kubectl get deletions' As, Initiated-By and -o
+// wide's Deleter (the full name) quote a name that begins with "<", as
+// User does: a user named <none> reads as no empty cell there either.
+func TestDeletionNameCells(t *testing.T) {
+	t.Parallel()
+	d := &recordv1alpha1.Deletion{ObjectMeta: metav1.ObjectMeta{Name: "u.k"}, DeletionRecord: recordv1alpha1.DeletionRecord{
+		Object: recordv1alpha1.ObjectReference{Resource: "configmaps", Name: "app"}, DeletedAt: metav1.NewMicroTime(time.Now()),
+		Actor: recordv1alpha1.Actor{Username: "<none>", ImpersonatedUser: "<garbage-collector>"}, InitiatedBy: "<none>"}}
+	table, err := (&deletionStorage{}).ConvertToTable(context.Background(), d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"User": `"<none>"`, "As": `"<garbage-collector>"`, "Initiated-By": `"<none>"`, "Deleter": `"<none>"`}
+	for i, col := range table.ColumnDefinitions {
+		if w, ok := want[col.Name]; ok && table.Rows[0].Cells[i] != w {
+			t.Errorf("%s = %v, want %s", col.Name, table.Rows[0].Cells[i], w)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package format
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -12,12 +11,14 @@ import (
 )
 
 // Cell makes a recorded string safe for one cell of a terminal table:
-// escape.Quote, and <none> for an empty one.
+// escape.Cell (quoted when it could drive the terminal, or when it begins
+// with "<" and could read as one of the tables' own words, <none> and the
+// like), and <none> for an empty one.
 func Cell(s string) string {
 	if s == "" {
 		return "<none>"
 	}
-	return escape.Quote(s)
+	return escape.Cell(s)
 }
 
 // CellOrNone is s (a cell already), or <none> for an empty one.
@@ -36,7 +37,8 @@ func ResourceCell(o record.ObjectReference) string {
 	return Cell(o.Resource + "." + o.APIGroup)
 }
 
-// ActorCell is who did it: the user, and the identity they acted as.
+// ActorCell is who did it: the user, and the identity they acted as, each
+// a Cell (a user named <none> is quoted).
 func ActorCell(user, as string) string {
 	if as == "" {
 		return Cell(user)
@@ -52,14 +54,8 @@ func ActorCell(user, as string) string {
 // ActorCell, a name that begins with "<" quoted. -o wide shows the full
 // name (ActorCell).
 func DeleterCell(user, as string) string {
-	if user == "" {
-		return Cell(user)
-	}
-	if as == "" {
+	if user != "" && as == "" {
 		return escape.Deleter(user)
-	}
-	if strings.HasPrefix(user, "<") {
-		return fmt.Sprintf("%s (as %s)", escape.Quoted(user), Cell(as))
 	}
 	return ActorCell(user, as)
 }

@@ -17,7 +17,10 @@ func TestCellsAreOneLineOfText(t *testing.T) {
 		"\x1b[31mred":           `"\x1b[31mred"`,
 		"evil\u202etxt.exe":     `"evil\u202etxt.exe"`,
 		"naïve-日本":              "naïve-日本",
-		"<script>x</script>":    "<script>x</script>", // a terminal shows markup as text
+		"<script>x</script>":    `"<script>x</script>"`, // begins with "<", as the tables' own <none>
+		"a<script>x</script>":   "a<script>x</script>",  // a terminal shows markup as text
+		"<none>":                `"<none>"`,             // a user named so is no empty cell
+		"<garbage-collector>":   `"<garbage-collector>"`,
 		"carriage\rreturn":      `"carriage\rreturn"`,
 		"nul\x00byte":           `"nul\x00byte"`,
 		"zero\u200bwidth space": `"zero\u200bwidth space"`,
@@ -45,6 +48,8 @@ func TestDeleterCell(t *testing.T) {
 		{"<garbage-collector>", "", `"<garbage-collector>"`},
 		{"<none>", "", `"<none>"`},
 		{"<x", "y", `"<x" (as y)`},
+		{"bob", "<none>", `bob (as "<none>")`},
+		{"<none>", "<garbage-collector>", `"<none>" (as "<garbage-collector>")`},
 		{"bob", "", "bob"},
 		{"", "", "<none>"},
 	} {

@@ -56,3 +56,28 @@ func TestActivityShowsShortNames(t *testing.T) {
 		}
 	}
 }
+
+// TestActivityAsCellQuotesWords: -o wide's AS of a caller who impersonated
+// a user named <none> shows that name quoted, not as the empty cell of a
+// caller who impersonated no one.
+func TestActivityAsCellQuotesWords(t *testing.T) {
+	at := metav1.NewMicroTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	obj := record.ObjectReference{Resource: "configmaps", Namespace: "shop", Name: "app-config"}
+	acts := []act{
+		changeAct(record.ChangeRecord{ChangedAt: at, Verb: "update", Object: obj, Actor: &record.Actor{Username: "bob", ImpersonatedUser: "<none>"}},
+			"5e0c9f1a-7d4b-4c6f-8e21-aa04c0ffee00."+strings.Repeat("7e21aa04", 8)),
+		attemptAct(record.AttemptRecord{AttemptedAt: at, Verb: "delete", Object: obj, Result: record.AttemptResult{Code: 403, Reason: "Forbidden"},
+			Actor: record.Actor{Username: "bob", ImpersonatedUser: "<none>", UserAgent: "<none>"}}, "1795428000123456."+strings.Repeat("3f9a2c1b", 8)),
+		changeAct(record.ChangeRecord{ChangedAt: at, Verb: "update", Object: obj, Actor: &record.Actor{Username: "bob"}},
+			"5e0c9f1a-7d4b-4c6f-8e21-aa04c0ffee00."+strings.Repeat("7e21aa05", 8)),
+	}
+	var out bytes.Buffer
+	if err := format.PrintTable(&out, columns, tableRows(acts), false, true); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	if len(lines) != 4 || !strings.HasSuffix(lines[1], `   "<none>"   <none>`) || !strings.HasSuffix(lines[2], `   "<none>"   "<none>"`) ||
+		!strings.HasSuffix(lines[3], `   <none>     <none>`) {
+		t.Errorf("AS (and USER-AGENT), the last columns of -o wide:\n%s", out.String())
+	}
+}

@@ -45,6 +45,17 @@ func TestDeletionsTable(t *testing.T) {
 		}
 		cmdtesting.Golden(t, name, out.Bytes())
 		if wide {
+			// The full names follow the same rule: a user named <none>
+			// (or as a controller's word) reads as no empty cell and no
+			// controller.
+			for _, l := range strings.Split(out.String(), "\n") {
+				for obj, want := range map[string]string{"spoof ": ` "<garbage-collector>" `, "spoof-as ": ` "<none>" (as "<none>") `,
+					"spoofer ": ` "<none>" `} {
+					if strings.Contains(l, obj) && strings.Count(l, want) != 2 {
+						t.Errorf("want %s in both the narrow and the wide column:\n%s", want, l)
+					}
+				}
+			}
 			continue
 		}
 		// The controllers' deletions fit 120 columns by their word; a

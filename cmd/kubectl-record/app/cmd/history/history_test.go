@@ -21,7 +21,8 @@ import (
 // (testdata/history.golden): a cascade's delete by the garbage collector
 // or the namespace controller fits 120 columns by the controller's word
 // (format.DeleterCell, the rule of the deletions' tables), a user named
-// as that word (or as <none>, <baseline>) is quoted, and -o wide keeps the full user name (USER).
+// as that word (or as <none>, <baseline>, or acting as one) is quoted, and
+// -o wide keeps the full user name (USER), by the same rule.
 func TestHistoryTable(t *testing.T) {
 	base := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	defer func(f func() time.Time) { format.Now = f }(format.Now)
@@ -58,12 +59,20 @@ func TestHistoryTable(t *testing.T) {
 					t.Errorf("a row of %d columns, want at most 120:\n%s", n, l)
 				}
 			}
-			if !strings.Contains(lines[1], " <garbage-collector> ") || !strings.Contains(lines[5], " <namespace-controller> ") {
+			if !strings.Contains(lines[1], " <garbage-collector> ") || !strings.Contains(lines[6], " <namespace-controller> ") {
 				t.Errorf("a cascade's delete does not name the controller by its word:\n%s", out.String())
 			}
 		}
-		if !strings.Contains(lines[2], ` "<garbage-collector>" `) || !strings.Contains(lines[3], ` "<none>" (as alice) `) || !strings.Contains(lines[6], ` "<baseline>" `) {
-			t.Errorf("a user named <garbage-collector>, <none> or <baseline> reads as that word:\n%s", out.String())
+		// BY, and -o wide's USER too: a user named as a word (or acting as
+		// one) is quoted in each.
+		n := 1
+		if wide {
+			n = 2
+		}
+		for i, want := range map[int]string{2: ` "<garbage-collector>" `, 3: ` "<none>" (as alice) `, 4: ` carol (as "<none>") `, 7: ` "<baseline>" `} {
+			if strings.Count(lines[i], want) != n {
+				t.Errorf("a user named <garbage-collector>, <none> or <baseline> reads as that word (want %s in %d columns):\n%s", want, n, lines[i])
+			}
 		}
 		name := "history.golden"
 		if wide {
