@@ -160,6 +160,14 @@ const insertSegmentSQL = `
 INSERT INTO log_segments (cluster, first_index, tree_size, stored_from, kinds, uids, keys, ats, digests, hashes, checkpoint)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 
+// insertLeafIndexSQL writes where each row's leaf is (log_leaf_index,
+// migration 00024): what a proof and an incremental verify look up.
+const insertLeafIndexSQL = `
+INSERT INTO log_leaf_index (cluster, kind, uid, key, log_index)
+SELECT $1, l.kind, l.uid, l.key, $2 + l.n - 1
+FROM unnest($3::smallint[], $4::text[], $5::bytea[]) WITH ORDINALITY AS l(kind, uid, key, n)
+WHERE l.kind IN (1, 2)`
+
 type leaf struct {
 	ref    Ref
 	digest [32]byte
@@ -356,6 +364,9 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 		kinds, uids, keys, ats, digests, hashes, string(signed))
 	if err != nil {
 		return nil, fmt.Errorf("append segment: %w", err)
+	}
+	if _, err := tx.Exec(ctx, insertLeafIndexSQL, cluster, size, kinds, uids, keys); err != nil {
+		return nil, fmt.Errorf("append leaf index: %w", err)
 	}
 	return signed, nil
 }

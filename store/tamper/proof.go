@@ -46,13 +46,13 @@ var ErrNoVersion = errors.New("no such version")
 
 var objectTextSQL = `SELECT v.object::text FROM object_versions v WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key = $3`
 
-// leafIndexSQL finds a version's leaf. No index holds the leaves: it
-// reads the references of the cluster's segments (about 100 bytes a
-// leaf), which bounds a proof's cost by the log's size, not its rows'.
+// leafIndexSQL finds a version's leaf by log_leaf_index (migration 00024),
+// an index lookup whose cost does not grow with the log. The index is not
+// trusted: the proof is of the row read here against the signed tree, so
+// a wrong entry gives a proof that VerifyProof refuses.
 const leafIndexSQL = `
-SELECT s.first_index + l.n - 1
-FROM log_segments s, unnest(s.kinds, s.uids, s.keys) WITH ORDINALITY AS l(kind, uid, key, n)
-WHERE s.cluster = $1 AND l.kind = 2 AND l.uid = $2 AND l.key = $3
+SELECT log_index FROM log_leaf_index
+WHERE cluster = $1 AND kind = 2 AND key = $3 AND uid = $2
 ORDER BY 1 LIMIT 1`
 
 const newestCheckpointSQL = `SELECT tree_size, checkpoint FROM log_segments WHERE cluster = $1 ORDER BY first_index DESC LIMIT 1`
