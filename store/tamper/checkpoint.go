@@ -73,11 +73,17 @@ func clusterDir(dir, cluster string) string {
 // writeCheckpointFile writes a signed checkpoint to dir: a file named for
 // its size under the cluster's directory, and latest, each replaced whole.
 func writeCheckpointFile(dir, cluster string, size int64, signed []byte) error {
+	return writeClusterFiles(dir, cluster, signed, strconv.FormatInt(size, 10), "latest")
+}
+
+// writeClusterFiles writes b to files of a cluster's directory under dir,
+// each replaced whole.
+func writeClusterFiles(dir, cluster string, signed []byte, names ...string) error {
 	d := clusterDir(dir, cluster)
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return err
 	}
-	for _, name := range []string{strconv.FormatInt(size, 10), "latest"} {
+	for _, name := range names {
 		tmp, err := os.CreateTemp(d, ".tmp-*")
 		if err != nil {
 			return err
@@ -108,4 +114,44 @@ func ReadTrusted(dir, cluster string) ([]byte, error) {
 		return nil, nil
 	}
 	return b, err
+}
+
+// verifiedName is the file, beside latest, of the checkpoint an
+// incremental verify last verified, and starts from.
+const verifiedName = "verified"
+
+// ReadVerified reads the checkpoints of dir's clusters that a verify
+// verified (cluster=<name>/verified, WriteVerified), by cluster: what
+// VerifyOptions.Since starts from.
+func ReadVerified(dir string) (map[string][]byte, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for _, d := range entries {
+		name, ok := strings.CutPrefix(d.Name(), "cluster=")
+		if !ok || !d.IsDir() {
+			continue
+		}
+		c, err := url.PathUnescape(name)
+		if err != nil || clusterDir(dir, c) != filepath.Join(dir, d.Name()) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, d.Name(), verifiedName))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[c] = b
+	}
+	return out, nil
+}
+
+// WriteVerified keeps a cluster's checkpoint that a verify verified
+// (ClusterReport.Checkpoint) in dir, for the next incremental verify.
+func WriteVerified(dir, cluster string, signed []byte) error {
+	return writeClusterFiles(dir, cluster, signed, verifiedName)
 }

@@ -36,6 +36,18 @@ type VerifyOptions struct {
 	// before it, less MinRetention: a later cutoff is more than any
 	// retention allowed when it was logged.
 	MinRetention time.Duration
+	// Since holds, by cluster, the signed checkpoint a previous run
+	// verified (ClusterReport.Checkpoint, ReadVerified): a cluster with one
+	// is checked incrementally from it, the others fully. An incremental
+	// check reads the segments after it, not the whole log: it checks that
+	// the log extends it (the stored hashes below it still give its root,
+	// and a consistency proof), the leaves after it and their rows, and
+	// the rows at least as new as the oldest row logged since (or as the
+	// newest of the pass it ends): each is logged (a row logged before it by
+	// an inclusion proof against its root) or pending. It cannot see a row
+	// logged before it and older than that deleted, or changed, or one
+	// inserted with an older time: a full check does.
+	Since map[string][]byte
 }
 
 // Problem is one failed check: the row (or the log) and what is wrong.
@@ -66,6 +78,14 @@ type ClusterReport struct {
 	// its leaves.
 	Trusted     bool
 	TrustedSize int64
+	// Incremental says the cluster was checked from VerifyOptions.Since,
+	// a checkpoint of From leaves.
+	Incremental bool
+	From        int64
+	// Checkpoint is the newest signed checkpoint, when every check of the
+	// cluster passed (nil otherwise, or when its log is empty): what the
+	// next incremental check starts from (WriteVerified).
+	Checkpoint []byte
 }
 
 // Cutoff is a retention cutoff in the log.
@@ -133,6 +153,9 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 		if err != nil {
 			return rep, fmt.Errorf("tamper: verify cluster %q: %w", c, err)
 		}
+		if len(v.problems) > 0 {
+			v.cr.Checkpoint = nil
+		}
 		rep.Clusters = append(rep.Clusters, v.cr)
 		rep.Problems = append(rep.Problems, v.problems...)
 	}
@@ -187,15 +210,19 @@ type segment struct {
 	Checkpoint              string
 }
 
+// segmentsSQL reads the segments with leaves after the first $2.
 const segmentsSQL = `
 SELECT first_index, tree_size, stored_from, kinds, uids, keys, ats, digests, hashes, checkpoint
-FROM log_segments WHERE cluster = $1 ORDER BY first_index`
+FROM log_segments WHERE cluster = $1 AND tree_size > $2 ORDER BY first_index`
 
-func (v *verifier) cluster(ctx context.Context, tx pgx.Tx) error {
+// readSegments reads the leaves after the first from, the stored hashes
+// they added and the newest checkpoint; a segment that does not follow the
+// one before (or from) is errMalformed.
+func (v *verifier) readSegments(ctx context.Context, tx pgx.Tx, from int64) ([]leaf, []tlog.Hash, string, error) {
 	c := v.cr.Cluster
-	rows, err := tx.Query(ctx, segmentsSQL, c)
+	rows, err := tx.Query(ctx, segmentsSQL, c, from)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
 	var leaves []leaf
 	var stored []tlog.Hash
@@ -203,10 +230,10 @@ func (v *verifier) cluster(ctx context.Context, tx pgx.Tx) error {
 	var s segment
 	_, err = pgx.ForEachRow(rows, []any{&s.First, &s.Size, &s.StoredFrom, &s.Kinds, &s.UIDs, &s.Keys, &s.Ats, &s.Digests, &s.Hashes, &s.Checkpoint}, func() error {
 		n := s.Size - s.First
-		if s.First != int64(len(leaves)) || n <= 0 || s.StoredFrom != tlog.StoredHashCount(s.First) ||
+		if s.First != from+int64(len(leaves)) || n <= 0 || s.StoredFrom != tlog.StoredHashCount(s.First) ||
 			len(s.Kinds) != int(n) || len(s.UIDs) != int(n) || len(s.Keys) != int(n) || len(s.Ats) != int(n) ||
 			len(s.Digests) != 32*int(n) || int64(len(s.Hashes)) != 32*(tlog.StoredHashCount(s.Size)-s.StoredFrom) {
-			return fmt.Errorf("%w: segment at %d (after %d leaves)", errMalformed, s.First, len(leaves))
+			return fmt.Errorf("%w: segment at %d (after %d leaves)", errMalformed, s.First, from+int64(len(leaves)))
 		}
 		for i := range n {
 			leaves = append(leaves, leaf{Ref{Kind: Kind(s.Kinds[i]), Cluster: c, UID: s.UIDs[i], Key: s.Keys[i], At: s.Ats[i]},
@@ -218,6 +245,14 @@ func (v *verifier) cluster(ctx context.Context, tx pgx.Tx) error {
 		last = s.Checkpoint
 		return nil
 	})
+	return leaves, stored, last, err
+}
+
+func (v *verifier) cluster(ctx context.Context, tx pgx.Tx) error {
+	if base := v.o.Since[v.cr.Cluster]; base != nil {
+		return v.incremental(ctx, tx, base)
+	}
+	leaves, stored, last, err := v.readSegments(ctx, tx, 0)
 	if err != nil {
 		if isMalformed(err) {
 			v.fail("log", "%v: the log's segments do not follow each other (edited or removed)", err)
@@ -228,23 +263,41 @@ func (v *verifier) cluster(ctx context.Context, tx pgx.Tx) error {
 	size := int64(len(leaves))
 	v.cr.Size = size
 	// The tree's hashes, rebuilt from the leaves' hashes.
-	rebuilt := v.checkTree(leaves, stored)
-	mem := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
-		out := make([]tlog.Hash, len(idx))
-		for k, i := range idx {
-			if i < 0 || i >= int64(len(rebuilt)) {
-				return nil, fmt.Errorf("stored hash %d is missing", i)
-			}
-			out[k] = rebuilt[i]
-		}
-		return out, nil
-	})
+	mem := v.checkTree(0, leaves, stored, nil)
+	root := v.checkSigned(size, mem, last)
+	v.checkTrusted(size, root, mem)
+	rows := map[string]leaf{}
+	keep := func(r Ref, d [32]byte) error {
+		rows[r.id()] = leaf{r, d}
+		return nil
+	}
+	if err := scanRows(ctx, tx, KindEvent, eventsOfClusterSQL, []any{v.cr.Cluster}, keep); err != nil {
+		return err
+	}
+	if err := scanRows(ctx, tx, KindVersion, versionsOfClusterSQL, []any{v.cr.Cluster}, keep); err != nil {
+		return err
+	}
+	pending, err := v.readPending(ctx, tx)
+	if err != nil {
+		return err
+	}
+	logged := v.checkLeaves(0, time.Time{}, leaves, rows)
+	v.checkExtra(rows, logged, pending, nil)
+	return nil
+}
+
+// checkSigned computes the root of the tree of size leaves and checks it
+// against the newest checkpoint, last; it keeps that checkpoint as the
+// report's.
+func (v *verifier) checkSigned(size int64, mem tlog.HashReader, last string) tlog.Hash {
+	c := v.cr.Cluster
 	root, err := tlog.TreeHash(size, mem)
 	if err != nil {
 		v.fail("log", "the tree of %d leaves: %v", size, err)
 	}
-	v.cr.Root = root
+	v.cr.Size, v.cr.Root = size, root
 	if size > 0 {
+		v.cr.Checkpoint = []byte(last)
 		signed, err := OpenCheckpoint([]byte(last), v.o.Verifier)
 		switch {
 		case err != nil:
@@ -257,41 +310,55 @@ func (v *verifier) cluster(ctx context.Context, tx pgx.Tx) error {
 			v.fail("log", "the tree of %d leaves has root %v, the signed checkpoint %v (the log's hashes were edited or reordered)", size, root, signed.Root)
 		}
 	}
-	v.checkTrusted(size, root, mem)
-	return v.checkRows(ctx, tx, leaves)
+	return root
 }
 
-// checkTree checks each leaf's hash and rebuilds the stored hashes from
-// them: a leaf whose reference or digest was edited, or interior hashes
-// that were, fail.
-func (v *verifier) checkTree(leaves []leaf, stored []tlog.Hash) []tlog.Hash {
+// checkTree checks the hash of each leaf after the first first, and
+// rebuilds the stored hashes they added from them: a leaf whose reference
+// or digest was edited, or interior hashes that were, fail. below reads
+// the stored hashes of the first first leaves (nil when first is 0). It
+// returns the reader of the tree's hashes: below's, then the rebuilt.
+func (v *verifier) checkTree(first int64, leaves []leaf, stored []tlog.Hash, below tlog.HashReader) tlog.HashReader {
+	from := tlog.StoredHashCount(first)
 	rebuilt := make([]tlog.Hash, 0, len(stored))
 	r := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
 		out := make([]tlog.Hash, len(idx))
 		for k, i := range idx {
-			out[k] = rebuilt[i]
+			switch {
+			case i >= from && i-from < int64(len(rebuilt)):
+				out[k] = rebuilt[i-from]
+			case i >= 0 && i < from && below != nil:
+				h, err := below.ReadHashes([]int64{i})
+				if err != nil {
+					return nil, err
+				}
+				out[k] = h[0]
+			default:
+				return nil, fmt.Errorf("stored hash %d is missing", i)
+			}
 		}
 		return out, nil
 	})
 	for i, l := range leaves {
-		at := tlog.StoredHashIndex(0, int64(i))
+		n := first + int64(i)
+		at := tlog.StoredHashIndex(0, n) - from
 		if LeafHash(l.ref, l.digest) != stored[at] {
-			v.fail(l.ref.String(), "leaf %d does not match the log's hash (the log was edited)", i)
+			v.fail(l.ref.String(), "leaf %d does not match the log's hash (the log was edited)", n)
 		}
-		hs, err := tlog.StoredHashesForRecordHash(int64(i), stored[at], r)
+		hs, err := tlog.StoredHashesForRecordHash(n, stored[at], r)
 		if err != nil {
-			v.fail("log", "rebuilding the tree at leaf %d: %v", i, err)
-			return nil
+			v.fail("log", "rebuilding the tree at leaf %d: %v", n, err)
+			break
 		}
 		rebuilt = append(rebuilt, hs...)
 	}
 	for i := range rebuilt {
-		if rebuilt[i] != stored[i] {
-			level, n := tlog.SplitStoredHashIndex(int64(i))
-			v.fail("log", "stored hash %d (level %d, node %d) does not match the leaves below it", i, level, n)
+		if i < len(stored) && rebuilt[i] != stored[i] {
+			level, n := tlog.SplitStoredHashIndex(from + int64(i))
+			v.fail("log", "stored hash %d (level %d, node %d) does not match the leaves below it", from+int64(i), level, n)
 		}
 	}
-	return rebuilt
+	return r
 }
 
 // checkTrusted checks that the log extends the trusted checkpoint kept
@@ -331,24 +398,14 @@ func (v *verifier) checkTrusted(size int64, root tlog.Hash, mem tlog.HashReader)
 	}
 }
 
-// checkRows compares the leaves with the rows stored and pending.
-func (v *verifier) checkRows(ctx context.Context, tx pgx.Tx, leaves []leaf) error {
+// readPending reads the cluster's pending rows (by id) and the pending
+// retention cutoffs.
+func (v *verifier) readPending(ctx context.Context, tx pgx.Tx) (map[string]bool, error) {
 	c := v.cr.Cluster
-	rows := map[string]leaf{}
-	keep := func(r Ref, d [32]byte) error {
-		rows[r.id()] = leaf{r, d}
-		return nil
-	}
-	if err := scanRows(ctx, tx, KindEvent, eventsOfClusterSQL, []any{c}, keep); err != nil {
-		return err
-	}
-	if err := scanRows(ctx, tx, KindVersion, versionsOfClusterSQL, []any{c}, keep); err != nil {
-		return err
-	}
 	pending := map[string]bool{}
 	prows, err := tx.Query(ctx, "SELECT kind, uid, key, at FROM log_pending WHERE cluster = $1", c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var p Ref
 	_, err = pgx.ForEachRow(prows, []any{&p.Kind, &p.UID, &p.Key, &p.At}, func() error {
@@ -360,15 +417,21 @@ func (v *verifier) checkRows(ctx context.Context, tx pgx.Tx, leaves []leaf) erro
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	slices.SortFunc(v.cr.PendingCutoffs, time.Time.Compare)
 	v.cr.PendingCutoffs = slices.CompactFunc(v.cr.PendingCutoffs, time.Time.Equal)
+	return pending, nil
+}
+
+// checkLeaves compares the leaves after the first first with the rows
+// stored (rows, by id); newest is the time of the newest row logged in the
+// first first leaves. It returns the leaf of each row id logged.
+func (v *verifier) checkLeaves(first int64, newest time.Time, leaves []leaf, rows map[string]leaf) map[string]int64 {
 	// Each cutoff, and the latest time it can justify: that of the newest
 	// row logged before it, less the minimum retention. A retention pass
 	// logs now − retention, and a row logged before it was stored by then:
 	// a later cutoff was not written by retention (or the clocks were off).
-	var newest time.Time
 	for i, l := range leaves {
 		if l.ref.Kind != KindCutoff {
 			if l.ref.At.After(newest) {
@@ -377,7 +440,7 @@ func (v *verifier) checkRows(ctx context.Context, tx pgx.Tx, leaves []leaf) erro
 			continue
 		}
 		justified := !newest.IsZero() && !l.ref.At.After(newest.Add(-v.o.MinRetention))
-		v.cr.Cutoffs = append(v.cr.Cutoffs, Cutoff{Leaf: int64(i), At: l.ref.At, Newest: newest, Justified: justified})
+		v.cr.Cutoffs = append(v.cr.Cutoffs, Cutoff{Leaf: first + int64(i), At: l.ref.At, Newest: newest, Justified: justified})
 	}
 	// covers[i]: the latest time a retention cutoff logged after leaf i
 	// covers; claims[i]: the cutoff logged after it that claims the most
@@ -388,7 +451,7 @@ func (v *verifier) checkRows(ctx context.Context, tx pgx.Tx, leaves []leaf) erro
 	k := len(v.cr.Cutoffs) - 1
 	for i := len(leaves) - 1; i >= 0; i-- {
 		covers[i], claims[i] = covers[i+1], claims[i+1]
-		if k < 0 || v.cr.Cutoffs[k].Leaf != int64(i) {
+		if k < 0 || v.cr.Cutoffs[k].Leaf != first+int64(i) {
 			continue
 		}
 		co := v.cr.Cutoffs[k]
@@ -404,8 +467,9 @@ func (v *verifier) checkRows(ctx context.Context, tx pgx.Tx, leaves []leaf) erro
 		}
 		k--
 	}
-	logged := map[string]int{}
-	for i, l := range leaves {
+	logged := map[string]int64{}
+	for li, l := range leaves {
+		i := first + int64(li)
 		if l.ref.Kind == KindCutoff {
 			if cutoffDigest(l.ref) != l.digest {
 				v.fail(l.ref.String(), "leaf %d: the cutoff's digest is not its own", i)
@@ -420,10 +484,10 @@ func (v *verifier) checkRows(ctx context.Context, tx pgx.Tx, leaves []leaf) erro
 		logged[id] = i
 		row, ok := rows[id]
 		switch {
-		case !ok && l.ref.At.Before(covers[i+1]):
+		case !ok && l.ref.At.Before(covers[li+1]):
 			v.cr.Retained++
-		case !ok && claims[i+1] >= 0 && l.ref.At.Before(v.cr.Cutoffs[claims[i+1]].At):
-			co := v.cr.Cutoffs[claims[i+1]]
+		case !ok && claims[li+1] >= 0 && l.ref.At.Before(v.cr.Cutoffs[claims[li+1]].At):
+			co := v.cr.Cutoffs[claims[li+1]]
 			v.fail(l.ref.String(), "missing: logged at leaf %d; the retention cutoff of %s at leaf %d would cover it, but no retention allowed that cutoff then "+
 				"(the newest row logged before it is of %s, less the minimum retention %s): planted, not written by retention",
 				i, co.At.UTC().Format(time.RFC3339Nano), co.Leaf, co.Newest.UTC().Format(time.RFC3339Nano), v.o.MinRetention)
@@ -438,20 +502,38 @@ func (v *verifier) checkRows(ctx context.Context, tx pgx.Tx, leaves []leaf) erro
 			v.cr.Rows++
 		}
 	}
-	// Rows that the log does not hold, in a stable order.
-	var extra []Ref
+	return logged
+}
+
+// checkExtra fails each row that is neither logged nor pending, in a
+// stable order. before, when set, says of rows not among logged which are
+// logged unchanged before them (an incremental check's older leaves: ""),
+// or what is wrong with those it finds there.
+func (v *verifier) checkExtra(rows map[string]leaf, logged map[string]int64, pending map[string]bool, before func([]leaf) map[string]string) {
+	var extra []leaf
 	for id, r := range rows {
 		if _, ok := logged[id]; !ok {
 			if pending[id] {
 				v.cr.Pending++
 				continue
 			}
-			extra = append(extra, r.ref)
+			extra = append(extra, r)
 		}
 	}
-	slices.SortFunc(extra, compareRefs)
-	for _, r := range extra {
-		v.fail(r.String(), "not in the log, and not pending: written around the ingest")
+	slices.SortFunc(extra, func(a, b leaf) int { return compareRefs(a.ref, b.ref) })
+	var found map[string]string
+	if before != nil && len(extra) > 0 {
+		found = before(extra)
 	}
-	return nil
+	for _, r := range extra {
+		what, ok := found[r.ref.id()]
+		switch {
+		case ok && what == "":
+			v.cr.Rows++
+		case ok:
+			v.fail(r.ref.String(), "%s", what)
+		default:
+			v.fail(r.ref.String(), "not in the log, and not pending: written around the ingest")
+		}
+	}
 }

@@ -1,0 +1,226 @@
+package tamper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// newestBeforeSQL is the time of the newest row logged in the first $2
+// leaves (NULL: none).
+const newestBeforeSQL = `
+SELECT max(l.at) FROM log_segments s, unnest(s.kinds, s.ats) AS l(kind, at)
+WHERE s.cluster = $1 AND s.tree_size <= $2 AND l.kind <> 3`
+
+// passNewestSQL is the time of the newest row logged by the pass that
+// ends at $2 leaves (NULL: none).
+const passNewestSQL = `
+SELECT max(l.at) FROM log_segments s, unnest(s.kinds, s.ats) AS l(kind, at)
+WHERE s.cluster = $1 AND s.tree_size = $2 AND l.kind <> 3`
+
+// indexedSQL finds where rows are in the log before leaf $5
+// (log_leaf_index), which an inclusion proof then checks.
+const indexedSQL = `
+SELECT k.n, x.log_index
+FROM unnest($2::smallint[], $3::text[], $4::bytea[]) WITH ORDINALITY AS k(kind, uid, key, n)
+JOIN log_leaf_index x ON x.cluster = $1 AND x.kind = k.kind AND x.key = k.key AND x.uid = k.uid
+WHERE x.log_index < $5`
+
+// incremental checks a cluster from base, the signed checkpoint a previous
+// run verified (VerifyOptions.Since).
+func (v *verifier) incremental(ctx context.Context, tx pgx.Tx, base []byte) error {
+	c := v.cr.Cluster
+	v.cr.Incremental = true
+	b, err := OpenCheckpoint(base, v.o.Verifier)
+	if err == nil && b.Origin != Origin(v.o.Verifier.Name(), c) {
+		err = fmt.Errorf("it is of another log (origin %q)", b.Origin)
+	}
+	if err != nil {
+		v.fail("log", "the verified checkpoint the incremental check starts from: %v", err)
+		return nil
+	}
+	v.cr.From = b.Size
+	leaves, stored, last, err := v.readSegments(ctx, tx, b.Size)
+	if err != nil {
+		if isMalformed(err) {
+			v.fail("log", "%v: the log's segments do not follow each other from the verified checkpoint of %d leaves (edited or removed)", err, b.Size)
+			return nil
+		}
+		return err
+	}
+	if len(leaves) == 0 {
+		var size int64
+		err := tx.QueryRow(ctx, newestCheckpointSQL, c).Scan(&size, &last)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if size != b.Size {
+			v.fail("log", "the log has %d leaves, fewer than the %d of the verified checkpoint: it was rolled back or truncated", size, b.Size)
+			return nil
+		}
+	}
+	size := b.Size + int64(len(leaves))
+	// The stored hashes below the checkpoint must still give its root:
+	// those the tree after it is built on.
+	below := &storedHashes{ctx: ctx, q: tx, cluster: c, mem: map[int64]tlog.Hash{}}
+	if b.Size > 0 {
+		root, err := tlog.TreeHash(b.Size, below)
+		if err != nil || root != b.Root {
+			v.fail("log", "the stored hashes of the first %d leaves do not give the root of the verified checkpoint (the log was edited before it): %v", b.Size, err)
+			return nil
+		}
+	}
+	mem := v.checkTree(b.Size, leaves, stored, below)
+	root := v.checkSigned(size, mem, last)
+	if b.Size > 0 && size > b.Size {
+		p, err := tlog.ProveTree(size, b.Size, mem)
+		if err == nil {
+			err = tlog.CheckTree(p, size, root, b.Size, b.Root)
+		}
+		if err != nil {
+			v.fail("log", "the log of %d leaves does not extend the verified checkpoint of %d: %v", size, b.Size, err)
+		}
+	}
+	v.checkTrusted(size, root, mem)
+	return v.checkNewRows(ctx, tx, b, leaves, below)
+}
+
+// checkNewRows checks the rows of the leaves after b, and the rows at
+// least as new as the oldest of them (or, when there is none, as the
+// newest of the pass that ends at b): each is logged or pending.
+func (v *verifier) checkNewRows(ctx context.Context, tx pgx.Tx, b Checkpoint, leaves []leaf, below tlog.HashReader) error {
+	c := v.cr.Cluster
+	rows := map[string]leaf{}
+	keep := func(r Ref, d [32]byte) error {
+		rows[r.id()] = leaf{r, d}
+		return nil
+	}
+	var eKeys, vKeys [][]byte
+	var eAts []time.Time
+	var vUIDs []string
+	var since, newest time.Time
+	cutoff := false
+	for _, l := range leaves {
+		switch l.ref.Kind {
+		case KindEvent:
+			eKeys, eAts = append(eKeys, l.ref.Key), append(eAts, l.ref.At)
+		case KindVersion:
+			vKeys, vUIDs = append(vKeys, l.ref.Key), append(vUIDs, l.ref.UID)
+		case KindCutoff:
+			cutoff = true
+			continue
+		}
+		if since.IsZero() || l.ref.At.Before(since) {
+			since = l.ref.At
+		}
+	}
+	if len(eKeys) > 0 {
+		first, last := eAts[0], eAts[0]
+		for _, at := range eAts {
+			first, last = minTime(first, at), maxTime(last, at)
+		}
+		if err := scanRows(ctx, tx, KindEvent, eventsByRefSQL, []any{c, eKeys, eAts, first, last}, keep); err != nil {
+			return err
+		}
+	}
+	if len(vKeys) > 0 {
+		if err := scanRows(ctx, tx, KindVersion, versionsByRefSQL, []any{c, vUIDs, vKeys}, keep); err != nil {
+			return err
+		}
+	}
+	pending, err := v.readPending(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if cutoff {
+		// A cutoff's justification is the newest row logged before it.
+		var t *time.Time
+		if err := tx.QueryRow(ctx, newestBeforeSQL, c, b.Size).Scan(&t); err != nil {
+			return err
+		}
+		if t != nil {
+			newest = *t
+		}
+	}
+	logged := v.checkLeaves(b.Size, newest, leaves, rows)
+	var t *time.Time
+	if err := tx.QueryRow(ctx, passNewestSQL, c, b.Size).Scan(&t); err != nil {
+		return err
+	}
+	if t != nil && (since.IsZero() || t.Before(since)) {
+		since = *t
+	}
+	// The rows at least as new: those of the leaves are read already.
+	if err := scanRows(ctx, tx, KindEvent, eventsOfClusterSQL+" AND e.stage_at >= $2", []any{c, since}, keep); err != nil {
+		return err
+	}
+	if err := scanRows(ctx, tx, KindVersion, versionsOfClusterSQL+" AND v.changed_at >= $2", []any{c, since}, keep); err != nil {
+		return err
+	}
+	var lookupErr error
+	v.checkExtra(rows, logged, pending, func(extra []leaf) map[string]string {
+		ok, err := v.loggedBefore(ctx, tx, b, extra, below)
+		lookupErr = err
+		return ok
+	})
+	return lookupErr
+}
+
+// loggedBefore says which rows are logged, unchanged, in the first b.Size
+// leaves (""), or what is wrong with one log_leaf_index names: the index
+// names the leaf, and an inclusion proof of the
+// row's own leaf hash against b's root (which the stored hashes were
+// checked to give) shows it.
+func (v *verifier) loggedBefore(ctx context.Context, tx pgx.Tx, b Checkpoint, rows []leaf, below tlog.HashReader) (map[string]string, error) {
+	kinds := make([]int16, len(rows))
+	uids := make([]string, len(rows))
+	keys := make([][]byte, len(rows))
+	for i, r := range rows {
+		kinds[i], uids[i], keys[i] = int16(r.ref.Kind), r.ref.UID, r.ref.Key
+	}
+	q, err := tx.Query(ctx, indexedSQL, v.cr.Cluster, kinds, uids, keys, b.Size)
+	if err != nil {
+		return nil, err
+	}
+	type hit struct{ n, index int64 }
+	hits, err := pgx.CollectRows(q, func(row pgx.CollectableRow) (hit, error) {
+		var h hit
+		return h, row.Scan(&h.n, &h.index)
+	})
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]string{}
+	for _, h := range hits {
+		r, index := rows[h.n-1], h.index
+		p, err := tlog.ProveRecord(b.Size, index, below)
+		if err == nil {
+			err = tlog.CheckRecord(p, b.Size, b.Root, index, LeafHash(r.ref, r.digest))
+		}
+		id := r.ref.id()
+		if err == nil {
+			found[id] = ""
+		} else if _, ok := found[id]; !ok { // another entry may prove it yet
+			found[id] = fmt.Sprintf("changed since it was logged at leaf %d (its leaf hash does not lead to the verified checkpoint's root)", index)
+		}
+	}
+	return found, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
