@@ -135,9 +135,11 @@ func TestIncrementalNamesTheRow(t *testing.T) {
 		},
 		full: []string{`object_versions(cluster="default", uid="uid-1-`, "changed since it was logged"},
 	}, {
-		name:   "delete of an old row: only a full verify sees it",
-		tamper: func(e *env) { e.exec(`DELETE FROM events WHERE audit_id = (SELECT audit_id FROM events ORDER BY stage_at LIMIT 1)`) },
-		full:   []string{`events(cluster="default"`, "missing: logged at leaf 0"},
+		name: "delete of an old row: only a full verify sees it",
+		tamper: func(e *env) {
+			e.exec(`DELETE FROM events WHERE audit_id = (SELECT audit_id FROM events ORDER BY stage_at LIMIT 1)`)
+		},
+		full: []string{`events(cluster="default"`, "missing: logged at leaf 0"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)

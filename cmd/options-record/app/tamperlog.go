@@ -93,6 +93,11 @@ type VerifyOptions struct {
 	CheckpointDir string
 	// Cluster limits the check to one cluster.
 	Cluster string
+	// Incremental checks each cluster from the checkpoint a previous run
+	// verified, kept in CheckpointDir (cluster=NAME/verified; a cluster
+	// without one is checked fully), and keeps there the newest checkpoint
+	// of each cluster that passes (tamper.VerifyOptions.Since).
+	Incremental bool
 	// MinRetention is the shortest retention the record was ever kept
 	// for (tamper.VerifyOptions.MinRetention); zero: MinRetention. Less
 	// than MinRetention is an error: no retention is shorter.
@@ -146,6 +151,15 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 	if minRetention < MinRetention {
 		return fmt.Errorf("verify: --min-retention %s is shorter than %s, the shortest retention the record applies", minRetention, MinRetention)
 	}
+	var since map[string][]byte
+	if o.Incremental {
+		if o.CheckpointDir == "" {
+			return errors.New("verify --incremental keeps the verified checkpoints in --checkpoint-dir: give it")
+		}
+		if since, err = tamper.ReadVerified(o.CheckpointDir); err != nil {
+			return fmt.Errorf("verify: verified checkpoints: %w", err)
+		}
+	}
 	db, err := openDatabase(ctx, o.Database, true, log)
 	if err != nil {
 		return err
@@ -157,9 +171,19 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 	}
 	defer pool.Close()
 	rep, err := tamper.Verify(ctx, pool, tamper.VerifyOptions{Verifier: v, Cluster: o.Cluster, TrustedDir: o.CheckpointDir,
-		MinRetention: minRetention})
+		MinRetention: minRetention, Since: since})
 	if err != nil {
 		return err
+	}
+	if o.Incremental {
+		for _, c := range rep.Clusters {
+			if c.Checkpoint == nil {
+				continue
+			}
+			if err := tamper.WriteVerified(o.CheckpointDir, c.Cluster, c.Checkpoint); err != nil {
+				return fmt.Errorf("verify: keep the verified checkpoint of cluster %q: %w", c.Cluster, err)
+			}
+		}
 	}
 	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 	dir, trusted := strconv.Quote(o.CheckpointDir), 0
@@ -178,6 +202,12 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 		}
 		for _, at := range c.PendingCutoffs {
 			fmt.Fprintf(o.Out, "  retention cutoff %s pending, not logged: it covers nothing\n", stamp(at))
+		}
+		switch {
+		case c.Incremental:
+			fmt.Fprintf(o.Out, "  checked from the verified checkpoint of %d leaves (incremental)\n", c.From)
+		case o.Incremental:
+			fmt.Fprintf(o.Out, "  checked fully: no verified checkpoint of it in %s\n", dir)
 		}
 		switch {
 		case c.Trusted:

@@ -76,6 +76,19 @@ func TestVerifyCommand(t *testing.T) {
 		t.Errorf("verify printed:\n%s", out.String())
 	}
 	checkProofs(t, pool, strings.TrimSpace(pub.String()))
+	// --incremental: a full check the first time, which keeps the
+	// checkpoint it verified; from it the next time.
+	vo.Incremental = true
+	for _, want := range []string{"  checked fully: no verified checkpoint of it in ", "  checked from the verified checkpoint of 4 leaves (incremental)\n"} {
+		out.Reset()
+		if err := Verify(ctx, vo); err != nil || !strings.Contains(out.String(), want) {
+			t.Errorf("verify --incremental: %v; want %q in\n%s", err, want, out.String())
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(checkpoints, "cluster=default", "verified")); err != nil || !bytes.Contains(b, []byte("\n4\n")) {
+		t.Errorf("the verified checkpoint: %q, %v", b, err)
+	}
+	vo.Incremental = false
 	if _, err := pool.Exec(ctx, `UPDATE object_versions SET object = '{}' WHERE uid = 'uid-b'`); err != nil {
 		t.Fatal(err)
 	}

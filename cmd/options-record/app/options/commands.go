@@ -156,7 +156,7 @@ type Verify struct {
 	Common
 	VerifierKey, VerifierKeyFile, CheckpointDir, Cluster string
 	Proofs                                               []string
-	WriteState                                           bool
+	WriteState, Incremental                              bool
 	MinRetention                                         time.Duration
 }
 
@@ -171,6 +171,7 @@ func (o *Verify) Flags() (fss cliflag.NamedFlagSets) {
 	fs.StringVar(&o.VerifierKeyFile, "log-verifier-key-file", "", "file holding --log-verifier-key")
 	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "trusted checkpoints kept outside the database (serve's --checkpoint-dir, or a copy): the log must have only grown since; one that does not exist or cannot be read is an error; unset: not checked")
 	fs.StringVar(&o.Cluster, "cluster", "", "check this cluster only; empty: every cluster")
+	fs.BoolVar(&o.Incremental, "incremental", false, "check each cluster from the checkpoint a previous run verified (cluster=NAME/verified in --checkpoint-dir; none: a full check), and keep there the newest one of each cluster that passes; an old row changed or deleted is found only by a full check (docs/security.md)")
 	fs.DurationVar(&o.MinRetention, "min-retention", o.MinRetention, "the shortest retention the record was ever kept for (no retention is shorter than the default): a logged retention cutoff covers rows only up to the newest row logged before it less this; longer checks planted cutoffs more strictly")
 	fs.StringArrayVar(&o.Proofs, "proof", nil, "check this inclusion proof offline instead of the database (a FILE.tlog-proof, as the restore API answers GET .../versions/KEY/proof), and FILE.json beside it when present (repeatable)")
 	fs.BoolVar(&o.WriteState, "write-state", false, "with --proof: write each verified proof's state (the object's exact logged text) to FILE.json when there is none")
@@ -188,6 +189,9 @@ func (o *Verify) Validate() error {
 	if o.MinRetention < app.MinRetention {
 		return fmt.Errorf("--min-retention %s is shorter than %s, the shortest retention the record applies", o.MinRetention, app.MinRetention)
 	}
+	if o.Incremental && o.CheckpointDir == "" {
+		return errors.New("--incremental keeps the verified checkpoints in --checkpoint-dir: give it")
+	}
 	if o.WriteState && len(o.Proofs) == 0 {
 		return errors.New("--write-state writes the states of --proof files: give --proof")
 	}
@@ -197,7 +201,7 @@ func (o *Verify) Validate() error {
 // Config is the app's configuration, printing to out.
 func (o *Verify) Config(out, logs io.Writer) app.VerifyOptions {
 	return app.VerifyOptions{Database: o.database(), VerifierKey: o.VerifierKey, VerifierKeyFile: o.VerifierKeyFile,
-		CheckpointDir: o.CheckpointDir, Cluster: o.Cluster, MinRetention: o.MinRetention, Proofs: o.Proofs, WriteState: o.WriteState, Out: out, Logger: o.Logger(logs)}
+		CheckpointDir: o.CheckpointDir, Cluster: o.Cluster, Incremental: o.Incremental, MinRetention: o.MinRetention, Proofs: o.Proofs, WriteState: o.WriteState, Out: out, Logger: o.Logger(logs)}
 }
 
 // LogKey are the flags of `options-record log-key`.
