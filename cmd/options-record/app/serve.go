@@ -111,7 +111,11 @@ type ServeOptions struct {
 	// (package tamper); CheckpointDir receives each signed checkpoint.
 	LogSigningKeyFile string
 	CheckpointDir     string
-	Logger            *slog.Logger
+	// VerifyInterval, when positive, verifies the record against its log
+	// that often (fully at start, then incrementally) and exports the
+	// outcome as metrics; needs LogSigningKeyFile.
+	VerifyInterval time.Duration
+	Logger         *slog.Logger
 	// OnListening, if set, is called with the bound addresses once the
 	// listeners are up (tests listen on port 0); webhook is nil without
 	// RoleIngest.
@@ -203,6 +207,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if p.logSigner != nil {
 		late = append(late, background("tamper log", p.runIntegrator))
+		if o.VerifyInterval > 0 {
+			late = append(late, background("tamper log verify", p.runLogVerify))
+		}
 	}
 	if o.API != nil {
 		late = append(late, component{"restore API", p.startAPI})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/options-record/options-record/api/restoreapi"
 	"github.com/options-record/options-record/store"
@@ -125,12 +127,12 @@ func TestServeKeepsTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkpoints := filepath.Join(dir, "checkpoints")
-	webhook, _ := startServe(t, ServeOptions{
+	webhook, metrics := startServe(t, ServeOptions{
 		Roles:       []Role{RoleIngest},
 		Database:    DatabaseOptions{URL: dsn, DataDir: dir},
 		Rules:       RulesOptions{Files: []string{rulesFile}, Namespace: "options-record"},
 		WebhookAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
-		LogSigningKeyFile: keyFile, CheckpointDir: checkpoints,
+		LogSigningKeyFile: keyFile, CheckpointDir: checkpoints, VerifyInterval: 20 * time.Millisecond,
 	})
 	tok, err := os.ReadFile(filepath.Join(dir, "webhook-token"))
 	if err != nil {
@@ -168,6 +170,90 @@ func TestServeKeepsTheLog(t *testing.T) {
 	m := regexp.MustCompile(`cluster "default": (\d+) leaves, root \S+; (\d+) rows verified`).FindStringSubmatch(out.String())
 	if err != nil || m == nil || atoi(m[2]) < 2 {
 		t.Fatalf("verify: %v\n%s", err, out.String())
+	}
+	// The periodic verify (--verify-interval) passes on it, then finds a
+	// row inserted around the ingest.
+	waitMetric(t, metrics.String(), "options_record_log_verify_last_success_timestamp_seconds", func(v float64) bool { return v > 0 })
+	waitMetric(t, metrics.String(), "options_record_log_verify_problems", func(v float64) bool { return v == 0 })
+	pool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(context.Background(), `INSERT INTO events SELECT cluster, sha256(event_key), stage_at + interval '1 hour', received_at, audit_id, stage, verb, request_uri,
+		'mallory', user_uid, user_groups, user_extra, impersonated_user, impersonated_groups, source_ips, user_agent, api_group,
+		api_version, resource, subresource, namespace, name, object_uid, response_code, response_reason, response_message,
+		request_object, annotations, rules, secret_digested, ingested_at FROM events LIMIT 1`); err != nil {
+		t.Fatal(err)
+	}
+	waitMetric(t, metrics.String(), "options_record_log_verify_problems", func(v float64) bool { return v >= 1 })
+}
+
+// waitMetric waits (a minute at most) until the metric of the server at
+// addr has a value ok accepts.
+func waitMetric(t *testing.T, addr, name string, ok func(float64) bool) {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`)
+	var last string
+	for i := 0; i < 600; i++ {
+		r, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if m := re.FindSubmatch(b); m != nil {
+			last = string(m[1])
+			if v, err := strconv.ParseFloat(last, 64); err == nil && ok(v) {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s is %q after a minute", name, last)
+}
+
+// TestLogVerifier: the verifier derived from a signing key file opens what
+// the key signs, and another key's verifier does not.
+func TestLogVerifier(t *testing.T) {
+	dir := t.TempDir()
+	var pub bytes.Buffer
+	if err := LogKey(LogKeyOptions{Name: "record.example/log", SigningKeyFile: filepath.Join(dir, "a.key"), Out: &pub}); err != nil {
+		t.Fatal(err)
+	}
+	if err := LogKey(LogKeyOptions{Name: "record.example/log", SigningKeyFile: filepath.Join(dir, "b.key"), Out: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := loadLogSigner(filepath.Join(dir, "a.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := note.Sign(&note.Note{Text: "checkpoint\n"}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := logVerifier(filepath.Join(dir, "a.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := note.Open(signed, note.VerifierList(a)); err != nil {
+		t.Errorf("the derived verifier: %v", err)
+	}
+	if want, _ := note.NewVerifier(strings.TrimSpace(pub.String())); want.KeyHash() != a.KeyHash() || want.Name() != a.Name() {
+		t.Errorf("derived verifier %s/%x, log-key printed %s", a.Name(), a.KeyHash(), pub.String())
+	}
+	b, err := logVerifier(filepath.Join(dir, "b.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := note.Open(signed, note.VerifierList(b)); err == nil {
+		t.Error("another key's verifier opened the note")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.key"), []byte("PRIVATE+KEY+x+00000000+AAAA\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := logVerifier(filepath.Join(dir, "bad.key")); err == nil {
+		t.Error("a malformed key gave a verifier")
 	}
 }
 

@@ -45,6 +45,9 @@ func (o *ServeOptions) roles() (ingest, api bool, err error) {
 	if o.CheckpointDir != "" && o.LogSigningKeyFile == "" {
 		return false, false, errors.New("--checkpoint-dir needs --log-signing-key-file")
 	}
+	if o.VerifyInterval < 0 || (o.VerifyInterval > 0 && o.LogSigningKeyFile == "") {
+		return false, false, errors.New("--verify-interval needs --log-signing-key-file, and is not negative")
+	}
 	if len(o.Roles) == 0 {
 		return true, o.API != nil && o.API.Addr != "", nil
 	}

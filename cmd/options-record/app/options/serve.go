@@ -44,6 +44,7 @@ type Serve struct {
 	GKE               app.GKEOptions
 	LogSigningKeyFile string
 	CheckpointDir     string
+	VerifyInterval    time.Duration
 	Admission         app.AdmissionOptions
 
 	API        app.APIOptions
@@ -116,6 +117,7 @@ func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
 	fs.StringVar(&o.EventHubs.CAFile, "eventhubs-ca-file", "", "CA bundle verifying the Kafka endpoint; empty: the system's roots")
 	fs = fss.FlagSet("tamper-evident log")
 	fs.StringVar(&o.LogSigningKeyFile, "log-signing-key-file", "", "note signing key of the tamper-evident log (options-record log-key makes one; mount it from a Secret only the ingest identity reads): batches are logged and checkpoints signed; every ingest replica of the record needs it. Empty: no log")
+	fs.DurationVar(&o.VerifyInterval, "verify-interval", 0, "verify the record against the log this often (as options-record verify does, with the signing key's public key): fully at start, then incrementally from the last checkpoint that passed; metrics options_record_log_verify_last_success_timestamp_seconds and options_record_log_verify_problems, each problem logged. 0: never")
 	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "directory receiving each signed checkpoint, outside the database (cluster=NAME/SIZE and cluster=NAME/latest): what verify --checkpoint-dir trusts")
 	fs = fss.FlagSet("notifications")
 	fs.StringVar(&o.Notify.ConfigFile, "notify-config", "", "YAML file of the destinations (Alertmanager, signed webhook, Slack) that OptionsRecordControllers' spec.notify routes name (docs/notifications.md); empty: no notifications")
@@ -188,7 +190,7 @@ func (o *Serve) Config(logs io.Writer) app.ServeOptions {
 		MaxBodyBytes: o.MaxBodyBytes, ChunkBytes: o.ChunkBytes, MaxEventBytes: o.MaxEventBytes, MaxInFlight: o.MaxInFlight, MaxInFlightBytes: o.MaxInFlightBytes,
 		MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout, MaxEventAge: o.MaxEventAge,
 		WebhookHTTP2: o.WebhookHTTP2, MetricsAddr: o.MetricsAddr, JournalDir: o.JournalDir, Notify: o.Notify,
-		SecretDigestKeyFile: o.SecretDigestKeyFile, LogSigningKeyFile: o.LogSigningKeyFile, CheckpointDir: o.CheckpointDir,
+		SecretDigestKeyFile: o.SecretDigestKeyFile, LogSigningKeyFile: o.LogSigningKeyFile, CheckpointDir: o.CheckpointDir, VerifyInterval: o.VerifyInterval,
 		Admission: o.Admission,
 	}
 	c.Database.APIURL = o.APIDatabaseURL

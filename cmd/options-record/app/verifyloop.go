@@ -1,0 +1,142 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/options-record/options-record/cmd/options-record/app/secretfile"
+	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/tamper"
+)
+
+// maxLoggedProblems bounds the problems one periodic verify logs (each
+// names a row); the gauge counts them all.
+const maxLoggedProblems = 100
+
+// logVerifier is the verifier of the log's signing key file: the
+// Ed25519 public key of its private key, under its name.
+func logVerifier(file string) (note.Verifier, error) {
+	b, err := secretfile.Read(file, false)
+	if err != nil {
+		return nil, fmt.Errorf("log signing key: %w", err)
+	}
+	bad := fmt.Errorf("log signing key %s: not a note Ed25519 signer key", file)
+	// PRIVATE+KEY+name+hash+base64(algorithm byte, seed): note's format.
+	f := strings.SplitN(string(bytes.TrimSpace(b)), "+", 5)
+	if len(f) != 5 || f[0] != "PRIVATE" || f[1] != "KEY" {
+		return nil, bad
+	}
+	k, err := base64.StdEncoding.DecodeString(f[4])
+	if err != nil || len(k) != 1+ed25519.SeedSize || k[0] != 1 {
+		return nil, bad
+	}
+	pub := ed25519.NewKeyFromSeed(k[1:]).Public().(ed25519.PublicKey)
+	vkey, err := note.NewEd25519VerifierKey(f[2], pub)
+	if err != nil {
+		return nil, fmt.Errorf("log signing key %s: %w", file, err)
+	}
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		return nil, fmt.Errorf("log signing key %s: %w", file, err)
+	}
+	if strings.Split(vkey, "+")[1] != f[3] {
+		return nil, fmt.Errorf("log signing key %s: its hash is not that of its key", file)
+	}
+	return v, nil
+}
+
+// logVerifyLoop verifies the record against its log periodically
+// (--verify-interval): fully the first time, then incrementally from the
+// newest checkpoint each cluster passed at (tamper.VerifyOptions.Since,
+// kept in memory: a checkpoint this process verified). It does not read
+// --checkpoint-dir: the integrators write it while a check runs.
+type logVerifyLoop struct {
+	verifier     note.Verifier
+	since        map[string][]byte
+	lastSuccess  prometheus.Gauge
+	problems     prometheus.Gauge
+	minRetention time.Duration
+}
+
+func newLogVerifyLoop(v note.Verifier, reg prometheus.Registerer) (*logVerifyLoop, error) {
+	l := &logVerifyLoop{verifier: v, since: map[string][]byte{}, minRetention: store.MinRetention,
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "options_record_log_verify_last_success_timestamp_seconds",
+			Help: "When the last periodic verify (--verify-interval) that found no problem ended, Unix seconds; 0: none yet.",
+		}),
+		problems: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "options_record_log_verify_problems",
+			Help: "Problems the last periodic verify (--verify-interval) found: rows or logs that do not match (each logged); 0: it passed.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{l.lastSuccess, l.problems} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// once runs one verify of every cluster on st, sets the metrics and logs
+// the problems; an error is for a check that could not run.
+func (l *logVerifyLoop) once(ctx context.Context, st *store.Store, log interface {
+	Warn(string, ...any)
+	Info(string, ...any)
+}) error {
+	rep, err := tamper.Verify(ctx, st.Pool(), tamper.VerifyOptions{Verifier: l.verifier, MinRetention: l.minRetention, Since: l.since})
+	if err != nil {
+		return err
+	}
+	for _, c := range rep.Clusters {
+		if c.Checkpoint != nil {
+			l.since[c.Cluster] = c.Checkpoint
+		}
+	}
+	l.problems.Set(float64(len(rep.Problems)))
+	for i, p := range rep.Problems {
+		if i == maxLoggedProblems {
+			log.Warn("tamper log: verify: more problems not logged", "problems", len(rep.Problems))
+			break
+		}
+		log.Warn("tamper log: verify failed", "cluster", p.Cluster, "row", p.Row, "problem", p.What)
+	}
+	if rep.OK() {
+		l.lastSuccess.SetToCurrentTime()
+	}
+	return nil
+}
+
+// runLogVerify verifies the record every interval until ctx ends.
+func (p *ingestProcess) runLogVerify(ctx context.Context) {
+	v, err := logVerifier(p.o.LogSigningKeyFile)
+	if err != nil {
+		p.log.Error("tamper log: verify", "err", err)
+		return
+	}
+	l, err := newLogVerifyLoop(v, p.reg)
+	if err != nil {
+		p.log.Error("tamper log: verify: metrics", "err", err)
+		return
+	}
+	t := time.NewTicker(p.o.VerifyInterval)
+	defer t.Stop()
+	for {
+		if err := l.once(ctx, p.st, p.log); err != nil && !errors.Is(err, context.Canceled) {
+			p.log.Error("tamper log: verify could not run", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
