@@ -1,0 +1,79 @@
+package tamper
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// oldLeafIndexSQL is how ProveVersion found a leaf before log_leaf_index:
+// the references of every segment of the cluster.
+const oldLeafIndexSQL = `
+SELECT s.first_index + l.n - 1
+FROM log_segments s, unnest(s.kinds, s.uids, s.keys) WITH ORDINALITY AS l(kind, uid, key, n)
+WHERE s.cluster = $1 AND l.kind = 2 AND l.uid = $2 AND l.key = $3
+ORDER BY 1 LIMIT 1`
+
+// TestLeafLookupIndexed: over a log of 100,000 leaves (200 passes of 500),
+// finding a version's leaf reads a few index pages, where the scan of the
+// segments' references it replaces read them all: the buffers each plan
+// touches, from EXPLAIN (ANALYZE, BUFFERS), logged with the plans.
+func TestLeafLookupIndexed(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	// Synthetic segments: only their references are read here.
+	e.exec(`INSERT INTO log_segments (cluster, first_index, tree_size, stored_from, kinds, uids, keys, ats, digests, hashes, checkpoint)
+		SELECT 'big', p * 500, p * 500 + 500, 0,
+			array_fill(2::smallint, ARRAY[500]),
+			ARRAY(SELECT 'uid-' || (p * 500 + i) FROM generate_series(0, 499) i),
+			ARRAY(SELECT sha256(('key-' || (p * 500 + i))::bytea) FROM generate_series(0, 499) i),
+			array_fill(now(), ARRAY[500]), '', '', ''
+		FROM generate_series(0, 199) p`)
+	e.exec(`INSERT INTO log_leaf_index (cluster, kind, uid, key, log_index)
+		SELECT s.cluster, l.kind, l.uid, l.key, s.first_index + l.n - 1
+		FROM log_segments s, unnest(s.kinds, s.uids, s.keys) WITH ORDINALITY AS l(kind, uid, key, n) WHERE s.cluster = 'big'`)
+	e.exec(`ANALYZE log_segments`)
+	e.exec(`ANALYZE log_leaf_index`)
+	uid, key := "uid-77777", "key-77777"
+	buffers := map[string]int{}
+	for name, sql := range map[string]string{"scan of the segments": oldLeafIndexSQL, "log_leaf_index": leafIndexSQL} {
+		var idx int64
+		if err := e.st.Pool().QueryRow(ctx, strings.ReplaceAll(sql, "$3", "sha256($3::bytea)"), "big", uid, key).Scan(&idx); err != nil || idx != 77777 {
+			t.Fatalf("%s: leaf %d, %v; want 77777", name, idx, err)
+		}
+		rows, err := e.st.Pool().Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+strings.ReplaceAll(sql, "$3", "sha256($3::bytea)"), "big", uid, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		if rows.Err() != nil {
+			t.Fatal(rows.Err())
+		}
+		// The top node's buffers count its children's.
+		for _, l := range plan {
+			if m := regexp.MustCompile(`Buffers: shared (?:hit=(\d+))?\s?(?:read=(\d+))?`).FindStringSubmatch(l); m != nil {
+				h, _ := strconv.Atoi(m[1])
+				r, _ := strconv.Atoi(m[2])
+				buffers[name] = h + r
+				break
+			}
+		}
+		t.Logf("%s over 100000 leaves:\n%s", name, strings.Join(plan, "\n"))
+		if name == "log_leaf_index" && !strings.Contains(strings.Join(plan, "\n"), "log_leaf_index_pkey") {
+			t.Errorf("the lookup does not use the index:\n%s", strings.Join(plan, "\n"))
+		}
+	}
+	t.Logf("buffers: %v", buffers)
+	if buffers["log_leaf_index"] == 0 || buffers["log_leaf_index"]*10 > buffers["scan of the segments"] {
+		t.Errorf("buffers %v: want the index lookup to read a tenth of the scan or less", buffers)
+	}
+}
