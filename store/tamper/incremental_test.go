@@ -114,6 +114,14 @@ func TestIncrementalNamesTheRow(t *testing.T) {
 		},
 		want: []string{"fewer than the 14 of the verified checkpoint: it was rolled back"},
 	}, {
+		name: "the cluster's whole log and rows deleted",
+		tamper: func(e *env) {
+			e.exec(`DELETE FROM log_segments`)
+			e.exec(`DELETE FROM events`)
+			e.exec(`DELETE FROM object_versions`)
+		},
+		want: []string{"the log has 0 leaves, fewer than the 8 of the verified checkpoint"},
+	}, {
 		name: "the tree's hashes edited before the checkpoint",
 		tamper: func(e *env) {
 			// The last stored hash of the pass that ends at 8 leaves is

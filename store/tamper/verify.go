@@ -144,6 +144,11 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 		if err != nil {
 			return rep, fmt.Errorf("tamper: verify: trusted checkpoints: %w", err)
 		}
+		// And each cluster checked from a verified checkpoint: one whose
+		// log is gone fails against it.
+		for c := range o.Since {
+			trusted = append(trusted, c)
+		}
 		clusters = slices.Compact(slices.Sorted(slices.Values(append(clusters, trusted...))))
 	}
 	for _, c := range clusters {
@@ -323,18 +328,27 @@ func (v *verifier) checkTree(first int64, leaves []leaf, stored []tlog.Hash, bel
 	rebuilt := make([]tlog.Hash, 0, len(stored))
 	r := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
 		out := make([]tlog.Hash, len(idx))
+		var low []int64 // read from below, in one call
 		for k, i := range idx {
 			switch {
 			case i >= from && i-from < int64(len(rebuilt)):
 				out[k] = rebuilt[i-from]
 			case i >= 0 && i < from && below != nil:
-				h, err := below.ReadHashes([]int64{i})
-				if err != nil {
-					return nil, err
-				}
-				out[k] = h[0]
+				low = append(low, i)
 			default:
 				return nil, fmt.Errorf("stored hash %d is missing", i)
+			}
+		}
+		if len(low) > 0 {
+			hs, err := below.ReadHashes(low)
+			if err != nil {
+				return nil, err
+			}
+			j := 0
+			for k, i := range idx {
+				if i < from {
+					out[k], j = hs[j], j+1
+				}
 			}
 		}
 		return out, nil
