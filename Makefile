@@ -10,7 +10,8 @@ export GOFLAGS
 # target that provides it (store/pgtest.Unavailable).
 export OPTIONS_RECORD_REQUIRE_DEPS := 1
 # Packages of the product module (the control-plane build modules under
-# test/cpbuild, the Alertmanager build under test/ambuild and hack/tools are
+# test/cpbuild, the Alertmanager build under test/ambuild, the witness build
+# under test/wbuild and hack/tools are
 # separate modules).
 GO_PKGS  := ./...
 TEST_TIMEOUT ?= 40m

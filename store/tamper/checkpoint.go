@@ -71,9 +71,14 @@ func clusterDir(dir, cluster string) string {
 }
 
 // writeCheckpointFile writes a signed checkpoint to dir: a file named for
-// its size under the cluster's directory, and latest, each replaced whole.
-func writeCheckpointFile(dir, cluster string, size int64, signed []byte) error {
-	return writeClusterFiles(dir, cluster, signed, strconv.FormatInt(size, 10), "latest")
+// its size under the cluster's directory, and (if latest) latest, each
+// replaced whole.
+func writeCheckpointFile(dir, cluster string, size int64, signed []byte, latest bool) error {
+	names := []string{strconv.FormatInt(size, 10)}
+	if latest {
+		names = append(names, "latest")
+	}
+	return writeClusterFiles(dir, cluster, signed, names...)
 }
 
 // writeClusterFiles writes b to files of a cluster's directory under dir,

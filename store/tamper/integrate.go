@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -45,6 +47,18 @@ type IntegratorOptions struct {
 	// MinRetention is the shortest retention ever applied (default an
 	// hour, store.MinRetention).
 	MinRetention time.Duration
+	// Witnesses, when set, each receive a cluster's newest signed
+	// checkpoint at most every WitnessInterval (default 10s), with a
+	// consistency proof from the size each last cosigned; their
+	// cosignatures are kept with the checkpoint in CheckpointDir. There,
+	// cluster=<name>/latest is then only a checkpoint that WitnessQuorum
+	// of them cosigned (0: all); cluster=<name>/<size> is each one, with
+	// the cosignatures it got.
+	Witnesses       []Witness
+	WitnessQuorum   int
+	WitnessInterval time.Duration
+	// HTTPClient posts to the witnesses (default: one with a 10s timeout).
+	HTTPClient *http.Client
 }
 
 // DefaultMinRetention is the default IntegratorOptions.MinRetention and
@@ -61,7 +75,25 @@ type Integrator struct {
 	refused  atomic.Int64
 	mu       sync.Mutex
 	reported map[string]bool
+	// conflicts counts the witnesses' refusals; witnessed is the size
+	// each witness last cosigned, by witness URL and cluster; unwitnessed
+	// is each cluster's newest signed checkpoint not yet cosigned by a
+	// quorum (all under mu).
+	conflicts   atomic.Int64
+	witnessed   map[string]int64
+	unwitnessed map[string]signedCheckpoint
 }
+
+// signedCheckpoint is a cluster's signed checkpoint of size leaves.
+type signedCheckpoint struct {
+	size   int64
+	signed []byte
+}
+
+// WitnessConflicts returns how many times a witness refused a checkpoint
+// as not extending the newest it cosigned: the log was rolled back,
+// truncated or forked since (or another log writes under its origin).
+func (in *Integrator) WitnessConflicts() int64 { return in.conflicts.Load() }
 
 // RefusedCutoffs returns how many retention cutoffs the integrator refused
 // to log (each counted once): any is a sign that someone wrote log_pending
@@ -94,16 +126,31 @@ func NewIntegrator(o IntegratorOptions) (*Integrator, error) {
 	if o.MinRetention <= 0 {
 		o.MinRetention = DefaultMinRetention
 	}
-	return &Integrator{o: o, reported: map[string]bool{}}, nil
+	if o.WitnessInterval <= 0 {
+		o.WitnessInterval = 10 * time.Second
+	}
+	if o.WitnessQuorum <= 0 || o.WitnessQuorum > len(o.Witnesses) {
+		o.WitnessQuorum = len(o.Witnesses)
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	return &Integrator{o: o, reported: map[string]bool{}, witnessed: map[string]int64{},
+		unwitnessed: map[string]signedCheckpoint{}}, nil
 }
 
 // Run integrates the pending rows every Interval until ctx ends.
 func (in *Integrator) Run(ctx context.Context) {
 	t := time.NewTicker(in.o.Interval)
 	defer t.Stop()
+	var cosigned time.Time
 	for {
 		if err := in.IntegrateAll(ctx); err != nil && ctx.Err() == nil {
 			in.o.Logger.Error("tamper log integration", "err", err)
+		}
+		if len(in.o.Witnesses) > 0 && time.Since(cosigned) >= in.o.WitnessInterval {
+			in.CosignAll(ctx)
+			cosigned = time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -222,13 +269,63 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("tamper: integrate cluster %q: %w", cluster, err)
 	}
-	if signed != nil && in.o.CheckpointDir != "" {
-		if err := writeCheckpointFile(in.o.CheckpointDir, cluster, size, signed); err != nil {
-			// The next pass writes a newer one; the log is committed.
-			in.o.Logger.Error("write checkpoint file", "cluster", cluster, "size", size, "err", err)
-		}
+	if signed == nil {
+		return n, nil
 	}
+	if len(in.o.Witnesses) > 0 {
+		// latest waits for the witnesses' quorum (CosignAll).
+		in.mu.Lock()
+		in.unwitnessed[cluster] = signedCheckpoint{size: size, signed: signed}
+		in.mu.Unlock()
+	}
+	in.writeCheckpoint(cluster, size, signed, len(in.o.Witnesses) == 0)
 	return n, nil
+}
+
+// writeCheckpoint writes a signed checkpoint to CheckpointDir, if set.
+func (in *Integrator) writeCheckpoint(cluster string, size int64, signed []byte, latest bool) {
+	if in.o.CheckpointDir == "" {
+		return
+	}
+	if err := writeCheckpointFile(in.o.CheckpointDir, cluster, size, signed, latest); err != nil {
+		// The next pass writes a newer one; the log is committed.
+		in.o.Logger.Error("write checkpoint file", "cluster", cluster, "size", size, "err", err)
+	}
+}
+
+// CosignAll submits each cluster's newest signed checkpoint that no quorum
+// of witnesses cosigned yet to the witnesses, and keeps the cosignatures
+// with it (the checkpoint's file, and latest when a quorum cosigned).
+func (in *Integrator) CosignAll(ctx context.Context) {
+	in.mu.Lock()
+	pending := maps.Clone(in.unwitnessed)
+	in.mu.Unlock()
+	for _, cluster := range slices.Sorted(maps.Keys(pending)) {
+		cp := pending[cluster]
+		cosig := in.cosign(ctx, cluster, cp.size, cp.signed)
+		if len(cosig) == 0 {
+			continue
+		}
+		merged := append(bytes.Clone(cp.signed), cosig...)
+		n, err := CheckCosignatures(merged, witnessVerifiers(in.o.Witnesses))
+		quorum := err == nil && n >= in.o.WitnessQuorum
+		if quorum {
+			in.mu.Lock()
+			if in.unwitnessed[cluster].size == cp.size {
+				delete(in.unwitnessed, cluster)
+			}
+			in.mu.Unlock()
+		}
+		in.writeCheckpoint(cluster, cp.size, merged, quorum)
+	}
+}
+
+func witnessVerifiers(ws []Witness) []note.Verifier {
+	vs := make([]note.Verifier, len(ws))
+	for i, w := range ws {
+		vs[i] = w.Verifier
+	}
+	return vs
 }
 
 // reportRefused reports, once each, the pending retention cutoffs of a

@@ -2,6 +2,7 @@ package tamper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -48,6 +49,12 @@ type VerifyOptions struct {
 	// logged before it and older than that deleted, or changed, or one
 	// inserted with an older time: a full check does.
 	Since map[string][]byte
+	// Witnesses are the cosignature/v1 verifiers of the witnesses whose
+	// cosignatures each trusted checkpoint must carry, WitnessQuorum of
+	// them (0: all). Needs TrustedDir: the cosignatures are kept with the
+	// checkpoints there, not in the database.
+	Witnesses     []note.Verifier
+	WitnessQuorum int
 }
 
 // Problem is one failed check: the row (or the log) and what is wrong.
@@ -86,6 +93,9 @@ type ClusterReport struct {
 	// cluster passed (nil otherwise, or when its log is empty): what the
 	// next incremental check starts from (WriteVerified).
 	Checkpoint []byte
+	// Cosigned is how many of VerifyOptions.Witnesses cosigned the
+	// trusted checkpoint.
+	Cosigned int
 }
 
 // Cutoff is a retention cutoff in the log.
@@ -119,6 +129,12 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 	var rep Report
 	if o.MinRetention <= 0 {
 		o.MinRetention = DefaultMinRetention
+	}
+	if len(o.Witnesses) > 0 && o.TrustedDir == "" {
+		return rep, errors.New("tamper: verify: witnesses' cosignatures are checked on the trusted checkpoints: name their directory")
+	}
+	if o.WitnessQuorum <= 0 || o.WitnessQuorum > len(o.Witnesses) {
+		o.WitnessQuorum = len(o.Witnesses)
 	}
 	if o.TrustedDir != "" {
 		// A directory, readable: not one that is missing (ReadTrusted
@@ -396,6 +412,16 @@ func (v *verifier) checkTrusted(size int64, root tlog.Hash, mem tlog.HashReader)
 		return
 	}
 	v.cr.Trusted, v.cr.TrustedSize = true, trusted.Size
+	if len(v.o.Witnesses) > 0 {
+		n, err := CheckCosignatures(b, v.o.Witnesses)
+		v.cr.Cosigned = n
+		switch {
+		case err != nil:
+			v.fail("log", "the trusted checkpoint of %d leaves: %v", trusted.Size, err)
+		case n < v.o.WitnessQuorum:
+			v.fail("log", "the trusted checkpoint of %d leaves is cosigned by %d of the witnesses, fewer than the quorum of %d", trusted.Size, n, v.o.WitnessQuorum)
+		}
+	}
 	switch {
 	case trusted.Origin != Origin(v.o.Verifier.Name(), c):
 		v.fail("log", "the trusted checkpoint is of another log (origin %q)", trusted.Origin)

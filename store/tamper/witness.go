@@ -1,0 +1,231 @@
+package tamper
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	fnote "github.com/transparency-dev/formats/note"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Witness is a C2SP tlog-witness (https://c2sp.org/tlog-witness) the
+// integrator submits each cluster's checkpoints to: it checks that the log
+// only grew since the last checkpoint it saw and cosigns (C2SP
+// tlog-cosignature, cosignature/v1: a timestamped Ed25519 signature).
+type Witness struct {
+	// URL is the witness's prefix: checkpoints are posted to
+	// URL/add-checkpoint.
+	URL string
+	// Verifier checks its cosignatures: a cosignature/v1 verifier key.
+	Verifier note.Verifier
+}
+
+// ParseWitnessKey reads a witness's cosignature/v1 verifier key
+// (name+hash+base64 of 0x04 and the Ed25519 public key, as a witness such
+// as litewitness prints it).
+func ParseWitnessKey(vkey string) (note.Verifier, error) {
+	v, err := fnote.NewVerifierForCosignatureV1(strings.TrimSpace(vkey))
+	if err != nil {
+		return nil, fmt.Errorf("witness key %q: not a cosignature/v1 verifier key: %w", vkey, err)
+	}
+	return v, nil
+}
+
+// ParseWitness reads URL=VERIFIERKEY: the witness's URL prefix (http or
+// https, with no "=" in it) and its cosignature/v1 verifier key.
+func ParseWitness(s string) (Witness, error) {
+	raw, vkey, ok := strings.Cut(s, "=")
+	if !ok {
+		return Witness{}, fmt.Errorf("witness %q: want URL=VERIFIERKEY", s)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return Witness{}, fmt.Errorf("witness %q: want an http(s) URL before the =", s)
+	}
+	v, err := ParseWitnessKey(vkey)
+	if err != nil {
+		return Witness{}, err
+	}
+	return Witness{URL: strings.TrimSuffix(raw, "/"), Verifier: v}, nil
+}
+
+// ErrWitnessConflict is a witness's refusal of a checkpoint that does not
+// extend the newest it cosigned for the log: a log rolled back, truncated
+// or forked (409 with a larger size, or a consistency proof it rejects).
+var ErrWitnessConflict = errors.New("the witness refuses a log that does not extend what it cosigned")
+
+// witnessConflict is a 409: the witness knows another size of the log.
+type witnessConflict struct{ size int64 }
+
+func (e *witnessConflict) Error() string {
+	return fmt.Sprintf("the witness knows a tree of size %d", e.size)
+}
+
+// addCheckpoint posts a signed checkpoint with the consistency proof from
+// old to the witness, and returns its cosignature lines, checked.
+func addCheckpoint(ctx context.Context, hc *http.Client, w Witness, old int64, proof tlog.TreeProof, signed []byte) ([]byte, error) {
+	var body bytes.Buffer
+	fmt.Fprintf(&body, "old %d\n", old)
+	for _, h := range proof {
+		body.WriteString(h.String() + "\n")
+	}
+	body.WriteString("\n")
+	body.Write(signed)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL+"/add-checkpoint", &body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusConflict:
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("409 with a body that is no tree size: %q", truncate(b))
+		}
+		return nil, &witnessConflict{size: n}
+	case http.StatusUnprocessableEntity:
+		return nil, fmt.Errorf("%w: it rejects the consistency proof from size %d (%q)", ErrWitnessConflict, old, truncate(b))
+	default:
+		return nil, fmt.Errorf("%s: %q", resp.Status, truncate(b))
+	}
+	cosig := b
+	if len(cosig) == 0 || cosig[len(cosig)-1] != '\n' {
+		return nil, fmt.Errorf("cosignature: %q is not signature lines", truncate(b))
+	}
+	// Check the lines against the witness's key: the note with them
+	// opens, and the witness's signature is among those verified.
+	n, err := note.Open(append(bytes.Clone(signed), cosig...), note.VerifierList(w.Verifier))
+	if err != nil {
+		return nil, fmt.Errorf("cosignature: %w", err)
+	}
+	if !signedBy(n, w.Verifier) {
+		return nil, errors.New("cosignature: none by the witness's key")
+	}
+	return cosig, nil
+}
+
+func signedBy(n *note.Note, v note.Verifier) bool {
+	for _, s := range n.Sigs {
+		if s.Name == v.Name() && s.Hash == v.KeyHash() {
+			return true
+		}
+	}
+	return false
+}
+
+func truncate(b []byte) string {
+	if len(b) > 200 {
+		b = b[:200]
+	}
+	return string(b)
+}
+
+// cosign submits a cluster's signed checkpoint of size to each witness
+// (from the size each last cosigned, learnt from a 409) and returns the
+// cosignature lines of those that cosigned; each failure is logged, and a
+// witness that refuses the log as not extending what it cosigned is counted
+// (WitnessConflicts).
+func (in *Integrator) cosign(ctx context.Context, cluster string, size int64, signed []byte) []byte {
+	var out []byte
+	for _, w := range in.o.Witnesses {
+		cosig, err := in.cosignOne(ctx, w, cluster, size, signed)
+		if err != nil {
+			if errors.Is(err, ErrWitnessConflict) {
+				in.conflicts.Add(1)
+			}
+			in.o.Logger.Error("witness", "witness", w.URL, "cluster", cluster, "size", size, "err", err)
+			continue
+		}
+		out = append(out, cosig...)
+	}
+	return out
+}
+
+func (in *Integrator) cosignOne(ctx context.Context, w Witness, cluster string, size int64, signed []byte) ([]byte, error) {
+	key := w.URL + "\x00" + cluster
+	in.mu.Lock()
+	old := in.witnessed[key]
+	in.mu.Unlock()
+	for try := 0; ; try++ {
+		if old > size {
+			return nil, fmt.Errorf("%w: it cosigned a tree of size %d, the log has %d leaves (rolled back or truncated)", ErrWitnessConflict, old, size)
+		}
+		proof, err := in.consistencyProof(ctx, cluster, size, old)
+		if err != nil {
+			return nil, err
+		}
+		cosig, err := addCheckpoint(ctx, in.o.HTTPClient, w, old, proof, signed)
+		var c *witnessConflict
+		if errors.As(err, &c) && try == 0 {
+			old = c.size // and try again from there, once
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		in.mu.Lock()
+		in.witnessed[key] = size
+		in.mu.Unlock()
+		return cosig, nil
+	}
+}
+
+// consistencyProof proves, from the stored hashes, that the tree of size
+// extends the tree of size old.
+func (in *Integrator) consistencyProof(ctx context.Context, cluster string, size, old int64) (tlog.TreeProof, error) {
+	if old == 0 || old == size {
+		return nil, nil
+	}
+	var p tlog.TreeProof
+	err := pgx.BeginTxFunc(ctx, in.o.Pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		p, err = tlog.ProveTree(size, old, &storedHashes{ctx: ctx, q: tx, cluster: cluster, mem: map[int64]tlog.Hash{}})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consistency proof from %d to %d: %w", old, size, err)
+	}
+	return p, nil
+}
+
+// CheckCosignatures counts the distinct witnesses whose cosignature of a
+// signed checkpoint verifies. A signature line by a witness's key that does
+// not verify (forged, or of another checkpoint) is an error.
+func CheckCosignatures(signed []byte, witnesses []note.Verifier) (int, error) {
+	if len(witnesses) == 0 {
+		return 0, nil
+	}
+	n, err := note.Open(signed, note.VerifierList(witnesses...))
+	var unverified *note.UnverifiedNoteError
+	if errors.As(err, &unverified) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cosignature: %w", err)
+	}
+	count := 0
+	for _, w := range witnesses {
+		if signedBy(n, w) {
+			count++
+		}
+	}
+	return count, nil
+}
