@@ -33,9 +33,18 @@ type Witness struct {
 // (name+hash+base64 of 0x04 and the Ed25519 public key, as a witness such
 // as litewitness prints it).
 func ParseWitnessKey(vkey string) (note.Verifier, error) {
-	v, err := fnote.NewVerifierForCosignatureV1(strings.TrimSpace(vkey))
+	vkey = strings.TrimSpace(vkey)
+	v, err := fnote.NewVerifierForCosignatureV1(vkey)
 	if err != nil {
 		return nil, fmt.Errorf("witness key %q: not a cosignature/v1 verifier key: %w", vkey, err)
+	}
+	// The library takes an Ed25519 note key (0x01) as the same key's
+	// cosignature/v1 key, and does not check the key hash written in the
+	// key: a key whose written hash is not its own (a log's key given for
+	// a witness's, a typo) is refused.
+	_, rest, _ := strings.Cut(vkey, "+")
+	if hash16, _, _ := strings.Cut(rest, "+"); hash16 != fmt.Sprintf("%08x", v.KeyHash()) {
+		return nil, fmt.Errorf("witness key %q: not a cosignature/v1 verifier key: its key hash is %08x", vkey, v.KeyHash())
 	}
 	return v, nil
 }

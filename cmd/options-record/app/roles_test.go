@@ -48,6 +48,11 @@ func TestRolesRefuseTheOtherRolesOptions(t *testing.T) {
 		{"ingest keeps the log", ServeOptions{Roles: []Role{RoleIngest}, LogSigningKeyFile: "k", CheckpointDir: "c"}, true, false, ""},
 		{"api with the log's key", ServeOptions{Roles: []Role{RoleAPI}, API: api, LogSigningKeyFile: "k"}, false, false, "--log-signing-key-file"},
 		{"checkpoints without a key", ServeOptions{CheckpointDir: "c"}, false, false, "--checkpoint-dir needs"},
+		{"a witness", ServeOptions{LogSigningKeyFile: "k", CheckpointDir: "c", Witnesses: []string{"https://w.example/a=w.example+03d0ed27+BDoByd+zBHL99I895i78y8y1N4Tu41Ul6Fr/dfsUng01"}}, true, false, ""},
+		{"a witness without checkpoints", ServeOptions{LogSigningKeyFile: "k", Witnesses: []string{"https://w.example/a=w.example+03d0ed27+BDoByd+zBHL99I895i78y8y1N4Tu41Ul6Fr/dfsUng01"}}, false, false, "--witness needs --checkpoint-dir"},
+		{"a witness without its key", ServeOptions{LogSigningKeyFile: "k", CheckpointDir: "c", Witnesses: []string{"https://w.example/a"}}, false, false, "want URL=VERIFIERKEY"},
+		{"a witness's log key", ServeOptions{LogSigningKeyFile: "k", CheckpointDir: "c", Witnesses: []string{"https://w.example/a=w.example+42419981+AToByd+zBHL99I895i78y8y1N4Tu41Ul6Fr/dfsUng01"}}, false, false, "not a cosignature/v1 verifier key"},
+		{"a quorum above the witnesses", ServeOptions{LogSigningKeyFile: "k", CheckpointDir: "c", Witnesses: []string{"https://w.example/a=w.example+03d0ed27+BDoByd+zBHL99I895i78y8y1N4Tu41Ul6Fr/dfsUng01"}, WitnessQuorum: 2}, false, false, "--witness-quorum 2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

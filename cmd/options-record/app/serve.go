@@ -115,7 +115,13 @@ type ServeOptions struct {
 	// that often (fully at start, then incrementally) and exports the
 	// outcome as metrics; needs LogSigningKeyFile.
 	VerifyInterval time.Duration
-	Logger         *slog.Logger
+	// Witnesses are C2SP tlog-witnesses (URL=VERIFIERKEY) the integrator
+	// submits checkpoints to every WitnessInterval; CheckpointDir's latest
+	// is then a checkpoint WitnessQuorum of them (0: all) cosigned.
+	Witnesses       []string
+	WitnessQuorum   int
+	WitnessInterval time.Duration
+	Logger          *slog.Logger
 	// OnListening, if set, is called with the bound addresses once the
 	// listeners are up (tests listen on port 0); webhook is nil without
 	// RoleIngest.

@@ -53,11 +53,24 @@ func (p *ingestProcess) runIntegrator(ctx context.Context) {
 			return 0
 		}
 	}
-	in, err := tamper.NewIntegrator(tamper.IntegratorOptions{Pool: p.st.Pool(), Signer: p.logSigner,
-		CheckpointDir: p.o.CheckpointDir, Logger: p.log, Retention: retention, MinRetention: store.MinRetention})
+	witnesses, err := p.o.witnesses()
 	if err != nil {
 		p.log.Error("tamper log", "err", err)
 		return
+	}
+	in, err := tamper.NewIntegrator(tamper.IntegratorOptions{Pool: p.st.Pool(), Signer: p.logSigner,
+		CheckpointDir: p.o.CheckpointDir, Logger: p.log, Retention: retention, MinRetention: store.MinRetention,
+		Witnesses: witnesses, WitnessQuorum: p.o.WitnessQuorum, WitnessInterval: p.o.WitnessInterval})
+	if err != nil {
+		p.log.Error("tamper log", "err", err)
+		return
+	}
+	conflicts := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "options_record_log_witness_conflicts_total",
+		Help: "Checkpoints a witness (--witness) refused as not extending the newest it cosigned for the log: the log was rolled back, truncated or forked.",
+	}, func() float64 { return float64(in.WitnessConflicts()) })
+	if err := p.reg.Register(conflicts); err != nil {
+		p.log.Error("tamper log: metric", "err", err)
 	}
 	refused := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "options_record_log_refused_cutoffs_total",
@@ -91,6 +104,11 @@ type VerifyOptions struct {
 	// CheckpointDir holds the trusted checkpoints, outside the database;
 	// one that does not exist or cannot be read is an error.
 	CheckpointDir string
+	// WitnessKeys are the cosignature/v1 verifier keys of the witnesses
+	// whose cosignatures each trusted checkpoint must carry,
+	// WitnessQuorum of them (0: all).
+	WitnessKeys   []string
+	WitnessQuorum int
 	// Cluster limits the check to one cluster.
 	Cluster string
 	// Incremental checks each cluster from the checkpoint a previous run
@@ -144,6 +162,20 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 	if len(o.Proofs) > 0 {
 		return VerifyProofs(o.Out, v, o.Proofs, o.WriteState)
 	}
+	var witnesses []note.Verifier
+	for _, k := range o.WitnessKeys {
+		w, err := tamper.ParseWitnessKey(k)
+		if err != nil {
+			return fmt.Errorf("--witness-key: %w", err)
+		}
+		witnesses = append(witnesses, w)
+	}
+	switch {
+	case len(witnesses) > 0 && o.CheckpointDir == "":
+		return errors.New("verify: --witness-key checks the cosignatures of the trusted checkpoints: give --checkpoint-dir")
+	case o.WitnessQuorum < 0 || o.WitnessQuorum > len(witnesses):
+		return fmt.Errorf("verify: --witness-quorum %d: want 0 (all) to %d, the --witness-key given", o.WitnessQuorum, len(witnesses))
+	}
 	minRetention := o.MinRetention
 	if minRetention == 0 {
 		minRetention = MinRetention
@@ -171,7 +203,7 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 	}
 	defer pool.Close()
 	rep, err := tamper.Verify(ctx, pool, tamper.VerifyOptions{Verifier: v, Cluster: o.Cluster, TrustedDir: o.CheckpointDir,
-		MinRetention: minRetention, Since: since})
+		MinRetention: minRetention, Since: since, Witnesses: witnesses, WitnessQuorum: o.WitnessQuorum})
 	if err != nil {
 		return err
 	}
@@ -212,6 +244,9 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 		switch {
 		case c.Trusted:
 			fmt.Fprintf(o.Out, "  trusted checkpoint of %d leaves: checked\n", c.TrustedSize)
+			if len(witnesses) > 0 {
+				fmt.Fprintf(o.Out, "  cosigned by %d of the %d witnesses\n", c.Cosigned, len(witnesses))
+			}
 			trusted++
 		case o.CheckpointDir != "":
 			fmt.Fprintf(o.Out, "  no trusted checkpoint of it in %s\n", dir)
@@ -328,4 +363,29 @@ func LogKey(o LogKeyOptions) error {
 	}
 	_, err = fmt.Fprintln(o.Out, vkey)
 	return err
+}
+
+// witnesses reads --witness: each URL=VERIFIERKEY, which need
+// --checkpoint-dir (the cosignatures are kept there) and a --witness-quorum
+// no larger than their number.
+func (o *ServeOptions) witnesses() ([]tamper.Witness, error) {
+	switch {
+	case len(o.Witnesses) == 0 && o.WitnessQuorum != 0:
+		return nil, errors.New("--witness-quorum without --witness")
+	case len(o.Witnesses) == 0:
+		return nil, nil
+	case o.CheckpointDir == "":
+		return nil, errors.New("--witness needs --checkpoint-dir: the cosignatures are kept with the checkpoints there")
+	case o.WitnessQuorum < 0 || o.WitnessQuorum > len(o.Witnesses):
+		return nil, fmt.Errorf("--witness-quorum %d: want 0 (all) to %d, the witnesses given", o.WitnessQuorum, len(o.Witnesses))
+	}
+	var ws []tamper.Witness
+	for _, s := range o.Witnesses {
+		w, err := tamper.ParseWitness(s)
+		if err != nil {
+			return nil, fmt.Errorf("--witness: %w", err)
+		}
+		ws = append(ws, w)
+	}
+	return ws, nil
 }

@@ -48,6 +48,9 @@ func (o *ServeOptions) roles() (ingest, api bool, err error) {
 	if o.VerifyInterval < 0 || (o.VerifyInterval > 0 && o.LogSigningKeyFile == "") {
 		return false, false, errors.New("--verify-interval needs --log-signing-key-file, and is not negative")
 	}
+	if _, err := o.witnesses(); err != nil {
+		return false, false, err
+	}
 	if len(o.Roles) == 0 {
 		return true, o.API != nil && o.API.Addr != "", nil
 	}

@@ -155,7 +155,8 @@ func (o *AdmissionConfig) Config(out, logs io.Writer) app.AdmissionConfigOptions
 type Verify struct {
 	Common
 	VerifierKey, VerifierKeyFile, CheckpointDir, Cluster string
-	Proofs                                               []string
+	Proofs, WitnessKeys                                  []string
+	WitnessQuorum                                        int
 	WriteState, Incremental                              bool
 	MinRetention                                         time.Duration
 }
@@ -172,6 +173,8 @@ func (o *Verify) Flags() (fss cliflag.NamedFlagSets) {
 	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "trusted checkpoints kept outside the database (serve's --checkpoint-dir, or a copy): the log must have only grown since; one that does not exist or cannot be read is an error; unset: not checked")
 	fs.StringVar(&o.Cluster, "cluster", "", "check this cluster only; empty: every cluster")
 	fs.BoolVar(&o.Incremental, "incremental", false, "check each cluster from the checkpoint a previous run verified (cluster=NAME/verified in --checkpoint-dir; none: a full check), and keep there the newest one of each cluster that passes; an old row changed or deleted is found only by a full check (docs/security.md)")
+	fs.StringArrayVar(&o.WitnessKeys, "witness-key", nil, "cosignature/v1 verifier key of a witness (as serve's --witness names it): each trusted checkpoint in --checkpoint-dir must carry --witness-quorum valid cosignatures of these (repeatable)")
+	fs.IntVar(&o.WitnessQuorum, "witness-quorum", 0, "how many of the --witness-key witnesses must have cosigned each trusted checkpoint; 0: all of them")
 	fs.DurationVar(&o.MinRetention, "min-retention", o.MinRetention, "the shortest retention the record was ever kept for (no retention is shorter than the default): a logged retention cutoff covers rows only up to the newest row logged before it less this; longer checks planted cutoffs more strictly")
 	fs.StringArrayVar(&o.Proofs, "proof", nil, "check this inclusion proof offline instead of the database (a FILE.tlog-proof, as the restore API answers GET .../versions/KEY/proof), and FILE.json beside it when present (repeatable)")
 	fs.BoolVar(&o.WriteState, "write-state", false, "with --proof: write each verified proof's state (the object's exact logged text) to FILE.json when there is none")
@@ -201,7 +204,7 @@ func (o *Verify) Validate() error {
 // Config is the app's configuration, printing to out.
 func (o *Verify) Config(out, logs io.Writer) app.VerifyOptions {
 	return app.VerifyOptions{Database: o.database(), VerifierKey: o.VerifierKey, VerifierKeyFile: o.VerifierKeyFile,
-		CheckpointDir: o.CheckpointDir, Cluster: o.Cluster, Incremental: o.Incremental, MinRetention: o.MinRetention, Proofs: o.Proofs, WriteState: o.WriteState, Out: out, Logger: o.Logger(logs)}
+		CheckpointDir: o.CheckpointDir, Cluster: o.Cluster, Incremental: o.Incremental, WitnessKeys: o.WitnessKeys, WitnessQuorum: o.WitnessQuorum, MinRetention: o.MinRetention, Proofs: o.Proofs, WriteState: o.WriteState, Out: out, Logger: o.Logger(logs)}
 }
 
 // LogKey are the flags of `options-record log-key`.

@@ -45,6 +45,9 @@ type Serve struct {
 	LogSigningKeyFile string
 	CheckpointDir     string
 	VerifyInterval    time.Duration
+	Witnesses         []string
+	WitnessQuorum     int
+	WitnessInterval   time.Duration
 	Admission         app.AdmissionOptions
 
 	API        app.APIOptions
@@ -119,6 +122,9 @@ func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
 	fs.StringVar(&o.LogSigningKeyFile, "log-signing-key-file", "", "note signing key of the tamper-evident log (options-record log-key makes one; mount it from a Secret only the ingest identity reads): batches are logged and checkpoints signed; every ingest replica of the record needs it. Empty: no log")
 	fs.DurationVar(&o.VerifyInterval, "verify-interval", 0, "verify the record against the log this often (as options-record verify does, with the signing key's public key): fully at start, then incrementally from the last checkpoint that passed; metrics options_record_log_verify_last_success_timestamp_seconds and options_record_log_verify_problems, each problem logged. 0: never")
 	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "directory receiving each signed checkpoint, outside the database (cluster=NAME/SIZE and cluster=NAME/latest): what verify --checkpoint-dir trusts")
+	fs.StringArrayVar(&o.Witnesses, "witness", nil, "URL=VERIFIERKEY: a C2SP tlog-witness (URL without '=': checkpoints are posted to URL/add-checkpoint) and its cosignature/v1 verifier key; its cosignatures are kept with the checkpoints in --checkpoint-dir, and cluster=NAME/latest is then only a checkpoint --witness-quorum of them cosigned (repeatable; needs --checkpoint-dir)")
+	fs.IntVar(&o.WitnessQuorum, "witness-quorum", 0, "how many of the --witness witnesses must cosign a checkpoint before it becomes cluster=NAME/latest; 0: all of them")
+	fs.DurationVar(&o.WitnessInterval, "witness-interval", 10*time.Second, "how often each cluster's newest checkpoint is submitted to the witnesses")
 	fs = fss.FlagSet("notifications")
 	fs.StringVar(&o.Notify.ConfigFile, "notify-config", "", "YAML file of the destinations (Alertmanager, signed webhook, Slack) that OptionsRecordControllers' spec.notify routes name (docs/notifications.md); empty: no notifications")
 	fs.DurationVar(&o.Notify.Window, "notify-group-window", 10*time.Second, "how long an incident's first change waits for the rest before one message is made of them (a namespace's cascade, a burst by one user)")
@@ -191,6 +197,7 @@ func (o *Serve) Config(logs io.Writer) app.ServeOptions {
 		MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout, MaxEventAge: o.MaxEventAge,
 		WebhookHTTP2: o.WebhookHTTP2, MetricsAddr: o.MetricsAddr, JournalDir: o.JournalDir, Notify: o.Notify,
 		SecretDigestKeyFile: o.SecretDigestKeyFile, LogSigningKeyFile: o.LogSigningKeyFile, CheckpointDir: o.CheckpointDir, VerifyInterval: o.VerifyInterval,
+		Witnesses: o.Witnesses, WitnessQuorum: o.WitnessQuorum, WitnessInterval: o.WitnessInterval,
 		Admission: o.Admission,
 	}
 	c.Database.APIURL = o.APIDatabaseURL
