@@ -57,14 +57,17 @@ func pairings() []pairing {
 			values: map[string]any{"tls": certManager, "admissionObserver": on}},
 		{name: "notifications", components: []string{"notifications"}, noNamespace: true,
 			values: map[string]any{"notifications": map[string]any{"secretName": "options-record-notify"}}},
+		{name: "tamper log", components: []string{"tamper-log"}, noNamespace: true,
+			values: map[string]any{"tamperLog": map[string]any{"signingKeySecret": "options-record-log-signing-key"}}},
 		{name: "demo postgres", components: []string{"postgres"}, noNamespace: true,
 			values: map[string]any{"postgres": on}},
 		// notifications first: its flag comes right after the base's in the
 		// chart, before the observing webhook's.
-		{name: "everything", components: []string{"notifications", "admission-observer", "aggregated-api", "baseline-secrets", "cert-manager", "postgres"},
+		{name: "everything", components: []string{"notifications", "tamper-log", "admission-observer", "aggregated-api", "baseline-secrets", "cert-manager", "postgres"},
 			values: map[string]any{"namespace": map[string]any{"create": true}, "tls": certManager,
 				"admissionObserver": on, "aggregatedAPI": on, "baselineSecrets": on, "postgres": on,
-				"notifications": map[string]any{"secretName": "options-record-notify"}}},
+				"notifications": map[string]any{"secretName": "options-record-notify"},
+				"tamperLog":     map[string]any{"signingKeySecret": "options-record-log-signing-key"}}},
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -316,6 +318,45 @@ func TestChartNotifications(t *testing.T) {
 		}
 		if hasArg != tt.want || hasVolume != tt.want {
 			t.Errorf("values %v: --notify-config %v, Secret volume %v; want %v", tt.vals, hasArg, hasVolume, tt.want)
+		}
+	}
+}
+
+// TestChartTamperLogKey: tamperLog.signingKeySecret mounts the signing key
+// into the ingest pods only (no other workload mounts the Secret) and
+// passes it with a checkpoint directory on their data volume; without it,
+// no log.
+func TestChartTamperLogKey(t *testing.T) {
+	c := loadChart(t)
+	for _, tt := range []struct {
+		vals map[string]any
+		want bool
+	}{{nil, false}, {map[string]any{"tamperLog": map[string]any{"signingKeySecret": "log-key"}}, true}} {
+		mounted := map[string]bool{}
+		var args []string
+		for _, o := range renderChart(t, c, tt.vals).objects {
+			if o.GetKind() != "StatefulSet" && o.GetKind() != "Deployment" {
+				continue
+			}
+			volumes, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes")
+			for _, v := range volumes {
+				if name, _, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName"); name == "log-key" {
+					mounted[o.GetKind()+"/"+o.GetName()] = true
+				}
+			}
+			if o.GetKind() == "StatefulSet" {
+				containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+				args, _, _ = unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+			}
+		}
+		hasArgs := slices.Contains(args, "--log-signing-key-file=/etc/options-record/log-signing/key") &&
+			slices.Contains(args, "--checkpoint-dir=/var/lib/options-record/checkpoints")
+		want := map[string]bool{}
+		if tt.want {
+			want["StatefulSet/options-record"] = true
+		}
+		if hasArgs != tt.want || !maps.Equal(mounted, want) {
+			t.Errorf("values %v: flags %v, the Secret mounted by %v; want %v and %v", tt.vals, hasArgs, mounted, tt.want, want)
 		}
 	}
 }

@@ -40,9 +40,10 @@ const releaseImage = "ghcr.io/options-record/options-record"
 
 // operatorSecrets are the Secrets the install reads but does not ship
 // (deploy/README.md tells how to create them): the default install's, and
-// the notifications component's destinations file.
+// the notifications component's destinations file and the tamper-log
+// component's signing key.
 var operatorSecrets = []string{"options-record-tls", "options-record-webhook", "options-record-database", "options-record-database-api", "options-record-secret-digest",
-	"options-record-notify"}
+	"options-record-notify", "options-record-log-signing-key"}
 
 // typed converts a rendered object into its Go type, failing on fields the
 // type does not know (a typo in a manifest).
