@@ -372,6 +372,29 @@ func TestVerifyCheckpointDir(t *testing.T) {
 	if err := Verify(ctx, vo); err != nil || !strings.Contains(out.String(), "no trusted checkpoint found in "+strconv.Quote(empty)) {
 		t.Errorf("verify --checkpoint-dir EMPTY: %v\n%s", err, out.String())
 	}
+	// --witness-key: cosignatures are checked on the trusted checkpoints,
+	// so it needs --checkpoint-dir; a log's key is no witness key; the
+	// quorum is at most the keys given.
+	const witness = "w.example+03d0ed27+BDoByd+zBHL99I895i78y8y1N4Tu41Ul6Fr/dfsUng01"
+	for _, c := range []struct {
+		dir    string
+		keys   []string
+		quorum int
+		want   string
+	}{
+		{"", []string{witness}, 0, "give --checkpoint-dir"},
+		{empty, []string{strings.TrimSpace(pub.String())}, 0, "not a cosignature/v1 verifier key"},
+		{empty, []string{witness}, 2, "--witness-quorum 2"},
+		{empty, nil, 1, "--witness-quorum 1"},
+		{empty, []string{witness}, 1, ""},
+	} {
+		vo.CheckpointDir, vo.WitnessKeys, vo.WitnessQuorum = c.dir, c.keys, c.quorum
+		out.Reset()
+		err := Verify(ctx, vo)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("verify --checkpoint-dir %q --witness-key %q --witness-quorum %d: %v, want %q\n%s", c.dir, c.keys, c.quorum, err, c.want, out.String())
+		}
+	}
 }
 
 // TestVerifyMinRetention: a retention cutoff logged two hours before the
