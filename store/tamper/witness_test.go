@@ -290,6 +290,38 @@ func TestWitnessRefusesRollback(t *testing.T) {
 	}
 }
 
+// TestWitnessRefusesFork: a log rewritten after a witness cosigned it, then
+// grown past the size the witness knows, gets a consistency proof the
+// witness rejects (422): counted, and latest stays the cosigned checkpoint.
+func TestWitnessRefusesFork(t *testing.T) {
+	e, _ := witnessEnv(t, 1)
+	now := time.Now()
+	e.write(e.batch("default", now, 4))
+	e.integrate()
+	e.write(e.batch("default", now, 4))
+	e.integrate()
+	e.in.CosignAll(context.Background())
+	before := latest(t, e)
+	e.exec(`DELETE FROM events WHERE (cluster, event_key, stage_at) IN (
+		SELECT cluster, key, at FROM log_leaves WHERE row_table = 'events' AND log_index >= 7)`)
+	e.exec(`DELETE FROM object_versions WHERE (cluster, uid, version_key) IN (
+		SELECT cluster, uid, key FROM log_leaves WHERE row_table = 'object_versions' AND log_index >= 7)`)
+	e.exec(`DELETE FROM log_segments WHERE first_index >= 7`)
+	e.write(e.batch("default", now, 6)) // 7 + 12 leaves: past the 16 cosigned
+	e.integrate()
+	e.in.CosignAll(context.Background())
+	if c := e.in.WitnessConflicts(); c != 1 {
+		t.Errorf("%d witness conflicts, want 1", c)
+	}
+	if b := latest(t, e); !bytes.Equal(b, before) {
+		t.Fatalf("latest changed to a checkpoint the witness refused:\n%s", b)
+	}
+	rep := e.verify(true)
+	if got := problems(rep); !strings.Contains(got, "does not extend the trusted checkpoint of 16") {
+		t.Fatalf("verify: %s", got)
+	}
+}
+
 // TestVerifyCosignatureQuorum: verify fails when the trusted checkpoint
 // lacks a cosignature the quorum needs, or carries a forged one.
 func TestVerifyCosignatureQuorum(t *testing.T) {
