@@ -144,6 +144,11 @@ func (in *Integrator) Run(ctx context.Context) {
 	t := time.NewTicker(in.o.Interval)
 	defer t.Stop()
 	var cosigned time.Time
+	if len(in.o.Witnesses) > 0 {
+		if err := in.LoadUnwitnessed(ctx); err != nil && ctx.Err() == nil {
+			in.o.Logger.Error("tamper log: newest checkpoints", "err", err)
+		}
+	}
 	for {
 		if err := in.IntegrateAll(ctx); err != nil && ctx.Err() == nil {
 			in.o.Logger.Error("tamper log integration", "err", err)

@@ -238,3 +238,31 @@ func CheckCosignatures(signed []byte, witnesses []note.Verifier) (int, error) {
 	}
 	return count, nil
 }
+
+// newestCheckpointsSQL reads each cluster's newest signed checkpoint.
+const newestCheckpointsSQL = `
+SELECT DISTINCT ON (cluster) cluster, tree_size, checkpoint FROM log_segments ORDER BY cluster, first_index DESC`
+
+// LoadUnwitnessed takes each cluster's newest signed checkpoint from the
+// database as not yet cosigned, so that CosignAll submits it even when no
+// row arrives after a restart (an idle log's last checkpoint would
+// otherwise wait for the next). What the database holds is not trusted:
+// the witnesses check the log's signature and that it extends what they
+// cosigned, and the integrator keeps only the cosignatures it checked.
+func (in *Integrator) LoadUnwitnessed(ctx context.Context) error {
+	rows, err := in.o.Pool.Query(ctx, newestCheckpointsSQL)
+	if err != nil {
+		return err
+	}
+	var cluster, signed string
+	var size int64
+	_, err = pgx.ForEachRow(rows, []any{&cluster, &size, &signed}, func() error {
+		in.mu.Lock()
+		if _, ok := in.unwitnessed[cluster]; !ok {
+			in.unwitnessed[cluster] = signedCheckpoint{size: size, signed: []byte(signed)}
+		}
+		in.mu.Unlock()
+		return nil
+	})
+	return err
+}

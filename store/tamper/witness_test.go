@@ -248,6 +248,29 @@ func TestWitnessCosigns(t *testing.T) {
 	}
 }
 
+// TestWitnessAfterRestart: a restarted integrator submits the newest
+// checkpoint of an idle log (no row arrives to make a new one).
+func TestWitnessAfterRestart(t *testing.T) {
+	e, ws := witnessEnv(t, 1)
+	e.write(e.batch("default", time.Now(), 2))
+	e.integrate()
+	if b, _ := ReadTrusted(e.dir, "default"); b != nil {
+		t.Fatalf("latest before the witness cosigned: %q", b)
+	}
+	in, err := NewIntegrator(IntegratorOptions{Pool: e.st.Pool(), Signer: e.signer, CheckpointDir: e.dir,
+		Witnesses: []Witness{{URL: ws[0].url, Verifier: ws[0].verifier}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.LoadUnwitnessed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	in.CosignAll(context.Background())
+	if rep := e.verifyWitnessed([]note.Verifier{ws[0].verifier}, 1); !rep.OK() || rep.Clusters[0].TrustedSize != 4 {
+		t.Fatalf("verify: trusted %d leaves: %s", rep.Clusters[0].TrustedSize, problems(rep))
+	}
+}
+
 // TestWitnessRefusesRollback: a log rolled back after a witness cosigned a
 // larger tree is refused by the witness (409, its size larger), counted,
 // and latest stays the cosigned checkpoint, which verify holds the log to.
