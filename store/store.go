@@ -45,6 +45,12 @@ type Options struct {
 	// log its cutoff there before it deletes. Every ingest replica of a
 	// record with a log sets it.
 	TamperLog bool
+	// VersionDigest, with TamperLog, is the log's digest of an
+	// object_versions row from its values as read back (tamper.VersionDigest;
+	// store cannot import store/tamper, whose tests import store): a batch
+	// then writes each version's digest in its pending row, and the
+	// integrator does not read the version back. Nil: it does.
+	VersionDigest func(values []any) ([32]byte, error)
 	// Secondary opens another pool on a database that the process's main
 	// Store has migrated and keeps partitions for: no migrations, no
 	// partition upkeep, usable at once (the restore API's own pool).
@@ -63,6 +69,8 @@ type Store struct {
 	parts     *partitions.Manager
 	secondary bool
 	tamperLog bool
+	// versionDigest is Options.VersionDigest.
+	versionDigest func([]any) ([32]byte, error)
 	// confirmed counts the admission observations an audit event confirmed.
 	confirmed prometheus.Counter
 }
@@ -95,7 +103,7 @@ func Connect(opts Options) (*Store, error) {
 	gated := &gatedPool{raw: pool}
 	s := &Store{Reader: reads.New(gated), pool: gated, conn: cfg.ConnConfig, log: opts.Logger,
 		parts:     partitions.New(opts.PartitionsAhead, opts.Logger, partitionFailures),
-		secondary: opts.Secondary, tamperLog: opts.TamperLog, confirmed: confirmed}
+		secondary: opts.Secondary, tamperLog: opts.TamperLog, versionDigest: opts.VersionDigest, confirmed: confirmed}
 	if opts.Registerer != nil && !opts.Secondary {
 		for _, c := range []prometheus.Collector{partitionFailures, confirmed} {
 			if err := opts.Registerer.Register(c); err != nil {

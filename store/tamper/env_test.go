@@ -57,7 +57,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{t: t, url: pgtest.NewDatabase(t), dir: t.TempDir()}
 	var err error
-	e.st, err = store.Open(context.Background(), store.Options{URL: e.url, TamperLog: true})
+	e.st, err = store.Open(context.Background(), store.Options{URL: e.url, TamperLog: true, VersionDigest: VersionDigest})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -201,7 +202,7 @@ const drainSQL = `
 DELETE FROM log_pending
 WHERE ctid = ANY(ARRAY(SELECT ctid FROM log_pending WHERE cluster = $1 AND NOT (kind = 3 AND at > $3)
     ORDER BY at, kind, uid, key LIMIT $2))
-RETURNING kind, uid, key, at`
+RETURNING kind, uid, key, at, digest`
 
 // refusedSQL lists the pending retention cutoffs later than the latest
 // allowed ($2): they are not logged, and the retention pass that waits for
@@ -362,42 +363,55 @@ func (in *Integrator) reportRefused(ctx context.Context, tx pgx.Tx, cluster stri
 	return nil
 }
 
+// pendingRow is a row of log_pending: a reference, and the digest of its
+// row when the ingest wrote it (a version a batch stored; nil otherwise).
+type pendingRow struct {
+	Ref
+	digest []byte
+}
+
 // drain deletes a pass's pending rows and returns them in their order,
 // each once; it leaves the retention cutoffs later than latest.
-func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest time.Time) ([]Ref, error) {
+func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest time.Time) ([]pendingRow, error) {
 	rows, err := tx.Query(ctx, drainSQL, cluster, limit, latest)
 	if err != nil {
 		return nil, err
 	}
-	var refs []Ref
+	var out []pendingRow
 	var r Ref
-	_, err = pgx.ForEachRow(rows, []any{&r.Kind, &r.UID, &r.Key, &r.At}, func() error {
-		refs = append(refs, Ref{Kind: r.Kind, Cluster: cluster, UID: r.UID, Key: bytes.Clone(r.Key), At: r.At})
+	var d []byte
+	_, err = pgx.ForEachRow(rows, []any{&r.Kind, &r.UID, &r.Key, &r.At, &d}, func() error {
+		out = append(out, pendingRow{Ref{Kind: r.Kind, Cluster: cluster, UID: r.UID, Key: bytes.Clone(r.Key), At: r.At}, bytes.Clone(d)})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(refs, compareRefs)
-	return slices.CompactFunc(refs, func(a, b Ref) bool { return compareRefs(a, b) == 0 }), nil
+	slices.SortFunc(out, func(a, b pendingRow) int { return compareRefs(a.Ref, b.Ref) })
+	return slices.CompactFunc(out, func(a, b pendingRow) bool { return compareRefs(a.Ref, b.Ref) == 0 }), nil
 }
 
 func compareRefs(a, b Ref) int {
 	return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.UID, b.UID), bytes.Compare(a.Key, b.Key))
 }
 
-// readLeaves reads the rows of the pending references and makes their
-// leaves, in the references' order. A row gone before its pass (retention
-// dropped its day) has no leaf.
-func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []Ref) ([]leaf, error) {
-	var eKeys, vKeys [][]byte
+// readLeaves makes the leaves of the pending rows, in their order. A
+// version whose pending row has its digest (the ingest's, of the values it
+// wrote) is only looked up, not read: its leaf holds that digest, so a row
+// changed between its batch and this pass fails verify. The other rows are
+// read and their digests computed from what is stored. A row gone before
+// its pass (retention dropped its day) has no leaf.
+func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []pendingRow) ([]leaf, error) {
+	var eKeys, vKeys, dKeys [][]byte
 	var eAts []time.Time
-	var vUIDs []string
+	var vUIDs, dUIDs []string
 	for _, r := range pending {
-		switch r.Kind {
-		case KindEvent:
+		switch {
+		case r.Kind == KindEvent:
 			eKeys, eAts = append(eKeys, r.Key), append(eAts, r.At)
-		case KindVersion:
+		case r.Kind == KindVersion && len(r.digest) == sha256.Size:
+			dUIDs, dKeys = append(dUIDs, r.UID), append(dKeys, r.Key)
+		case r.Kind == KindVersion:
 			vUIDs, vKeys = append(vUIDs, r.UID), append(vKeys, r.Key)
 		}
 	}
@@ -417,14 +431,34 @@ func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []Ref) (
 			return nil, err
 		}
 	}
+	present := map[string]bool{}
+	if len(dKeys) > 0 {
+		rows, err := tx.Query(ctx, versionsPresentSQL, cluster, dUIDs, dKeys)
+		if err != nil {
+			return nil, fmt.Errorf("look up %s: %w", KindVersion, err)
+		}
+		var r Ref
+		_, err = pgx.ForEachRow(rows, []any{&r.UID, &r.Key}, func() error {
+			present[Ref{Kind: KindVersion, Cluster: cluster, UID: r.UID, Key: r.Key}.id()] = true
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("look up %s: %w", KindVersion, err)
+		}
+	}
 	leaves := make([]leaf, 0, len(pending))
 	for _, r := range pending {
-		if r.Kind == KindCutoff {
-			leaves = append(leaves, leaf{r, cutoffDigest(r)})
-			continue
-		}
-		if l, ok := found[r.id()]; ok {
-			leaves = append(leaves, l)
+		switch {
+		case r.Kind == KindCutoff:
+			leaves = append(leaves, leaf{r.Ref, cutoffDigest(r.Ref)})
+		case r.Kind == KindVersion && len(r.digest) == sha256.Size:
+			if present[r.id()] {
+				leaves = append(leaves, leaf{r.Ref, [32]byte(r.digest)})
+			}
+		default:
+			if l, ok := found[r.id()]; ok {
+				leaves = append(leaves, l)
+			}
 		}
 	}
 	return leaves, nil

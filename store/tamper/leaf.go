@@ -87,6 +87,10 @@ func RowDigest(k Kind, values []any) ([32]byte, error) {
 	return sha256.Sum256(b), nil
 }
 
+// VersionDigest is RowDigest of an object_versions row: what a batch
+// writes in each version's pending row (store.Options.VersionDigest).
+func VersionDigest(values []any) ([32]byte, error) { return RowDigest(KindVersion, values) }
+
 // RowEncoding is the encoding whose SHA-256 is RowDigest: what an
 // inclusion proof carries so that a verifier recomputes the leaf.
 func RowEncoding(k Kind, values []any) ([]byte, error) {

@@ -42,15 +42,24 @@ func selectList(alias string, cols []string) string {
 }
 
 // The rows of some references (the integrator's), and all rows of a
-// cluster (verify's).
+// cluster (verify's). A reference's row is looked up by its primary key
+// (LATERAL ... LIMIT 1, which the planner does not flatten into a join): a
+// hash join would scan the whole table for a pass's keys, and spill.
 var (
 	eventsByRefSQL = `SELECT ` + selectList("e", eventColumns) + `
-FROM events e JOIN unnest($2::bytea[], $3::timestamptz[]) AS k(key, at)
-  ON e.cluster = $1 AND e.event_key = k.key AND e.stage_at = k.at
-WHERE e.stage_at BETWEEN $4 AND $5` // redundant bounds: they prune the daily partitions
+FROM unnest($2::bytea[], $3::timestamptz[]) AS k(key, at)
+CROSS JOIN LATERAL (SELECT * FROM events e
+    WHERE e.cluster = $1 AND e.event_key = k.key AND e.stage_at = k.at
+      AND e.stage_at BETWEEN $4 AND $5 LIMIT 1) e` // redundant bounds: they prune the daily partitions
 	versionsByRefSQL = `SELECT ` + selectList("v", versionColumns) + `
-FROM object_versions v JOIN unnest($2::text[], $3::bytea[]) AS k(uid, key)
-  ON v.cluster = $1 AND v.uid = k.uid AND v.version_key = k.key`
+FROM unnest($2::text[], $3::bytea[]) AS k(uid, key)
+CROSS JOIN LATERAL (SELECT * FROM object_versions v
+    WHERE v.cluster = $1 AND v.uid = k.uid AND v.version_key = k.key LIMIT 1) v`
+	// versionsPresentSQL returns the references of those versions stored.
+	versionsPresentSQL = `SELECT k.uid, k.key
+FROM unnest($2::text[], $3::bytea[]) AS k(uid, key)
+CROSS JOIN LATERAL (SELECT 1 FROM object_versions v
+    WHERE v.cluster = $1 AND v.uid = k.uid AND v.version_key = k.key LIMIT 1) v`
 	eventsOfClusterSQL   = `SELECT ` + selectList("e", eventColumns) + ` FROM events e WHERE e.cluster = $1`
 	versionsOfClusterSQL = `SELECT ` + selectList("v", versionColumns) + ` FROM object_versions v WHERE v.cluster = $1`
 )

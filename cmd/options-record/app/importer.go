@@ -9,6 +9,7 @@ import (
 	"github.com/options-record/options-record/auditsink"
 	"github.com/options-record/options-record/cmd/options-record/app/importer"
 	"github.com/options-record/options-record/store"
+	"github.com/options-record/options-record/store/tamper"
 )
 
 // ImportOptions configure `options-record import`.
@@ -59,7 +60,7 @@ func Import(ctx context.Context, o ImportOptions) error {
 		return err
 	}
 	defer db.Close(context.WithoutCancel(ctx))
-	st, err := store.Open(ctx, store.Options{URL: db.URL, Logger: log, TamperLog: o.TamperLog})
+	st, err := store.Open(ctx, store.Options{URL: db.URL, Logger: log, TamperLog: o.TamperLog, VersionDigest: tamper.VersionDigest})
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/options-record/options-record/filter/rulesync"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
+	"github.com/options-record/options-record/store/tamper"
 )
 
 // Role is a part of `serve` that a process runs (--roles).
@@ -188,7 +189,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	// before the journal, the store and the database stop.
 	cs := []component{
 		{"database", p.openDatabase},
-		p.openStore(store.Options{Logger: log, Registerer: p.reg, TamperLog: p.logSigner != nil}, o.JournalDir != ""),
+		p.openStore(store.Options{Logger: log, Registerer: p.reg, TamperLog: p.logSigner != nil, VersionDigest: tamper.VersionDigest}, o.JournalDir != ""),
 		background("store preparation", p.keepPreparing),
 		{"journal", p.openJournal},
 	}
