@@ -42,15 +42,18 @@ func selectList(alias string, cols []string) string {
 }
 
 // The rows of some references (the integrator's), and all rows of a
-// cluster (verify's). A reference's row is looked up by its primary key
-// (LATERAL ... LIMIT 1, which the planner does not flatten into a join): a
-// hash join would scan the whole table for a pass's keys, and spill.
+// cluster (verify's). A version is looked up by its primary key (LATERAL
+// ... LIMIT 1, which the planner does not flatten into a join): a hash
+// join would scan the whole of object_versions for a pass's keys, and
+// spill, as it did on a table not yet analyzed. The events of a pass are
+// a range of stage_at, which the join scans once (measured on a bench's
+// record, 5,000 events, cached: 50-75 ms, against 100-180 ms for as many
+// probes).
 var (
 	eventsByRefSQL = `SELECT ` + selectList("e", eventColumns) + `
-FROM unnest($2::bytea[], $3::timestamptz[]) AS k(key, at)
-CROSS JOIN LATERAL (SELECT * FROM events e
-    WHERE e.cluster = $1 AND e.event_key = k.key AND e.stage_at = k.at
-      AND e.stage_at BETWEEN $4 AND $5 LIMIT 1) e` // redundant bounds: they prune the daily partitions
+FROM events e JOIN unnest($2::bytea[], $3::timestamptz[]) AS k(key, at)
+  ON e.cluster = $1 AND e.event_key = k.key AND e.stage_at = k.at
+WHERE e.stage_at BETWEEN $4 AND $5` // redundant bounds: they prune the daily partitions
 	versionsByRefSQL = `SELECT ` + selectList("v", versionColumns) + `
 FROM unnest($2::text[], $3::bytea[]) AS k(uid, key)
 CROSS JOIN LATERAL (SELECT * FROM object_versions v
