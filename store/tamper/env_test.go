@@ -24,7 +24,7 @@ import (
 // env is a record with a tamper-evident log: the store as the ingest
 // writes it, an integrator with its key, and the verifier key.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	url      string
 	st       *store.Store
 	in       *Integrator
@@ -36,7 +36,7 @@ type env struct {
 
 const keyName = "record.example/log"
 
-func newKey(t *testing.T) (note.Signer, note.Verifier) {
+func newKey(t testing.TB) (note.Signer, note.Verifier) {
 	t.Helper()
 	skey, vkey, err := note.GenerateKey(rand.Reader, keyName)
 	if err != nil {
@@ -53,7 +53,7 @@ func newKey(t *testing.T) (note.Signer, note.Verifier) {
 	return s, v
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{t: t, url: pgtest.NewDatabase(t), dir: t.TempDir()}
 	var err error

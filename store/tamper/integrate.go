@@ -467,8 +467,10 @@ func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []pendin
 // append adds leaves to a tree of size leaves and stores them, the tree's
 // new hashes and its signed checkpoint.
 func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, size int64, leaves []leaf) ([]byte, error) {
-	r := &storedHashes{ctx: ctx, q: tx, cluster: cluster, mem: map[int64]tlog.Hash{}}
-	var hashes, digests []byte
+	// A leaf adds two stored hashes on average (tlog.StoredHashCount).
+	r := &storedHashes{ctx: ctx, q: tx, cluster: cluster, mem: make(map[int64]tlog.Hash, 2*len(leaves)+64)}
+	hashes := make([]byte, 0, (tlog.StoredHashCount(size+int64(len(leaves)))-tlog.StoredHashCount(size))*int64(len(tlog.Hash{})))
+	digests := make([]byte, 0, len(leaves)*sha256.Size)
 	kinds := make([]int16, len(leaves))
 	uids := make([]string, len(leaves))
 	keys := make([][]byte, len(leaves))

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -80,12 +81,22 @@ const encodingVersion = 1
 // text as PostgreSQL prints it (keys sorted), timestamps in microseconds,
 // arrays element by element, NULL apart from the empty string.
 func RowDigest(k Kind, values []any) ([32]byte, error) {
-	b, err := RowEncoding(k, values)
+	bp := encodingBuffers.Get().(*[]byte)
+	defer encodingBuffers.Put(bp)
+	b, err := appendRowEncoding((*bp)[:0], k, values)
+	if cap(b) <= 1<<20 { // keep a buffer for the next row, not a huge one
+		*bp = b
+	}
 	if err != nil {
 		return [32]byte{}, err
 	}
 	return sha256.Sum256(b), nil
 }
+
+// encodingBuffers are RowDigest's buffers: the integrator and verify
+// encode row after row, each about a kilobyte, which grew a new buffer
+// for each (a fifth of what an integration pass allocated).
+var encodingBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 // VersionDigest is RowDigest of an object_versions row: what a batch
 // writes in each version's pending row (store.Options.VersionDigest).
@@ -94,7 +105,11 @@ func VersionDigest(values []any) ([32]byte, error) { return RowDigest(KindVersio
 // RowEncoding is the encoding whose SHA-256 is RowDigest: what an
 // inclusion proof carries so that a verifier recomputes the leaf.
 func RowEncoding(k Kind, values []any) ([]byte, error) {
-	b := []byte{encodingVersion, byte(k)}
+	return appendRowEncoding(nil, k, values)
+}
+
+func appendRowEncoding(b []byte, k Kind, values []any) ([]byte, error) {
+	b = append(b, encodingVersion, byte(k))
 	b = binary.AppendUvarint(b, uint64(len(values)))
 	for i, v := range values {
 		var err error
