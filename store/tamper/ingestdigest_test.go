@@ -95,3 +95,22 @@ func TestVersionChangedBeforeIntegration(t *testing.T) {
 		t.Errorf("problems:\n%s\nwant the changed version, alone", p)
 	}
 }
+
+// TestVersionGoneBeforeIntegration: a version deleted between its batch
+// and the pass (retention dropped it) has no leaf, though its pending row
+// has its digest: the pass looks each one up.
+func TestVersionGoneBeforeIntegration(t *testing.T) {
+	e := newEnv(t)
+	e.write(e.batch("default", time.Now(), 3))
+	e.exec(`DELETE FROM object_versions WHERE uid = (SELECT min(uid) FROM object_versions)`)
+	if n := e.count("SELECT count(*) FROM log_pending WHERE kind = 2 AND digest IS NOT NULL"); n != 3 {
+		t.Fatalf("%d versions pending with a digest, want 3", n)
+	}
+	e.integrate()
+	if n := e.count("SELECT count(*) FROM log_leaves"); n != 5 {
+		t.Errorf("%d leaves, want 5 (3 events, the 2 versions still stored)", n)
+	}
+	if rep := e.verify(true); !rep.OK() {
+		t.Errorf("verify failed:\n%s", problems(rep))
+	}
+}
