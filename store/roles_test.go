@@ -86,6 +86,14 @@ func TestSeparateDatabaseRoles(t *testing.T) {
 	if err := reader.Pool().QueryRow(ctx, "SELECT count(*) FROM deletions").Scan(&deletions); err != nil {
 		t.Errorf("the reader reads a view: %v", err)
 	}
+	// How late each source is: ingest writes it, the reader reads it
+	// (the APIs' lag note).
+	if err := ingest.RecordProgress(ctx, "c", "webhook", now, now); err != nil {
+		t.Errorf("ingest records a source's progress: %v", err)
+	}
+	if p, err := reader.Progress(ctx, "c"); err != nil || len(p) != 1 {
+		t.Errorf("the reader reads the sources' progress: %v, %v; want one", p, err)
+	}
 	old, err := api.InsertRestore(ctx, &store.RestoreRecord{Cluster: "c", Kind: "version", Username: "alice",
 		Request: []byte(`{}`), Plan: []byte(`[]`), State: store.RestoreSucceeded})
 	if err != nil {
@@ -133,6 +141,7 @@ func TestSeparateDatabaseRoles(t *testing.T) {
 		`CREATE TABLE public.planted (x int)`,
 		`CREATE TABLE public.events_p20990101 (x int)`,
 		`UPDATE public.record_retention SET cutoff = 'infinity'`,
+		`UPDATE public.source_progress SET newest_event_at = 'infinity'`,
 		`CREATE OR REPLACE FUNCTION public.k8s_time(v text) RETURNS timestamptz LANGUAGE sql AS 'SELECT NULL::timestamptz'`,
 	}
 	// Unconfirmed admission observations are not part of the record: the
