@@ -57,6 +57,9 @@ func (h *Handler) stream(ctx context.Context, cluster string, prefix []byte, res
 		events, undecodable = h.inWindow(events, undecodable, now)
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.WriteTimeout)
 		out, err := h.opts.Pipeline.Process(wctx, cluster, events, undecodable)
+		if err == nil {
+			h.opts.Lag.Observe(wctx, WebhookSource, cluster, events, h.now())
+		}
 		cancel()
 		total.Add(out)
 		if err != nil {

@@ -132,7 +132,7 @@ func (h *Handler) serveDelivery(w http.ResponseWriter, r *http.Request, d Delive
 		if _, err := h.opts.Pipeline.Process(ctx, b.Cluster, events, undecodable); err != nil {
 			return unavailable(b.Cluster, len(events), err)
 		}
-		h.opts.Lag.Observe(d.Name(), b.Cluster, events, h.now())
+		h.opts.Lag.Observe(ctx, d.Name(), b.Cluster, events, h.now())
 	}
 	return nil
 }

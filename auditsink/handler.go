@@ -83,11 +83,16 @@ type HandlerOptions struct {
 	// limited.
 	AuthFailureRate  float64
 	AuthFailureBurst int
-	// Lag, if set, records the delay of the events of each Delivery.
+	// Lag, if set, records the delay of the events of each Delivery and
+	// of the webhook (as WebhookSource).
 	Lag     *SourceLag
 	Metrics *Metrics
 	Logger  *slog.Logger
 }
+
+// WebhookSource names the audit webhook in the lag metrics and the
+// sources' progress (SourceLag).
+const WebhookSource = "webhook"
 
 // DefaultMaxEventAge bounds the age of the events the webhook takes when
 // the rules' retention is not known.
@@ -356,6 +361,7 @@ func (h *Handler) recordBatch(ctx context.Context, cluster string, body []byte) 
 	if err != nil {
 		return out, unavailable(cluster, len(events), err)
 	}
+	h.opts.Lag.Observe(ctx, WebhookSource, cluster, events, h.now())
 	return out, nil
 }
 

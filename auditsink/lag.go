@@ -1,6 +1,8 @@
 package auditsink
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -9,7 +11,7 @@ import (
 )
 
 // SourceLag makes visible how far behind a log service's delivery is, per
-// source (firehose, pubsub, eventhubs) and cluster: the age of the newest event
+// source (webhook, firehose, pubsub, eventhubs) and cluster: the age of the newest event
 // stored (options_record_source_newest_event_age_seconds, computed when
 // scraped, so it grows while nothing arrives) and the delay of each event
 // from its stage timestamp to its storing
@@ -17,12 +19,43 @@ import (
 // CloudWatch Logs "within a few minutes, best effort", and GKE's and AKS's
 // log exports are as loose: a change younger than the newest event's age
 // may not be recorded yet.
+//
+// With Persist, it also keeps the newest event's time in the record
+// (source_progress), for the APIs to tell their callers.
 type SourceLag struct {
 	mu     sync.Mutex
 	newest map[[2]string]time.Time
 	delay  *prometheus.HistogramVec
 	age    *prometheus.Desc
 	now    func() time.Time
+
+	progress ProgressWriter
+	written  map[[2]string]time.Time // when each key was last written
+	log      *slog.Logger
+}
+
+// ProgressWriter keeps how far each source has delivered for a cluster
+// (the store's source_progress), never moving a time back.
+type ProgressWriter interface {
+	RecordProgress(ctx context.Context, cluster, source string, newest, delivered time.Time) error
+}
+
+// ProgressEvery is how often, at most, the progress of one source and
+// cluster is written: deliveries come many a second, and a reader of the
+// progress cares about minutes.
+const ProgressEvery = 30 * time.Second
+
+// Persist makes Observe write the newest event's time of each source and
+// cluster to w, at most every ProgressEvery; a failed write is logged and
+// tried again as late (the events are stored: only the note of their lag
+// is late).
+func (l *SourceLag) Persist(w ProgressWriter, log *slog.Logger) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.progress, l.written, l.log = w, map[[2]string]time.Time{}, log
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
 }
 
 // NewSourceLag creates the lag metrics and registers them with reg (nil:
@@ -32,7 +65,7 @@ func NewSourceLag(reg prometheus.Registerer) *SourceLag {
 		newest: map[[2]string]time.Time{},
 		delay: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "options_record_source_delivery_delay_seconds",
-			Help:    "Time from an event's stageTimestamp to its being stored, by source (firehose, pubsub, eventhubs).",
+			Help:    "Time from an event's stageTimestamp to its being stored, by source (webhook, firehose, pubsub, eventhubs).",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
 		}, []string{"source"}),
 		age: prometheus.NewDesc("options_record_source_newest_event_age_seconds",
@@ -46,8 +79,10 @@ func NewSourceLag(reg prometheus.Registerer) *SourceLag {
 	return l
 }
 
-// Observe records the events of a batch of source stored at stored.
-func (l *SourceLag) Observe(source, cluster string, events []auditv1.Event, stored time.Time) {
+// Observe records the events of a batch of source stored at stored. Call
+// it after they are durable: with Persist, it may write their progress
+// with ctx.
+func (l *SourceLag) Observe(ctx context.Context, source, cluster string, events []auditv1.Event, stored time.Time) {
 	if l == nil || len(events) == 0 {
 		return
 	}
@@ -64,7 +99,25 @@ func (l *SourceLag) Observe(source, cluster string, events []auditv1.Event, stor
 	if newest.After(l.newest[k]) {
 		l.newest[k] = newest
 	}
+	newest = l.newest[k]
+	w := l.progress
+	now := l.now()
+	if w != nil {
+		if last, ok := l.written[k]; ok && now.Sub(last) < ProgressEvery {
+			w = nil
+		} else {
+			l.written[k] = now // claimed: a concurrent delivery does not write too
+		}
+	}
 	l.mu.Unlock()
+	if w == nil {
+		return
+	}
+	if err := w.RecordProgress(ctx, cluster, source, newest, stored); err != nil {
+		// Tried again ProgressEvery later: a database away for long warns
+		// twice a minute, not once per delivery.
+		l.log.Warn("the progress of a source could not be recorded", "source", source, "cluster", cluster, "err", err)
+	}
 }
 
 // NewestAge is the age of the newest event stored from source for cluster,

@@ -27,7 +27,7 @@ func TestProgressNeverMovesBack(t *testing.T) {
 		newest, delivered time.Time
 	}{
 		{"c", "firehose", t0.Add(2 * time.Minute), t0.Add(5 * time.Minute)},
-		{"c", "firehose", t0, t0.Add(6 * time.Minute)},                     // older events, later delivery
+		{"c", "firehose", t0, t0.Add(6 * time.Minute)},                      // older events, later delivery
 		{"c", "firehose", t0.Add(3 * time.Minute), t0.Add(4 * time.Minute)}, // newer events, written late
 		{"c", "webhook", t0.Add(time.Minute), t0.Add(time.Minute)},
 		{"other", "firehose", t0.Add(time.Hour), t0.Add(time.Hour)},

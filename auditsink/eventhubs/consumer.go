@@ -373,7 +373,7 @@ func (c *Consumer) store(ctx context.Context, partition int32, records []*kgo.Re
 		if _, err := c.o.Pipeline.Process(wctx, c.o.Cluster, events, undecodable); err != nil {
 			return err
 		}
-		c.o.Lag.Observe(Source, c.o.Cluster, events, time.Now())
+		c.o.Lag.Observe(wctx, Source, c.o.Cluster, events, time.Now())
 	}
 	next := map[int32]int64{partition: records[len(records)-1].Offset + 1}
 	if err := c.o.Store.CommitCheckpoints(wctx, Source, c.o.Group, c.o.Topic, next); err != nil {

@@ -342,6 +342,9 @@ func (p *ingestProcess) pipeline() *auditsink.Pipeline {
 		if p.syncer != nil {
 			p.pipe.WithSelf(p.syncer.IsSelf).WithOnStored(p.syncer.OnStored)
 		}
+		// Every source's lag is kept in the record too, for the APIs'
+		// callers (kubectl record's note).
+		p.lag.Persist(p.st, p.log)
 	})
 	return p.pipe
 }
