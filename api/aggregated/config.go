@@ -44,7 +44,8 @@ func genericConfig(opts Options) *genericapiserver.Config {
 	cfg.MaxMutatingRequestsInFlight = max(cfg.MaxRequestsInFlight/2, 1)
 	cfg.RequestTimeout = cmp.Or(opts.RequestTimeout, time.Minute)
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		chain := refuseImpersonation(genericapiserver.DefaultBuildHandlerChain(perCaller(h, opts.Callers), c))
+		inner := perCaller(withNewestEvents(h, opts.History, opts.Cluster, opts.Logger), opts.Callers)
+		chain := refuseImpersonation(genericapiserver.DefaultBuildHandlerChain(inner, c))
 		if opts.direct() {
 			// Outside the whole chain: a refused request costs nothing.
 			chain = opts.AuthLimit.Handler(chain, refuseUnauthenticated)

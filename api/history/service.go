@@ -31,9 +31,18 @@ type Reader interface {
 	FailedByKeyRange(ctx context.Context, q store.EventKeyRange) ([]store.EventRecord, error)
 }
 
+// ProgressReader reads how far each audit source has delivered for a
+// cluster (the store's source_progress).
+type ProgressReader interface {
+	Progress(ctx context.Context, cluster string) ([]store.SourceProgress, error)
+}
+
 // Options configure the service.
 type Options struct {
 	Reader Reader
+	// Progress, when set, answers NewestEvents; nil: no source's progress
+	// is known.
+	Progress ProgressReader
 	// Authorizer decides, per object, what a caller may read:
 	// SubjectAccessReview through the cluster, or a read-only authorizer in
 	// the standalone mode.
@@ -52,11 +61,12 @@ type Options struct {
 // Service answers the questions of the record for the caller of the
 // context (see WithCaller). It is safe for concurrent use.
 type Service struct {
-	reader  Reader
-	log     *slog.Logger
-	authz   authorizer.Authorizer
-	cluster string
-	cursors cipher.AEAD // seals page cursors
+	reader   Reader
+	log      *slog.Logger
+	authz    authorizer.Authorizer
+	cluster  string
+	cursors  cipher.AEAD // seals page cursors
+	progress ProgressReader
 }
 
 // New builds the service.
@@ -64,7 +74,7 @@ func New(o Options) (*Service, error) {
 	if o.Reader == nil || o.Authorizer == nil {
 		return nil, errors.New("history: Reader and Authorizer are required")
 	}
-	s := &Service{reader: o.Reader, authz: o.Authorizer, cluster: o.Cluster, log: o.Logger}
+	s := &Service{reader: o.Reader, authz: o.Authorizer, cluster: o.Cluster, log: o.Logger, progress: o.Progress}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

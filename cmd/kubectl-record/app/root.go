@@ -68,6 +68,14 @@ write back.`,
   kubectl record restore cm/app-config -n shop     # dry run, confirm, restore as you`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// A command that read the record notes, after its output, a source
+		// that may not have delivered the newest changes yet.
+		// (Not while the shell completes a word: it would show there.)
+		PersistentPostRun: func(cmd *cobra.Command, _ []string) {
+			if cmd.Name() != cobra.ShellCompRequestCmd && cmd.Name() != cobra.ShellCompNoDescRequestCmd {
+				f.PrintLagNotes()
+			}
+		},
 		// Run by kubectl as a plugin: help and completion say "kubectl record".
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl record"},
 	}

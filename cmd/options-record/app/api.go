@@ -183,7 +183,7 @@ func runAPI(ctx context.Context, o *APIOptions, so *ServeOptions, db *database, 
 func apiServices(o *APIOptions, so *ServeOptions, st *store.Store, owner *store.APIStore, dg *model.SecretDigester, log *slog.Logger) (svc restoreapi.Options, err error) {
 	// Page cursors are sealed with a key the replicas share (they share the
 	// digest key), so a page from one replica continues on another.
-	hopts := history.Options{Reader: st, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors")}
+	hopts := history.Options{Reader: st, Progress: st, Logger: log, CursorKey: dg.DeriveKey("restore-api-cursors")}
 	opts := restore.Options{Reader: st, Log: owner, Cluster: so.Cluster, Logger: log, MaxPlanSteps: o.MaxPlanObjects, MaxUndoRows: o.MaxUndoRows}
 	// One per-caller cap for both front doors: a caller gets no more
 	// requests at once by using the direct API and kubectl together.

@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -26,12 +27,16 @@ type Factory struct {
 	recordServer, recordToken, recordCA string
 	// ns, when set, overrides -n (the page's requests name their own).
 	ns string
+	// lag keeps how late the record's sources are, from its answers;
+	// lagWarning (--lag-warning) is the age past which it is noted.
+	lag        *lagNotes
+	lagWarning time.Duration
 }
 
 // NewFactory returns a Factory writing to streams; AddFlags gives it its
 // flags.
 func NewFactory(streams genericiooptions.IOStreams) *Factory {
-	return &Factory{Config: genericclioptions.NewConfigFlags(true), Streams: streams}
+	return &Factory{Config: genericclioptions.NewConfigFlags(true), Streams: streams, lag: &lagNotes{}, lagWarning: DefaultLagWarning}
 }
 
 // AddFlags adds the kubeconfig flags (--kubeconfig, --context, -n,
@@ -41,6 +46,7 @@ func (f *Factory) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.recordServer, "record-server", "", "Reach the record at this URL (options-record serve --record-bind-address) instead of through the kube-apiserver; types and names are still resolved with the kubeconfig")
 	fs.StringVar(&f.recordToken, "record-token", "", "Bearer token for --record-server (default: the kubeconfig's token; for example kubectl create token)")
 	fs.StringVar(&f.recordCA, "record-certificate-authority", "", "CA file of --record-server's serving certificate (default: the system's)")
+	fs.DurationVar(&f.lagWarning, "lag-warning", DefaultLagWarning, "Note on stderr when an audit source of the cluster (webhook, firehose, pubsub, eventhubs) delivered nothing newer than this: recent changes may not be recorded yet (0: never)")
 }
 
 // InNamespace is f for requests about namespace ns.
@@ -104,6 +110,8 @@ func (f *Factory) Record() (recordv1.RecordV1alpha1Interface, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(f.lag.wrap)
 	cs, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -129,8 +137,9 @@ func (f *Factory) recordDirect() (recordv1.RecordV1alpha1Interface, error) {
 	if token == "" {
 		return nil, usageError{errors.New("--record-server needs a bearer token: --record-token, or a kubeconfig user with a token")}
 	}
-	cs, err := versioned.NewForConfig(&rest.Config{Host: f.recordServer, BearerToken: token,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: f.recordCA}})
+	cfg := &rest.Config{Host: f.recordServer, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAFile: f.recordCA}}
+	cfg.Wrap(f.lag.wrap)
+	cs, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}

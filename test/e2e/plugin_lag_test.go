@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/options-record/options-record/test/framework/controlplane"
+)
+
+// TestPluginNotesALateSource: through the kube-apiserver's aggregation, a
+// list of the record carries how late each source of the cluster is, and
+// kubectl record notes on stderr a source later than --lag-warning (here a
+// Firehose feed twelve minutes behind), never the webhook that has just
+// delivered; standard output is the same with the note and without it.
+func TestPluginNotesALateSource(t *testing.T) {
+	w := startWorldWith(t, worldOptions{aggregated: true,
+		files: []string{"testdata/restore-rbac.yaml", "testdata/aggregated-rbac.yaml"}})
+	bin := buildPlugin(t)
+	registerAggregated(t, w)
+	admin := w.cp.WriteKubeconfig(t, controlplane.AdminUser)
+	const ns = "e2e-lag"
+	kubectlOK(t, w, controlplane.AdminUser, nil, "create", "namespace", ns)
+	kubectlOK(t, w, controlplane.AdminUser, nil, "create", "configmap", "-n", ns, "late")
+	kubectlOK(t, w, controlplane.AdminUser, nil, "delete", "configmap", "-n", ns, "late")
+	var first pluginRun
+	eventually(t, time.Minute, "the deletion in kubectl record deletions", func() error {
+		first = plugin(t, bin, admin, nil, "deletions", "-n", ns)
+		if first.code != 0 || !strings.Contains(first.out, "late") {
+			return fmt.Errorf("exit %d: %s%s", first.code, first.out, first.errOut)
+		}
+		return nil
+	})
+	// The webhook has delivered just now (its progress is written with
+	// its first batch): no note.
+	if strings.Contains(first.errOut, "note:") {
+		t.Errorf("a fresh webhook gave a note:\n%s", first.errOut)
+	}
+	// A Firehose feed of the same cluster twelve minutes behind (as the
+	// ingest writes it: migration 00023's table).
+	if _, err := w.db.Exec(context.Background(), `INSERT INTO source_progress (cluster, source, newest_event_at, delivered_at)
+		VALUES ('e2e', 'firehose', now() - interval '12 minutes 30 seconds', now())`); err != nil {
+		t.Fatal(err)
+	}
+	r := plugin(t, bin, admin, nil, "deletions", "-n", ns)
+	want := "note: the newest event from firehose for cluster e2e is 12m old; newer changes may not be recorded yet\n"
+	if r.code != 0 || !strings.HasSuffix(r.errOut, want) || strings.Contains(r.errOut, "webhook") {
+		t.Errorf("exit %d, stderr %q; want it to end with %q", r.code, r.errOut, want)
+	}
+	if r.out != first.out {
+		t.Errorf("stdout changed with the note:\n%s\nwant\n%s", r.out, first.out)
+	}
+	if r := plugin(t, bin, admin, nil, "deletions", "-n", ns, "--lag-warning", "15m"); r.code != 0 || strings.Contains(r.errOut, "note:") {
+		t.Errorf("--lag-warning 15m: exit %d, stderr %q; want no note", r.code, r.errOut)
+	}
+}
