@@ -31,6 +31,7 @@ type SourceLag struct {
 
 	progress ProgressWriter
 	written  map[[2]string]time.Time // when each key was last written
+	writes   sync.WaitGroup          // the writes under way
 	log      *slog.Logger
 }
 
@@ -80,8 +81,8 @@ func NewSourceLag(reg prometheus.Registerer) *SourceLag {
 }
 
 // Observe records the events of a batch of source stored at stored. Call
-// it after they are durable: with Persist, it may write their progress
-// with ctx.
+// it after they are durable: with Persist, it may start a write of their
+// progress (with ctx's values, not its cancellation; Wait waits for it).
 func (l *SourceLag) Observe(ctx context.Context, source, cluster string, events []auditv1.Event, stored time.Time) {
 	if l == nil || len(events) == 0 {
 		return
@@ -113,10 +114,29 @@ func (l *SourceLag) Observe(ctx context.Context, source, cluster string, events 
 	if w == nil {
 		return
 	}
-	if err := w.RecordProgress(ctx, cluster, source, newest, stored); err != nil {
-		// Tried again ProgressEvery later: a database away for long warns
-		// twice a minute, not once per delivery.
-		l.log.Warn("the progress of a source could not be recorded", "source", source, "cluster", cluster, "err", err)
+	// Written beside the answer, not before it: with the journal, a
+	// delivery is acknowledged while the database is away, and must not
+	// wait on it. At most one write per key in flight (the claim).
+	l.writes.Add(1)
+	go func() {
+		defer l.writes.Done()
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), progressTimeout)
+		defer cancel()
+		if err := w.RecordProgress(wctx, cluster, source, newest, stored); err != nil {
+			// Tried again ProgressEvery later: a database away for long
+			// warns twice a minute, not once per delivery.
+			l.log.Warn("the progress of a source could not be recorded", "source", source, "cluster", cluster, "err", err)
+		}
+	}()
+}
+
+// progressTimeout bounds one write of a source's progress.
+const progressTimeout = 10 * time.Second
+
+// Wait waits for the progress writes under way.
+func (l *SourceLag) Wait() {
+	if l != nil {
+		l.writes.Wait()
 	}
 }
 

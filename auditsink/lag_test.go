@@ -43,20 +43,24 @@ func TestLagPersistsAtMostEvery30s(t *testing.T) {
 	ctx := context.Background()
 
 	lag.Observe(ctx, "firehose", "default", ev(t1), clock)
+	lag.Wait()
 	if got := e.progressOf("firehose"); !got.Equal(t1) {
 		t.Fatalf("after the first delivery: newest %v; want %v", got, t1)
 	}
 	clock = clock.Add(auditsink.ProgressEvery - time.Second)
 	lag.Observe(ctx, "firehose", "default", ev(t2), clock)
+	lag.Wait()
 	if got := e.progressOf("firehose"); !got.Equal(t1) {
 		t.Fatalf("a delivery within %s of the last write: newest %v; want still %v (no write)", auditsink.ProgressEvery, got, t1)
 	}
 	lag.Observe(ctx, "pubsub", "default", ev(t0), clock)
+	lag.Wait()
 	if got := e.progressOf("pubsub"); !got.Equal(t0) {
 		t.Errorf("another source's first delivery: newest %v; want %v", got, t0)
 	}
 	clock = clock.Add(time.Second)
 	lag.Observe(ctx, "firehose", "default", ev(t0), clock)
+	lag.Wait()
 	if got := e.progressOf("firehose"); !got.Equal(t2) {
 		t.Errorf("a delivery %s after the last write: newest %v; want %v (the newest seen)", auditsink.ProgressEvery, got, t2)
 	}
@@ -74,6 +78,7 @@ func TestWebhookRecordsItsProgress(t *testing.T) {
 	if code, msg := post(t, srv, token, "application/json", body); code != http.StatusOK {
 		t.Fatalf("post: %d %s", code, msg)
 	}
+	lag.Wait()
 	if got := e.progressOf(auditsink.WebhookSource); !got.Equal(at) {
 		t.Errorf("webhook's newest event: %v; want %v", got, at)
 	}
