@@ -11,10 +11,10 @@ import (
 // younger than it may not have arrived yet. It says nothing of any object
 // nor of who acted, only how late each feed of the cluster is; the front
 // doors give it to callers they have authorized to list the record. None
-// without a ProgressReader.
+// without a ProgressReader, or for a cluster the service does not serve.
 func (s *Service) NewestEvents(ctx context.Context, cluster string) (map[string]time.Time, error) {
-	if s.progress == nil {
-		return nil, nil
+	if s.progress == nil || s.cluster != "" && cluster != s.cluster {
+		return nil, nil // not known, or a cluster not served
 	}
 	ps, err := s.progress.Progress(ctx, cluster)
 	if err != nil {

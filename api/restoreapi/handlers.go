@@ -15,6 +15,7 @@ import (
 
 	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/restore"
 	"github.com/options-record/options-record/api/restoreapi/paths"
 	"github.com/options-record/options-record/api/shortname"
@@ -87,6 +88,7 @@ func (s *Server) searchChanges(w http.ResponseWriter, r *http.Request) error {
 		f.AsOf = &t
 	}
 	page, err := s.hist.Changes(r.Context(), f, p)
+	s.newestEvents(w, r, err)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -98,6 +100,7 @@ func (s *Server) historyByName(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	page, err := s.hist.History(r.Context(), chi.URLParam(r, "cluster"), o, p)
+	s.newestEvents(w, r, err)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -107,6 +110,7 @@ func (s *Server) historyByUID(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	page, err := s.hist.HistoryByUID(r.Context(), chi.URLParam(r, "cluster"), chi.URLParam(r, "uid"), p)
+	s.newestEvents(w, r, err)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -226,6 +230,7 @@ func (s *Server) listDeletions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	page, err := s.hist.Deletions(r.Context(), objectFilter(r), p)
+	s.newestEvents(w, r, err)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -244,6 +249,7 @@ func (s *Server) failedMutations(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	page, err := s.hist.FailedMutationsWithBodies(r.Context(), objectFilter(r), p)
+	s.newestEvents(w, r, err)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -253,6 +259,7 @@ func (s *Server) userActivity(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	page, err := s.hist.Activity(r.Context(), chi.URLParam(r, "cluster"), r.URL.Query().Get("user"), p)
+	s.newestEvents(w, r, err)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -320,4 +327,22 @@ func (s *Server) executePlan(w http.ResponseWriter, r *http.Request) error {
 		code = http.StatusMultiStatus // partial failures are listed, not hidden
 	}
 	return respond(w, r, code, p)
+}
+
+// newestEvents adds recordv1alpha1.NewestEventsHeader to a list answered (listErr
+// nil) to its authenticated caller: how late each audit source of the
+// list's cluster is. Not read, it is left out (and logged).
+func (s *Server) newestEvents(w http.ResponseWriter, r *http.Request, listErr error) {
+	if listErr != nil {
+		return
+	}
+	cluster := chi.URLParam(r, "cluster")
+	newest, err := s.hist.NewestEvents(r.Context(), cluster)
+	if err != nil {
+		s.log.Warn("the sources' progress could not be read: a list answered without it", "err", err)
+		return
+	}
+	if v := recordv1alpha1.FormatNewestEvents(cluster, time.Now(), newest); v != "" {
+		w.Header().Set(recordv1alpha1.NewestEventsHeader, v)
+	}
 }

@@ -152,7 +152,8 @@ type recordOptions struct {
 // record, in the standalone mode (no cluster).
 func newServer(t *testing.T, ro recordOptions, o Options) *Server {
 	t.Helper()
-	hist, err := history.New(history.Options{Reader: ro.Reader, Authorizer: ro.Authorizer})
+	progress, _ := ro.Reader.(history.ProgressReader) // the real record's; a fake reader has none
+	hist, err := history.New(history.Options{Reader: ro.Reader, Progress: progress, Authorizer: ro.Authorizer})
 	if err != nil {
 		t.Fatal(err)
 	}

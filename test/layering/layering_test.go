@@ -83,7 +83,7 @@ var allowed = map[string][]string{
 	"api/restore": {"api/errs", "api/history", "api/restore/digest", "api/restore/impersonate", "api/restore/manifest",
 		"api/restore/planner", "api/restore/restorable", "api/restoreapi/paths", "store"},
 	// front doors
-	"api/restoreapi":         {"api/authlimit", "api/errs", "api/history", "api/restore", "api/restore/manifest", "api/restoreapi/paths", "api/shortname"},
+	"api/restoreapi":         {"api/authlimit", "api/errs", "api/history", "api/record/v1alpha1", "api/restore", "api/restore/manifest", "api/restoreapi/paths", "api/shortname"},
 	"api/aggregated/openapi": {"api/record/v1alpha1"},
 	// The record's typed client (client-gen): the types, and client-go.
 	"api/record/clientset/versioned/scheme":                {"api/record/v1alpha1"},
