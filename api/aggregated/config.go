@@ -89,7 +89,7 @@ func openAPIConfigs() (*common.Config, *common.OpenAPIV3Config) {
 // resources: the record's reads and the restores.
 func apiGroup(opts Options) *genericapiserver.APIGroupInfo {
 	group := genericapiserver.NewDefaultAPIGroupInfo(recordv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
-	storage := record.Storage(opts.Logger, opts.History, opts.Restore, opts.Cluster)
+	storage := record.Storage(opts.Logger, opts.History, opts.Restore, opts.Cluster, opts.Proofs)
 	for name, s := range restores.Storage(opts.Logger, opts.History, opts.Restore, opts.Cluster) {
 		storage[name] = s
 	}

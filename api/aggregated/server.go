@@ -60,6 +60,10 @@ type Options struct {
 	History *history.Service
 	// Restore carries out restores, as their creators.
 	Restore *restore.Service
+	// Proofs answers changes/proof and clusterchanges/proof (after the
+	// history service authorized reading the version); nil: the record
+	// keeps no tamper-evident log, and every proof is not found, saying so.
+	Proofs  history.Proofs
 	Cluster string
 	Logger  *slog.Logger
 	// MaxInFlight caps the requests served at once (default 16, half of

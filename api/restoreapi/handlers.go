@@ -186,8 +186,8 @@ func (s *Server) getManifest(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ErrNotLogged is the error a Proofs function wraps for a version that is
-// not in the tamper-evident log (yet): not found.
-var ErrNotLogged = fmt.Errorf("%w: the version is not in the tamper-evident log (yet: it is within seconds of being stored)", errs.ErrNotFound)
+// not in the tamper-evident log (yet): not found (history.ErrNotLogged).
+var ErrNotLogged = history.ErrNotLogged
 
 // proveVersion answers a version's inclusion proof to a caller who may
 // read the version: the same authorization, and the same not found for a
@@ -213,7 +213,7 @@ func (s *Server) prove(w http.ResponseWriter, r *http.Request, id history.Versio
 		return err
 	}
 	if s.proofs == nil {
-		return fmt.Errorf("%w: this API serves no proofs (the record keeps no tamper-evident log, or the API was started without it)", errs.ErrNotFound)
+		return history.ErrNoLog
 	}
 	proof, err := s.proofs(r.Context(), id.Cluster, id.UID, id.Key)
 	if err != nil {

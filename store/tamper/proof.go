@@ -41,6 +41,11 @@ const (
 // at all (the record was written without the log).
 var ErrNotLogged = errors.New("the version is not in the tamper-evident log yet")
 
+// ErrNoLog is ProveVersion's error for a version of a cluster whose log
+// has no checkpoint: the record is written without the log (no signing
+// key), or its first integration pass has not run yet.
+var ErrNoLog = errors.New("the cluster has no tamper-evident log")
+
 // ErrNoVersion is ProveVersion's error for a version that is not stored.
 var ErrNoVersion = errors.New("no such version")
 
@@ -54,6 +59,8 @@ const leafIndexSQL = `
 SELECT log_index FROM log_leaf_index
 WHERE cluster = $1 AND kind = 2 AND key = $3 AND uid = $2
 ORDER BY 1 LIMIT 1`
+
+const hasLogSQL = `SELECT EXISTS (SELECT FROM log_segments WHERE cluster = $1)`
 
 const newestCheckpointSQL = `SELECT tree_size, checkpoint FROM log_segments WHERE cluster = $1 ORDER BY first_index DESC LIMIT 1`
 
@@ -81,6 +88,13 @@ func ProveVersion(ctx context.Context, pool *pgxpool.Pool, cluster, uid string, 
 		var checkpoint string
 		err = tx.QueryRow(ctx, leafIndexSQL, cluster, uid, key).Scan(&index)
 		if errors.Is(err, pgx.ErrNoRows) {
+			var logged bool
+			if err := tx.QueryRow(ctx, hasLogSQL, cluster).Scan(&logged); err != nil {
+				return fmt.Errorf("read the log: %w", err)
+			}
+			if !logged {
+				return ErrNoLog
+			}
 			return ErrNotLogged
 		}
 		if err != nil {

@@ -33,6 +33,13 @@ func TestProofVerifiesOffline(t *testing.T) {
 	e := newEnv(t)
 	now := time.Now()
 	var versions []model.Version
+	first := e.batch("other\ncluster/..", now, 1)
+	e.write(first)
+	if _, err := ProveVersion(context.Background(), e.st.Pool(), first.Versions[0].Cluster, first.Versions[0].UID, first.Versions[0].Key); !errors.Is(err, ErrNoLog) {
+		t.Errorf("a version of a cluster without a checkpoint: %v", err)
+	}
+	e.integrate()
+	versions = append(versions, first.Versions...)
 	for range 3 {
 		b := e.batch("other\ncluster/..", now, 6)
 		e.write(b)
@@ -49,7 +56,7 @@ func TestProofVerifiesOffline(t *testing.T) {
 			t.Fatalf("version %s: %v\n%s", v.UID, err, p)
 		}
 		if pv.Ref.UID != v.UID || !bytes.Equal(pv.Ref.Key, v.Key) || pv.Ref.Cluster != v.Cluster || string(pv.Object) != string(v.Object) ||
-			pv.Columns["name"] != v.Name || pv.Checkpoint.Size != 36 {
+			pv.Columns["name"] != v.Name || pv.Checkpoint.Size != 38 {
 			t.Errorf("proven %+v, object %q; want %s %q", pv.Ref, pv.Object, v.UID, v.Object)
 		}
 	}

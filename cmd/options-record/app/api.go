@@ -232,7 +232,7 @@ func startRecordDoors(ctx context.Context, o *APIOptions, so *ServeOptions, svc 
 	var stopAggregated, stopDirect func(context.Context) error
 	var err error
 	if o.Aggregated != nil {
-		if stopAggregated, err = runAggregated(ctx, o, so, svc.History, svc.Restore, svc.Callers, log); err != nil {
+		if stopAggregated, err = runAggregated(ctx, o, so, svc.History, svc.Restore, svc.Callers, svc.Proofs, log); err != nil {
 			return nil, err
 		}
 	}
@@ -303,7 +303,7 @@ func maxRetention(d time.Duration) time.Duration {
 // runAggregated serves the record through the kube-apiserver: the generic
 // apiserver of package aggregated, on its own listener, with the restore
 // API's serving certificate and history service.
-func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *history.Service, svc *restore.Service, callers *history.CallerLimiter, log *slog.Logger) (func(context.Context) error, error) {
+func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *history.Service, svc *restore.Service, callers *history.CallerLimiter, proofs history.Proofs, log *slog.Logger) (func(context.Context) error, error) {
 	a := o.Aggregated
 	certFile, keyFile := apiCert(o, so)
 	kubeconfig := a.Kubeconfig
@@ -344,7 +344,7 @@ func runAggregated(ctx context.Context, o *APIOptions, so *ServeOptions, hist *h
 	}
 	srv, err := aggregated.New(aggregated.Options{Listener: ln, CertFile: certFile, KeyFile: keyFile,
 		RequestHeaderCAFile: caFile, RequestHeaderAllowedNames: names, TrustUIDHeader: trustUID,
-		Kubeconfig: kubeconfig, History: hist, Restore: svc, Cluster: so.Cluster,
+		Kubeconfig: kubeconfig, History: hist, Restore: svc, Proofs: proofs, Cluster: so.Cluster,
 		MaxInFlight: o.MaxInFlight, Callers: callers, RequestTimeout: o.RequestTimeout, Logger: log.With("component", "aggregated-api")})
 	if err != nil {
 		ln.Close()
@@ -394,7 +394,7 @@ func runRecordDirect(ctx context.Context, o *APIOptions, so *ServeOptions, api r
 	}
 	srv, err := aggregated.New(aggregated.Options{Listener: ln, CertFile: certFile, KeyFile: keyFile,
 		Authenticator: api.Authenticator, AuthLimit: api.AuthLimit,
-		Kubeconfig: kubeconfig, History: api.History, Restore: api.Restore, Cluster: so.Cluster,
+		Kubeconfig: kubeconfig, History: api.History, Restore: api.Restore, Proofs: api.Proofs, Cluster: so.Cluster,
 		MaxInFlight: o.MaxInFlight, Callers: api.Callers, RequestTimeout: o.RequestTimeout,
 		Logger: log.With("component", "record-direct")})
 	if err != nil {

@@ -136,7 +136,7 @@ func startAggregated(t *testing.T, kube *fakeKube, a *AggregatedOptions, dir str
 		t.Fatal(err)
 	}
 	logs := &addrLogger{msg: "serving the aggregated API", addr: make(chan string, 1)}
-	stop, err := runAggregated(context.Background(), &APIOptions{Aggregated: a}, so, hist, svc, history.NewCallerLimiter(0), slog.New(logs))
+	stop, err := runAggregated(context.Background(), &APIOptions{Aggregated: a}, so, hist, svc, history.NewCallerLimiter(0), nil, slog.New(logs))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/options-record/options-record/api/restoreapi"
+	"github.com/options-record/options-record/api/history"
 	"github.com/options-record/options-record/cmd/options-record/app/secretfile"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/tamper"
@@ -85,11 +85,15 @@ func (p *ingestProcess) runIntegrator(ctx context.Context) {
 // versionProofs answers the restore API's inclusion proofs from the
 // record's reader pool (the log is read like the record; the API holds no
 // key): a version not in the log (yet) is not found.
-func versionProofs(pool *pgxpool.Pool) func(ctx context.Context, cluster, uid string, key []byte) ([]byte, error) {
+// A cluster without a checkpoint has no log (history.ErrNoLog).
+func versionProofs(pool *pgxpool.Pool) history.Proofs {
 	return func(ctx context.Context, cluster, uid string, key []byte) ([]byte, error) {
 		p, err := tamper.ProveVersion(ctx, pool, cluster, uid, key)
-		if errors.Is(err, tamper.ErrNotLogged) || errors.Is(err, tamper.ErrNoVersion) {
-			return nil, restoreapi.ErrNotLogged
+		switch {
+		case errors.Is(err, tamper.ErrNoLog):
+			return nil, history.ErrNoLog
+		case errors.Is(err, tamper.ErrNotLogged) || errors.Is(err, tamper.ErrNoVersion):
+			return nil, history.ErrNotLogged
 		}
 		return p, err
 	}

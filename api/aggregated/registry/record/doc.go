@@ -2,7 +2,8 @@
 // record.optionsrecord.io: deletions, changes and attempts, each as a
 // namespaced resource and its cluster-scoped twin (clusterdeletions,
 // clusterchanges, clusterattempts), from the history service as the
-// caller. It owns their field selectors, their names and their tables.
+// caller, and a change's inclusion proof in the tamper-evident log
+// (changes/proof, clusterchanges/proof). It owns their field selectors, their names and their tables.
 //
 // It must never read the database itself, nor answer a record of an
 // object the caller may not get: every read goes through the history
@@ -19,14 +20,20 @@ import (
 )
 
 // Storage is the REST storage of the six read resources, by resource
-// name, for the cluster named cluster.
-func Storage(log *slog.Logger, hist *history.Service, rst *restore.Service, cluster string) map[string]rest.Storage {
+// name, for the cluster named cluster, and the proof subresource of the
+// changes (changes/proof, clusterchanges/proof), answered by proofs (nil:
+// the record keeps no tamper-evident log).
+func Storage(log *slog.Logger, hist *history.Service, rst *restore.Service, cluster string, proofs history.Proofs) map[string]rest.Storage {
+	changes := newChangeStorage(log, hist, rst, cluster, true)
+	clusterChanges := newChangeStorage(log, hist, rst, cluster, false)
 	return map[string]rest.Storage{
-		"deletions":        newDeletionStorage(log, hist, cluster, true),
-		"clusterdeletions": newDeletionStorage(log, hist, cluster, false),
-		"changes":          newChangeStorage(log, hist, rst, cluster, true),
-		"clusterchanges":   newChangeStorage(log, hist, rst, cluster, false),
-		"attempts":         newAttemptStorage(log, hist, cluster, true),
-		"clusterattempts":  newAttemptStorage(log, hist, cluster, false),
+		"deletions":            newDeletionStorage(log, hist, cluster, true),
+		"clusterdeletions":     newDeletionStorage(log, hist, cluster, false),
+		"changes":              changes,
+		"changes/proof":        &proofStorage{changes: changes, proofs: proofs},
+		"clusterchanges":       clusterChanges,
+		"clusterchanges/proof": &proofStorage{changes: clusterChanges, proofs: proofs},
+		"attempts":             newAttemptStorage(log, hist, cluster, true),
+		"clusterattempts":      newAttemptStorage(log, hist, cluster, false),
 	}
 }

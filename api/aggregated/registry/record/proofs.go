@@ -1,0 +1,121 @@
+package record
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/options-record/options-record/api/aggregated/registry"
+	"github.com/options-record/options-record/api/errs"
+	"github.com/options-record/options-record/api/history"
+)
+
+// Causes of a proof's not found, after the caller was authorized to read
+// the version (a version they may not read is the plain not found of a
+// missing one): a client tells "no log at all" from "not in it yet".
+const (
+	// CauseNoLog: the record keeps no tamper-evident log of the cluster.
+	CauseNoLog metav1.CauseType = "NoTamperEvidentLog"
+	// CauseNotLogged: the version is not in the log (yet).
+	CauseNotLogged metav1.CauseType = "NotInTamperEvidentLog"
+)
+
+// ProofMIMEType is the type of a proof's body: a C2SP tlog-proof.
+const ProofMIMEType = "text/plain; charset=utf-8"
+
+// proofStorage serves changes/proof and clusterchanges/proof: the
+// inclusion proof of a version in its cluster's tamper-evident log, as the
+// text of a C2SP tlog-proof (what options-record verify --proof checks),
+// to a caller who may read the version, authorized exactly as a get of
+// the change is.
+type proofStorage struct {
+	changes *changeStorage
+	proofs  history.Proofs
+}
+
+var (
+	_ rest.Storage         = (*proofStorage)(nil)
+	_ rest.Scoper          = (*proofStorage)(nil)
+	_ rest.Getter          = (*proofStorage)(nil)
+	_ rest.StorageMetadata = (*proofStorage)(nil)
+)
+
+func (s *proofStorage) New() runtime.Object   { return s.changes.New() }
+func (s *proofStorage) Destroy()              {}
+func (s *proofStorage) NamespaceScoped() bool { return s.changes.namespaced }
+
+// ProducesMIMETypes and ProducesObject document the body: text.
+func (s *proofStorage) ProducesMIMETypes(string) []string { return []string{ProofMIMEType} }
+func (s *proofStorage) ProducesObject(string) any         { return "" }
+
+// Get answers the proof of the version named (a short or long name, as a
+// get of the change takes), once the history service authorized reading
+// it in the request's scope.
+func (s *proofStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	c := s.changes
+	id, err := c.resolve(ctx, name, false)
+	if err != nil {
+		return nil, err
+	}
+	v, err := c.hist.VersionRecord(ctx, id)
+	if err != nil {
+		return nil, registry.StatusError(c.log, err, c.resource, name)
+	}
+	if !c.serves(ctx, v.Namespace) {
+		return nil, apierrors.NewNotFound(c.resource, name)
+	}
+	if s.proofs == nil {
+		return nil, proofNotFound(c.resource, name, history.ErrNoLog)
+	}
+	p, err := s.proofs(ctx, id.Cluster, id.UID, id.Key)
+	if errors.Is(err, history.ErrNoLog) || errors.Is(err, history.ErrNotLogged) {
+		return nil, proofNotFound(c.resource, name, err)
+	}
+	if err != nil {
+		return nil, registry.StatusError(c.log, err, c.resource, name)
+	}
+	return proofText(p), nil
+}
+
+// proofNotFound is the not found of a version the caller may read whose
+// proof there is not (err: history.ErrNoLog or ErrNotLogged), with its
+// cause.
+func proofNotFound(res schema.GroupResource, name string, err error) error {
+	cause := CauseNotLogged
+	if errors.Is(err, history.ErrNoLog) {
+		cause = CauseNoLog
+	}
+	msg := "no proof of " + res.Resource + " " + name + ": " + errMessage(err)
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+		Reason: metav1.StatusReasonNotFound, Message: msg,
+		Details: &metav1.StatusDetails{Group: res.Group, Kind: res.Resource, Name: name,
+			Causes: []metav1.StatusCause{{Type: cause, Message: errMessage(err)}}}}}
+}
+
+// errMessage is err's message without the "not found: " that
+// errs.ErrNotFound leads it with.
+func errMessage(err error) string {
+	msg, _ := strings.CutPrefix(err.Error(), errs.ErrNotFound.Error()+": ")
+	return msg
+}
+
+// proofText is a proof's body, written as it is (rest.ResourceStreamer),
+// not encoded as an object.
+type proofText []byte
+
+func (p proofText) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+func (p proofText) DeepCopyObject() runtime.Object   { return slices.Clone(p) }
+
+func (p proofText) InputStream(context.Context, string, string) (io.ReadCloser, bool, string, error) {
+	return io.NopCloser(bytes.NewReader(p)), false, ProofMIMEType, nil
+}

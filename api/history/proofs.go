@@ -1,0 +1,25 @@
+package history
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/options-record/options-record/api/errs"
+)
+
+// Proofs answers the inclusion proof (a C2SP tlog-proof, text) of a
+// version in its cluster's tamper-evident log. It is called only once the
+// caller was authorized to read the version, and reads no authorization of
+// its own. A version not in the log wraps ErrNotLogged, a cluster without
+// a log ErrNoLog.
+type Proofs func(ctx context.Context, cluster, uid string, key []byte) ([]byte, error)
+
+// ErrNotLogged is a Proofs function's error for a version that is not in
+// the tamper-evident log yet: the integrator appends it within seconds of
+// its batch (or never, when it was stored before the log was enabled).
+var ErrNotLogged = fmt.Errorf("%w: the version is not in the tamper-evident log (yet: it is appended within seconds of being stored)", errs.ErrNotFound)
+
+// ErrNoLog is the error for a proof of a cluster whose record keeps no
+// tamper-evident log (the ingest runs without --log-signing-key-file), or
+// of an API started without proofs.
+var ErrNoLog = fmt.Errorf("%w: the record keeps no tamper-evident log of this cluster (the ingest runs without --log-signing-key-file): there is no proof to give", errs.ErrNotFound)
