@@ -18,20 +18,8 @@ import (
 	"github.com/options-record/options-record/api/aggregated/registry"
 	"github.com/options-record/options-record/api/errs"
 	"github.com/options-record/options-record/api/history"
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 )
-
-// Causes of a proof's not found, after the caller was authorized to read
-// the version (a version they may not read is the plain not found of a
-// missing one): a client tells "no log at all" from "not in it yet".
-const (
-	// CauseNoLog: the record keeps no tamper-evident log of the cluster.
-	CauseNoLog metav1.CauseType = "NoTamperEvidentLog"
-	// CauseNotLogged: the version is not in the log (yet).
-	CauseNotLogged metav1.CauseType = "NotInTamperEvidentLog"
-)
-
-// ProofMIMEType is the type of a proof's body: a C2SP tlog-proof.
-const ProofMIMEType = "text/plain; charset=utf-8"
 
 // proofStorage serves changes/proof and clusterchanges/proof: the
 // inclusion proof of a version in its cluster's tamper-evident log, as the
@@ -55,8 +43,10 @@ func (s *proofStorage) Destroy()              {}
 func (s *proofStorage) NamespaceScoped() bool { return s.changes.namespaced }
 
 // ProducesMIMETypes and ProducesObject document the body: text.
-func (s *proofStorage) ProducesMIMETypes(string) []string { return []string{ProofMIMEType} }
-func (s *proofStorage) ProducesObject(string) any         { return "" }
+func (s *proofStorage) ProducesMIMETypes(string) []string {
+	return []string{recordv1alpha1.ProofContentType}
+}
+func (s *proofStorage) ProducesObject(string) any { return "" }
 
 // Get answers the proof of the version named (a short or long name, as a
 // get of the change takes), once the history service authorized reading
@@ -91,9 +81,9 @@ func (s *proofStorage) Get(ctx context.Context, name string, _ *metav1.GetOption
 // proof there is not (err: history.ErrNoLog or ErrNotLogged), with its
 // cause.
 func proofNotFound(res schema.GroupResource, name string, err error) error {
-	cause := CauseNotLogged
+	cause := recordv1alpha1.CauseNotLogged
 	if errors.Is(err, history.ErrNoLog) {
-		cause = CauseNoLog
+		cause = recordv1alpha1.CauseNoLog
 	}
 	msg := "no proof of " + res.Resource + " " + name + ": " + errMessage(err)
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
@@ -117,5 +107,5 @@ func (p proofText) GetObjectKind() schema.ObjectKind { return schema.EmptyObject
 func (p proofText) DeepCopyObject() runtime.Object   { return slices.Clone(p) }
 
 func (p proofText) InputStream(context.Context, string, string) (io.ReadCloser, bool, string, error) {
-	return io.NopCloser(bytes.NewReader(p)), false, ProofMIMEType, nil
+	return io.NopCloser(bytes.NewReader(p)), false, recordv1alpha1.ProofContentType, nil
 }

@@ -11,10 +11,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/registry/rest"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/options-record/options-record/api/history"
+	recordv1alpha1 "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/store"
 )
 
@@ -62,7 +63,7 @@ func TestProofGet(t *testing.T) {
 		t.Fatal(err)
 	}
 	text, _ := io.ReadAll(body)
-	if string(text) != "c2sp.org/tlog-proof@v1\ne2e/uid-a\n" || mime != ProofMIMEType {
+	if string(text) != "c2sp.org/tlog-proof@v1\ne2e/uid-a\n" || mime != recordv1alpha1.ProofContentType {
 		t.Errorf("proof %q (%s)", text, mime)
 	}
 
@@ -79,13 +80,13 @@ func TestProofGet(t *testing.T) {
 		t.Errorf("the proof function was asked for %v, want only uid-a", asked)
 	}
 	_, err = s.Get(ctx, "not-logged-4f111111", &metav1.GetOptions{})
-	if c := causes(err); !apierrors.IsNotFound(err) || len(c) != 1 || c[0].Type != CauseNotLogged {
+	if c := causes(err); !apierrors.IsNotFound(err) || len(c) != 1 || c[0].Type != recordv1alpha1.CauseNotLogged {
 		t.Errorf("a version not in the log: %v %v", err, c)
 	}
 	for _, p := range []history.Proofs{nil, func(context.Context, string, string, []byte) ([]byte, error) { return nil, history.ErrNoLog }} {
 		s.proofs = p
 		_, err = s.Get(ctx, "app-config-3f111111", &metav1.GetOptions{})
-		if c := causes(err); !apierrors.IsNotFound(err) || len(c) != 1 || c[0].Type != CauseNoLog {
+		if c := causes(err); !apierrors.IsNotFound(err) || len(c) != 1 || c[0].Type != recordv1alpha1.CauseNoLog {
 			t.Errorf("no log: %v %v", err, c)
 		}
 	}
