@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,6 +24,7 @@ type options struct {
 	asOf      string
 	dir       string
 	resources []string
+	proofs    bool            // --with-proofs
 	written   map[string]bool // the file names written, case-folded
 	root      *os.Root        // DIR, opened once checked
 }
@@ -46,16 +47,26 @@ user's, or writable by others, or when a link on the way to it is neither yours
 nor root's;
 files are written 0600 (Secrets may be recorded in clear) and never over an
 existing file. An object whose file cannot be written is listed and skipped,
-and the export then exits 1.`,
+and the export then exits 1.
+
+With --with-proofs, each manifest X.yaml gets its version's inclusion proof
+in the record's tamper-evident log beside it, X.tlog-proof (a C2SP
+tlog-proof), which an auditor checks offline with the log's public key alone:
+options-record verify --log-verifier-key-file log.pub --proof X.tlog-proof
+(docs/security.md). A version not in the log yet (it is appended within
+seconds) is listed and the export exits 1; a record without a log stops the
+export before it writes anything.`,
 		Example: `  kubectl record export -n shop -o shop-now/
   kubectl record export -n shop --as-of 2026-11-25T09:00:00Z -o shop-before-the-outage/
-  kubectl apply --dry-run=server -f shop-before-the-outage/`,
+  kubectl apply --dry-run=server -f shop-before-the-outage/
+  kubectl record export -n shop --with-proofs -o shop-evidence/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return e.run(cmd.Context()) },
 	}
 	cmd.Flags().StringVar(&e.asOf, "as-of", "", "The time (RFC 3339, or 2h for two hours ago); default: now")
 	cmd.Flags().StringVarP(&e.dir, "output", "o", "", "The directory to write into (required)")
 	cmd.Flags().StringSliceVar(&e.resources, "resources", nil, "Only these types (cm, deployments.apps...), comma-separated")
+	cmd.Flags().BoolVar(&e.proofs, "with-proofs", false, "Write each manifest's inclusion proof in the tamper-evident log beside it (X"+cmdutil.ProofSuffix+")")
 	return cmd
 }
 
@@ -92,7 +103,7 @@ func (e *options) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if e.root, err = openPrivateDir(e.dir); err != nil {
+	if e.root, err = cmdutil.OpenPrivateDir(e.dir); err != nil {
 		return err
 	}
 	defer e.root.Close()
@@ -163,6 +174,18 @@ func (e *options) write(ctx context.Context, ns string, c *record.Change) (strin
 	if err != nil {
 		return "", cmdutil.Explain(err, "get version "+c.Name+" in namespace "+ns)
 	}
+	var proof []byte
+	if e.proofs {
+		// Asked first: a record without a log stops the export before
+		// its first file; a version not in the log yet is not written.
+		proof, err = e.Proof(ctx, ns, c.Name)
+		if errors.Is(err, cmdutil.ErrNotLogged) {
+			return "", &fileError{what, err}
+		}
+		if err != nil {
+			return "", err
+		}
+	}
 	if full.Manifest == nil || len(full.Manifest.Raw) == 0 {
 		fmt.Fprintf(e.Streams.ErrOut, "skipped %s: no manifest\n", what)
 		return "", nil
@@ -186,20 +209,16 @@ func (e *options) write(ctx context.Context, ns string, c *record.Change) (strin
 		return "", err
 	}
 	file := e.claim(name, full.Object.UID)
+	if proof != nil {
+		// Beside the manifest, named as it is (claim made the name
+		// unique): verify --proof X.tlog-proof.
+		pf := cmdutil.CutFileName(strings.TrimSuffix(file, ".yaml"), cmdutil.MaxFileName-len(cmdutil.ProofSuffix)) + cmdutil.ProofSuffix
+		if err := cmdutil.WriteNewFile(e.root, pf, proof); err != nil {
+			return "", &fileError{what, err}
+		}
+	}
 	// O_EXCL: never over a file, never through a link.
-	f, err := e.root.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return "", &fileError{what, fmt.Errorf("%s exists: export never overwrites a file (use an empty directory)", file)}
-	}
-	if err != nil {
-		return "", &fileError{what, err}
-	}
-	_, err = f.Write(y)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = e.root.Remove(file)
+	if err := cmdutil.WriteNewFile(e.root, file, y); err != nil {
 		return "", &fileError{what, err}
 	}
 	return filepath.Join(e.dir, file), nil

@@ -9,8 +9,8 @@ import (
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/options-record/options-record/api/escape"
 	record "github.com/options-record/options-record/api/record/v1alpha1"
+	"github.com/options-record/options-record/cmd/kubectl-record/app/cmdutil"
 	"github.com/options-record/options-record/cmd/kubectl-record/app/format"
 )
 
@@ -31,11 +31,11 @@ func manifestFile(o record.ObjectReference) (string, error) {
 	if o.APIGroup != "" {
 		base += "." + o.APIGroup
 	}
-	name := fileSafe(base + "_" + o.Name + ".yaml")
+	name := cmdutil.FileSafe(base + "_" + o.Name + ".yaml")
 	if len(name) > maxFileName {
 		// A valid name (253 characters, more once percent-encoded) is
 		// longer than a file name may be: its start, and its uid.
-		uid := "." + fileSafe(o.UID) + ".yaml"
+		uid := "." + cmdutil.FileSafe(o.UID) + ".yaml"
 		cut := maxFileName - len(uid)
 		for cut > 0 && (!utf8.RuneStart(name[cut]) || strings.LastIndexByte(name[max(0, cut-2):cut], '%') >= 0) {
 			cut--
@@ -43,24 +43,6 @@ func manifestFile(o record.ObjectReference) (string, error) {
 		name = name[:cut] + uid
 	}
 	return name, nil
-}
-
-// fileSafe percent-encodes the characters of name that are not safe in
-// one file name shown to a person: the path separators, %, invalid bytes
-// and what escape.Hidden hides.
-func fileSafe(name string) string {
-	var b strings.Builder
-	for _, r := range name {
-		if r == utf8.RuneError || r == '/' || r == '\\' || r == '%' || escape.Hidden(r) {
-			var buf [utf8.UTFMax]byte
-			for _, c := range buf[:utf8.EncodeRune(buf[:], r)] {
-				fmt.Fprintf(&b, "%%%02X", c)
-			}
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // claim returns the file name of the object uid named name in this export:
@@ -90,5 +72,5 @@ func (e *options) claim(name, uid string) string {
 // case-insensitive file system, Role "Edit" beside Role "edit"): its uid
 // makes it distinct.
 func uniqueFile(name, uid string) string {
-	return strings.TrimSuffix(name, ".yaml") + "." + fileSafe(uid[:min(8, len(uid))]) + ".yaml"
+	return strings.TrimSuffix(name, ".yaml") + "." + cmdutil.FileSafe(uid[:min(8, len(uid))]) + ".yaml"
 }

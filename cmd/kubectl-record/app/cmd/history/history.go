@@ -1,7 +1,12 @@
 package history
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,8 +18,9 @@ import (
 
 type options struct {
 	*cmdutil.Factory
-	out    *cmdutil.PrintFlags
-	window cmdutil.Window
+	out      *cmdutil.PrintFlags
+	window   cmdutil.Window
+	proofDir string
 }
 
 // NewCmdHistory returns kubectl record history.
@@ -29,16 +35,28 @@ controller as <garbage-collector> and <namespace-controller>, a user name
 that begins with < quoted), and the version's short name, which diff
 (--from, --to), manifest and restore take with --version (-o wide adds the
 full user name and the long name, which they take too). An object deleted
-and created again under the same name shows each incarnation (a new UID).`,
+and created again under the same name shows each incarnation (a new UID).
+
+With --proof DIR, it also writes into DIR, for each version listed, its
+inclusion proof in the record's tamper-evident log (a C2SP tlog-proof named
+after the version's short name, SHORT-NAME.tlog-proof), which an auditor
+checks offline with the log's public key alone:
+options-record verify --log-verifier-key-file log.pub --proof FILE
+(docs/security.md). DIR is created and checked as export's -o DIR is
+(0700, yours, no symbolic link); files are written 0600, never over a file.
+A version not in the log yet (it is appended within seconds) is listed and
+the command exits 1; a record without a log writes nothing and says so.`,
 		Example: `  kubectl record history cm/app-config -n shop
   kubectl record history deploy web -n shop --since 24h -o wide
-  kubectl record history clusterrole/view -o yaml`,
+  kubectl record history clusterrole/view -o yaml
+  kubectl record history cm/app-config -n shop --proof proofs/`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: f.CompleteObjects,
 		RunE:              func(cmd *cobra.Command, args []string) error { return h.run(cmd, args) },
 	}
 	h.out = cmdutil.NewPrintFlags(cmd)
 	h.window.AddFlags(cmd)
+	cmd.Flags().StringVar(&h.proofDir, "proof", "", "Also write each listed version's inclusion proof (SHORT-NAME"+cmdutil.ProofSuffix+") into this directory")
 	return cmd
 }
 
@@ -57,12 +75,91 @@ func (h *options) run(cmd *cobra.Command, args []string) error {
 	}
 	table, wide := h.out.Table()
 	if !table {
-		return h.out.Print(h.Streams.Out, list)
+		if err := h.out.Print(h.Streams.Out, list); err != nil {
+			return err
+		}
+	} else {
+		if len(recs) == 0 {
+			return cmdutil.WithExitCode(cmdutil.ExitNotFound, fmt.Errorf("no recorded change of %s/%s (that you may see)", t.Resource, t.Name))
+		}
+		if err := format.PrintTable(h.Streams.Out, columns, tableRows(recs, metas), false, wide); err != nil {
+			return err
+		}
 	}
-	if len(recs) == 0 {
-		return cmdutil.WithExitCode(cmdutil.ExitNotFound, fmt.Errorf("no recorded change of %s/%s (that you may see)", t.Resource, t.Name))
+	if h.proofDir == "" {
+		return nil
 	}
-	return format.PrintTable(h.Streams.Out, columns, tableRows(recs, metas), false, wide)
+	ns := ""
+	if t.Namespaced {
+		if ns, err = h.Namespace(); err != nil {
+			return err
+		}
+	}
+	return h.writeProofs(cmd.Context(), ns, recs, metas)
+}
+
+// writeProofs writes the proof of each version into the --proof
+// directory, SHORT-NAME.tlog-proof, and says what it wrote on stderr (the
+// list on stdout stays as -o asked). The first proof is asked before the
+// directory is made: a record without a log makes none.
+func (h *options) writeProofs(ctx context.Context, ns string, recs []record.ChangeRecord, metas []metav1.ObjectMeta) error {
+	var root *os.Root
+	defer func() {
+		if root != nil {
+			root.Close()
+		}
+	}()
+	var written, missing int
+	for i := range recs {
+		long := metas[i].Name
+		short := cmdutil.ShortName(&recs[i], long)
+		proof, err := h.Proof(ctx, ns, long)
+		if errors.Is(err, cmdutil.ErrNotLogged) {
+			fmt.Fprintf(h.Streams.ErrOut, "no proof of %s: %s\n", format.Cell(short), err)
+			missing++
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if root == nil {
+			if root, err = cmdutil.OpenPrivateDir(h.proofDir); err != nil {
+				return err
+			}
+		}
+		file := proofFile(short, long)
+		if err := cmdutil.WriteNewFile(root, file, proof); err != nil {
+			return fmt.Errorf("the proof of %s: %w", format.Cell(short), err)
+		}
+		fmt.Fprintf(h.Streams.ErrOut, "wrote %s\n", format.Cell(filepath.Join(h.proofDir, file)))
+		written++
+	}
+	fmt.Fprintf(h.Streams.ErrOut, "Wrote %d proofs into %s; check them offline with: options-record verify --log-verifier-key-file log.pub --proof FILE\n",
+		written, format.Cell(h.proofDir))
+	if missing > 0 {
+		return fmt.Errorf("%d versions are not in the tamper-evident log yet (it appends them within seconds): try again", missing)
+	}
+	return nil
+}
+
+// proofFile names a version's proof file: its short name, safe in a
+// file name (the object's name is a cluster user's, cmdutil.FileSafe);
+// one too long for a file name is its long name's end instead, which the
+// version key makes unique.
+func proofFile(short, long string) string {
+	room := cmdutil.MaxFileName - len(cmdutil.ProofSuffix)
+	name := cmdutil.FileSafe(short)
+	if len(name) > room {
+		name = cmdutil.FileSafe(long)
+		if len(name) > room {
+			// The version key (64 hex digits) ends the long name.
+			name = name[len(name)-room:]
+			for len(name) > 0 && (!utf8.RuneStart(name[0]) || name[0] == '.') {
+				name = name[1:]
+			}
+		}
+	}
+	return name + cmdutil.ProofSuffix
 }
 
 // columns are the table's columns; the wide ones come last. BY names the

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package export
+package cmdutil
 
 import "io/fs"
 

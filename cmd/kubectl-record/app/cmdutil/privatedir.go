@@ -1,4 +1,4 @@
-package export
+package cmdutil
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"github.com/options-record/options-record/cmd/kubectl-record/app/format"
 )
 
-// openPrivateDir creates dir (0700) or takes an existing one that is a
+// OpenPrivateDir creates dir (0700) or takes an existing one that is a
 // real directory (not a symbolic link), this user's, and not writable by
 // group or others: the manifests may hold Secrets in clear. The path is
 // cleaned first (Lstat("link/") and Lstat("link/.") follow the link) and
@@ -21,7 +21,7 @@ import (
 // another user planted in /tmp, to a directory of the victim's, leads
 // nowhere). DIR is made in the directory reached, and files are opened
 // through the returned Root, which no link can lead out of.
-func openPrivateDir(dir string) (*os.Root, error) {
+func OpenPrivateDir(dir string) (*os.Root, error) {
 	given := dir
 	dir, err := filepath.Abs(dir) // cleaned
 	if err != nil {
