@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"os"
@@ -57,6 +58,9 @@ type world struct {
 	caPEM      []byte // the CA of the sink's serving certificate
 	// admissionAddr is host:port of the observing webhook, when served.
 	admissionAddr string
+	// logVerifierKeyFile holds the tamper-evident log's public key
+	// (options-record log-key's output), when the sink keeps the log.
+	logVerifierKeyFile string
 }
 
 func (w *world) kube(t *testing.T, user string) *kubernetes.Clientset {
@@ -118,6 +122,10 @@ type worldOptions struct {
 	admissionWebhookConfigName string
 	// rules, when set, replaces testdata/rules.yaml.
 	rules string
+	// tamperLog keeps the tamper-evident log: a key from options-record
+	// log-key (--log-signing-key-file), its public key in
+	// world.logVerifierKeyFile.
+	tamperLog bool
 }
 
 func startWorldWith(t *testing.T, wo worldOptions) *world {
@@ -200,6 +208,18 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 		}
 	}
 
+	var logKey string
+	if wo.tamperLog {
+		logKey, w.logVerifierKeyFile = filepath.Join(dir, "log.key"), filepath.Join(dir, "log.pub")
+		var pub bytes.Buffer
+		if err := app.LogKey(app.LogKeyOptions{Name: "e2e.example/log", SigningKeyFile: logKey, Out: &pub}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(w.logVerifierKeyFile, pub.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	var adm app.AdmissionOptions
 	if wo.admission {
 		w.admissionAddr = ls.addr()
@@ -222,11 +242,12 @@ func startWorldWith(t *testing.T, wo worldOptions) *world {
 				// Small passes: baselines go on across several of them.
 				BaselineMaxObjects: 7, BaselineRetry: 200 * time.Millisecond, BaselineMinInterval: 2 * time.Second,
 				WebhookConfigName: wo.admissionWebhookConfigName}},
-			API:         api,
-			Notify:      wo.notify,
-			Admission:   adm,
-			Logger:      testLogger(t),
-			OnListening: func(_, m net.Addr) { w.metrics = m.String(); close(started) },
+			API:               api,
+			Notify:            wo.notify,
+			Admission:         adm,
+			LogSigningKeyFile: logKey,
+			Logger:            testLogger(t),
+			OnListening:       func(_, m net.Addr) { w.metrics = m.String(); close(started) },
 		})
 	}()
 	select {
