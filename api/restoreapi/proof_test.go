@@ -120,7 +120,7 @@ func TestProofAuthorizedAsTheVersion(t *testing.T) {
 		t.Errorf("a version not integrated yet: %d %+v", code, e)
 	}
 	code, e, _ = do(t, recordServer(t, st, denySecrets{}, Options{}), http.MethodGet, path("configmaps")+"/proof", "")
-	if code != http.StatusNotFound || !strings.Contains(e.Message, "serves no proofs") {
+	if code != http.StatusNotFound || !strings.Contains(e.Message, "keeps no tamper-evident log") {
 		t.Errorf("an API without proofs: %d %+v", code, e)
 	}
 }
