@@ -42,7 +42,11 @@ func (f *Factory) Proof(ctx context.Context, ns, name string) ([]byte, error) {
 	} else {
 		req = req.Resource("clusterchanges")
 	}
-	b, err := req.Name(name).SubResource(record.ProofSubresource).DoRaw(ctx)
+	// Do, not DoRaw: DoRaw does not decode an error's Status, whose
+	// causes tell a version not in the log from a record without one.
+	res := req.Name(name).SubResource(record.ProofSubresource).Do(ctx)
+	err = res.Error()
+	b, _ := res.Raw()
 	var st apierrors.APIStatus
 	if err != nil && errors.As(err, &st) && st.Status().Details != nil {
 		for _, c := range st.Status().Details.Causes {

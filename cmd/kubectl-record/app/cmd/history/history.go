@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -145,7 +146,7 @@ func (h *options) writeProofs(ctx context.Context, ns string, recs []record.Chan
 // proofFile names a version's proof file: its short name, safe in a
 // file name (the object's name is a cluster user's, cmdutil.FileSafe);
 // one too long for a file name is its long name's end instead, which the
-// version key makes unique.
+// version key makes unique. A leading "." is encoded: no hidden file.
 func proofFile(short, long string) string {
 	room := cmdutil.MaxFileName - len(cmdutil.ProofSuffix)
 	name := cmdutil.FileSafe(short)
@@ -158,6 +159,9 @@ func proofFile(short, long string) string {
 				name = name[1:]
 			}
 		}
+	}
+	if strings.HasPrefix(name, ".") {
+		name = "%2E" + name[1:] // not hidden, never "." or ".."
 	}
 	return name + cmdutil.ProofSuffix
 }
