@@ -157,6 +157,25 @@ func TestPluginIncident(t *testing.T) {
 		}
 	})
 
+	t.Run("history --proof without a log writes nothing and says so", func(t *testing.T) {
+		// This sink keeps no tamper-evident log (no --log-signing-key-file).
+		kubectlOK(t, w, controlplane.AdminUser, []byte(proofRBAC), "apply", "-f", "-")
+		dir := filepath.Join(t.TempDir(), "proofs")
+		var r pluginRun
+		eventually(t, 30*time.Second, "alice may get changes/proof", func() error {
+			if r = plugin(t, bin, alice, nil, "history", "cm/app-config", "-n", ns, "--proof", dir); r.code == 3 {
+				return fmt.Errorf("exit %d %s", r.code, r.errOut)
+			}
+			return nil
+		})
+		if r.code != 4 || !strings.Contains(r.errOut, "no proofs: the record keeps no tamper-evident log") || strings.Contains(r.errOut, "wrote") {
+			t.Errorf("exit %d:\n%s%s", r.code, r.out, r.errOut)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("the proof directory was made: %v", err)
+		}
+	})
+
 	t.Run("diff shows what a change changed, and what a restore would", func(t *testing.T) {
 		if len(versions) != 3 {
 			t.Fatalf("versions from history: %v", versions)
