@@ -23,6 +23,12 @@ const ProofSuffix = ".tlog-proof"
 // tamper-evident log yet (it is appended within seconds of being stored).
 var ErrNotLogged = errors.New("not in the tamper-evident log yet")
 
+// notLogged is ErrNotLogged with the server's words.
+type notLogged string
+
+func (e notLogged) Error() string        { return string(e) }
+func (e notLogged) Is(target error) bool { return target == ErrNotLogged }
+
 // Proof returns the inclusion proof of the change named name (of namespace
 // ns; "" a cluster-scoped object's clusterchange) in its cluster's
 // tamper-evident log: the text of a C2SP tlog-proof, as the record API
@@ -52,7 +58,7 @@ func (f *Factory) Proof(ctx context.Context, ns, name string) ([]byte, error) {
 		for _, c := range st.Status().Details.Causes {
 			switch c.Type {
 			case record.CauseNotLogged:
-				return nil, fmt.Errorf("%w (%s)", ErrNotLogged, format.Cell(c.Message))
+				return nil, notLogged(format.Cell(c.Message))
 			case record.CauseNoLog:
 				return nil, &codedError{ExitNotFound, fmt.Errorf("no proofs: the record keeps no tamper-evident log of this cluster; "+
 					"its operator enables one with serve --log-signing-key-file (docs/security.md) (%s)", format.Cell(c.Message))}

@@ -135,8 +135,10 @@ func (h *options) writeProofs(ctx context.Context, ns string, recs []record.Chan
 		fmt.Fprintf(h.Streams.ErrOut, "wrote %s\n", format.Cell(filepath.Join(h.proofDir, file)))
 		written++
 	}
-	fmt.Fprintf(h.Streams.ErrOut, "Wrote %d proofs into %s; check them offline with: options-record verify --log-verifier-key-file log.pub --proof FILE\n",
-		written, format.Cell(h.proofDir))
+	if written > 0 {
+		fmt.Fprintf(h.Streams.ErrOut, "Wrote %d proofs into %s; check them offline with: options-record verify --log-verifier-key-file log.pub --proof FILE\n",
+			written, format.Cell(h.proofDir))
+	}
 	if missing > 0 {
 		return fmt.Errorf("%d versions are not in the tamper-evident log yet (it appends them within seconds): try again", missing)
 	}
