@@ -60,11 +60,16 @@
 //     detection rule for GKE (github.com/elastic/detection-rules,
 //     rules/integrations/gcp/privilege_escalation_gcp_gke_api_request_impersonating_privileged_identity.toml)
 //     reads Kubernetes impersonation there too. Only the user: the
-//     impersonated groups are not in the entry. An entry without a selector
-//     but with authenticationInfo.serviceAccountDelegationInfo (a Google
-//     service account's credential obtained by another principal: IAM
-//     delegation, which the apiserver does not see as impersonation) is
-//     recorded as that principal acting as the service account;
+//     impersonated groups are not in the entry;
+//   - IAM delegation (authenticationInfo.serviceAccountDelegationInfo: a
+//     Google service account's credential obtained by other principals,
+//     which the apiserver does not see): the user stays principalEmail, the
+//     service account the apiserver authenticated, with or without a
+//     selector, so one credential's requests are one user's; the chain,
+//     originator first as the AuditLog reference orders it, is the
+//     event's DelegationAnnotation (each principal's email or
+//     principalSubject, made printable and bounded; one of that key in the
+//     entry's labels is dropped);
 //   - source IPs: one (requestMetadata.callerIp), not the apiserver's list;
 //   - the request URI: rebuilt from resourceName (a create's without its
 //     name, as it is posted to its collection), without the query string;

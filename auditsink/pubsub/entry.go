@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,11 +86,15 @@ type AuthenticationInfo struct {
 	ServiceAccountDelegationInfo []DelegationInfo `json:"serviceAccountDelegationInfo,omitempty"`
 }
 
-// DelegationInfo is one entry of serviceAccountDelegationInfo.
+// DelegationInfo is one entry of serviceAccountDelegationInfo: a first
+// party (Google) principal, or a third party (federated) one, whose
+// claims are not read.
 type DelegationInfo struct {
+	PrincipalSubject    string `json:"principalSubject,omitempty"`
 	FirstPartyPrincipal *struct {
 		PrincipalEmail string `json:"principalEmail,omitempty"`
 	} `json:"firstPartyPrincipal,omitempty"`
+	ThirdPartyPrincipal *struct{} `json:"thirdPartyPrincipal,omitempty"`
 }
 
 // AuthorizationInfo is one element of AuditLog.authorizationInfo.
@@ -109,6 +115,11 @@ type RPCStatus struct {
 	Code    int    `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
 }
+
+// DelegationAnnotation is the annotation of a converted event that keeps
+// authenticationInfo.serviceAccountDelegationInfo: the principals behind a
+// Google service account's credential, originator first, comma-separated.
+const DelegationAnnotation = "gke.optionsrecord.io/delegation"
 
 // Errors of Convert: an entry that is not a Kubernetes audit entry, or
 // one that does not say what was done to what.
@@ -164,18 +175,13 @@ func (e *LogEntry) Event() (auditv1.Event, error) {
 		StageTimestamp:           ts,
 	}
 	if a := p.AuthenticationInfo; a != nil {
+		// principalEmail is who the apiserver authenticated; the selector
+		// whom it asked to act as (kubectl --as). An IAM delegation behind
+		// principalEmail is no impersonation the apiserver saw: it is kept
+		// as the DelegationAnnotation, not as the event's users.
 		ev.User = authnv1.UserInfo{Username: a.PrincipalEmail}
-		switch real := delegator(a); {
-		case a.AuthoritySelector != "":
-			// Kubernetes impersonation: principalEmail authenticated and
-			// asked to act as the selector.
+		if a.AuthoritySelector != "" {
 			ev.ImpersonatedUser = &authnv1.UserInfo{Username: a.AuthoritySelector}
-		case real != "":
-			// No impersonation the apiserver saw, but a Google service
-			// account's credential obtained by another principal: that
-			// principal is who acted, as the service account.
-			ev.ImpersonatedUser = &authnv1.UserInfo{Username: a.PrincipalEmail}
-			ev.User = authnv1.UserInfo{Username: real}
 		}
 	}
 	if m := p.RequestMetadata; m != nil {
@@ -197,7 +203,7 @@ func (e *LogEntry) Event() (auditv1.Event, error) {
 		}
 	}
 	ev.ResponseStatus = responseStatus(p, ev.ResponseObject, verb)
-	ev.Annotations = annotations(e)
+	ev.Annotations = annotations(e, delegation(p.AuthenticationInfo))
 	return ev, nil
 }
 
@@ -213,13 +219,65 @@ func auditID(e *LogEntry) string {
 	return e.InsertID
 }
 
-func delegator(a *AuthenticationInfo) string {
-	for _, d := range a.ServiceAccountDelegationInfo {
-		if d.FirstPartyPrincipal != nil && d.FirstPartyPrincipal.PrincipalEmail != "" {
-			return d.FirstPartyPrincipal.PrincipalEmail
-		}
+// Bounds of the DelegationAnnotation: the principals kept, and the bytes
+// of each (an email address has at most 254).
+const (
+	maxDelegationPrincipals = 8
+	maxPrincipalBytes       = 256
+)
+
+// delegation is the DelegationAnnotation's value: the chain of
+// serviceAccountDelegationInfo, which the AuditLog reference keeps in the
+// order of the delegations, originator first. Each principal is named by
+// its email (first party) or its principalSubject (a federated, third
+// party one, whose claims are not kept), else "<third-party>" or
+// "<unknown>"; made printable, without the separator, and cut at
+// maxPrincipalBytes; a chain longer than maxDelegationPrincipals ends
+// in "…".
+func delegation(a *AuthenticationInfo) string {
+	if a == nil || len(a.ServiceAccountDelegationInfo) == 0 {
+		return ""
 	}
-	return ""
+	chain := a.ServiceAccountDelegationInfo
+	names := make([]string, 0, min(len(chain), maxDelegationPrincipals)+1)
+	for i, d := range chain {
+		if i == maxDelegationPrincipals {
+			names = append(names, "…")
+			break
+		}
+		name := d.PrincipalSubject
+		switch {
+		case d.FirstPartyPrincipal != nil && d.FirstPartyPrincipal.PrincipalEmail != "":
+			name = d.FirstPartyPrincipal.PrincipalEmail
+		case name != "":
+		case d.ThirdPartyPrincipal != nil:
+			name = "<third-party>"
+		default:
+			name = "<unknown>"
+		}
+		names = append(names, principalText(name))
+	}
+	return strings.Join(names, ",")
+}
+
+// principalText is a principal's name as one element of the chain: valid
+// UTF-8, a comma or a rune that does not print as U+FFFD, at most
+// maxPrincipalBytes (cut on a rune, ending in "…").
+func principalText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == ',' || !unicode.IsPrint(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
+	if len(s) <= maxPrincipalBytes {
+		return s
+	}
+	cut := maxPrincipalBytes - len("…")
+	for !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // objectRef parses resourceName: "<group>/<version>/namespaces/<ns>/
@@ -366,8 +424,10 @@ func rpcToHTTP(code int) int {
 // String members of protoPayload.metadata that look like annotations
 // (a "/" in the key) are read too, the labels winning. The resource's
 // labels (project, location, cluster) are not the apiserver's and are
-// left out.
-func annotations(e *LogEntry) map[string]string {
+// left out. The DelegationAnnotation is only the conversion's (delegation,
+// or none): one of that key in the entry (an admission webhook can write
+// any) is dropped.
+func annotations(e *LogEntry, delegation string) map[string]string {
 	out := map[string]string{}
 	if len(e.ProtoPayload.Metadata) > 0 {
 		var md map[string]json.RawMessage
@@ -391,6 +451,10 @@ func annotations(e *LogEntry) map[string]string {
 			}
 		}
 		out["authorization.k8s.io/decision"] = decision
+	}
+	delete(out, DelegationAnnotation)
+	if delegation != "" {
+		out[DelegationAnnotation] = delegation
 	}
 	if len(out) == 0 {
 		return nil

@@ -3,9 +3,11 @@ package pubsub_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 	authnv1 "k8s.io/api/authentication/v1"
@@ -192,13 +194,14 @@ func TestConvertTable(t *testing.T) {
 			want: want{verb: "delete", ref: auditv1.ObjectReference{APIVersion: "v1", Resource: "secrets", Namespace: "team", Name: "db"},
 				uri:         "/api/v1/namespaces/team/secrets/db",
 				annotations: map[string]string{"authorization.k8s.io/decision": "allow", "observe.optionsrecord.io/observation": "obs-1"}}},
-		{name: "impersonation: the delegating principal is the user",
+		{name: "IAM delegation: the service account is the user, the chain an annotation",
 			data: entry("io.k8s.core.v1.configmaps.delete", "core/v1/namespaces/team/configmaps/settings", func(e map[string]any) {
-				payload(e)["authenticationInfo"] = map[string]any{"principalEmail": "system:serviceaccount:team:deployer",
+				payload(e)["authenticationInfo"] = map[string]any{"principalEmail": "deployer@p.iam.gserviceaccount.com",
 					"serviceAccountDelegationInfo": []any{map[string]any{"firstPartyPrincipal": map[string]any{"principalEmail": "alice@example.com"}}}}
 			}),
 			want: want{verb: "delete", ref: auditv1.ObjectReference{APIVersion: "v1", Resource: "configmaps", Namespace: "team", Name: "settings"},
-				uri: "/api/v1/namespaces/team/configmaps/settings", impersonate: "system:serviceaccount:team:deployer"}},
+				uri: "/api/v1/namespaces/team/configmaps/settings", user: "deployer@p.iam.gserviceaccount.com",
+				annotations: map[string]string{"authorization.k8s.io/decision": "allow", pubsub.DelegationAnnotation: "alice@example.com"}}},
 		{name: "kubectl --as: authoritySelector is the impersonated user, principalEmail who authenticated",
 			data: entry("io.k8s.core.v1.configmaps.delete", "core/v1/namespaces/team/configmaps/settings", func(e map[string]any) {
 				payload(e)["authenticationInfo"] = map[string]any{"principalEmail": "alice@example.com", "authoritySelector": "system:serviceaccount:team:deployer"}
@@ -211,7 +214,8 @@ func TestConvertTable(t *testing.T) {
 					"serviceAccountDelegationInfo": []any{map[string]any{"firstPartyPrincipal": map[string]any{"principalEmail": "alice@example.com"}}}}
 			}),
 			want: want{verb: "delete", ref: auditv1.ObjectReference{APIVersion: "v1", Resource: "configmaps", Namespace: "team", Name: "settings"},
-				uri: "/api/v1/namespaces/team/configmaps/settings", user: "deployer@p.iam.gserviceaccount.com", impersonate: "bob"}},
+				uri: "/api/v1/namespaces/team/configmaps/settings", user: "deployer@p.iam.gserviceaccount.com", impersonate: "bob",
+				annotations: map[string]string{"authorization.k8s.io/decision": "allow", pubsub.DelegationAnnotation: "alice@example.com"}}},
 		{name: "not a Kubernetes entry",
 			data: entry("google.container.v1.ClusterManager.CreateCluster", "projects/p/locations/l/clusters/c", func(e map[string]any) {
 				payload(e)["serviceName"] = "container.googleapis.com"
@@ -259,5 +263,108 @@ func TestConvertTable(t *testing.T) {
 				t.Errorf("GKE's @type member kept: %s", got.ResponseObject.Raw)
 			}
 		})
+	}
+}
+
+// TestConvertIAMDelegation: a Google service account's credential used by
+// another principal is recorded as GKE's apiserver authenticated it, the
+// service account, with or without kubectl --as; the delegation chain,
+// originator first, is the event's annotation in both, so both are found
+// under the same user.
+func TestConvertIAMDelegation(t *testing.T) {
+	t.Parallel()
+	chain := []any{
+		map[string]any{"principalSubject": "principal://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/gh/subject/repo:o/r",
+			"thirdPartyPrincipal": map[string]any{"thirdPartyClaims": map[string]any{"sub": "repo:o/r"}}},
+		map[string]any{"firstPartyPrincipal": map[string]any{"principalEmail": "sa1@p.iam.gserviceaccount.com"}},
+	}
+	const wantChain = "principal://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/gh/subject/repo:o/r,sa1@p.iam.gserviceaccount.com"
+	convert := func(t *testing.T, selector string) auditv1.Event {
+		t.Helper()
+		ev, err := pubsub.Convert(entry("io.k8s.core.v1.configmaps.delete", "core/v1/namespaces/team/configmaps/settings", func(e map[string]any) {
+			a := map[string]any{"principalEmail": "deployer@p.iam.gserviceaccount.com", "serviceAccountDelegationInfo": chain}
+			if selector != "" {
+				a["authoritySelector"] = selector
+			}
+			payload(e)["authenticationInfo"] = a
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	plain, as := convert(t, ""), convert(t, "bob")
+	for _, c := range []struct {
+		name string
+		ev   auditv1.Event
+		imp  string
+	}{{"plain", plain, ""}, {"--as bob", as, "bob"}} {
+		imp := ""
+		if c.ev.ImpersonatedUser != nil {
+			imp = c.ev.ImpersonatedUser.Username
+		}
+		if c.ev.User.Username != "deployer@p.iam.gserviceaccount.com" || imp != c.imp {
+			t.Errorf("%s: user %q as %q; want %q as %q", c.name, c.ev.User.Username, imp, "deployer@p.iam.gserviceaccount.com", c.imp)
+		}
+		if got := c.ev.Annotations[pubsub.DelegationAnnotation]; got != wantChain {
+			t.Errorf("%s: delegation %q, want %q", c.name, got, wantChain)
+		}
+	}
+}
+
+// TestConvertDelegationHostile: the chain's elements are the principals'
+// own strings; each is made printable, without the separator, and
+// bounded, the chain too; an annotation of that key in the entry's labels
+// (any admission webhook can write one) is not taken for GKE's.
+func TestConvertDelegationHostile(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 1000) + "@p.iam.gserviceaccount.com"
+	var chain []any
+	chain = append(chain,
+		map[string]any{"firstPartyPrincipal": map[string]any{"principalEmail": "alice@example.com,root@example.com\n\x1b[31m"}},
+		map[string]any{"firstPartyPrincipal": map[string]any{"principalEmail": long}},
+		map[string]any{"thirdPartyPrincipal": map[string]any{"thirdPartyClaims": map[string]any{"sub": "x"}}},
+		map[string]any{},
+	)
+	for i := 0; i < 50; i++ {
+		chain = append(chain, map[string]any{"firstPartyPrincipal": map[string]any{"principalEmail": fmt.Sprintf("sa%d@p.iam.gserviceaccount.com", i)}})
+	}
+	ev, err := pubsub.Convert(entry("io.k8s.core.v1.configmaps.delete", "core/v1/namespaces/team/configmaps/settings", func(e map[string]any) {
+		payload(e)["authenticationInfo"] = map[string]any{"principalEmail": "deployer@p.iam.gserviceaccount.com", "serviceAccountDelegationInfo": chain}
+		e["labels"] = map[string]any{"authorization.k8s.io/decision": "allow", pubsub.DelegationAnnotation: "forged@example.com"}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ev.Annotations[pubsub.DelegationAnnotation]
+	elems := strings.Split(got, ",")
+	if !strings.HasPrefix(got, "alice@example.com") || strings.Contains(got, "forged") || len(elems) < 2 || !strings.HasPrefix(elems[1], "xxxx") {
+		t.Errorf("delegation %q: not the chain's first element whole, or forged", got)
+	}
+	for _, r := range got {
+		if !unicode.IsPrint(r) {
+			t.Errorf("delegation %q holds %U", got, r)
+		}
+	}
+	if len(got) > 2048 || len(elems) > 9 {
+		t.Errorf("delegation of %d bytes, %d elements: not bounded", len(got), len(elems))
+	}
+	if len(elems) < 5 || elems[2] != "<third-party>" || elems[3] != "<unknown>" || elems[len(elems)-1] != "…" {
+		t.Errorf("delegation elements %q: want the third party and unknown named, the cut marked", elems)
+	}
+	for _, e := range elems {
+		if len(e) > 260 {
+			t.Errorf("element of %d bytes", len(e))
+		}
+	}
+	// Without a chain, the forged label is dropped too.
+	ev, err = pubsub.Convert(entry("io.k8s.core.v1.configmaps.delete", "core/v1/namespaces/team/configmaps/settings", func(e map[string]any) {
+		e["labels"] = map[string]any{"authorization.k8s.io/decision": "allow", pubsub.DelegationAnnotation: "forged@example.com"}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := ev.Annotations[pubsub.DelegationAnnotation]; ok {
+		t.Errorf("forged delegation kept: %q", v)
 	}
 }
