@@ -101,6 +101,16 @@ func TestManagedSourcesGiveTheWebhooksRecord(t *testing.T) {
 	aliceDyn := dynamic.NewForConfigOrDie(w.config("alice")).Resource(widgets).Namespace(ns)
 	bobDyn := dynamic.NewForConfigOrDie(w.config("bob")).Resource(widgets).Namespace(ns)
 	ok(alice.AppsV1().Deployments(ns).Create(ctx, deployment("api"), metav1.CreateOptions{}))(t)
+	// The admin, impersonating bob (kubectl --as bob) through the second
+	// apiserver with a user agent of its own, scales api: each source's
+	// record must name the same user, impersonated user and user agent.
+	asBob := on2(controlplane.AdminUser)
+	asBob.Impersonate = rest.ImpersonationConfig{UserName: "bob"}
+	asBob.UserAgent = managedImpersonatorAgent
+	asBobKube := kubernetes.NewForConfigOrDie(asBob)
+	api := ok(asBobKube.AppsV1().Deployments(ns).Get(ctx, "api", metav1.GetOptions{}))(t)
+	api.Spec.Replicas = ptr(int32(3))
+	ok(asBobKube.AppsV1().Deployments(ns).Update(ctx, api, metav1.UpdateOptions{}))(t)
 	// A Deployment whose audit line (request and response bodies) is over
 	// CloudWatch Logs' limit.
 	big := deployment("big")
@@ -119,6 +129,10 @@ func TestManagedSourcesGiveTheWebhooksRecord(t *testing.T) {
 	eventually(t, 60*time.Second, "deletions by bob through the webhook, with their states", func() error {
 		if n := w.count(t, `SELECT count(*) FROM deletions WHERE namespace = '`+ns+`' AND username = 'bob' AND NOT state_unknown`); n != 4 {
 			return fmt.Errorf("%d deletions by bob with their states, want 4", n)
+		}
+		if n := w.count(t, `SELECT count(*) FROM object_history WHERE namespace = '`+ns+`' AND name = 'api' AND verb = 'update'
+			AND impersonated_user = 'bob'`); n != 1 {
+			return fmt.Errorf("%d updates of api as bob, want 1", n)
 		}
 		return nil
 	})
@@ -187,13 +201,21 @@ func TestManagedSourcesGiveTheWebhooksRecord(t *testing.T) {
 	// GKE: Cloud Logging entries pushed by Pub/Sub, shuffled.
 	gk.gke(t, rng, append(slices.Clone(lines1), lines2...))
 
-	want := managedHistory(t, w.db, ns)
-	if !strings.Contains(want, "delete bob configmaps settings") || !strings.Contains(want, "delete bob deployments api") {
-		t.Fatalf("the webhook's record lacks the deletions:\n%s", want)
+	want := managedHistory(t, w.db, ns, true)
+	if !strings.Contains(want, "delete bob as - configmaps settings") || !strings.Contains(want, "delete bob as - deployments api") ||
+		!strings.Contains(want, "update "+controlplane.AdminUser+" as bob deployments api") || !strings.Contains(want, managedImpersonatorAgent) {
+		t.Fatalf("the webhook's record lacks the deletions or the impersonated update:\n%s", want)
 	}
 	t.Logf("the webhook's record:\n%s", want)
 	for name, s := range map[string]*managedSink{"firehose": fh, "eventhubs": eh, "pubsub": gk} {
-		if got := managedHistory(t, s.pool, ns); got != want {
+		// GKE's entries carry one source IP (docs/managed-clusters.md):
+		// its record is compared without them.
+		exactIPs := name != "pubsub"
+		want := want
+		if !exactIPs {
+			want = managedHistory(t, w.db, ns, false)
+		}
+		if got := managedHistory(t, s.pool, ns, exactIPs); got != want {
 			t.Errorf("%s's record:\n%s\nthe webhook's:\n%s", name, got, want)
 		}
 		// The states came from the observations: the annotation naming
@@ -361,30 +383,38 @@ func auditLines(t *testing.T, path string) []string {
 	return out
 }
 
+// managedImpersonatorAgent is the user agent of the impersonated update.
+const managedImpersonatorAgent = "kubectl/v1.34.0 (e2e; as bob)"
+
 // managedHistory is the record of the namespace's objects but big (whose
-// Firehose event is cut), as the comparison reads it: the states compared
-// as JSON values (jsonb), as GKE's entries carry the bodies in protobuf
-// Structs, which do not keep the order of an object's members.
-func managedHistory(t *testing.T, db *pgxpool.Pool, ns string) string {
+// Firehose event is cut), as the comparison reads it: who (user,
+// impersonated user, user agent and, with ips, the source IPs), what, and
+// the states compared as JSON values (jsonb), as GKE's entries carry the
+// bodies in protobuf Structs, which do not keep the order of an object's
+// members.
+func managedHistory(t *testing.T, db *pgxpool.Pool, ns string, ips bool) string {
 	t.Helper()
 	rows, err := db.Query(context.Background(), `
-		SELECT verb, username, resource, name, coalesce(resource_version::text, '-'), prior_known,
+		SELECT verb, username, coalesce(impersonated_user, '-'), coalesce(user_agent, '-'),
+		       CASE WHEN $2 THEN coalesce(array_to_string(source_ips, ' '), '-') ELSE '(not compared)' END,
+		       resource, name, coalesce(resource_version::text, '-'), prior_known,
 		       coalesce(prior_object #>> '{spec,replicas}', '-'), coalesce(object #>> '{spec,replicas}', '-'),
 		       coalesce(object #>> '{metadata,uid}', prior_object #>> '{metadata,uid}', '-'), coalesce(md5(prior_object::jsonb::text), '-')
 		FROM object_history WHERE namespace = $1 AND name <> 'big'
-		ORDER BY resource, name, changed_at, verb`, ns)
+		ORDER BY resource, name, changed_at, verb`, ns, ips)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	var b strings.Builder
 	for rows.Next() {
-		var verb, user, res, name, rv, pr, r, uid, prior string
+		var verb, user, as, agent, from, res, name, rv, pr, r, uid, prior string
 		var known bool
-		if err := rows.Scan(&verb, &user, &res, &name, &rv, &known, &pr, &r, &uid, &prior); err != nil {
+		if err := rows.Scan(&verb, &user, &as, &agent, &from, &res, &name, &rv, &known, &pr, &r, &uid, &prior); err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&b, "%s %s %s %s rv=%s prior_known=%v replicas %s→%s uid=%s prior=%s\n", verb, user, res, name, rv, known, pr, r, uid, prior)
+		fmt.Fprintf(&b, "%s %s as %s %s %s rv=%s prior_known=%v replicas %s→%s uid=%s prior=%s agent=%q from=%s\n",
+			verb, user, as, res, name, rv, known, pr, r, uid, prior, agent, from)
 	}
 	return b.String()
 }
