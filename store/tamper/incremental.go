@@ -10,17 +10,19 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// newestBeforeSQL is the time of the newest row logged in the first $2
-// leaves (NULL: none).
-const newestBeforeSQL = `
-SELECT max(l.at) FROM log_segments s, unnest(s.kinds, s.ats) AS l(kind, at)
-WHERE s.cluster = $1 AND s.tree_size <= $2 AND l.kind <> 3`
+// newestLoggedSQL reads leaves of rows (not cutoffs) in the first $2
+// leaves (with $3, only those of the pass that ends there), newest first:
+// $4 of them after the first $5. Nothing in it is trusted: each leaf is
+// checked against the verified root before its time is used.
+const newestLoggedSQL = `
+SELECT s.first_index + l.n - 1, l.kind, coalesce(l.uid, ''), l.key, l.at, substring(s.digests FROM (32 * (l.n - 1) + 1)::int FOR 32)
+FROM log_segments s, unnest(s.kinds, s.uids, s.keys, s.ats) WITH ORDINALITY AS l(kind, uid, key, at, n)
+WHERE s.cluster = $1 AND s.tree_size <= $2 AND (NOT $3 OR s.tree_size = $2) AND l.kind <> 3 AND l.at IS NOT NULL
+ORDER BY l.at DESC, 1 LIMIT $4 OFFSET $5`
 
-// passNewestSQL is the time of the newest row logged by the pass that
-// ends at $2 leaves (NULL: none).
-const passNewestSQL = `
-SELECT max(l.at) FROM log_segments s, unnest(s.kinds, s.ats) AS l(kind, at)
-WHERE s.cluster = $1 AND s.tree_size = $2 AND l.kind <> 3`
+// maxBadLeaves bounds the leaves below the verified checkpoint that
+// newestLogged tries and finds edited before it gives up.
+const maxBadLeaves = 100
 
 // indexedSQL finds where rows are in the log before leaf $5
 // (log_leaf_index), which an inclusion proof then checks.
@@ -137,22 +139,22 @@ func (v *verifier) checkNewRows(ctx context.Context, tx pgx.Tx, b Checkpoint, le
 		return err
 	}
 	if cutoff {
-		// A cutoff's justification is the newest row logged before it.
-		var t *time.Time
-		if err := tx.QueryRow(ctx, newestBeforeSQL, c, b.Size).Scan(&t); err != nil {
+		// A cutoff's justification is the newest row logged before it
+		// (none proven: the cutoffs justify nothing).
+		if newest, _, err = v.newestLogged(ctx, tx, b, below, false); err != nil {
 			return err
-		}
-		if t != nil {
-			newest = *t
 		}
 	}
 	logged := v.checkLeaves(b.Size, newest, leaves, rows)
-	var t *time.Time
-	if err := tx.QueryRow(ctx, passNewestSQL, c, b.Size).Scan(&t); err != nil {
+	t, ok, err := v.newestLogged(ctx, tx, b, below, true)
+	if err != nil {
 		return err
 	}
-	if t != nil && (since.IsZero() || t.Before(since)) {
-		since = *t
+	switch {
+	case !ok: // the pass's leaves were edited: every row is scanned
+		since = time.Time{}
+	case !t.IsZero() && (since.IsZero() || t.Before(since)):
+		since = t
 	}
 	// The rows at least as new: those of the leaves are read already.
 	if err := scanRows(ctx, tx, KindEvent, eventsOfClusterSQL+" AND e.stage_at >= $2", []any{c, since}, keep); err != nil {
@@ -168,6 +170,65 @@ func (v *verifier) checkNewRows(ctx context.Context, tx pgx.Tx, b Checkpoint, le
 		return ok
 	})
 	return lookupErr
+}
+
+// newestLogged is the time of the newest row logged in the first b.Size
+// leaves (pass: in the pass that ends there; zero: none), read from the
+// segments below b, which the incremental check does not otherwise read:
+// that of the newest leaf an inclusion proof shows under b's root. Each
+// leaf tried that does not is a problem (its time or row was edited); ok
+// is false when there were leaves and none of those tried (maxBadLeaves
+// at most) is proven.
+func (v *verifier) newestLogged(ctx context.Context, tx pgx.Tx, b Checkpoint, below tlog.HashReader, pass bool) (time.Time, bool, error) {
+	const page = 256
+	type cand struct {
+		index  int64
+		ref    Ref
+		digest []byte
+	}
+	bad := 0
+	for off := 0; ; off += page {
+		q, err := tx.Query(ctx, newestLoggedSQL, v.cr.Cluster, b.Size, pass, page, off)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		cs, err := pgx.CollectRows(q, func(row pgx.CollectableRow) (cand, error) {
+			c := cand{ref: Ref{Cluster: v.cr.Cluster}}
+			var kind int16
+			err := row.Scan(&c.index, &kind, &c.ref.UID, &c.ref.Key, &c.ref.At, &c.digest)
+			c.ref.Kind = Kind(kind)
+			return c, err
+		})
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if len(cs) == 0 {
+			return time.Time{}, off == 0, nil
+		}
+		for _, c := range cs {
+			err := errors.New("its digest is not 32 bytes")
+			if len(c.digest) == 32 {
+				var p tlog.RecordProof
+				p, err = tlog.ProveRecord(b.Size, c.index, below)
+				if err == nil {
+					err = tlog.CheckRecord(p, b.Size, b.Root, c.index, LeafHash(c.ref, [32]byte(c.digest)))
+				}
+			}
+			if err == nil {
+				return c.ref.At, true, nil
+			}
+			if v.badLeaves == nil {
+				v.badLeaves = map[int64]bool{}
+			}
+			if !v.badLeaves[c.index] {
+				v.badLeaves[c.index] = true
+				v.fail(c.ref.String(), "leaf %d as the log's segments store it does not lead to the verified checkpoint's root (the log was edited before it): %v", c.index, err)
+			}
+			if bad++; bad == maxBadLeaves {
+				return time.Time{}, false, nil
+			}
+		}
+	}
 }
 
 // loggedBefore says which rows are logged, unchanged, in the first b.Size

@@ -80,6 +80,7 @@ func TestIncrementalNamesTheRow(t *testing.T) {
 		tamper func(e *env) // after a record of 8 rows verified and 6 more logged
 		want   []string     // each in some incremental problem; none: it passes
 		full   []string     // each in some full problem
+		latest bool         // from the checkpoint of 14 leaves, not 8
 	}{{
 		name: "update of a row logged after the checkpoint",
 		tamper: func(e *env) {
@@ -122,6 +123,25 @@ func TestIncrementalNamesTheRow(t *testing.T) {
 		},
 		want: []string{"the log has 0 leaves, fewer than the 8 of the verified checkpoint"},
 	}, {
+		name:   "the verified pass's times moved forward, its newest row changed and a row inserted",
+		latest: true,
+		tamper: func(e *env) {
+			// With no leaf after the verified checkpoint (of 14), the scan
+			// of the rows as new as the newest of its pass starts at the
+			// time the segment stores: moved forward, the scan would see
+			// neither the changed version nor the inserted event.
+			e.exec(`UPDATE log_segments SET ats = array_fill('2100-01-01'::timestamptz, ARRAY[cardinality(ats)]) WHERE tree_size = 14`)
+			e.exec(`UPDATE object_versions SET object = '{"x":1}' WHERE uid LIKE 'uid-7-%'`)
+			e.exec(`INSERT INTO events SELECT cluster, sha256(event_key), stage_at + interval '1 minute', received_at, audit_id, stage, verb, request_uri,
+				'mallory', user_uid, user_groups, user_extra, impersonated_user, impersonated_groups, source_ips, user_agent, api_group,
+				api_version, resource, subresource, namespace, name, object_uid, response_code, response_reason, response_message,
+				request_object, annotations, rules, secret_digested, ingested_at FROM events ORDER BY stage_at DESC LIMIT 1`)
+		},
+		want: []string{"as the log's segments store it does not lead to the verified checkpoint's root",
+			`object_versions(cluster="default", uid="uid-7-`, "changed since it was logged at leaf",
+			"not in the log, and not pending"},
+		full: []string{"does not match the log's hash", `object_versions(cluster="default", uid="uid-7-`, "not in the log, and not pending"},
+	}, {
 		name: "the tree's hashes edited before the checkpoint",
 		tamper: func(e *env) {
 			// The last stored hash of the pass that ends at 8 leaves is
@@ -160,7 +180,7 @@ func TestIncrementalNamesTheRow(t *testing.T) {
 			since14 := e.verified()
 			tc.tamper(e)
 			base := since
-			if strings.Contains(tc.name, "rolled back") {
+			if tc.latest || strings.Contains(tc.name, "rolled back") {
 				base = since14
 			}
 			rep := e.verifySince(base)

@@ -44,7 +44,9 @@ type VerifyOptions struct {
 	// the log extends it (the stored hashes below it still give its root,
 	// and a consistency proof), the leaves after it and their rows, and
 	// the rows at least as new as the oldest row logged since (or as the
-	// newest of the pass it ends): each is logged (a row logged before it by
+	// newest of the pass it ends, a time taken from a leaf that an
+	// inclusion proof shows under its root, as is the newest time a
+	// retention cutoff after it is justified by): each is logged (a row logged before it by
 	// an inclusion proof against its root) or pending. It cannot see a row
 	// logged before it and older than that deleted, or changed, or one
 	// inserted with an older time: a full check does.
@@ -215,6 +217,9 @@ type verifier struct {
 	o        VerifyOptions
 	cr       ClusterReport
 	problems []Problem
+	// badLeaves are the leaves below an incremental check's verified
+	// checkpoint found edited (newestLogged), each a problem once.
+	badLeaves map[int64]bool
 }
 
 func (v *verifier) fail(row, format string, args ...any) {
