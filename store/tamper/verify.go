@@ -91,6 +91,10 @@ type ClusterReport struct {
 	// a checkpoint of From leaves.
 	Incremental bool
 	From        int64
+	// Segments is how many of the log's segments (a pass's leaves each)
+	// the check read: all of them in a full check, those after From in an
+	// incremental one.
+	Segments int
 	// Checkpoint is the newest signed checkpoint, when every check of the
 	// cluster passed (nil otherwise, or when its log is empty): what the
 	// next incremental check starts from (WriteVerified).
@@ -185,6 +189,27 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 	return rep, nil
 }
 
+// NewestCheckpoints reads the newest checkpoint of each cluster's log as
+// the database holds it, by cluster: unchecked (its signature is checked
+// when a verify starts from it). Starting an incremental verify from one
+// trusts the log up to it on first use: the check sees what changes after.
+func NewestCheckpoints(ctx context.Context, pool *pgxpool.Pool) (map[string][]byte, error) {
+	rows, err := pool.Query(ctx, `SELECT DISTINCT ON (cluster) cluster, checkpoint FROM log_segments ORDER BY cluster, first_index DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("tamper: newest checkpoints: %w", err)
+	}
+	out := map[string][]byte{}
+	var c, cp string
+	_, err = pgx.ForEachRow(rows, []any{&c, &cp}, func() error {
+		out[c] = []byte(cp)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tamper: newest checkpoints: %w", err)
+	}
+	return out, nil
+}
+
 // trustedClusters lists the clusters with a trusted checkpoint in dir
 // (cluster=<name>/latest, the name escaped), none when dir is empty; one
 // that does not exist is an error. An entry whose name does not unescape is not one of them.
@@ -269,6 +294,7 @@ func (v *verifier) readSegments(ctx context.Context, tx pgx.Tx, from int64) ([]l
 			stored = append(stored, tlog.Hash(s.Hashes[i:]))
 		}
 		last = s.Checkpoint
+		v.cr.Segments++
 		return nil
 	})
 	return leaves, stored, last, err

@@ -113,7 +113,7 @@ type ServeOptions struct {
 	LogSigningKeyFile string
 	CheckpointDir     string
 	// VerifyInterval, when positive, verifies the record against its log
-	// that often (fully at start, then incrementally) and exports the
+	// that often, incrementally only (logVerifyLoop), and exports the
 	// outcome as metrics; needs LogSigningKeyFile.
 	VerifyInterval time.Duration
 	// Witnesses are C2SP tlog-witnesses (URL=VERIFIERKEY) the integrator

@@ -7,9 +7,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
@@ -55,20 +59,27 @@ func logVerifier(file string) (note.Verifier, error) {
 }
 
 // logVerifyLoop verifies the record against its log periodically
-// (--verify-interval): fully the first time, then incrementally from the
-// newest checkpoint each cluster passed at (tamper.VerifyOptions.Since,
-// kept in memory: a checkpoint this process verified). It does not read
-// --checkpoint-dir: the integrators write it while a check runs.
+// (--verify-interval), never fully: a full verify holds every leaf and
+// row digest in memory, which a large record does not fit in an ingest
+// replica's. Each cluster is checked incrementally (tamper.VerifyOptions.Since)
+// from, the first time, the checkpoint `verify --incremental` verified
+// (cluster=NAME/verified in --checkpoint-dir), else the newest checkpoint
+// the database holds when the loop first sees the cluster (trust on first
+// use: it detects what changes from then on); then from the newest
+// checkpoint each cluster passed at (kept in memory). A full check is
+// `options-record verify`'s, run from outside.
 type logVerifyLoop struct {
 	verifier     note.Verifier
+	dir          string // --checkpoint-dir: the verified checkpoints to start from
 	since        map[string][]byte
+	readDir      bool // the verified checkpoints of dir are read
 	lastSuccess  prometheus.Gauge
 	problems     prometheus.Gauge
 	minRetention time.Duration
 }
 
-func newLogVerifyLoop(v note.Verifier, reg prometheus.Registerer) (*logVerifyLoop, error) {
-	l := &logVerifyLoop{verifier: v, since: map[string][]byte{}, minRetention: store.MinRetention,
+func newLogVerifyLoop(v note.Verifier, dir string, reg prometheus.Registerer) (*logVerifyLoop, error) {
+	l := &logVerifyLoop{verifier: v, dir: dir, since: map[string][]byte{}, minRetention: store.MinRetention,
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "options_record_log_verify_last_success_timestamp_seconds",
 			Help: "When the last periodic verify (--verify-interval) that found no problem ended, Unix seconds; 0: none yet.",
@@ -86,15 +97,54 @@ func newLogVerifyLoop(v note.Verifier, reg prometheus.Registerer) (*logVerifyLoo
 	return l, nil
 }
 
-// once runs one verify of every cluster on st, sets the metrics and logs
-// the problems; an error is for a check that could not run.
-func (l *logVerifyLoop) once(ctx context.Context, st *store.Store, log interface {
+type warnInfoLogger interface {
 	Warn(string, ...any)
 	Info(string, ...any)
-}) error {
-	rep, err := tamper.Verify(ctx, st.Pool(), tamper.VerifyOptions{Verifier: l.verifier, MinRetention: l.minRetention, Since: l.since})
+}
+
+// start gives each cluster with a log and no checkpoint to start from
+// one: its verified checkpoint in dir (read once), else the newest the
+// database holds now.
+func (l *logVerifyLoop) start(ctx context.Context, pool *pgxpool.Pool, log warnInfoLogger) error {
+	if !l.readDir && l.dir != "" {
+		verified, err := tamper.ReadVerified(l.dir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("the verified checkpoints in %s: %w", l.dir, err)
+		}
+		for c, b := range verified {
+			l.since[c] = b
+			log.Info("tamper log: verify: starting from the verified checkpoint", "cluster", c, "dir", l.dir)
+		}
+	}
+	l.readDir = true
+	newest, err := tamper.NewestCheckpoints(ctx, pool)
 	if err != nil {
 		return err
+	}
+	for c, b := range newest {
+		if _, ok := l.since[c]; !ok {
+			l.since[c] = b
+			log.Info("tamper log: verify: starting from the newest checkpoint in the database (trusted on first use; a full check is options-record verify's)", "cluster", c)
+		}
+	}
+	return nil
+}
+
+// once runs one incremental verify of every cluster with a log on pool,
+// sets the metrics and logs the problems; an error is for a check that
+// could not run.
+func (l *logVerifyLoop) once(ctx context.Context, pool *pgxpool.Pool, log warnInfoLogger) (tamper.Report, error) {
+	var rep tamper.Report
+	if err := l.start(ctx, pool, log); err != nil {
+		return rep, err
+	}
+	for _, c := range slices.Sorted(maps.Keys(l.since)) {
+		r, err := tamper.Verify(ctx, pool, tamper.VerifyOptions{Verifier: l.verifier, Cluster: c, MinRetention: l.minRetention, Since: l.since})
+		if err != nil {
+			return rep, err
+		}
+		rep.Clusters = append(rep.Clusters, r.Clusters...)
+		rep.Problems = append(rep.Problems, r.Problems...)
 	}
 	for _, c := range rep.Clusters {
 		if c.Checkpoint != nil {
@@ -112,7 +162,7 @@ func (l *logVerifyLoop) once(ctx context.Context, st *store.Store, log interface
 	if rep.OK() {
 		l.lastSuccess.SetToCurrentTime()
 	}
-	return nil
+	return rep, nil
 }
 
 // runLogVerify verifies the record every interval until ctx ends.
@@ -122,7 +172,7 @@ func (p *ingestProcess) runLogVerify(ctx context.Context) {
 		p.log.Error("tamper log: verify", "err", err)
 		return
 	}
-	l, err := newLogVerifyLoop(v, p.reg)
+	l, err := newLogVerifyLoop(v, p.o.CheckpointDir, p.reg)
 	if err != nil {
 		p.log.Error("tamper log: verify: metrics", "err", err)
 		return
@@ -130,7 +180,7 @@ func (p *ingestProcess) runLogVerify(ctx context.Context) {
 	t := time.NewTicker(p.o.VerifyInterval)
 	defer t.Stop()
 	for {
-		if err := l.once(ctx, p.st, p.log); err != nil && !errors.Is(err, context.Canceled) {
+		if _, err := l.once(ctx, p.st.Pool(), p.log); err != nil && !errors.Is(err, context.Canceled) {
 			p.log.Error("tamper log: verify could not run", "err", err)
 		}
 		select {
