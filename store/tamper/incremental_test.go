@@ -228,3 +228,37 @@ func TestIncrementalProvesOlderRows(t *testing.T) {
 		t.Errorf("incremental after an UPDATE of the newest row: %s", got)
 	}
 }
+
+// TestIncrementalCutoffTimesProven: a retention cutoff logged after the
+// verified checkpoint is justified by the newest row logged before it,
+// which an incremental verify reads from the log below the checkpoint:
+// there, a time moved forward (to make a planted cutoff look justified
+// and excuse the rows it deletes) is a problem naming the leaf, and the
+// cutoff excuses nothing.
+func TestIncrementalCutoffTimesProven(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.write(e.batch("default", now.AddDate(0, 0, -10), 2))
+	e.integrate()
+	since := e.verified()
+	e.write(e.batch("default", now.AddDate(0, 0, -5), 2))
+	e.integrate()
+	e.exec(`INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, $1)`, now.AddDate(0, 0, -1))
+	e.in.o.MinRetention = -100 * 365 * 24 * time.Hour // it logs any cutoff
+	e.integrate()
+	e.exec(`DELETE FROM events WHERE stage_at > $1`, now.AddDate(0, 0, -6))
+	e.exec(`DELETE FROM object_versions WHERE changed_at > $1`, now.AddDate(0, 0, -6))
+	// Untouched, the cutoff is later than any retention allowed.
+	if got := problems(e.verifySince(since)); strings.Count(got, "planted, not written by retention") != 4 {
+		t.Fatalf("incremental, a planted cutoff: want the 4 rows deleted behind it named; got:\n%s", got)
+	}
+	e.exec(`UPDATE log_segments SET ats = array_fill(now(), ARRAY[cardinality(ats)]) WHERE tree_size = 4`)
+	rep := e.verifySince(since)
+	got := problems(rep)
+	if rep.OK() || !strings.Contains(got, "does not lead to the verified checkpoint's root") || strings.Count(got, "missing: logged at leaf") != 4 {
+		t.Fatalf("incremental, the times before the checkpoint moved forward: want the edited leaf and the 4 rows named; got:\n%s", got)
+	}
+	if c := rep.Clusters[0]; c.Retained != 0 || len(c.Cutoffs) != 1 || c.Cutoffs[0].Justified {
+		t.Errorf("retained %d, cutoffs %+v; want none retained, the cutoff unjustified", c.Retained, c.Cutoffs)
+	}
+}
