@@ -307,8 +307,8 @@ func (in *Integrator) CosignAll(ctx context.Context) {
 	pending := maps.Clone(in.unwitnessed)
 	in.mu.Unlock()
 	for _, cluster := range slices.Sorted(maps.Keys(pending)) {
-		cp := pending[cluster]
-		cosig := in.cosign(ctx, cluster, cp.size, cp.signed)
+		// cp may be a newer checkpoint of the cluster (another replica's).
+		cp, cosig := in.cosign(ctx, cluster, pending[cluster])
 		if len(cosig) == 0 {
 			continue
 		}
@@ -317,7 +317,7 @@ func (in *Integrator) CosignAll(ctx context.Context) {
 		quorum := err == nil && n >= in.o.WitnessQuorum
 		if quorum {
 			in.mu.Lock()
-			if in.unwitnessed[cluster].size == cp.size {
+			if u, ok := in.unwitnessed[cluster]; ok && u.size <= cp.size {
 				delete(in.unwitnessed, cluster)
 			}
 			in.mu.Unlock()

@@ -147,27 +147,107 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
-// cosign submits a cluster's signed checkpoint of size to each witness
-// (from the size each last cosigned, learnt from a 409) and returns the
-// cosignature lines of those that cosigned; each failure is logged, and a
-// witness that refuses the log as not extending what it cosigned is counted
-// (WitnessConflicts).
-func (in *Integrator) cosign(ctx context.Context, cluster string, size int64, signed []byte) []byte {
-	var out []byte
-	for _, w := range in.o.Witnesses {
-		cosig, err := in.cosignOne(ctx, w, cluster, size, signed)
-		if err != nil {
-			if errors.Is(err, ErrWitnessConflict) {
-				in.conflicts.Add(1)
-			}
-			in.o.Logger.Error("witness", "witness", w.URL, "cluster", cluster, "size", size, "err", err)
-			continue
-		}
-		out = append(out, cosig...)
-	}
-	return out
+// witnessAhead is a witness that cosigned a larger tree of the log than
+// the checkpoint submitted: another replica's newer checkpoint (the
+// replicas take turns integrating a cluster), or a log rolled back since.
+type witnessAhead struct{ size int64 }
+
+func (e *witnessAhead) Error() string {
+	return fmt.Sprintf("the witness cosigned a tree of size %d", e.size)
 }
 
+// cosignTries bounds how often a cluster's cosigning moves on to the
+// database's newer checkpoint in one round (other replicas may integrate
+// and cosign meanwhile): what is left waits for the next round.
+const cosignTries = 3
+
+// cosign submits a cluster's signed checkpoint to each witness (from the
+// size each last cosigned, learnt from a 409) and returns the checkpoint
+// submitted and the cosignature lines of those that cosigned it. A witness
+// that cosigned a larger tree (another replica's checkpoint) makes the
+// cluster's newest checkpoint in the database the one submitted, with a
+// consistency proof from that size, so the witness itself checks that the
+// log grew. Each failure is logged; a witness that refuses the log as not
+// extending what it cosigned (a larger tree than the database's log has,
+// or a consistency proof it rejects) is counted (WitnessConflicts).
+func (in *Integrator) cosign(ctx context.Context, cluster string, cp signedCheckpoint) (signedCheckpoint, []byte) {
+	for try := 1; ; try++ {
+		var out []byte
+		var ahead int64 // the largest tree a witness cosigned, past cp
+		for _, w := range in.o.Witnesses {
+			cosig, err := in.cosignOne(ctx, w, cluster, cp.size, cp.signed)
+			var a *witnessAhead
+			if errors.As(err, &a) {
+				ahead = max(ahead, a.size)
+				continue
+			}
+			if err != nil {
+				if errors.Is(err, ErrWitnessConflict) {
+					in.conflicts.Add(1)
+				}
+				in.o.Logger.Error("witness", "witness", w.URL, "cluster", cluster, "size", cp.size, "err", err)
+				continue
+			}
+			out = append(out, cosig...)
+		}
+		if ahead == 0 {
+			return cp, out
+		}
+		newest, err := in.newestCheckpoint(ctx, cluster)
+		if err != nil {
+			in.o.Logger.Error("witness: the newest checkpoint", "cluster", cluster, "err", err)
+			return cp, out
+		}
+		if newest.size <= cp.size || try == cosignTries {
+			// Every witness ahead of the database's log is a rollback;
+			// one ahead of cp only still racing replicas waits.
+			in.countAhead(cluster, newest.size)
+			return cp, out
+		}
+		cp = newest
+		in.mu.Lock()
+		if u, ok := in.unwitnessed[cluster]; ok && u.size < cp.size {
+			in.unwitnessed[cluster] = cp
+		}
+		in.mu.Unlock()
+	}
+}
+
+// countAhead counts and logs each witness that cosigned a larger tree of
+// the cluster's log than the database holds (size leaves): the log was
+// rolled back or truncated since.
+func (in *Integrator) countAhead(cluster string, size int64) {
+	for _, w := range in.o.Witnesses {
+		key := w.URL + "\x00" + cluster
+		in.mu.Lock()
+		old := in.witnessed[key]
+		in.mu.Unlock()
+		if old <= size {
+			continue
+		}
+		in.conflicts.Add(1)
+		in.o.Logger.Error("witness", "witness", w.URL, "cluster", cluster, "size", size,
+			"err", fmt.Errorf("%w: it cosigned a tree of size %d, the log has %d leaves (rolled back or truncated)", ErrWitnessConflict, old, size))
+	}
+}
+
+// newestCheckpoint reads a cluster's newest signed checkpoint from the
+// database (not trusted: a witness checks it extends what it cosigned).
+func (in *Integrator) newestCheckpoint(ctx context.Context, cluster string) (signedCheckpoint, error) {
+	var cp signedCheckpoint
+	var signed string
+	err := in.o.Pool.QueryRow(ctx, `
+SELECT tree_size, checkpoint FROM log_segments WHERE cluster = $1 ORDER BY first_index DESC LIMIT 1`, cluster).Scan(&cp.size, &signed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cp, nil
+	}
+	cp.signed = []byte(signed)
+	return cp, err
+}
+
+// cosignOne submits a checkpoint of size to one witness. A witness that
+// cosigned a larger tree (as this integrator knows, or as its 409 says)
+// is a *witnessAhead, its size kept in witnessed.
 func (in *Integrator) cosignOne(ctx context.Context, w Witness, cluster string, size int64, signed []byte) ([]byte, error) {
 	key := w.URL + "\x00" + cluster
 	in.mu.Lock()
@@ -175,7 +255,7 @@ func (in *Integrator) cosignOne(ctx context.Context, w Witness, cluster string, 
 	in.mu.Unlock()
 	for try := 0; ; try++ {
 		if old > size {
-			return nil, fmt.Errorf("%w: it cosigned a tree of size %d, the log has %d leaves (rolled back or truncated)", ErrWitnessConflict, old, size)
+			return nil, &witnessAhead{size: old}
 		}
 		proof, err := in.consistencyProof(ctx, cluster, size, old)
 		if err != nil {
@@ -183,9 +263,14 @@ func (in *Integrator) cosignOne(ctx context.Context, w Witness, cluster string, 
 		}
 		cosig, err := addCheckpoint(ctx, in.o.HTTPClient, w, old, proof, signed)
 		var c *witnessConflict
-		if errors.As(err, &c) && try == 0 {
+		if errors.As(err, &c) {
 			old = c.size // and try again from there, once
-			continue
+			in.mu.Lock()
+			in.witnessed[key] = old
+			in.mu.Unlock()
+			if try == 0 || old > size {
+				continue
+			}
 		}
 		if err != nil {
 			return nil, err

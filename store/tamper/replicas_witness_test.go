@@ -1,0 +1,106 @@
+package tamper
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// replica is a second ingest replica's integrator: its own pool (its own
+// connections) to the env's database, its own checkpoint directory.
+func (e *env) replica(t *testing.T, dir string, ws ...*litewitness) *Integrator {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	var opts []Witness
+	for _, w := range ws {
+		opts = append(opts, Witness{URL: w.url, Verifier: w.verifier})
+	}
+	in, err := NewIntegrator(IntegratorOptions{Pool: pool, Signer: e.signer, CheckpointDir: dir, MaxLeaves: 7, Witnesses: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func (e *env) treeSize() int64 {
+	e.t.Helper()
+	return int64(e.count(`SELECT COALESCE(max(tree_size), 0) FROM log_segments WHERE cluster = 'default'`))
+}
+
+// TestWitnessTwoReplicas: two replicas take turns integrating one cluster
+// (the advisory lock is per pass) and share a real witness. Each one's
+// checkpoint the other already got cosigned is superseded, not a
+// conflict: an honest, growing log counts none, an idle one stops being
+// submitted, and each replica's latest becomes the newest cosigned. A log
+// rolled back below what the witness cosigned is counted by both.
+func TestWitnessTwoReplicas(t *testing.T) {
+	e, ws := witnessEnv(t, 1)
+	a := e.in
+	bdir := t.TempDir()
+	b := e.replica(t, bdir, ws[0])
+	ctx := context.Background()
+	for range 3 {
+		e.write(e.batch("default", time.Now(), 4))
+		e.integrate() // A
+		e.write(e.batch("default", time.Now(), 1))
+		if err := b.IntegrateAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b.CosignAll(ctx)
+		a.CosignAll(ctx) // A's checkpoint is older than the witness's
+	}
+	for range 3 { // idle
+		a.CosignAll(ctx)
+		b.CosignAll(ctx)
+	}
+	if ca, cb := a.WitnessConflicts(), b.WitnessConflicts(); ca != 0 || cb != 0 {
+		t.Fatalf("an honest, growing log: %d and %d witness conflicts, want 0", ca, cb)
+	}
+	for name, in := range map[string]*Integrator{"A": a, "B": b} {
+		if n := len(in.unwitnessed); n != 0 {
+			t.Errorf("replica %s still submits %d checkpoints of an idle log", name, n)
+		}
+	}
+	size := e.treeSize()
+	vs := []note.Verifier{ws[0].verifier}
+	for name, dir := range map[string]string{"A": e.dir, "B": bdir} {
+		rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, TrustedDir: dir, Witnesses: vs, WitnessQuorum: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK() || rep.Clusters[0].TrustedSize != size || rep.Clusters[0].Cosigned != 1 {
+			t.Errorf("replica %s's latest: trusted %d leaves of %d, cosigned %d: %s",
+				name, rep.Clusters[0].TrustedSize, size, rep.Clusters[0].Cosigned, problems(rep))
+		}
+	}
+
+	// A restored backup: every row after the first pass and its segments
+	// are gone; the log grows a little, below what the witness cosigned.
+	first := e.count(`SELECT min(first_index) FROM log_segments WHERE first_index > 0`)
+	e.exec(`DELETE FROM events WHERE (cluster, event_key, stage_at) IN (
+		SELECT cluster, key, at FROM log_leaves WHERE row_table = 'events' AND log_index >= $1)`, first)
+	e.exec(`DELETE FROM object_versions WHERE (cluster, uid, version_key) IN (
+		SELECT cluster, uid, key FROM log_leaves WHERE row_table = 'object_versions' AND log_index >= $1)`, first)
+	e.exec(`DELETE FROM log_segments WHERE first_index >= $1`, first)
+	e.write(e.batch("default", time.Now(), 1))
+	e.integrate()
+	if got := e.treeSize(); got >= size {
+		t.Fatalf("rolled back to %d leaves, not below the %d cosigned", got, size)
+	}
+	if err := b.LoadUnwitnessed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string]*Integrator{"A": a, "B": b} {
+		in.CosignAll(ctx)
+		if c := in.WitnessConflicts(); c != 1 {
+			t.Errorf("replica %s: %d witness conflicts after a rollback, want 1", name, c)
+		}
+	}
+}
