@@ -284,15 +284,16 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 		in.unwitnessed[cluster] = signedCheckpoint{size: size, signed: signed}
 		in.mu.Unlock()
 	}
-	in.writeCheckpoint(cluster, size, signed, len(in.o.Witnesses) == 0)
+	in.writeCheckpoint(ctx, cluster, size, signed, len(in.o.Witnesses) == 0)
 	return n, nil
 }
 
 // writeCheckpoint writes a signed checkpoint to CheckpointDir, if set.
-func (in *Integrator) writeCheckpoint(cluster string, size int64, signed []byte, latest bool) {
+func (in *Integrator) writeCheckpoint(ctx context.Context, cluster string, size int64, signed []byte, latest bool) {
 	if in.o.CheckpointDir == "" {
 		return
 	}
+	latest = latest && in.advancesLatest(ctx, cluster, size)
 	if err := writeCheckpointFile(in.o.CheckpointDir, cluster, size, signed, latest); err != nil {
 		// The next pass writes a newer one; the log is committed.
 		in.o.Logger.Error("write checkpoint file", "cluster", cluster, "size", size, "err", err)
@@ -322,7 +323,7 @@ func (in *Integrator) CosignAll(ctx context.Context) {
 			}
 			in.mu.Unlock()
 		}
-		in.writeCheckpoint(cluster, cp.size, merged, quorum)
+		in.writeCheckpoint(ctx, cluster, cp.size, merged, quorum)
 	}
 }
 

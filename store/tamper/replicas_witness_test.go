@@ -1,7 +1,13 @@
 package tamper
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,5 +108,54 @@ func TestWitnessTwoReplicas(t *testing.T) {
 		if c := in.WitnessConflicts(); c != 1 {
 			t.Errorf("replica %s: %d witness conflicts after a rollback, want 1", name, c)
 		}
+	}
+}
+
+// TestLatestOnlyAdvances: two replicas write one shared checkpoint
+// directory (no witnesses). A replica slower to write its older
+// checkpoint does not replace the newer latest, and a log rewritten after
+// latest was written (rolled back, then grown past it) does not replace
+// it either: verify still holds the log to it.
+func TestLatestOnlyAdvances(t *testing.T) {
+	e := newEnv(t)
+	a, b := e.in, e.replica(t, e.dir)
+	ctx := context.Background()
+	e.write(e.batch("default", time.Now(), 4))
+	e.integrate()
+	older, err := a.newestCheckpoint(ctx, "default")
+	if err != nil || older.size == 0 {
+		t.Fatalf("A's checkpoint: %d leaves, %v", older.size, err)
+	}
+	e.write(e.batch("default", time.Now(), 1))
+	if err := b.IntegrateAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	newer := latest(t, e)
+	a.writeCheckpoint(ctx, "default", older.size, older.signed, true) // A, late
+	if got := latest(t, e); !bytes.Equal(got, newer) {
+		t.Fatalf("latest went back to a checkpoint of %d leaves:\n%s", older.size, got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(clusterDir(e.dir, "default"), strconv.FormatInt(older.size, 10))); !bytes.Equal(got, older.signed) {
+		t.Fatalf("the checkpoint of %d leaves is not kept by its size: %q", older.size, got)
+	}
+	size := e.treeSize()
+
+	// Rewritten: rolled back to the first pass, then grown past latest.
+	first := e.count(`SELECT min(first_index) FROM log_segments WHERE first_index > 0`)
+	e.exec(`DELETE FROM events WHERE (cluster, event_key, stage_at) IN (
+		SELECT cluster, key, at FROM log_leaves WHERE row_table = 'events' AND log_index >= $1)`, first)
+	e.exec(`DELETE FROM object_versions WHERE (cluster, uid, version_key) IN (
+		SELECT cluster, uid, key FROM log_leaves WHERE row_table = 'object_versions' AND log_index >= $1)`, first)
+	e.exec(`DELETE FROM log_segments WHERE first_index >= $1`, first)
+	e.write(e.batch("default", time.Now(), 6))
+	e.integrate()
+	if got := e.treeSize(); got <= size {
+		t.Fatalf("regrown to %d leaves, not past latest's %d", got, size)
+	}
+	if got := latest(t, e); !bytes.Equal(got, newer) {
+		t.Fatalf("latest replaced by a checkpoint of a rewritten log:\n%s", got)
+	}
+	if got := problems(e.verify(true)); !strings.Contains(got, fmt.Sprintf("does not extend the trusted checkpoint of %d", size)) {
+		t.Fatalf("verify: %s", got)
 	}
 }

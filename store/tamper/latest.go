@@ -1,0 +1,59 @@
+package tamper
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// advancesLatest reports whether a cluster's checkpoint of size may
+// replace its latest in CheckpointDir: latest only advances along the
+// log. A latest of a larger tree (a replica that wrote a newer one into a
+// shared directory before this slower one, or a log rolled back since) is
+// kept, and so is one whose tree the database's log does not extend (a
+// log rewritten since): latest is the evidence verify holds the log to.
+// A latest that is no checkpoint of this log (unreadable, another origin)
+// is replaced. When the database cannot tell, latest waits for the next.
+func (in *Integrator) advancesLatest(ctx context.Context, cluster string, size int64) bool {
+	cur, err := ReadTrusted(in.o.CheckpointDir, cluster)
+	if err != nil {
+		in.o.Logger.Error("read latest checkpoint", "cluster", cluster, "err", err)
+		return true
+	}
+	text, _, ok := bytes.Cut(cur, []byte("\n\n"))
+	if cur == nil || !ok {
+		return true
+	}
+	c, err := ParseCheckpoint(string(text) + "\n")
+	if err != nil || c.Origin != Origin(in.o.Signer.Name(), cluster) {
+		return true
+	}
+	if c.Size > size {
+		in.o.Logger.Warn("latest checkpoint is of a larger tree: kept (another replica's, or the log was rolled back)",
+			"cluster", cluster, "latest", c.Size, "size", size)
+		return false
+	}
+	if c.Size == 0 {
+		return true
+	}
+	var root tlog.Hash
+	err = pgx.BeginTxFunc(ctx, in.o.Pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		root, err = tlog.TreeHash(c.Size, &storedHashes{ctx: ctx, q: tx, cluster: cluster, mem: map[int64]tlog.Hash{}})
+		return err
+	})
+	if err != nil {
+		in.o.Logger.Error("latest checkpoint: the log's tree hash", "cluster", cluster, "latest", c.Size,
+			"err", fmt.Errorf("tree hash of size %d: %w", c.Size, err))
+		return false
+	}
+	if root != c.Root {
+		in.o.Logger.Error("latest checkpoint: the log does not extend it (rewritten since): kept",
+			"cluster", cluster, "latest", c.Size, "size", size)
+		return false
+	}
+	return true
+}
