@@ -72,7 +72,8 @@ type Integrator struct {
 	o IntegratorOptions
 	// beforeCommit, in tests, runs before an integration pass commits.
 	beforeCommit func(ctx context.Context)
-	// refused counts the cutoffs refused, each once; mu guards reported.
+	// refused counts the cutoffs refused, each once; mu guards reported
+	// (those cutoffs, and each latest checkpoint kept: reportOnce).
 	refused  atomic.Int64
 	mu       sync.Mutex
 	reported map[string]bool

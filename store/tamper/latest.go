@@ -32,8 +32,10 @@ func (in *Integrator) advancesLatest(ctx context.Context, cluster string, size i
 		return true
 	}
 	if c.Size > size {
-		in.o.Logger.Warn("latest checkpoint is of a larger tree: kept (another replica's, or the log was rolled back)",
-			"cluster", cluster, "latest", c.Size, "size", size)
+		in.reportOnce(cluster, c.Size, "larger", func() {
+			in.o.Logger.Warn("latest checkpoint is of a larger tree: kept (another replica's, or the log was rolled back)",
+				"cluster", cluster, "latest", c.Size, "size", size)
+		})
 		return false
 	}
 	if c.Size == 0 {
@@ -51,9 +53,29 @@ func (in *Integrator) advancesLatest(ctx context.Context, cluster string, size i
 		return false
 	}
 	if root != c.Root {
-		in.o.Logger.Error("latest checkpoint: the log does not extend it (rewritten since): kept",
-			"cluster", cluster, "latest", c.Size, "size", size)
+		in.reportOnce(cluster, c.Size, "rewritten", func() {
+			in.o.Logger.Error("latest checkpoint: the log does not extend it (rewritten since): kept",
+				"cluster", cluster, "latest", c.Size, "size", size)
+		})
 		return false
 	}
 	return true
+}
+
+// reportOnce runs report once for a cluster's latest of size and a
+// reason: a kept latest is checked on every pass.
+func (in *Integrator) reportOnce(cluster string, size int64, reason string, report func()) {
+	id := fmt.Sprintf("latest\x00%s\x00%d\x00%s", cluster, size, reason)
+	in.mu.Lock()
+	seen := in.reported[id]
+	if !seen {
+		if len(in.reported) >= 10000 {
+			clear(in.reported)
+		}
+		in.reported[id] = true
+	}
+	in.mu.Unlock()
+	if !seen {
+		report()
+	}
 }
