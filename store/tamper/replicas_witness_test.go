@@ -159,3 +159,41 @@ func TestLatestOnlyAdvances(t *testing.T) {
 		t.Fatalf("verify: %s", got)
 	}
 }
+
+// TestWitnessTwoReplicasFork: a replica's stale checkpoint superseded by a
+// rewritten log does not pass: the database's newest checkpoint goes to
+// the witness with a proof from what it cosigned, which it rejects (422):
+// counted, and no latest is written.
+func TestWitnessTwoReplicasFork(t *testing.T) {
+	e, ws := witnessEnv(t, 1)
+	a, b := e.in, e.replica(t, t.TempDir(), ws[0])
+	ctx := context.Background()
+	e.write(e.batch("default", time.Now(), 4))
+	e.integrate() // A: 8 leaves, not yet cosigned
+	e.write(e.batch("default", time.Now(), 4))
+	if err := b.IntegrateAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.CosignAll(ctx) // the witness: 16
+	cosigned := e.treeSize()
+	first := e.count(`SELECT min(first_index) FROM log_segments WHERE first_index > 0`)
+	e.exec(`DELETE FROM events WHERE (cluster, event_key, stage_at) IN (
+		SELECT cluster, key, at FROM log_leaves WHERE row_table = 'events' AND log_index >= $1)`, first)
+	e.exec(`DELETE FROM object_versions WHERE (cluster, uid, version_key) IN (
+		SELECT cluster, uid, key FROM log_leaves WHERE row_table = 'object_versions' AND log_index >= $1)`, first)
+	e.exec(`DELETE FROM log_segments WHERE first_index >= $1`, first)
+	e.write(e.batch("default", time.Now(), 6))
+	if err := b.IntegrateAll(ctx); err != nil { // past what the witness cosigned
+		t.Fatal(err)
+	}
+	if got := e.treeSize(); got <= cosigned {
+		t.Fatalf("regrown to %d leaves, not past the %d cosigned", got, cosigned)
+	}
+	a.CosignAll(ctx)
+	if c := a.WitnessConflicts(); c != 1 {
+		t.Errorf("%d witness conflicts, want 1", c)
+	}
+	if b, err := ReadTrusted(e.dir, "default"); b != nil || err != nil {
+		t.Fatalf("latest written for a rewritten log: %q, %v", b, err)
+	}
+}
