@@ -25,11 +25,13 @@ ORDER BY l.at DESC, 1 LIMIT $4 OFFSET $5`
 const maxBadLeaves = 100
 
 // indexedSQL finds where rows are in the log before leaf $5
-// (log_leaf_index), which an inclusion proof then checks.
+// (log_leaf_index), which an inclusion proof then checks: an entry of
+// another row whose reference has the same hash fails its proof, and the
+// row's own entry proves it all the same.
 const indexedSQL = `
 SELECT k.n, x.log_index
 FROM unnest($2::smallint[], $3::text[], $4::bytea[]) WITH ORDINALITY AS k(kind, uid, key, n)
-JOIN log_leaf_index x ON x.cluster = $1 AND x.kind = k.kind AND x.key = k.key AND x.uid = k.uid
+JOIN log_leaf_index x ON x.cluster = $1 AND x.ref_hash = log_ref_hash(k.kind, k.uid, k.key)
 WHERE x.log_index < $5`
 
 // incremental checks a cluster from base, the signed checkpoint a previous

@@ -215,12 +215,13 @@ INSERT INTO log_segments (cluster, first_index, tree_size, stored_from, kinds, u
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 
 // insertLeafIndexSQL writes where each row's leaf is (log_leaf_index,
-// migration 00024): what a proof and an incremental verify look up. An
-// entry already there (a log whose segments were removed and rebuilt) is
-// no reason to stop logging: the index is checked, not trusted.
+// migrations 00024 and 00026), by the hash of its reference: what a proof
+// and an incremental verify look up. An entry already there (a log whose
+// segments were removed and rebuilt) is no reason to stop logging: the
+// index is checked, not trusted.
 const insertLeafIndexSQL = `
-INSERT INTO log_leaf_index (cluster, kind, uid, key, log_index)
-SELECT $1, l.kind, l.uid, l.key, $2 + l.n - 1
+INSERT INTO log_leaf_index (cluster, ref_hash, log_index)
+SELECT $1, log_ref_hash(l.kind, l.uid, l.key), $2 + l.n - 1
 FROM unnest($3::smallint[], $4::text[], $5::bytea[]) WITH ORDINALITY AS l(kind, uid, key, n)
 WHERE l.kind IN (1, 2)
 ON CONFLICT DO NOTHING`

@@ -51,14 +51,52 @@ var ErrNoVersion = errors.New("no such version")
 
 var objectTextSQL = `SELECT v.object::text FROM object_versions v WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key = $3`
 
-// leafIndexSQL finds a version's leaf by log_leaf_index (migration 00024),
-// an index lookup whose cost does not grow with the log. The index is not
-// trusted: the proof is of the row read here against the signed tree, so
-// a wrong entry gives a proof that VerifyProof refuses.
+// leafIndexSQL finds a version's leaf by log_leaf_index (migrations 00024
+// and 00026), an index lookup whose cost does not grow with the log. The
+// index is not trusted: the proof is of the row read here against the
+// signed tree, so a wrong entry gives a proof that VerifyProof refuses.
+// It names leaves by the hash of their reference: when it names several
+// (another row whose reference has the same hash, or a planted entry),
+// leafIsSQL tells which is the version's.
 const leafIndexSQL = `
 SELECT log_index FROM log_leaf_index
-WHERE cluster = $1 AND kind = 2 AND key = $3 AND uid = $2
-ORDER BY 1 LIMIT 1`
+WHERE cluster = $1 AND ref_hash = log_ref_hash(2::smallint, $2, $3)
+ORDER BY 1`
+
+// leafIsSQL says whether leaf $2 of the log is the version's ($3, $4).
+const leafIsSQL = `
+SELECT coalesce(s.kinds[$2 - s.first_index + 1] = 2 AND s.uids[$2 - s.first_index + 1] = $3
+    AND s.keys[$2 - s.first_index + 1] = $4, false)
+FROM log_segments s WHERE s.cluster = $1 AND s.first_index <= $2
+ORDER BY s.first_index DESC LIMIT 1`
+
+// findLeaf returns the index of a version's leaf (ErrNotLogged: none).
+func findLeaf(ctx context.Context, tx pgx.Tx, cluster, uid string, key []byte) (int64, error) {
+	rows, err := tx.Query(ctx, leafIndexSQL, cluster, uid, key)
+	if err != nil {
+		return 0, err
+	}
+	candidates, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, err
+	}
+	if len(candidates) == 0 {
+		return 0, ErrNotLogged
+	}
+	if len(candidates) > 1 {
+		for _, i := range candidates {
+			var is bool
+			if err := tx.QueryRow(ctx, leafIsSQL, cluster, i, uid, key).Scan(&is); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return 0, err
+			}
+			if is {
+				return i, nil
+			}
+		}
+	}
+	// One, or none of them the version's: its proof fails VerifyProof.
+	return candidates[0], nil
+}
 
 const hasLogSQL = `SELECT EXISTS (SELECT FROM log_segments WHERE cluster = $1)`
 
@@ -86,8 +124,8 @@ func ProveVersion(ctx context.Context, pool *pgxpool.Pool, cluster, uid string, 
 		}
 		var index, size int64
 		var checkpoint string
-		err = tx.QueryRow(ctx, leafIndexSQL, cluster, uid, key).Scan(&index)
-		if errors.Is(err, pgx.ErrNoRows) {
+		index, err = findLeaf(ctx, tx, cluster, uid, key)
+		if errors.Is(err, ErrNotLogged) {
 			var logged bool
 			if err := tx.QueryRow(ctx, hasLogSQL, cluster).Scan(&logged); err != nil {
 				return fmt.Errorf("read the log: %w", err)
