@@ -37,8 +37,8 @@ const (
 )
 
 // ErrNotLogged is ProveVersion's error for a version that is stored but
-// not in the log yet (the integrator appends it within seconds), or not
-// at all (the record was written without the log).
+// not in the log yet: its pending row is there, and the integrator
+// appends it within seconds.
 var ErrNotLogged = errors.New("the version is not in the tamper-evident log yet")
 
 // ErrNoLog is ProveVersion's error for a version of a cluster whose log
@@ -48,6 +48,13 @@ var ErrNoLog = errors.New("the cluster has no tamper-evident log")
 
 // ErrNoVersion is ProveVersion's error for a version that is not stored.
 var ErrNoVersion = errors.New("no such version")
+
+// ErrBeforeLog is ProveVersion's error for a version of a cluster that has
+// a log, which the log does not hold and never will: it has no leaf and no
+// pending row, so the ingest stored it while it kept no log (before the
+// log was enabled, or by a replica without it). Asking again does not
+// help.
+var ErrBeforeLog = errors.New("the version was stored when the ingest kept no tamper-evident log (before the log was enabled): the log does not hold it and never will")
 
 var objectTextSQL = `SELECT v.object::text FROM object_versions v WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key = $3`
 
@@ -100,6 +107,13 @@ func findLeaf(ctx context.Context, tx pgx.Tx, cluster, uid string, key []byte) (
 
 const hasLogSQL = `SELECT EXISTS (SELECT FROM log_segments WHERE cluster = $1)`
 
+// pendingSQL: is the version's pending row there? log_pending has no
+// index, and stays small (the integrator drains it every second). A
+// version's pending row is written in its batch's transaction and replaced
+// by its leaf in the integrator's, so in one snapshot a version stored
+// with the log has one or the other.
+const pendingSQL = `SELECT EXISTS (SELECT FROM log_pending WHERE cluster = $1 AND kind = 2 AND uid = $2 AND key = $3)`
+
 const newestCheckpointSQL = `SELECT tree_size, checkpoint FROM log_segments WHERE cluster = $1 ORDER BY first_index DESC LIMIT 1`
 
 // ProveVersion returns the inclusion proof (a tlog-proof) of a version of
@@ -132,6 +146,13 @@ func ProveVersion(ctx context.Context, pool *pgxpool.Pool, cluster, uid string, 
 			}
 			if !logged {
 				return ErrNoLog
+			}
+			var pending bool
+			if err := tx.QueryRow(ctx, pendingSQL, cluster, uid, key).Scan(&pending); err != nil {
+				return fmt.Errorf("read the pending rows: %w", err)
+			}
+			if !pending {
+				return ErrBeforeLog
 			}
 			return ErrNotLogged
 		}

@@ -169,3 +169,40 @@ func TestProofAsReader(t *testing.T) {
 		t.Error("the reader role wrote the log")
 	}
 }
+
+// TestProofOfAVersionStoredBeforeTheLog: a version the ingest stored
+// while it kept no log (before the log was enabled) has no pending row and
+// never gets a leaf: ProveVersion says so (ErrBeforeLog), not "not in the
+// log yet", which would have the caller try again forever; a version
+// stored since, not integrated yet, is still ErrNotLogged.
+func TestProofOfAVersionStoredBeforeTheLog(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	plain, err := store.Open(ctx, store.Options{URL: e.url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	now := time.Now()
+	old := e.batch("default", now, 2)
+	if _, err := plain.WriteBatch(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	logged := e.batch("default", now, 2)
+	e.write(logged)
+	e.integrate()
+	pending := e.batch("default", now, 1)
+	e.write(pending)
+	v := old.Versions[0]
+	_, err = ProveVersion(ctx, e.st.Pool(), v.Cluster, v.UID, v.Key)
+	if !errors.Is(err, ErrBeforeLog) || errors.Is(err, ErrNotLogged) {
+		t.Errorf("a version stored before the log: %v; want ErrBeforeLog", err)
+	}
+	v = pending.Versions[0]
+	if _, err := ProveVersion(ctx, e.st.Pool(), v.Cluster, v.UID, v.Key); !errors.Is(err, ErrNotLogged) {
+		t.Errorf("a version not integrated yet: %v; want ErrNotLogged", err)
+	}
+	if _, err := VerifyProof(e.prove(e.st.Pool(), logged.Versions[1]), e.verifier); err != nil {
+		t.Errorf("a logged version: %v", err)
+	}
+}
