@@ -10,14 +10,19 @@ import (
 // Proofs answers the inclusion proof (a C2SP tlog-proof, text) of a
 // version in its cluster's tamper-evident log. It is called only once the
 // caller was authorized to read the version, and reads no authorization of
-// its own. A version not in the log wraps ErrNotLogged, a cluster without
-// a log ErrNoLog.
+// its own. A version not in the log yet wraps ErrNotLogged, one stored
+// before the log ErrBeforeLog, a cluster without a log ErrNoLog.
 type Proofs func(ctx context.Context, cluster, uid string, key []byte) ([]byte, error)
 
 // ErrNotLogged is a Proofs function's error for a version that is not in
 // the tamper-evident log yet: the integrator appends it within seconds of
-// its batch (or never, when it was stored before the log was enabled).
+// its batch.
 var ErrNotLogged = fmt.Errorf("%w: the version is not in the tamper-evident log (yet: it is appended within seconds of being stored)", errs.ErrNotFound)
+
+// ErrBeforeLog is a Proofs function's error for a version the ingest
+// stored while it kept no tamper-evident log (before the log was enabled):
+// the log does not hold it and never will.
+var ErrBeforeLog = fmt.Errorf("%w: the version was stored before the record kept its tamper-evident log: the log does not hold it and never will", errs.ErrNotFound)
 
 // ErrNoLog is the error for a proof of a cluster whose record keeps no
 // tamper-evident log (the ingest runs without --log-signing-key-file), or

@@ -20,6 +20,10 @@ const (
 const (
 	// CauseNoLog: the record keeps no tamper-evident log of the cluster.
 	CauseNoLog metav1.CauseType = "NoTamperEvidentLog"
-	// CauseNotLogged: the version is not in the log (yet).
+	// CauseNotLogged: the version is not in the log yet (it is appended
+	// within seconds of being stored).
 	CauseNotLogged metav1.CauseType = "NotInTamperEvidentLog"
+	// CauseBeforeLog: the version was stored before the record kept its
+	// log: the log does not hold it and never will.
+	CauseBeforeLog metav1.CauseType = "StoredBeforeTamperEvidentLog"
 )

@@ -92,6 +92,8 @@ func versionProofs(pool *pgxpool.Pool) history.Proofs {
 		switch {
 		case errors.Is(err, tamper.ErrNoLog):
 			return nil, history.ErrNoLog
+		case errors.Is(err, tamper.ErrBeforeLog):
+			return nil, history.ErrBeforeLog
 		case errors.Is(err, tamper.ErrNotLogged) || errors.Is(err, tamper.ErrNoVersion):
 			return nil, history.ErrNotLogged
 		}

@@ -68,7 +68,7 @@ func (s *proofStorage) Get(ctx context.Context, name string, _ *metav1.GetOption
 		return nil, proofNotFound(c.resource, name, history.ErrNoLog)
 	}
 	p, err := s.proofs(ctx, id.Cluster, id.UID, id.Key)
-	if errors.Is(err, history.ErrNoLog) || errors.Is(err, history.ErrNotLogged) {
+	if errors.Is(err, history.ErrNoLog) || errors.Is(err, history.ErrNotLogged) || errors.Is(err, history.ErrBeforeLog) {
 		return nil, proofNotFound(c.resource, name, err)
 	}
 	if err != nil {
@@ -78,12 +78,15 @@ func (s *proofStorage) Get(ctx context.Context, name string, _ *metav1.GetOption
 }
 
 // proofNotFound is the not found of a version the caller may read whose
-// proof there is not (err: history.ErrNoLog or ErrNotLogged), with its
-// cause.
+// proof there is not (err: history.ErrNoLog, ErrNotLogged or
+// ErrBeforeLog), with its cause.
 func proofNotFound(res schema.GroupResource, name string, err error) error {
 	cause := recordv1alpha1.CauseNotLogged
-	if errors.Is(err, history.ErrNoLog) {
+	switch {
+	case errors.Is(err, history.ErrNoLog):
 		cause = recordv1alpha1.CauseNoLog
+	case errors.Is(err, history.ErrBeforeLog):
+		cause = recordv1alpha1.CauseBeforeLog
 	}
 	msg := "no proof of " + res.Resource + " " + name + ": " + errMessage(err)
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,

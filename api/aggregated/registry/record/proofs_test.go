@@ -36,6 +36,7 @@ func TestProofGet(t *testing.T) {
 	hist, err := history.New(history.Options{Reader: &fakeVersions{versions: []store.VersionRecord{
 		v("uid-a", "configmaps", "shop", "app-config", 0x3f),
 		v("uid-n", "configmaps", "shop", "not-logged", 0x4f),
+		v("uid-b", "configmaps", "shop", "before-log", 0x7f),
 		v("uid-s", "secrets", "shop", "db", 0x5f),
 		v("uid-o", "configmaps", "other", "web", 0x6f),
 	}}, Authorizer: getAllButSecrets{}})
@@ -45,8 +46,11 @@ func TestProofGet(t *testing.T) {
 	var asked []string
 	proofs := func(_ context.Context, cluster, uid string, key []byte) ([]byte, error) {
 		asked = append(asked, uid)
-		if uid == "uid-n" {
+		switch uid {
+		case "uid-n":
 			return nil, history.ErrNotLogged
+		case "uid-b":
+			return nil, history.ErrBeforeLog
 		}
 		return []byte("c2sp.org/tlog-proof@v1\n" + cluster + "/" + uid + "\n"), nil
 	}
@@ -82,6 +86,10 @@ func TestProofGet(t *testing.T) {
 	_, err = s.Get(ctx, "not-logged-4f111111", &metav1.GetOptions{})
 	if c := causes(err); !apierrors.IsNotFound(err) || len(c) != 1 || c[0].Type != recordv1alpha1.CauseNotLogged {
 		t.Errorf("a version not in the log: %v %v", err, c)
+	}
+	_, err = s.Get(ctx, "before-log-7f111111", &metav1.GetOptions{})
+	if c := causes(err); !apierrors.IsNotFound(err) || len(c) != 1 || c[0].Type != recordv1alpha1.CauseBeforeLog {
+		t.Errorf("a version stored before the log: %v %v", err, c)
 	}
 	for _, p := range []history.Proofs{nil, func(context.Context, string, string, []byte) ([]byte, error) { return nil, history.ErrNoLog }} {
 		s.proofs = p
