@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/options-record/options-record/api/tlogproof"
 )
 
 // An inclusion proof of a version is a C2SP tlog-proof
@@ -30,8 +31,8 @@ import (
 // text), that encoding, then the exact stored text of the object column
 // (empty when NULL), whose SHA-256 the encoding holds.
 const (
-	proofHeader   = "c2sp.org/tlog-proof@v1"
-	bundleVersion = 1
+	proofHeader   = tlogproof.Header
+	bundleVersion = tlogproof.BundleVersion
 	// objectColumn is the index of object_versions.object in versionColumns.
 	objectColumn = 18
 )
@@ -229,41 +230,16 @@ type ProvenVersion struct {
 // index of the tree the checkpoint signs, and that the object's text is
 // the one the row holds. Each error names what failed.
 func VerifyProof(proof []byte, verifier note.Verifier) (*ProvenVersion, error) {
-	header, rest, _ := bytes.Cut(proof, []byte("\n"))
-	if string(header) != proofHeader {
-		return nil, fmt.Errorf("not a %s proof (first line %.40q)", proofHeader, header)
+	p, err := tlogproof.Parse(proof)
+	if err != nil {
+		return nil, err
 	}
-	var extra []byte
-	var line []byte
-	line, rest, _ = bytes.Cut(rest, []byte("\n"))
-	if e, ok := bytes.CutPrefix(line, []byte("extra ")); ok {
-		var err error
-		if extra, err = base64.StdEncoding.DecodeString(string(e)); err != nil {
-			return nil, fmt.Errorf("proof: bad extra line: %w", err)
-		}
-		line, rest, _ = bytes.Cut(rest, []byte("\n"))
+	index, extra := p.Index, p.Extra
+	hashes := make(tlog.RecordProof, len(p.Hashes))
+	for i, h := range p.Hashes {
+		hashes[i] = h
 	}
-	is, ok := bytes.CutPrefix(line, []byte("index "))
-	index, err := strconv.ParseInt(string(is), 10, 64)
-	if !ok || err != nil || index < 0 || strconv.FormatInt(index, 10) != string(is) {
-		return nil, fmt.Errorf("proof: bad index line %.40q", line)
-	}
-	var hashes tlog.RecordProof
-	for {
-		line, rest, ok = bytes.Cut(rest, []byte("\n"))
-		if !ok {
-			return nil, errors.New("proof: no checkpoint after the hashes")
-		}
-		if len(line) == 0 {
-			break
-		}
-		h, err := base64.StdEncoding.DecodeString(string(line))
-		if err != nil || len(h) != len(tlog.Hash{}) {
-			return nil, fmt.Errorf("proof: bad hash line %.60q", line)
-		}
-		hashes = append(hashes, tlog.Hash(h))
-	}
-	cp, err := OpenCheckpoint(rest, verifier)
+	cp, err := OpenCheckpoint(p.Checkpoint, verifier)
 	if err != nil {
 		return nil, err
 	}
@@ -293,14 +269,10 @@ func openBundle(b []byte) (*ProvenVersion, [32]byte, error) {
 	bad := func(what string) (*ProvenVersion, [32]byte, error) {
 		return nil, [32]byte{}, fmt.Errorf("proof: malformed leaf bundle: %s", what)
 	}
-	if len(b) == 0 || b[0] != bundleVersion {
-		return bad("unknown version")
+	enc, object, err := tlogproof.SplitBundle(b)
+	if err != nil {
+		return nil, [32]byte{}, err
 	}
-	n, w := binary.Uvarint(b[1:])
-	if w <= 0 || n > uint64(len(b)-1-w) {
-		return bad("bad length")
-	}
-	enc, object := b[1+w:1+w+int(n)], b[1+w+int(n):]
 	if len(enc) < 2 || enc[0] != encodingVersion || Kind(enc[1]) != KindVersion {
 		return bad("not an object_versions row of encoding 1")
 	}

@@ -32,7 +32,9 @@ var allowed = map[string][]string{
 	"store":                {"migrations", "store/model", "store/partitions", "store/reads"},
 	"store/partitions":     nil,
 	// The tamper-evident log: its integrator and verify.
-	"store/tamper":         nil,
+	"store/tamper": {"api/tlogproof"},
+	// The one parser of a proof's text (store/tamper, the plugin).
+	"api/tlogproof":        nil,
 	"store/reads":          {"api/errs"},
 	"store/pgembed":        nil,
 	"store/pgtest":         {"store/pgembed"},
@@ -118,7 +120,7 @@ var allowed = map[string][]string{
 	"cmd/kubectl-record/app/cmd/activity":  {"api/record/v1alpha1", "api/shortname", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
 	"cmd/kubectl-record/app/cmd/deletions": {"api/record/v1alpha1", "api/shortname", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
 	"cmd/kubectl-record/app/cmd/diff":      {"api/history/diff", "api/record/v1alpha1", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
-	"cmd/kubectl-record/app/cmd/export":    {"api/escape", "api/record/v1alpha1", "api/restore/manifest", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
+	"cmd/kubectl-record/app/cmd/export":    {"api/escape", "api/record/v1alpha1", "api/restore/manifest", "api/tlogproof", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
 	"cmd/kubectl-record/app/cmd/history":   {"api/record/v1alpha1", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
 	"cmd/kubectl-record/app/cmd/manifest":  {"api/restore/manifest", "cmd/kubectl-record/app/cmdutil"},
 	"cmd/kubectl-record/app/cmd/plan":      {"api/record/v1alpha1", "cmd/kubectl-record/app/cmdutil", "cmd/kubectl-record/app/format"},
