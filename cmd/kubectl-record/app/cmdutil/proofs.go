@@ -23,17 +23,25 @@ const ProofSuffix = ".tlog-proof"
 // tamper-evident log yet (it is appended within seconds of being stored).
 var ErrNotLogged = errors.New("not in the tamper-evident log yet")
 
-// notLogged is ErrNotLogged with the server's words.
-type notLogged string
+// ErrBeforeLog is Proof's error for a version stored before the record
+// kept its tamper-evident log: the log does not hold it and never will.
+var ErrBeforeLog = errors.New("stored before the record kept its tamper-evident log")
 
-func (e notLogged) Error() string        { return string(e) }
-func (e notLogged) Is(target error) bool { return target == ErrNotLogged }
+// notLogged is ErrNotLogged (or ErrBeforeLog) with the server's words.
+type notLogged struct {
+	msg   string
+	cause error
+}
+
+func (e notLogged) Error() string        { return e.msg }
+func (e notLogged) Is(target error) bool { return target == e.cause }
 
 // Proof returns the inclusion proof of the change named name (of namespace
 // ns; "" a cluster-scoped object's clusterchange) in its cluster's
 // tamper-evident log: the text of a C2SP tlog-proof, as the record API
 // answers it to the caller (authorized as reading the change). A version
-// not in the log yet is ErrNotLogged; a record that keeps no log is an
+// not in the log yet is ErrNotLogged, one stored before the record kept
+// its log ErrBeforeLog; a record that keeps no log is an
 // error that says so (exit code 4), as is a version the caller may not
 // read.
 func (f *Factory) Proof(ctx context.Context, ns, name string) ([]byte, error) {
@@ -58,7 +66,9 @@ func (f *Factory) Proof(ctx context.Context, ns, name string) ([]byte, error) {
 		for _, c := range st.Status().Details.Causes {
 			switch c.Type {
 			case record.CauseNotLogged:
-				return nil, notLogged(format.Cell(c.Message))
+				return nil, notLogged{format.Cell(c.Message), ErrNotLogged}
+			case record.CauseBeforeLog:
+				return nil, notLogged{format.Cell(c.Message), ErrBeforeLog}
 			case record.CauseNoLog:
 				return nil, &codedError{ExitNotFound, fmt.Errorf("no proofs: the record keeps no tamper-evident log of this cluster; "+
 					"its operator enables one with serve --log-signing-key-file (docs/security.md) (%s)", format.Cell(c.Message))}

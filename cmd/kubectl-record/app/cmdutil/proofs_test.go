@@ -40,6 +40,8 @@ func TestProofAnswers(t *testing.T) {
 			_, _ = w.Write([]byte(record.ProofHeader + "\nextra AA==\nindex 0\n\nsigned\n"))
 		case strings.HasSuffix(r.URL.Path, "/pending/proof"):
 			status(w, record.CauseNotLogged, "the version is not in the tamper-evident log (yet)")
+		case strings.HasSuffix(r.URL.Path, "/before/proof"):
+			status(w, record.CauseBeforeLog, "the version was stored before the record kept its tamper-evident log")
 		case strings.HasSuffix(r.URL.Path, "/nolog/proof"):
 			status(w, record.CauseNoLog, "the record keeps no tamper-evident log of this cluster")
 		case strings.HasSuffix(r.URL.Path, "/html/proof"):
@@ -62,6 +64,10 @@ func TestProofAnswers(t *testing.T) {
 	}
 	if _, err := f.Proof(ctx, "shop", "pending"); !errors.Is(err, ErrNotLogged) || ExitCode(err) != ExitError {
 		t.Errorf("a version not in the log yet: %v", err)
+	}
+	if _, err := f.Proof(ctx, "shop", "before"); !errors.Is(err, ErrBeforeLog) || errors.Is(err, ErrNotLogged) ||
+		!strings.Contains(err.Error(), "stored before the record kept its tamper-evident log") {
+		t.Errorf("a version stored before the log: %v", err)
 	}
 	if _, err := f.Proof(ctx, "shop", "nolog"); errors.Is(err, ErrNotLogged) || ExitCode(err) != ExitNotFound ||
 		!strings.Contains(err.Error(), "no proofs: the record keeps no tamper-evident log") {

@@ -15,6 +15,7 @@ import (
 
 	record "github.com/options-record/options-record/api/record/v1alpha1"
 	"github.com/options-record/options-record/api/restore/manifest"
+	"github.com/options-record/options-record/api/tlogproof"
 	"github.com/options-record/options-record/cmd/kubectl-record/app/cmdutil"
 	"github.com/options-record/options-record/cmd/kubectl-record/app/format"
 )
@@ -49,13 +50,17 @@ files are written 0600 (Secrets may be recorded in clear) and never over an
 existing file. An object whose file cannot be written is listed and skipped,
 and the export then exits 1.
 
-With --with-proofs, each manifest X.yaml gets its version's inclusion proof
-in the record's tamper-evident log beside it, X.tlog-proof (a C2SP
-tlog-proof), which an auditor checks offline with the log's public key alone:
+With --with-proofs, each manifest X.yaml gets beside it its version's
+inclusion proof in the record's tamper-evident log, X.tlog-proof (a C2SP
+tlog-proof), and X.json, the exact stored state the proof covers. The proof
+covers X.json, not X.yaml: the manifest is derived from that state (cleaned
+as above). An auditor checks both offline with the log's public key alone:
 options-record verify --log-verifier-key-file log.pub --proof X.tlog-proof
-(docs/security.md). A version not in the log yet (it is appended within
-seconds) is listed and the export exits 1; a record without a log stops the
-export before it writes anything.`,
+fails when X.tlog-proof or X.json is not the logged one (docs/security.md).
+A version stored before the record kept its log gets its manifest and no
+proof (a line on stderr; the exit code is not changed). A version not in the
+log yet (it is appended within seconds) is listed and the export exits 1; a
+record without a log stops the export before it writes anything.`,
 		Example: `  kubectl record export -n shop -o shop-now/
   kubectl record export -n shop --as-of 2026-11-25T09:00:00Z -o shop-before-the-outage/
   kubectl apply --dry-run=server -f shop-before-the-outage/
@@ -66,7 +71,7 @@ export before it writes anything.`,
 	cmd.Flags().StringVar(&e.asOf, "as-of", "", "The time (RFC 3339, or 2h for two hours ago); default: now")
 	cmd.Flags().StringVarP(&e.dir, "output", "o", "", "The directory to write into (required)")
 	cmd.Flags().StringSliceVar(&e.resources, "resources", nil, "Only these types (cm, deployments.apps...), comma-separated")
-	cmd.Flags().BoolVar(&e.proofs, "with-proofs", false, "Write each manifest's inclusion proof in the tamper-evident log beside it (X"+cmdutil.ProofSuffix+")")
+	cmd.Flags().BoolVar(&e.proofs, "with-proofs", false, "Write beside each manifest its inclusion proof in the tamper-evident log (X"+cmdutil.ProofSuffix+") and the logged state it covers (X.json)")
 	return cmd
 }
 
@@ -179,11 +184,22 @@ func (e *options) write(ctx context.Context, ns string, c *record.Change) (strin
 		// Asked first: a record without a log stops the export before
 		// its first file; a version not in the log yet is not written.
 		proof, err = e.Proof(ctx, ns, c.Name)
-		if errors.Is(err, cmdutil.ErrNotLogged) {
+		switch {
+		case errors.Is(err, cmdutil.ErrBeforeLog):
+			// Never in the log: the manifest, without a proof.
+			fmt.Fprintf(e.Streams.ErrOut, "no proof of %s: %s\n", what, err)
+		case errors.Is(err, cmdutil.ErrNotLogged):
 			return "", &fileError{what, err}
-		}
-		if err != nil {
+		case err != nil:
 			return "", err
+		}
+	}
+	var state []byte
+	if proof != nil {
+		// The exact logged state the proof carries (the manifest is
+		// derived from it), which verify --proof compares.
+		if state, err = tlogproof.State(proof); err != nil {
+			return "", fmt.Errorf("%s: the record's proof: %w", what, err)
 		}
 	}
 	if full.Manifest == nil || len(full.Manifest.Raw) == 0 {
@@ -212,9 +228,14 @@ func (e *options) write(ctx context.Context, ns string, c *record.Change) (strin
 	if proof != nil {
 		// Beside the manifest, named as it is (claim made the name
 		// unique): verify --proof X.tlog-proof.
-		pf := cmdutil.CutFileName(strings.TrimSuffix(file, ".yaml"), cmdutil.MaxFileName-len(cmdutil.ProofSuffix)) + cmdutil.ProofSuffix
-		if err := cmdutil.WriteNewFile(e.root, pf, proof); err != nil {
+		base := cmdutil.CutFileName(strings.TrimSuffix(file, ".yaml"), cmdutil.MaxFileName-len(cmdutil.ProofSuffix))
+		if err := cmdutil.WriteNewFile(e.root, base+cmdutil.ProofSuffix, proof); err != nil {
 			return "", &fileError{what, err}
+		}
+		if state != nil {
+			if err := cmdutil.WriteNewFile(e.root, base+".json", state); err != nil {
+				return "", &fileError{what, err}
+			}
 		}
 	}
 	// O_EXCL: never over a file, never through a link.

@@ -2,6 +2,8 @@ package export_test
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -41,6 +43,25 @@ func recordOf(t *testing.T, names ...string) string {
 		changes[c.Name] = c
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if path.Base(r.URL.Path) == "proof" {
+			// The proof of a Role named "old-...": stored before the
+			// log; of the others: a tlog-proof whose state is the
+			// manifest with a mark (the logged state, not the clean
+			// manifest).
+			c := changes[path.Base(path.Dir(r.URL.Path))]
+			if strings.HasPrefix(c.Object.Name, "old-") {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusNotFound)
+				_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+					Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound, Message: "no proof",
+					Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: record.CauseBeforeLog,
+						Message: "the version was stored before the record kept its tamper-evident log"}}}})
+				return
+			}
+			w.Header().Set("Content-Type", record.ProofContentType)
+			_, _ = w.Write(proofOf(c.Manifest.Raw))
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		if path.Base(r.URL.Path) == "changes" {
 			list.TypeMeta = metav1.TypeMeta{Kind: "ChangeList", APIVersion: record.SchemeGroupVersion.String()}
@@ -53,10 +74,20 @@ func recordOf(t *testing.T, names ...string) string {
 	return srv.URL
 }
 
-func export(t *testing.T, server, dir string) (code int, out, errOut string) {
+// proofOf is a tlog-proof (not a valid one: verify is not the plugin's)
+// whose leaf bundle carries state, marked.
+func proofOf(state []byte) []byte {
+	row := []byte("the row's encoding")
+	bundle := binary.AppendUvarint([]byte{1}, uint64(len(row)))
+	bundle = append(append(bundle, row...), state...)
+	bundle = append(bundle, " logged"...)
+	return []byte(record.ProofHeader + "\nextra " + base64.StdEncoding.EncodeToString(bundle) + "\nindex 0\n\nsigned\n")
+}
+
+func export(t *testing.T, server, dir string, args ...string) (code int, out, errOut string) {
 	t.Helper()
 	var o, e bytes.Buffer
-	code = app.Main([]string{"export", "-n", "shop", "-o", dir, "--record-server", server, "--record-token", "t0ken"},
+	code = app.Main(append([]string{"export", "-n", "shop", "-o", dir, "--record-server", server, "--record-token", "t0ken"}, args...),
 		genericiooptions.IOStreams{In: strings.NewReader(""), Out: &o, ErrOut: &e})
 	return code, o.String(), e.String()
 }
@@ -213,5 +244,36 @@ func TestExportRefusesADirectoryOthersControl(t *testing.T) {
 		if fi, err := os.Lstat(filepath.Join(real, sub, "roles.rbac.authorization.k8s.io_edit.yaml")); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v", sub, err)
 		}
+	}
+}
+
+// TestExportWithProofs: beside each manifest X.yaml, --with-proofs writes
+// its proof X.tlog-proof and X.json, the exact logged state the proof
+// carries (which verify --proof X.tlog-proof compares: the manifest is
+// derived from it); a version stored before the record kept its log gets
+// its manifest, no proof, a line on stderr, and does not fail the export.
+func TestExportWithProofs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "evidence")
+	code, out, errOut := export(t, recordOf(t, "edit", "old-view"), dir, "--with-proofs")
+	if code != 0 || !strings.Contains(out, "Exported 2 objects") ||
+		!strings.Contains(errOut, "no proof of roles.rbac.authorization.k8s.io/old-view: the version was stored before the record kept its tamper-evident log") {
+		t.Errorf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	want := []string{"roles.rbac.authorization.k8s.io_edit.json", "roles.rbac.authorization.k8s.io_edit.tlog-proof",
+		"roles.rbac.authorization.k8s.io_edit.yaml", "roles.rbac.authorization.k8s.io_old-view.yaml"}
+	if !slices.Equal(names, want) {
+		t.Errorf("files %q, want %q", names, want)
+	}
+	state, err := os.ReadFile(filepath.Join(dir, "roles.rbac.authorization.k8s.io_edit.json"))
+	if err != nil || !strings.HasSuffix(string(state), "} logged") || !strings.Contains(string(state), `"name":"edit"`) {
+		t.Errorf("the logged state: %q %v", state, err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "roles.rbac.authorization.k8s.io_edit.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the logged state's file: %v %v", fi, err)
 	}
 }
