@@ -46,7 +46,9 @@ options-record verify --log-verifier-key-file log.pub --proof FILE
 (docs/security.md). DIR is created and checked as export's -o DIR is
 (0700, yours, no symbolic link); files are written 0600, never over a file.
 A version not in the log yet (it is appended within seconds) is listed and
-the command exits 1; a record without a log writes nothing and says so.`,
+the command exits 1; a version stored before the record kept its log never
+will be in it: it is listed and does not change the exit code; a record
+without a log writes nothing and says so.`,
 		Example: `  kubectl record history cm/app-config -n shop
   kubectl record history deploy web -n shop --since 24h -o wide
   kubectl record history clusterrole/view -o yaml
@@ -110,11 +112,17 @@ func (h *options) writeProofs(ctx context.Context, ns string, recs []record.Chan
 			root.Close()
 		}
 	}()
-	var written, missing int
+	var written, missing, before int
 	for i := range recs {
 		long := metas[i].Name
 		short := cmdutil.ShortName(&recs[i], long)
 		proof, err := h.Proof(ctx, ns, long)
+		if errors.Is(err, cmdutil.ErrBeforeLog) {
+			// Never in the log: said, and not an error.
+			fmt.Fprintf(h.Streams.ErrOut, "no proof of %s: %s\n", format.Cell(short), err)
+			before++
+			continue
+		}
 		if errors.Is(err, cmdutil.ErrNotLogged) {
 			fmt.Fprintf(h.Streams.ErrOut, "no proof of %s: %s\n", format.Cell(short), err)
 			missing++
@@ -138,6 +146,9 @@ func (h *options) writeProofs(ctx context.Context, ns string, recs []record.Chan
 	if written > 0 {
 		fmt.Fprintf(h.Streams.ErrOut, "Wrote %d proofs into %s; check them offline with: options-record verify --log-verifier-key-file log.pub --proof FILE\n",
 			written, format.Cell(h.proofDir))
+	}
+	if before > 0 {
+		fmt.Fprintf(h.Streams.ErrOut, "%d versions were stored before the record kept its tamper-evident log: it holds no proof of them\n", before)
 	}
 	if missing > 0 {
 		return fmt.Errorf("%d versions are not in the tamper-evident log yet (it appends them within seconds): try again", missing)
