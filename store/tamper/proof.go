@@ -29,7 +29,10 @@ import (
 // check the state: a version byte, the length (uvarint) of the row's
 // encoding (RowEncoding: its columns, json ones by the SHA-256 of their
 // text), that encoding, then the exact stored text of the object column
-// (empty when NULL), whose SHA-256 the encoding holds.
+// (empty when NULL), whose SHA-256 the encoding holds. The bundle carries
+// every column, rules too (the OptionsRecordControllers that matched,
+// which no other answer shows a reader): the leaf hashes them all, and a
+// proof without one would not verify (TestProofCarriesTheRules).
 const (
 	proofHeader   = tlogproof.Header
 	bundleVersion = tlogproof.BundleVersion

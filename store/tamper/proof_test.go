@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -204,5 +206,42 @@ func TestProofOfAVersionStoredBeforeTheLog(t *testing.T) {
 	}
 	if _, err := VerifyProof(e.prove(e.st.Pool(), logged.Versions[1]), e.verifier); err != nil {
 		t.Errorf("a logged version: %v", err)
+	}
+}
+
+// TestProofCarriesTheRules: object_versions.rules ("namespace/name" of the
+// matching OptionsRecordControllers) is a column of the row's encoding,
+// which the leaf hashes: a proof shows it, and a proof whose bundle has
+// it removed no longer verifies. So a proof cannot leave it out, and
+// docs/security.md says that a proof reveals it.
+func TestProofCarriesTheRules(t *testing.T) {
+	e := newEnv(t)
+	b := e.batch("default", time.Now(), 2)
+	e.write(b)
+	e.integrate()
+	v := b.Versions[1]
+	p := e.prove(e.st.Pool(), v)
+	pv, err := VerifyProof(p, e.verifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rules, _ := pv.Columns["rules"].([]any); len(rules) != 2 || rules[0] != v.Rules[0] {
+		t.Errorf("the proof's rules %#v, want %q", pv.Columns["rules"], v.Rules)
+	}
+	vals := make([]any, len(versionColumns))
+	for i, c := range versionColumns {
+		vals[i] = pv.Columns[strings.TrimSuffix(c, "::text")]
+	}
+	vals[slices.Index(versionColumns, "rules")] = nil
+	enc, err := RowEncoding(KindVersion, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := binary.AppendUvarint([]byte{bundleVersion}, uint64(len(enc)))
+	bundle = append(append(bundle, enc...), pv.Object...)
+	lines := strings.Split(string(p), "\n")
+	lines[1] = "extra " + base64.StdEncoding.EncodeToString(bundle)
+	if _, err := VerifyProof([]byte(strings.Join(lines, "\n")), e.verifier); err == nil || !strings.Contains(err.Error(), "does not lead to the root") {
+		t.Errorf("a proof without the rules: %v, want it refused", err)
 	}
 }
