@@ -187,8 +187,20 @@ func TestPluginProofs(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, err := verifyProofFiles(t, w.logVerifierKeyFile, proof)
-		if err != nil || !strings.Contains(out, "OK ") {
-			t.Errorf("verify --proof of the exported proof: %v\n%s", err, out)
+		if err != nil || !strings.Contains(out, "OK ") || !strings.Contains(out, "is its logged state") {
+			t.Errorf("verify --proof of the exported proof (and X.json beside it): %v\n%s", err, out)
+		}
+		// The proof covers X.json, the logged state: an edited one fails.
+		state := filepath.Join(edir, "configmaps_app-config.json")
+		b, err := os.ReadFile(state)
+		if err != nil || !strings.Contains(string(b), `"live"`) {
+			t.Fatalf("the exported state: %v\n%s", err, b)
+		}
+		if err := os.WriteFile(state, bytes.Replace(b, []byte(`"live"`), []byte(`"lies"`), 1), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := verifyProofFiles(t, w.logVerifierKeyFile, proof); err == nil || !strings.Contains(out, "FAIL ") {
+			t.Errorf("verify --proof with an edited X.json: %v\n%s", err, out)
 		}
 	})
 }
