@@ -348,36 +348,48 @@ func hasNamespaceDeletion(items []NotificationItem, ns string) bool {
 	return false
 }
 
-// NotificationSent records that message id was delivered.
-func (s *Store) NotificationSent(ctx context.Context, id string) error {
-	_, err := s.pool.raw.Exec(ctx, `UPDATE notification_messages SET sent_at = now(), lease_until = NULL, last_error = NULL WHERE id = $1`, id)
+// ErrLeaseLost is the error of an outcome (NotificationSent, Retry,
+// Dropped) of a claim that is no longer the message's: its lease ran out
+// and another replica claimed the message since (or the outcome is
+// already recorded). Nothing is changed.
+var ErrLeaseLost = errors.New("the notification's lease was lost to a newer claim")
+
+// outcome runs an update of message id fenced to the claim that made
+// attempt (NotificationMessage.Attempts): each claim adds one to
+// attempts, so a stale claim's update matches no row.
+func (s *Store) outcome(ctx context.Context, what, id string, attempt int, set string, args ...any) error {
+	tag, err := s.pool.raw.Exec(ctx, `UPDATE notification_messages SET `+set+`, lease_until = NULL
+WHERE id = $1 AND attempts = $2 AND sent_at IS NULL AND dropped_at IS NULL`, append([]any{id, attempt}, args...)...)
 	if err != nil {
-		return fmt.Errorf("store: notification %s sent: %w", id, err)
+		return fmt.Errorf("store: notification %s %s: %w", id, what, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("store: notification %s %s (attempt %d): %w", id, what, attempt, ErrLeaseLost)
 	}
 	return nil
 }
 
-// NotificationRetry records a failed delivery of message id, to be tried
-// again after wait.
-func (s *Store) NotificationRetry(ctx context.Context, id string, wait time.Duration, failure string) error {
-	_, err := s.pool.raw.Exec(ctx, `UPDATE notification_messages
-SET next_attempt_at = now() + make_interval(secs => $2), lease_until = NULL, last_error = $3 WHERE id = $1`,
-		id, wait.Seconds(), failure)
-	if err != nil {
-		return fmt.Errorf("store: notification %s retry: %w", id, err)
-	}
-	return nil
+// NotificationSent records that message id was delivered by the claim
+// that made attempt; ErrLeaseLost if that claim is no longer the
+// message's.
+func (s *Store) NotificationSent(ctx context.Context, id string, attempt int) error {
+	return s.outcome(ctx, "sent", id, attempt, `sent_at = now(), last_error = NULL`)
+}
+
+// NotificationRetry records a failed delivery of message id by the claim
+// that made attempt, to be tried again after wait; ErrLeaseLost if that
+// claim is no longer the message's.
+func (s *Store) NotificationRetry(ctx context.Context, id string, attempt int, wait time.Duration, failure string) error {
+	return s.outcome(ctx, "retry", id, attempt, `next_attempt_at = now() + make_interval(secs => $3), last_error = $4`,
+		wait.Seconds(), failure)
 }
 
 // NotificationDropped records that message id will not be sent, and why
-// ("rate_limited", "rejected", "expired").
-func (s *Store) NotificationDropped(ctx context.Context, id, reason, failure string) error {
-	_, err := s.pool.raw.Exec(ctx, `UPDATE notification_messages
-SET dropped_at = now(), dropped_reason = $2, lease_until = NULL, last_error = nullif($3, '') WHERE id = $1`, id, reason, failure)
-	if err != nil {
-		return fmt.Errorf("store: notification %s dropped: %w", id, err)
-	}
-	return nil
+// ("rate_limited", "rejected", "expired"), by the claim that made attempt;
+// ErrLeaseLost if that claim is no longer the message's.
+func (s *Store) NotificationDropped(ctx context.Context, id string, attempt int, reason, failure string) error {
+	return s.outcome(ctx, "dropped", id, attempt, `dropped_at = now(), dropped_reason = $3, last_error = nullif($4, '')`,
+		reason, failure)
 }
 
 // PurgeNotifications deletes the messages sent or dropped before cutoff,

@@ -144,14 +144,15 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// CheckLease refuses a lease (Options.Lease, --notify-lease) that is not
-// longer than every destination's timeout: a send still under way when
-// its lease runs out can be claimed and sent again by another replica
-// alongside it.
+// CheckLease refuses a lease (Options.Lease, --notify-lease) that does
+// not outlast every destination's timeout by DefaultLeaseMargin: a send
+// is cut off that long before its lease runs out (a send still under way
+// then could be made alongside by another replica), so a shorter lease
+// would cut sends short of their timeout.
 func (c *Config) CheckLease(lease time.Duration) error {
 	for _, d := range c.Destinations {
-		if lease <= d.Timeout.Duration {
-			return fmt.Errorf("--notify-lease %s is not longer than destination %s's timeout %s: a send still under way could be made again by another replica", lease, d.Name, d.Timeout.Duration)
+		if lease < d.Timeout.Duration+DefaultLeaseMargin {
+			return fmt.Errorf("--notify-lease %s does not outlast destination %s's timeout %s by %s: a send still under way could be made again by another replica", lease, d.Name, d.Timeout.Duration, DefaultLeaseMargin)
 		}
 	}
 	return nil

@@ -25,9 +25,11 @@ import (
 type Queue interface {
 	GroupNotifications(ctx context.Context, window time.Duration) (int, error)
 	ClaimNotification(ctx context.Context, destination string, lease time.Duration) (*store.NotificationMessage, error)
-	NotificationSent(ctx context.Context, id string) error
-	NotificationRetry(ctx context.Context, id string, wait time.Duration, failure string) error
-	NotificationDropped(ctx context.Context, id, reason, failure string) error
+	// The outcomes are fenced to the claim (attempt): one whose lease
+	// was lost to a newer claim changes nothing and is store.ErrLeaseLost.
+	NotificationSent(ctx context.Context, id string, attempt int) error
+	NotificationRetry(ctx context.Context, id string, attempt int, wait time.Duration, failure string) error
+	NotificationDropped(ctx context.Context, id string, attempt int, reason, failure string) error
 	PurgeNotifications(ctx context.Context, cutoff time.Time) (int64, error)
 }
 
@@ -45,6 +47,9 @@ const (
 // second replica sends the message alongside the first.
 const MinLease = 5 * time.Second
 
+// DefaultLeaseMargin is Options.LeaseMargin's default.
+const DefaultLeaseMargin = 2 * time.Second
+
 // DefaultBackoff is the wait before each retry of a message: 1s, doubling,
 // at most 5 minutes, each with up to half again as jitter.
 var DefaultBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: 5 * time.Minute}
@@ -59,8 +64,14 @@ type Options struct {
 	Poll time.Duration
 	// Lease is how long a claimed message is this replica's to send; if
 	// it dies, another sends the message after it. Longer than any
-	// destination's timeout (Config.CheckLease).
+	// destination's timeout by LeaseMargin (Config.CheckLease).
 	Lease time.Duration
+	// LeaseMargin is the end of a lease kept for recording the outcome: a
+	// send is cut off LeaseMargin before its lease runs out (counted from
+	// before the claim, so the claim's own reads are inside the lease),
+	// whatever the destination's timeout. Default (and when not shorter
+	// than Lease): DefaultLeaseMargin, at most a quarter of Lease.
+	LeaseMargin time.Duration
 	// Backoff spaces the retries of a message.
 	Backoff wait.Backoff
 	// MaxAge drops a message not sent this long after it was made.
@@ -82,6 +93,7 @@ type Sender struct {
 
 type metrics struct {
 	sent, retried, made *prometheus.CounterVec
+	leaseLost           *prometheus.CounterVec
 	dropped             *prometheus.CounterVec
 }
 
@@ -94,11 +106,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "options_record_notifications_dropped_total",
 			Help: "Notification messages not sent, by destination and reason (rate_limited, rejected, expired, unknown_destination)."},
 			[]string{"destination", "reason"}),
+		leaseLost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "options_record_notifications_lease_lost_total",
+			Help: "Outcomes of sends not recorded because the message's lease ran out and another replica claimed it, by destination."}, []string{"destination"}),
 		made: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "options_record_notifications_messages_total",
 			Help: "Notification messages made of the outbox's changes (one per incident and destination)."}, nil),
 	}
 	if reg != nil {
-		reg.MustRegister(m.sent, m.retried, m.dropped, m.made)
+		reg.MustRegister(m.sent, m.retried, m.dropped, m.made, m.leaseLost)
 	}
 	return m
 }
@@ -116,6 +130,9 @@ func New(q Queue, o Options) *Sender {
 	}
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
+	}
+	if o.LeaseMargin <= 0 || o.LeaseMargin >= o.Lease {
+		o.LeaseMargin = min(DefaultLeaseMargin, o.Lease/4)
 	}
 	if o.Backoff.Duration <= 0 {
 		o.Backoff = DefaultBackoff
@@ -140,6 +157,7 @@ func New(q Queue, o Options) *Sender {
 		}
 		s.metrics.sent.WithLabelValues(d.Name)
 		s.metrics.retried.WithLabelValues(d.Name)
+		s.metrics.leaseLost.WithLabelValues(d.Name)
 	}
 	return s
 }
@@ -195,6 +213,10 @@ func (s *Sender) sendLoop(ctx context.Context, d *Destination, wake <-chan struc
 	defer t.Stop()
 	for {
 		for ctx.Err() == nil {
+			// The lease starts at the database's now() during the claim,
+			// so it ends no sooner than Lease after this instant (on this
+			// clock, whatever the database's says).
+			end := time.Now().Add(s.o.Lease - s.o.LeaseMargin)
 			m, err := s.q.ClaimNotification(ctx, d.Name, s.o.Lease)
 			if err != nil {
 				if ctx.Err() == nil {
@@ -205,7 +227,7 @@ func (s *Sender) sendLoop(ctx context.Context, d *Destination, wake <-chan struc
 			if m == nil {
 				break
 			}
-			s.deliver(ctx, d, m)
+			s.deliver(ctx, d, m, end)
 		}
 		select {
 		case <-ctx.Done():
@@ -216,35 +238,40 @@ func (s *Sender) sendLoop(ctx context.Context, d *Destination, wake <-chan struc
 	}
 }
 
-// deliver sends m once and records the outcome.
-func (s *Sender) deliver(ctx context.Context, d *Destination, m *store.NotificationMessage) {
+// deliver sends m once, by end (its lease's end less the margin), and
+// records the outcome.
+func (s *Sender) deliver(ctx context.Context, d *Destination, m *store.NotificationMessage, end time.Time) {
 	log := s.o.Logger.With("destination", d.Name, "notification", m.ID)
 	record := func(err error) {
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case errors.Is(err, store.ErrLeaseLost):
+			s.metrics.leaseLost.WithLabelValues(d.Name).Inc()
+			log.Warn("notification's lease ran out before its outcome was recorded; another replica holds it", "attempt", m.Attempts)
+		case err != nil && ctx.Err() == nil:
 			log.Warn("recording a notification's outcome", "err", err)
 		}
 	}
 	if time.Since(m.CreatedAt) > s.o.MaxAge {
 		s.metrics.dropped.WithLabelValues(d.Name, "expired").Inc()
-		record(s.q.NotificationDropped(ctx, m.ID, "expired", ""))
+		record(s.q.NotificationDropped(ctx, m.ID, m.Attempts, "expired", ""))
 		return
 	}
 	if ok, _ := s.limits[d.Name].Take("notify:" + d.Name); !ok {
 		s.metrics.dropped.WithLabelValues(d.Name, "rate_limited").Inc()
 		log.Warn("notification dropped: over the destination's rate")
-		record(s.q.NotificationDropped(ctx, m.ID, "rate_limited", ""))
+		record(s.q.NotificationDropped(ctx, m.ID, m.Attempts, "rate_limited", ""))
 		return
 	}
-	err := s.send(ctx, d, NewIncident(m))
+	err := s.send(ctx, d, NewIncident(m), end)
 	var perm *permanentError
 	switch {
 	case err == nil:
 		s.metrics.sent.WithLabelValues(d.Name).Inc()
-		record(s.q.NotificationSent(ctx, m.ID))
+		record(s.q.NotificationSent(ctx, m.ID, m.Attempts))
 	case errors.As(err, &perm):
 		s.metrics.dropped.WithLabelValues(d.Name, "rejected").Inc()
 		log.Warn("notification rejected by its destination", "err", err)
-		record(s.q.NotificationDropped(ctx, m.ID, "rejected", err.Error()))
+		record(s.q.NotificationDropped(ctx, m.ID, m.Attempts, "rejected", err.Error()))
 	case ctx.Err() != nil:
 		// Shutting down: the lease runs out and a replica sends it.
 	default:
@@ -255,7 +282,7 @@ func (s *Sender) deliver(ctx context.Context, d *Destination, m *store.Notificat
 			w = bo.Step()
 		}
 		log.Info("notification not delivered; will retry", "attempt", m.Attempts, "retry_in", w, "err", err)
-		record(s.q.NotificationRetry(ctx, m.ID, w, err.Error()))
+		record(s.q.NotificationRetry(ctx, m.ID, m.Attempts, w, err.Error()))
 	}
 }
 
@@ -265,8 +292,11 @@ type permanentError struct{ err error }
 
 func (e *permanentError) Error() string { return e.err.Error() }
 
-// send posts the incident in d's format.
-func (s *Sender) send(ctx context.Context, d *Destination, in *Incident) error {
+// send posts the incident in d's format, giving up at d's timeout or at
+// end (the lease's end less the margin), whichever comes first: a send
+// still under way when its lease runs out could be made alongside by
+// another replica.
+func (s *Sender) send(ctx context.Context, d *Destination, in *Incident, end time.Time) error {
 	u, err := d.url()
 	if err != nil {
 		return err
@@ -293,8 +323,13 @@ func (s *Sender) send(ctx context.Context, d *Destination, in *Incident) error {
 	if err != nil {
 		return &permanentError{fmt.Errorf("format: %w", err)}
 	}
+	if time.Until(end) <= 0 {
+		return errors.New("the lease ran out before the send")
+	}
 	ctx, cancel := context.WithTimeout(ctx, d.Timeout.Duration)
 	defer cancel()
+	ctx, cancelLease := context.WithDeadline(ctx, end)
+	defer cancelLease()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return &permanentError{err}
