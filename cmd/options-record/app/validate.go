@@ -51,6 +51,9 @@ func (o *ServeOptions) roles() (ingest, api bool, err error) {
 	if _, err := o.witnesses(); err != nil {
 		return false, false, err
 	}
+	if o.Notify.Lease != 0 && o.Notify.Lease != DefaultNotifyLease && o.Notify.ConfigFile == "" {
+		return false, false, errors.New("--notify-lease without --notify-config: only an ingest replica sending notifications holds their leases")
+	}
 	if len(o.Roles) == 0 {
 		return true, o.API != nil && o.API.Addr != "", nil
 	}
