@@ -37,6 +37,12 @@ func TestCell(t *testing.T) {
 		"<none>\x1b[2K":       `"<none>\x1b[2K"`,
 		"bob":                 "bob",
 		"bob <none>":          "bob <none>",
+		`"<none>"`:            `"\"<none>\""`,
+		`"a\u202eb"`:          `"\"a\\u202eb\""`,
+		" <none>":             `" <none>"`,
+		"bob ":                `"bob "`,
+		"a b":                 "a b",
+		"mallory (as alice)":  "mallory (as alice)",
 		"":                    "",
 		"eve\nroot":           `"eve\nroot"`,
 		"system:serviceaccount:kube-system:generic-garbage-collector": "system:serviceaccount:kube-system:generic-garbage-collector",
@@ -44,5 +50,29 @@ func TestCell(t *testing.T) {
 		if got := Cell(in); got != want {
 			t.Errorf("Cell(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// TestActor: a user and the identity they acted as, each quoted when it
+// could read as the other's part (it holds a parenthesis): no name reads
+// as an impersonation, nor one impersonation as another.
+func TestActor(t *testing.T) {
+	for _, c := range []struct{ user, as, want string }{
+		{"bob", "", "bob"},
+		{"", "", "<none>"},
+		{"", "alice", "<none> (as alice)"},
+		{"<none>", "", `"<none>"`},
+		{"mallory", "alice", "mallory (as alice)"},
+		{"mallory (as alice)", "", `"mallory (as alice)"`},
+		{"a (as", "b", `"a (as" (as b)`},
+		{"a", "(as b", `a (as "(as b")`},
+		{"mallory", "alice) (as bob", `mallory (as "alice) (as bob")`},
+	} {
+		if got := Actor(c.user, c.as); got != c.want {
+			t.Errorf("Actor(%q, %q) = %s, want %s", c.user, c.as, got, c.want)
+		}
+	}
+	if got := Deleter("mallory (as alice)"); got == Actor("mallory", "alice") {
+		t.Errorf("Deleter(%q) = %s reads as mallory acting as alice", "mallory (as alice)", got)
 	}
 }

@@ -122,9 +122,37 @@ func FuzzEscape(f *testing.F) {
 		checkShown(t, quote, false)
 		checkShown(t, text, true)
 		// A cell never begins with "<" (the tables' own words), and is
-		// Quote otherwise.
-		if cell := Cell(s); strings.HasPrefix(cell, "<") || (!strings.HasPrefix(s, "<") && cell != quote) {
+		// Quote unless it could read as another cell.
+		mayRead := strings.HasPrefix(s, "<") || strings.HasPrefix(s, `"`) || strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ")
+		if cell := Cell(s); strings.HasPrefix(cell, "<") || (!mayRead && cell != quote) {
 			t.Fatalf("Cell(%q) = %s (Quote: %s)", s, cell, quote)
+		}
+		// Cell is one-to-one: a cell left as it is is not quoted, and a
+		// quoted one reads back as its string.
+		if cell := Cell(s); strings.HasPrefix(cell, `"`) {
+			if back, err := strconv.Unquote(cell); err != nil || back != s {
+				t.Fatalf("Cell(%q) = %s reads back as %q (%v)", s, cell, back, err)
+			}
+		} else if cell != s {
+			t.Fatalf("Cell(%q) = %s: changed, not quoted", s, cell)
+		}
+		// A name alone never reads as one acting as another, and a user
+		// acting as another reads back as them alone.
+		for _, c := range [][2]string{{s, "alice"}, {"alice", s}, {s, s}} {
+			if c[1] == "" {
+				continue
+			}
+			two := Actor(c[0], c[1])
+			if one := Actor(two, ""); one == two {
+				t.Fatalf("Actor(%q, \"\") = Actor(%q, %q) = %s", two, c[0], c[1], one)
+			}
+			if d := Deleter(two); d == two {
+				t.Fatalf("Deleter(%q) = Actor(%q, %q) = %s", two, c[0], c[1], d)
+			}
+			u, a, ok := parseActor(two)
+			if !ok || u != c[0] || a != c[1] {
+				t.Fatalf("Actor(%q, %q) = %s reads back as %q, %q (%v)", c[0], c[1], two, u, a, ok)
+			}
 		}
 		if clean(s, false) {
 			if line != s || quote != s || text != s {
@@ -160,4 +188,42 @@ func TestQuoted(t *testing.T) {
 			t.Errorf("Quoted(%q) reads back as %q, %v", in, back, err)
 		}
 	}
+}
+
+// parseActor reads an Actor cell back: the user and the identity acted as
+// (a test of its being one-to-one).
+func parseActor(cell string) (user, as string, ok bool) {
+	name := func(s string) (string, string, bool) {
+		if strings.HasPrefix(s, `"`) {
+			q, err := strconv.QuotedPrefix(s)
+			if err != nil {
+				return "", "", false
+			}
+			v, err := strconv.Unquote(q)
+			return v, s[len(q):], err == nil
+		}
+		if i := strings.IndexAny(s, "()"); i >= 0 {
+			if i == 0 || s[i-1] != ' ' {
+				return "", "", false
+			}
+			return s[:i-1], s[i-1:], true
+		}
+		return s, "", true
+	}
+	user, rest, ok := name(cell)
+	if !ok {
+		return "", "", false
+	}
+	if user == "<none>" && !strings.HasPrefix(cell, `"`) {
+		user = ""
+	}
+	if rest == "" {
+		return user, "", true
+	}
+	inner, found := strings.CutPrefix(rest, " (as ")
+	if !found || !strings.HasSuffix(inner, ")") {
+		return "", "", false
+	}
+	as, tail, ok := name(inner[:len(inner)-1])
+	return user, as, ok && tail == "" && as != ""
 }

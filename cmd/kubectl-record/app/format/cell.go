@@ -1,7 +1,6 @@
 package format
 
 import (
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -11,9 +10,10 @@ import (
 )
 
 // Cell makes a recorded string safe for one cell of a terminal table:
-// escape.Cell (quoted when it could drive the terminal, or when it begins
-// with "<" and could read as one of the tables' own words, <none> and the
-// like), and <none> for an empty one.
+// escape.Cell (quoted when it could drive the terminal, or read as
+// another cell: one beginning with "<" as the tables' own words, <none>
+// and the like, or with a double quote or a space), and <none> for an
+// empty one.
 func Cell(s string) string {
 	if s == "" {
 		return "<none>"
@@ -37,22 +37,17 @@ func ResourceCell(o record.ObjectReference) string {
 	return Cell(o.Resource + "." + o.APIGroup)
 }
 
-// ActorCell is who did it: the user, and the identity they acted as, each
-// a Cell (a user named <none> is quoted).
-func ActorCell(user, as string) string {
-	if as == "" {
-		return Cell(user)
-	}
-	return fmt.Sprintf("%s (as %s)", Cell(user), Cell(as))
-}
+// ActorCell is who did it: the user, and the identity they acted as
+// (escape.Actor: a name that could read as another cell, or as an
+// impersonation, is quoted).
+func ActorCell(user, as string) string { return escape.Actor(user, as) }
 
 // DeleterCell is who deleted (or changed: record history's BY), for a
 // table that must fit 120 columns:
 // the garbage collector's and the namespace controller's service
 // accounts, acting as themselves, as their words (escape.Deleter, the
 // rule the aggregated API's table follows too); everyone else as
-// ActorCell, a name that begins with "<" quoted. -o wide shows the full
-// name (ActorCell).
+// ActorCell. -o wide shows the full name (ActorCell).
 func DeleterCell(user, as string) string {
 	if user != "" && as == "" {
 		return escape.Deleter(user)

@@ -26,6 +26,9 @@ func TestCellsAreOneLineOfText(t *testing.T) {
 		"zero\u200bwidth space": `"zero\u200bwidth space"`,
 		"no\u00a0break":         `"no\u00a0break"`, // issue 31: sql quoted it, the plugin did not
 		"hangul\u3164filler":    `"hangul\u3164filler"`,
+		`"a\u202eb"`:            `"\"a\\u202eb\""`, // typed out, quotes included: not the escaped U+202E
+		" <none>":               `" <none>"`,
+		"trailing ":             `"trailing "`,
 	} {
 		if got := Cell(in); got != want {
 			t.Errorf("Cell(%q) = %s, want %s", in, got, want)
@@ -52,6 +55,11 @@ func TestDeleterCell(t *testing.T) {
 		{"<none>", "<garbage-collector>", `"<none>" (as "<garbage-collector>")`},
 		{"bob", "", "bob"},
 		{"", "", "<none>"},
+		// No name reads as an impersonation, nor as a quoted name.
+		{"mallory (as alice)", "", `"mallory (as alice)"`},
+		{"mallory", "alice", "mallory (as alice)"},
+		{`"<none>"`, "", `"\"<none>\""`},
+		{" <none>", "", `" <none>"`},
 	} {
 		if got := DeleterCell(c.user, c.as); got != c.want {
 			t.Errorf("DeleterCell(%q, %q) = %q, want %q", c.user, c.as, got, c.want)
