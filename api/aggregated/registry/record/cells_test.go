@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,9 @@ func TestChangeUserCell(t *testing.T) {
 		"system:serviceaccount:other:generic-garbage-collector":  "system:serviceaccount:other:generic-garbage-collector",
 		"<garbage-collector>": `"<garbage-collector>"`,
 		"<none>":              `"<none>"`,
+		`"<none>"`:            `"\"<none>\""`,
+		" <none>":             `" <none>"`,
+		"mallory (as alice)":  `"mallory (as alice)"`, // the plugin's rule: a name is no impersonation
 		"bob":                 "bob",
 		"":                    "",
 	} {
@@ -81,9 +85,9 @@ func TestChangeUserCell(t *testing.T) {
 		if got := cells[3]; got != want {
 			t.Errorf("User cell of %q = %s, want %s", in, got, want)
 		}
-		full := in // a name that begins with "<" is quoted there too
-		if strings.HasPrefix(in, "<") {
-			full = `"` + in + `"`
+		full := in // a name that begins with "<", `"` or a space is quoted there too
+		if strings.HasPrefix(in, "<") || strings.HasPrefix(in, `"`) || strings.HasPrefix(in, " ") {
+			full = strconv.Quote(in)
 		}
 		if got := cells[len(cells)-1]; got != full || table.ColumnDefinitions[len(cells)-1].Name != "Username" {
 			t.Errorf("-o wide: %s = %s, want the full name %s", table.ColumnDefinitions[len(cells)-1].Name, got, full)
