@@ -83,6 +83,9 @@ func NewSourceLag(reg prometheus.Registerer) *SourceLag {
 // Observe records the events of a batch of source stored at stored. Call
 // it after they are durable: with Persist, it may start a write of their
 // progress (with ctx's values, not its cancellation; Wait waits for it).
+// An event stamped after stored (a skewed clock, a forged delivery) counts
+// as stamped stored: otherwise one such event would make the source look
+// current for ever (the newest never moves back) and its age negative.
 func (l *SourceLag) Observe(ctx context.Context, source, cluster string, events []auditv1.Event, stored time.Time) {
 	if l == nil || len(events) == 0 {
 		return
@@ -94,6 +97,9 @@ func (l *SourceLag) Observe(ctx context.Context, source, cluster string, events 
 		if t.After(newest) {
 			newest = t
 		}
+	}
+	if newest.After(stored) {
+		newest = stored
 	}
 	k := [2]string{source, cluster}
 	l.mu.Lock()

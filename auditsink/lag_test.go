@@ -83,3 +83,27 @@ func TestWebhookRecordsItsProgress(t *testing.T) {
 		t.Errorf("webhook's newest event: %v; want %v", got, at)
 	}
 }
+
+// TestLagNeverAheadOfDelivery: one event stamped far in the future (a
+// skewed clock, or anyone who may deliver) counts as stored when it was:
+// it neither turns the age metric negative nor keeps the source looking
+// current for ever.
+func TestLagNeverAheadOfDelivery(t *testing.T) {
+	e := newEnv(t)
+	lag := auditsink.NewSourceLag(nil)
+	clock := time.Date(2026, 11, 27, 2, 0, 0, 0, time.UTC)
+	auditsink.SetLagClock(lag, func() time.Time { return clock })
+	lag.Persist(e.st, nil)
+	future := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	lag.Observe(context.Background(), "firehose", "default", []auditv1.Event{*Event(At(future))}, clock)
+	lag.Wait()
+	if got, _ := lag.Newest("firehose", "default"); !got.Equal(clock) {
+		t.Errorf("newest in memory: %v; want the delivery time %v", got, clock)
+	}
+	if age, _ := lag.NewestAge("firehose", "default"); age < 0 {
+		t.Errorf("newest event's age: %v; want >= 0", age)
+	}
+	if got := e.progressOf("firehose"); !got.Equal(clock) {
+		t.Errorf("newest in source_progress: %v; want the delivery time %v", got, clock)
+	}
+}
