@@ -56,8 +56,8 @@ func (h *Handler) stream(ctx context.Context, cluster string, prefix []byte, res
 		}
 		events, undecodable = h.inWindow(events, undecodable, now)
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.WriteTimeout)
-		out, err := h.opts.Pipeline.Process(wctx, cluster, events, undecodable)
-		if err == nil {
+		out, err := h.opts.Pipeline.ProcessFrom(wctx, WebhookSource, cluster, events, undecodable)
+		if err == nil && !out.Written.Journaled { // else its drain observes it
 			h.opts.Lag.Observe(wctx, WebhookSource, cluster, events, h.now())
 		}
 		cancel()

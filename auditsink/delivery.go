@@ -129,10 +129,13 @@ func (h *Handler) serveDelivery(w http.ResponseWriter, r *http.Request, d Delive
 	defer cancel()
 	for _, b := range batches {
 		events, undecodable := h.inWindow(b.Events, b.Undecodable, now)
-		if _, err := h.opts.Pipeline.Process(ctx, b.Cluster, events, undecodable); err != nil {
+		out, err := h.opts.Pipeline.ProcessFrom(ctx, d.Name(), b.Cluster, events, undecodable)
+		if err != nil {
 			return unavailable(b.Cluster, len(events), err)
 		}
-		h.opts.Lag.Observe(ctx, d.Name(), b.Cluster, events, h.now())
+		if !out.Written.Journaled { // else its drain observes it
+			h.opts.Lag.Observe(ctx, d.Name(), b.Cluster, events, h.now())
+		}
 	}
 	return nil
 }

@@ -357,11 +357,13 @@ func (h *Handler) recordBatch(ctx context.Context, cluster string, body []byte) 
 	// to be stored is finished (the apiserver will redeliver; we dedupe).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.WriteTimeout)
 	defer cancel()
-	out, err := h.opts.Pipeline.Process(ctx, cluster, events, undecodable)
+	out, err := h.opts.Pipeline.ProcessFrom(ctx, WebhookSource, cluster, events, undecodable)
 	if err != nil {
 		return out, unavailable(cluster, len(events), err)
 	}
-	h.opts.Lag.Observe(ctx, WebhookSource, cluster, events, h.now())
+	if !out.Written.Journaled { // else its drain observes it
+		h.opts.Lag.Observe(ctx, WebhookSource, cluster, events, h.now())
+	}
 	return out, nil
 }
 

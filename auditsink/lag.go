@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/options-record/options-record/store/model"
 )
 
 // SourceLag makes visible how far behind a log service's delivery is, per
@@ -81,7 +83,8 @@ func NewSourceLag(reg prometheus.Registerer) *SourceLag {
 }
 
 // Observe records the events of a batch of source stored at stored. Call
-// it after they are durable: with Persist, it may start a write of their
+// it after they are stored, not when they are only journaled (an outcome's
+// Written.Journaled; ObserveDrained records those): with Persist, it may start a write of their
 // progress (with ctx's values, not its cancellation; Wait waits for it).
 // An event stamped after stored (a skewed clock, a forged delivery) counts
 // as stamped stored: otherwise one such event would make the source look
@@ -90,9 +93,33 @@ func (l *SourceLag) Observe(ctx context.Context, source, cluster string, events 
 	if l == nil || len(events) == 0 {
 		return
 	}
+	l.observe(ctx, source, cluster, len(events), func(i int) time.Time { return events[i].StageTimestamp.Time }, stored)
+}
+
+// ObserveDrained records the events of a batch the journal stored late
+// (journal.Options.Drained): a batch is journaled while the database is
+// down or slow, and its source's progress must not claim its events until
+// they are stored. Only the events kept are known then, so the newest may
+// be older than the delivery's: the progress is late, never early. A batch
+// of no source (import, or journaled by an older release) records nothing.
+func (l *SourceLag) ObserveDrained(ctx context.Context, b *model.Batch, stored time.Time) {
+	if l == nil || b.Source == "" {
+		return
+	}
+	byCluster := map[string][]time.Time{}
+	for i := range b.Events {
+		byCluster[b.Events[i].Cluster] = append(byCluster[b.Events[i].Cluster], b.Events[i].StageAt)
+	}
+	for cluster, at := range byCluster {
+		l.observe(ctx, b.Source, cluster, len(at), func(i int) time.Time { return at[i] }, stored)
+	}
+}
+
+// observe is Observe of n events, the i-th stamped at(i).
+func (l *SourceLag) observe(ctx context.Context, source, cluster string, n int, at func(int) time.Time, stored time.Time) {
 	var newest time.Time
-	for i := range events {
-		t := events[i].StageTimestamp.Time
+	for i := range n {
+		t := at(i)
 		l.delay.WithLabelValues(source).Observe(max(0, stored.Sub(t).Seconds()))
 		if t.After(newest) {
 			newest = t

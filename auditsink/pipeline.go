@@ -129,6 +129,7 @@ func (o *Outcome) Add(p Outcome) {
 	o.Written.Versions += p.Written.Versions
 	o.Written.DuplicateEvents += p.Written.DuplicateEvents
 	o.Written.NoopVersions += p.Written.NoopVersions
+	o.Written.Journaled = o.Written.Journaled || p.Written.Journaled
 	o.Retained = o.Retained || p.Retained
 }
 
@@ -143,13 +144,21 @@ func (o *Outcome) Add(p Outcome) {
 // outcome is Retained. Nothing Process calls keeps a slice of the body
 // after it returns (an observer that keeps a string clones it).
 func (p *Pipeline) Process(ctx context.Context, cluster string, events []auditv1.Event, undecodable map[string]int) (Outcome, error) {
+	return p.ProcessFrom(ctx, "", cluster, events, undecodable)
+}
+
+// ProcessFrom is Process for the events of an audit source (webhook,
+// firehose, pubsub, eventhubs): the batch carries its name, so that a
+// journaled batch's drain records the source's progress. A caller records
+// that progress itself only when the outcome's Written.Journaled is false.
+func (p *Pipeline) ProcessFrom(ctx context.Context, source, cluster string, events []auditv1.Event, undecodable map[string]int) (Outcome, error) {
 	out := Outcome{Received: len(events)}
 	for reason, n := range undecodable {
 		out.Received += n
 		out.drop(reason, n)
 	}
 	rules := p.rules.RulesFor(cluster)
-	batch := &model.Batch{}
+	batch := &model.Batch{Source: source}
 	for i := range events {
 		ev := &events[i]
 		if p.observer != nil && p.observer.ObserveEvents(cluster, events[i:i+1]) {
@@ -227,7 +236,7 @@ func (p *Pipeline) eventByEvent(ctx context.Context, batch *model.Batch, out *Ou
 	)
 	for i := range batch.Events {
 		e := &batch.Events[i]
-		one := &model.Batch{Events: batch.Events[i : i+1], Versions: byEvent[e.Cluster+"\x00"+string(e.Key)]}
+		one := &model.Batch{Events: batch.Events[i : i+1], Versions: byEvent[e.Cluster+"\x00"+string(e.Key)], Source: batch.Source}
 		res, err := p.writer.WriteBatch(ctx, one)
 		out.Retained = out.Retained || one.Retained
 		if err != nil && model.IsInvalidData(err) {
@@ -244,6 +253,7 @@ func (p *Pipeline) eventByEvent(ctx context.Context, batch *model.Batch, out *Ou
 		total.Versions += res.Versions
 		total.DuplicateEvents += res.DuplicateEvents
 		total.NoopVersions += res.NoopVersions
+		total.Journaled = total.Journaled || res.Journaled
 		stored = append(stored, *e)
 	}
 	return total, stored, nil

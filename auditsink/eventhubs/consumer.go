@@ -34,7 +34,7 @@ var Categories = []string{"kube-audit", "kube-audit-admin"}
 
 // Processor filters and stores a batch of events: auditsink.Pipeline.
 type Processor interface {
-	Process(ctx context.Context, cluster string, events []auditv1.Event, undecodable map[string]int) (auditsink.Outcome, error)
+	ProcessFrom(ctx context.Context, source, cluster string, events []auditv1.Event, undecodable map[string]int) (auditsink.Outcome, error)
 }
 
 // Checkpoints keeps where each partition was read up to: store.Store.
@@ -370,10 +370,13 @@ func (c *Consumer) store(ctx context.Context, partition int32, records []*kgo.Re
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.WriteTimeout)
 	defer cancel()
 	if len(events) > 0 || len(undecodable) > 0 {
-		if _, err := c.o.Pipeline.Process(wctx, c.o.Cluster, events, undecodable); err != nil {
+		out, err := c.o.Pipeline.ProcessFrom(wctx, Source, c.o.Cluster, events, undecodable)
+		if err != nil {
 			return err
 		}
-		c.o.Lag.Observe(wctx, Source, c.o.Cluster, events, time.Now())
+		if !out.Written.Journaled { // else its drain observes it
+			c.o.Lag.Observe(wctx, Source, c.o.Cluster, events, time.Now())
+		}
 	}
 	next := map[int32]int64{partition: records[len(records)-1].Offset + 1}
 	if err := c.o.Store.CommitCheckpoints(wctx, Source, c.o.Group, c.o.Topic, next); err != nil {

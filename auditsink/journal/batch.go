@@ -19,6 +19,10 @@ type batchRecord struct {
 	// kept beside the events so that eventRecord keeps the shape version 1
 	// converts to; absent in records written before notifications.
 	Notify []routeRecord `json:"notify,omitempty"`
+	// Source is the batch's audit source (model.Batch.Source), whose
+	// progress its drain records; absent in records written before it (their
+	// drain records no progress).
+	Source string `json:"source,omitempty"`
 }
 
 // routeRecord is one model.Route of the event at index Event.
@@ -91,7 +95,7 @@ type versionRecord struct {
 
 // toRecord converts b for the journal. The record shares b's slices.
 func toRecord(b *model.Batch) *batchRecord {
-	r := &batchRecord{Events: makeNil[eventRecord](len(b.Events)), Versions: makeNil[versionRecord](len(b.Versions))}
+	r := &batchRecord{Events: makeNil[eventRecord](len(b.Events)), Versions: makeNil[versionRecord](len(b.Versions)), Source: b.Source}
 	for i := range b.Events {
 		e := &b.Events[i]
 		for _, n := range e.Notify {
@@ -162,7 +166,7 @@ func toRecord(b *model.Batch) *batchRecord {
 
 // batch converts a decoded record back into the store's batch.
 func (r *batchRecord) batch() *model.Batch {
-	b := &model.Batch{Events: makeNil[model.Event](len(r.Events)), Versions: makeNil[model.Version](len(r.Versions))}
+	b := &model.Batch{Events: makeNil[model.Event](len(r.Events)), Versions: makeNil[model.Version](len(r.Versions)), Source: r.Source}
 	for i := range r.Events {
 		e := &r.Events[i]
 		b.Events[i] = model.Event{

@@ -168,6 +168,7 @@ func (j *Journal) head(one bool) []entry {
 // that read back but do not decode are quarantined.
 func (j *Journal) drain(ctx context.Context, head []entry) (int, error) {
 	merged := &model.Batch{}
+	var parts []*model.Batch // for Options.Drained
 	for i, e := range head {
 		rec, err := readRecord(e)
 		if err != nil {
@@ -197,6 +198,15 @@ func (j *Journal) drain(ctx context.Context, head []entry) (int, error) {
 		}
 		merged.Events = append(merged.Events, b.Events...)
 		merged.Versions = append(merged.Versions, b.Versions...)
+		parts = append(parts, b)
+	}
+	for i, b := range parts {
+		if i == 0 || b.Source == merged.Source {
+			merged.Source = b.Source
+		} else {
+			merged.Source = "" // of several sources: Drained tells each
+			break
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, j.opts.DrainTimeout)
 	defer cancel()
@@ -212,6 +222,7 @@ func (j *Journal) drain(ctx context.Context, head []entry) (int, error) {
 	// the cursor is saved (see skip).
 	j.storeDown.Store(false)
 	j.skip(head, "")
+	j.drained(ctx, parts...)
 	return len(head), nil
 }
 
@@ -247,6 +258,17 @@ func (j *Journal) skip(done []entry, reason string) {
 	}
 	for _, s := range segs {
 		j.removeIfDrained(s)
+	}
+}
+
+// drained tells Options.Drained of batches now stored.
+func (j *Journal) drained(ctx context.Context, bs ...*model.Batch) {
+	if j.opts.Drained == nil {
+		return
+	}
+	now := time.Now()
+	for _, b := range bs {
+		j.opts.Drained(ctx, b, now)
 	}
 }
 
@@ -306,6 +328,7 @@ func (j *Journal) setAside(ctx context.Context, e entry, cause error) error {
 	}
 	if len(rejected.Events) == 0 {
 		j.skip([]entry{e}, "")
+		j.drained(ctx, b)
 		return nil
 	}
 	part, err := encodeRecord(&rejected, e.at)

@@ -57,6 +57,11 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Drained, when set, is called with each journaled batch once the
+	// drainer has stored it (with the time it was stored): the sink records
+	// its source's progress then, not when the batch was journaled. Its
+	// Events and Source are set; it must not keep the batch.
+	Drained func(ctx context.Context, b *model.Batch, stored time.Time)
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -278,7 +283,8 @@ func (j *Journal) recover() error {
 // trying the store: acknowledgements stay fast during an outage. Once the
 // store answers, new batches are stored directly again while the drainer
 // catches up, so the backlog shrinks even under full load (the record
-// orders versions by resourceVersion, never by arrival). A journaled batch has a zero WriteResult: it is counted when drained.
+// orders versions by resourceVersion, never by arrival). A journaled batch has a zero WriteResult
+// but for Journaled: it is counted, and Options.Drained told, when drained.
 // Errors (ErrFull, ErrClosed, invalid data, a failing disk) mean b is
 // neither stored nor journaled.
 func (j *Journal) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteResult, error) {
@@ -307,7 +313,7 @@ func (j *Journal) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteRe
 	}
 	err := j.append(ctx, b)
 	if err == nil {
-		return model.WriteResult{}, nil
+		return model.WriteResult{Journaled: true}, nil
 	}
 	if errors.Is(err, ErrFull) && !tried && ctx.Err() == nil {
 		// The journal is full while draining: the store may take this batch

@@ -102,6 +102,11 @@ type Batch struct {
 	// strings and objects point into must not be reused then. It is set
 	// before WriteBatch returns, by the goroutine that called it.
 	Retained bool
+	// Source names the audit source the batch came from (webhook,
+	// firehose, pubsub, eventhubs; "": none, as import). Not a column: the
+	// journal keeps it so that its drain can record that source's progress
+	// once the batch is stored (see WriteResult.Journaled).
+	Source string
 }
 
 // Writer stores one batch durably, in one transaction, and returns only
@@ -120,4 +125,8 @@ type WriteResult struct {
 	NoopVersions    int // changes that left the object as an already stored version
 	Notifications   int // notification outbox rows queued (see Event.Notify)
 	Confirmed       int // admission observations the events named, now versions
+	// Journaled: the batch is durable in the journal, not yet stored (the
+	// store was down or slow); the counts are zero, and nothing may claim
+	// its events are in the record (source_progress) until its drain.
+	Journaled bool
 }

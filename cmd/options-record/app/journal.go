@@ -30,13 +30,17 @@ type JournalOptions struct {
 // readiness check: nil without a journal (readiness is then the database's),
 // else the journal's high-water check — with a journal the sink takes
 // batches while the database is down, so that must not make it unready.
-func wrapJournal(ctx context.Context, o JournalOptions, st model.Writer, reg prometheus.Registerer, log *slog.Logger) (model.Writer, func(context.Context) error, func() error, error) {
+//
+// drained, when set, is told of each journaled batch once stored (the
+// sources' lag: see journal.Options.Drained).
+func wrapJournal(ctx context.Context, o JournalOptions, st model.Writer, reg prometheus.Registerer, log *slog.Logger,
+	drained func(context.Context, *model.Batch, time.Time)) (model.Writer, func(context.Context) error, func() error, error) {
 	if o.Dir == "" {
 		return st, nil, nil, nil
 	}
 	j, err := journal.Open(o.Dir, st, journal.Options{
 		MaxBytes: o.MaxBytes, HighWater: o.HighWater, WriteDeadline: o.WriteDeadline,
-		Registerer: reg, Logger: log.With("component", "journal"),
+		Registerer: reg, Logger: log.With("component", "journal"), Drained: drained,
 	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("journal: %w", err)

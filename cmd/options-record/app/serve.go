@@ -314,7 +314,7 @@ func newIngest(o ServeOptions, log *slog.Logger) (*ingestProcess, error) {
 func (p *ingestProcess) openJournal(ctx context.Context) (func(context.Context) error, error) {
 	var stop func(context.Context) error
 	var err error
-	p.writer, stop, p.journalReady, err = wrapJournal(ctx, JournalOptions{Dir: p.o.JournalDir}, p.st, p.reg, p.log)
+	p.writer, stop, p.journalReady, err = wrapJournal(ctx, JournalOptions{Dir: p.o.JournalDir}, p.st, p.reg, p.log, p.lag.ObserveDrained)
 	return stop, err
 }
 
