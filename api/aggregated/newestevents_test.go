@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
@@ -42,23 +44,37 @@ func TestNewestEventsHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := withNewestEvents(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), hist, "prod", slog.New(slog.DiscardHandler))
+	// A reader of one namespace: the chain let them list deletions there,
+	// but the header, the whole cluster's, is not theirs.
+	nsHist, err := history.New(history.Options{Reader: st, Progress: st, Authorizer: namespaceOnly{"team"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsH := withNewestEvents(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), nsHist, "prod", slog.New(slog.DiscardHandler))
 	tests := []struct {
-		name string
-		info genericapirequest.RequestInfo
-		want bool
+		name      string
+		info      genericapirequest.RequestInfo
+		want      bool
+		namespace bool // asked by the reader of one namespace
 	}{
-		{"list of deletions", genericapirequest.RequestInfo{IsResourceRequest: true, Verb: "list", APIGroup: recordv1alpha1.GroupName, Resource: "deletions"}, true},
-		{"list of clusterchanges", genericapirequest.RequestInfo{IsResourceRequest: true, Verb: "list", APIGroup: recordv1alpha1.GroupName, Resource: "clusterchanges"}, true},
-		{"get of a change", genericapirequest.RequestInfo{IsResourceRequest: true, Verb: "get", APIGroup: recordv1alpha1.GroupName, Resource: "changes", Name: "x"}, false},
-		{"list of restores", genericapirequest.RequestInfo{IsResourceRequest: true, Verb: "list", APIGroup: recordv1alpha1.GroupName, Resource: "restores"}, false},
-		{"discovery", genericapirequest.RequestInfo{Verb: "get", Path: "/apis"}, false},
+		{"a namespace reader's list of deletions in it", genericapirequest.RequestInfo{IsResourceRequest: true, Verb: "list", APIGroup: recordv1alpha1.GroupName, Resource: "deletions", Namespace: "team"}, false, true},
+		{"a cluster reader's list of deletions in a namespace", genericapirequest.RequestInfo{IsResourceRequest: true, Verb: "list", APIGroup: recordv1alpha1.GroupName, Resource: "deletions", Namespace: "team"}, true, false},
+		{"list of deletions", genericapirequest.RequestInfo{IsResourceRequest: true, Verb: "list", APIGroup: recordv1alpha1.GroupName, Resource: "deletions"}, true, false},
+		{"list of clusterchanges", genericapirequest.RequestInfo{IsResourceRequest: true, Verb: "list", APIGroup: recordv1alpha1.GroupName, Resource: "clusterchanges"}, true, false},
+		{"get of a change", genericapirequest.RequestInfo{IsResourceRequest: true, Verb: "get", APIGroup: recordv1alpha1.GroupName, Resource: "changes", Name: "x"}, false, false},
+		{"list of restores", genericapirequest.RequestInfo{IsResourceRequest: true, Verb: "list", APIGroup: recordv1alpha1.GroupName, Resource: "restores"}, false, false},
+		{"discovery", genericapirequest.RequestInfo{Verb: "get", Path: "/apis"}, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/apis/record.optionsrecord.io/v1alpha1/deletions", nil)
-			r = r.WithContext(genericapirequest.WithRequestInfo(r.Context(), &tt.info))
+			ctx := genericapirequest.WithUser(genericapirequest.WithRequestInfo(r.Context(), &tt.info), &user.DefaultInfo{Name: "reader"})
 			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
+			if tt.namespace {
+				nsH.ServeHTTP(w, r.WithContext(ctx))
+			} else {
+				h.ServeHTTP(w, r.WithContext(ctx))
+			}
 			v := w.Header().Get(recordv1alpha1.NewestEventsHeader)
 			if !tt.want {
 				if v != "" {
@@ -72,4 +88,14 @@ func TestNewestEventsHeader(t *testing.T) {
 			}
 		})
 	}
+}
+
+// namespaceOnly allows everything in one namespace, nothing else.
+type namespaceOnly struct{ ns string }
+
+func (n namespaceOnly) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.GetNamespace() == n.ns {
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionNoOpinion, "no RBAC rule", nil
 }

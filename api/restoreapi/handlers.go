@@ -88,7 +88,7 @@ func (s *Server) searchChanges(w http.ResponseWriter, r *http.Request) error {
 		f.AsOf = &t
 	}
 	page, err := s.hist.Changes(r.Context(), f, p)
-	s.newestEvents(w, r, err)
+	s.newestEvents(w, r, "changes", err)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -100,7 +100,7 @@ func (s *Server) historyByName(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	page, err := s.hist.History(r.Context(), chi.URLParam(r, "cluster"), o, p)
-	s.newestEvents(w, r, err)
+	s.newestEvents(w, r, "changes", err)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -110,7 +110,7 @@ func (s *Server) historyByUID(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	page, err := s.hist.HistoryByUID(r.Context(), chi.URLParam(r, "cluster"), chi.URLParam(r, "uid"), p)
-	s.newestEvents(w, r, err)
+	s.newestEvents(w, r, "changes", err)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -230,7 +230,7 @@ func (s *Server) listDeletions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	page, err := s.hist.Deletions(r.Context(), objectFilter(r), p)
-	s.newestEvents(w, r, err)
+	s.newestEvents(w, r, "deletions", err)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -249,7 +249,7 @@ func (s *Server) failedMutations(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	page, err := s.hist.FailedMutationsWithBodies(r.Context(), objectFilter(r), p)
-	s.newestEvents(w, r, err)
+	s.newestEvents(w, r, "attempts", err)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -259,7 +259,7 @@ func (s *Server) userActivity(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	page, err := s.hist.Activity(r.Context(), chi.URLParam(r, "cluster"), r.URL.Query().Get("user"), p)
-	s.newestEvents(w, r, err)
+	s.newestEvents(w, r, "changes", err)
 	return answer(w, r, http.StatusOK, page, err)
 }
 
@@ -331,13 +331,16 @@ func (s *Server) executePlan(w http.ResponseWriter, r *http.Request) error {
 
 // newestEvents adds recordv1alpha1.NewestEventsHeader to a list answered (listErr
 // nil) to its authenticated caller: how late each audit source of the
-// list's cluster is. Not read, it is left out (and logged).
-func (s *Server) newestEvents(w http.ResponseWriter, r *http.Request, listErr error) {
+// list's cluster is, only when the caller may list resource (the record
+// API's deletions, changes or attempts the list answers as) at the cluster
+// scope: the times are the whole cluster's. Not read, it is left out (and
+// logged).
+func (s *Server) newestEvents(w http.ResponseWriter, r *http.Request, resource string, listErr error) {
 	if listErr != nil {
 		return
 	}
 	cluster := chi.URLParam(r, "cluster")
-	newest, err := s.hist.NewestEvents(r.Context(), cluster)
+	newest, err := s.hist.NewestEvents(r.Context(), cluster, recordv1alpha1.GroupName, resource)
 	if err != nil {
 		s.log.Warn("the sources' progress could not be read: a list answered without it", "err", err)
 		return
