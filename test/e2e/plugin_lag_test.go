@@ -14,7 +14,8 @@ import (
 // list of the record carries how late each source of the cluster is, and
 // kubectl record notes on stderr a source later than --lag-warning (here a
 // Firehose feed twelve minutes behind), never the webhook that has just
-// delivered; standard output is the same with the note and without it.
+// delivered; standard output is the same with the note and without it. A
+// reader of one namespace only gets the list without the cluster's times.
 func TestPluginNotesALateSource(t *testing.T) {
 	w := startWorldWith(t, worldOptions{aggregated: true,
 		files: []string{"testdata/restore-rbac.yaml", "testdata/aggregated-rbac.yaml"}})
@@ -55,4 +56,39 @@ func TestPluginNotesALateSource(t *testing.T) {
 	if r := plugin(t, bin, admin, nil, "deletions", "-n", ns, "--lag-warning", "15m"); r.code != 0 || strings.Contains(r.errOut, "note:") {
 		t.Errorf("--lag-warning 15m: exit %d, stderr %q; want no note", r.code, r.errOut)
 	}
+
+	// A reader of this namespace only (carol: the record's reader role and view,
+	// bound here): the sources' times are the whole cluster's, not theirs.
+	// The list is the same, without the header, so without a note.
+	kubectlOK(t, w, controlplane.AdminUser, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: e2e-lag-record-reader}
+rules:
+  - apiGroups: [record.optionsrecord.io]
+    resources: [deletions, changes, attempts]
+    verbs: [get, list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: lag-reader-record, namespace: `+ns+`}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: e2e-lag-record-reader}
+subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: carol}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: lag-reader-view, namespace: `+ns+`}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: carol}]
+`), "apply", "-f", "-")
+	reader := w.cp.WriteKubeconfig(t, "carol")
+	eventually(t, time.Minute, "the namespace reader's list", func() error {
+		r := plugin(t, bin, reader, nil, "deletions", "-n", ns)
+		if r.code != 0 || !strings.Contains(r.out, "late") {
+			return fmt.Errorf("exit %d: %s%s", r.code, r.out, r.errOut)
+		}
+		if strings.Contains(r.errOut, "note:") {
+			t.Errorf("a reader of %s only was told the cluster's lag: %q", ns, r.errOut)
+		}
+		return nil
+	})
 }
