@@ -1,14 +1,18 @@
 package tamper
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -65,98 +69,140 @@ func OpenCheckpoint(signed []byte, verifier note.Verifier) (Checkpoint, error) {
 	return ParseCheckpoint(n.Text)
 }
 
-// clusterDir is a cluster's directory under a checkpoint directory.
-func clusterDir(dir, cluster string) string {
-	return filepath.Join(dir, "cluster="+url.PathEscape(cluster))
+// A checkpoint bucket (an integrator's --checkpoint-dir or --checkpoint-url,
+// outside the database) keeps, for each cluster, objects under
+// cluster=<name>/, the name escaped: <size> for each signed checkpoint,
+// latest for the newest (the trusted one), verified for the one an
+// incremental verify last verified. Each is written whole (a file renamed
+// into place, an object put in one request): no reader sees part of one.
+
+// clusterPrefix is a cluster's prefix in a checkpoint bucket.
+func clusterPrefix(cluster string) string {
+	return "cluster=" + url.PathEscape(cluster) + "/"
 }
 
-// writeCheckpointFile writes a signed checkpoint to dir: a file named for
-// its size under the cluster's directory, and (if latest) latest, each
+// maxCheckpointBytes caps what is read of one checkpoint object: a note
+// with its signatures and cosignatures is well under a kilobyte, and the
+// bucket is outside the database, not trusted to be small.
+const maxCheckpointBytes = 1 << 20
+
+// writeTimeout bounds writing a checkpoint whose log is committed: it is
+// written even when the caller is stopping.
+const writeTimeout = 30 * time.Second
+
+// writeCheckpointFile writes a signed checkpoint to b: an object named for
+// its size under the cluster's prefix, and (if latest) latest, each
 // replaced whole.
-func writeCheckpointFile(dir, cluster string, size int64, signed []byte, latest bool) error {
+func writeCheckpointFile(ctx context.Context, b *blob.Bucket, cluster string, size int64, signed []byte, latest bool) error {
 	names := []string{strconv.FormatInt(size, 10)}
 	if latest {
 		names = append(names, "latest")
 	}
-	return writeClusterFiles(dir, cluster, signed, names...)
+	return writeClusterFiles(ctx, b, cluster, signed, names...)
 }
 
-// writeClusterFiles writes b to files of a cluster's directory under dir,
+// writeClusterFiles writes signed to objects of a cluster's prefix in b,
 // each replaced whole.
-func writeClusterFiles(dir, cluster string, signed []byte, names ...string) error {
-	d := clusterDir(dir, cluster)
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		return err
-	}
+func writeClusterFiles(ctx context.Context, b *blob.Bucket, cluster string, signed []byte, names ...string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
 	for _, name := range names {
-		tmp, err := os.CreateTemp(d, ".tmp-*")
+		// The type is given: none is sniffed from the (hostile) content.
+		err := b.WriteAll(ctx, clusterPrefix(cluster)+name, signed, &blob.WriterOptions{ContentType: "text/plain; charset=utf-8"})
 		if err != nil {
-			return err
-		}
-		_, err = tmp.Write(signed)
-		if err == nil {
-			err = tmp.Sync()
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), filepath.Join(d, name))
-		}
-		if err != nil {
-			_ = os.Remove(tmp.Name())
 			return err
 		}
 	}
 	return nil
 }
 
-// ReadTrusted reads the latest checkpoint of a cluster kept in dir (by an
-// integrator's --checkpoint-dir, or copied there), or nil when there is none.
-func ReadTrusted(dir, cluster string) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(clusterDir(dir, cluster), "latest"))
-	if errors.Is(err, os.ErrNotExist) {
+// readClusterFile reads a cluster's object name from b, or nil when there
+// is none.
+func readClusterFile(ctx context.Context, b *blob.Bucket, cluster, name string) ([]byte, error) {
+	r, err := b.NewReader(ctx, clusterPrefix(cluster)+name, nil)
+	if gcerrors.Code(err) == gcerrors.NotFound {
 		return nil, nil
 	}
-	return b, err
-}
-
-// verifiedName is the file, beside latest, of the checkpoint an
-// incremental verify last verified, and starts from.
-const verifiedName = "verified"
-
-// ReadVerified reads the checkpoints of dir's clusters that a verify
-// verified (cluster=<name>/verified, WriteVerified), by cluster: what
-// VerifyOptions.Since starts from.
-func ReadVerified(dir string) (map[string][]byte, error) {
-	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]byte{}
-	for _, d := range entries {
-		name, ok := strings.CutPrefix(d.Name(), "cluster=")
-		if !ok || !d.IsDir() {
-			continue
-		}
-		c, err := url.PathUnescape(name)
-		if err != nil || clusterDir(dir, c) != filepath.Join(dir, d.Name()) {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, d.Name(), verifiedName))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+	defer r.Close()
+	out, err := io.ReadAll(io.LimitReader(r, maxCheckpointBytes+1))
+	if err == nil && len(out) > maxCheckpointBytes {
+		err = fmt.Errorf("%s: larger than %d bytes", clusterPrefix(cluster)+name, maxCheckpointBytes)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReadTrusted reads the latest checkpoint of a cluster kept in b (by an
+// integrator's --checkpoint-dir or --checkpoint-url, or copied there), or
+// nil when there is none.
+func ReadTrusted(ctx context.Context, b *blob.Bucket, cluster string) ([]byte, error) {
+	return readClusterFile(ctx, b, cluster, "latest")
+}
+
+// verifiedName is the object, beside latest, of the checkpoint an
+// incremental verify last verified, and starts from.
+const verifiedName = "verified"
+
+// bucketClusters lists the clusters with a prefix in b that holds name.
+// A prefix that does not unescape to a cluster (or not to the one it
+// is written as) is not one of them.
+func bucketClusters(ctx context.Context, b *blob.Bucket, name string) ([]string, error) {
+	var out []string
+	it := b.List(&blob.ListOptions{Prefix: "cluster=", Delimiter: "/"})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		out[c] = b
+		esc, ok := strings.CutSuffix(strings.TrimPrefix(obj.Key, "cluster="), "/")
+		if !ok || !obj.IsDir {
+			continue
+		}
+		c, err := url.PathUnescape(esc)
+		if err != nil || clusterPrefix(c) != obj.Key {
+			continue
+		}
+		ok, err = b.Exists(ctx, obj.Key+name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, c)
+		}
+	}
+}
+
+// ReadVerified reads the checkpoints of b's clusters that a verify
+// verified (cluster=<name>/verified, WriteVerified), by cluster: what
+// VerifyOptions.Since starts from.
+func ReadVerified(ctx context.Context, b *blob.Bucket) (map[string][]byte, error) {
+	clusters, err := bucketClusters(ctx, b, verifiedName)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for _, c := range clusters {
+		v, err := readClusterFile(ctx, b, c, verifiedName)
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			out[c] = v
+		}
 	}
 	return out, nil
 }
 
 // WriteVerified keeps a cluster's checkpoint that a verify verified
-// (ClusterReport.Checkpoint) in dir, for the next incremental verify.
-func WriteVerified(dir, cluster string, signed []byte) error {
-	return writeClusterFiles(dir, cluster, signed, verifiedName)
+// (ClusterReport.Checkpoint) in b, for the next incremental verify.
+func WriteVerified(ctx context.Context, b *blob.Bucket, cluster string, signed []byte) error {
+	return writeClusterFiles(ctx, b, cluster, signed, verifiedName)
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/fileblob"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/options-record/options-record/store"
@@ -30,7 +32,8 @@ type env struct {
 	in       *Integrator
 	signer   note.Signer
 	verifier note.Verifier
-	dir      string // the integrator's --checkpoint-dir
+	dir      string       // the integrator's --checkpoint-dir
+	bucket   *blob.Bucket // dir, as the integrator and verify open it
 	seq      int
 }
 
@@ -53,9 +56,23 @@ func newKey(t testing.TB) (note.Signer, note.Verifier) {
 	return s, v
 }
 
+// dirBucket opens a checkpoint directory as cmd/options-record does for
+// --checkpoint-dir: no attribute files beside the checkpoints, each
+// written to a temporary file beside its name and renamed.
+func dirBucket(t testing.TB, dir string) *blob.Bucket {
+	t.Helper()
+	b, err := fileblob.OpenBucket(dir, &fileblob.Options{Metadata: fileblob.MetadataDontWrite, NoTempDir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{t: t, url: pgtest.NewDatabase(t), dir: t.TempDir()}
+	e.bucket = dirBucket(t, e.dir)
 	var err error
 	e.st, err = store.Open(context.Background(), store.Options{URL: e.url, TamperLog: true, VersionDigest: VersionDigest})
 	if err != nil {
@@ -69,7 +86,7 @@ func newEnv(t testing.TB) *env {
 
 func (e *env) integrator(s note.Signer) *Integrator {
 	e.t.Helper()
-	in, err := NewIntegrator(IntegratorOptions{Pool: e.st.Pool(), Signer: s, CheckpointDir: e.dir, MaxLeaves: 7})
+	in, err := NewIntegrator(IntegratorOptions{Pool: e.st.Pool(), Signer: s, Checkpoints: e.bucket, MaxLeaves: 7})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -126,7 +143,7 @@ func (e *env) verify(trusted bool) Report {
 	e.t.Helper()
 	o := VerifyOptions{Verifier: e.verifier}
 	if trusted {
-		o.TrustedDir = e.dir
+		o.Trusted = e.bucket
 	}
 	rep, err := Verify(context.Background(), e.st.Pool(), o)
 	if err != nil {

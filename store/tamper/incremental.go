@@ -89,7 +89,7 @@ func (v *verifier) incremental(ctx context.Context, tx pgx.Tx, base []byte) erro
 			v.fail("log", "the log of %d leaves does not extend the verified checkpoint of %d: %v", size, b.Size, err)
 		}
 	}
-	v.checkTrusted(size, root, mem)
+	v.checkTrusted(ctx, size, root, mem)
 	return v.checkNewRows(ctx, tx, b, leaves, below)
 }
 

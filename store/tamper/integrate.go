@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"gocloud.dev/blob"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -30,9 +31,10 @@ type IntegratorOptions struct {
 	// Signer signs the checkpoints (an Ed25519 note key read from a file,
 	// never from the database).
 	Signer note.Signer
-	// CheckpointDir, when set, receives each signed checkpoint outside the
-	// database (cluster=<name>/<size> and cluster=<name>/latest).
-	CheckpointDir string
+	// Checkpoints, when set, receives each signed checkpoint outside the
+	// database (cluster=<name>/<size> and cluster=<name>/latest): a
+	// directory or an object store's bucket.
+	Checkpoints *blob.Bucket
 	// Interval is how often pending rows are drained (default 1s).
 	Interval time.Duration
 	// MaxLeaves caps the leaves of one pass (default 10000).
@@ -53,7 +55,7 @@ type IntegratorOptions struct {
 	// Witnesses, when set, each receive a cluster's newest signed
 	// checkpoint at most every WitnessInterval (default 10s), with a
 	// consistency proof from the size each last cosigned; their
-	// cosignatures are kept with the checkpoint in CheckpointDir. There,
+	// cosignatures are kept with the checkpoint in Checkpoints. There,
 	// cluster=<name>/latest is then only a checkpoint that WitnessQuorum
 	// of them cosigned (0: all); cluster=<name>/<size> is each one, with
 	// the cosignatures it got.
@@ -292,13 +294,13 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 	return n, nil
 }
 
-// writeCheckpoint writes a signed checkpoint to CheckpointDir, if set.
+// writeCheckpoint writes a signed checkpoint to Checkpoints, if set.
 func (in *Integrator) writeCheckpoint(ctx context.Context, cluster string, size int64, signed []byte, latest bool) {
-	if in.o.CheckpointDir == "" {
+	if in.o.Checkpoints == nil {
 		return
 	}
 	latest = latest && in.advancesLatest(ctx, cluster, size)
-	if err := writeCheckpointFile(in.o.CheckpointDir, cluster, size, signed, latest); err != nil {
+	if err := writeCheckpointFile(ctx, in.o.Checkpoints, cluster, size, signed, latest); err != nil {
 		// The next pass writes a newer one; the log is committed.
 		in.o.Logger.Error("write checkpoint file", "cluster", cluster, "size", size, "err", err)
 	}

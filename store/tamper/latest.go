@@ -10,7 +10,7 @@ import (
 )
 
 // advancesLatest reports whether a cluster's checkpoint of size may
-// replace its latest in CheckpointDir: latest only advances along the
+// replace its latest in Checkpoints: latest only advances along the
 // log. A latest of a larger tree (a replica that wrote a newer one into a
 // shared directory before this slower one, or a log rolled back since) is
 // kept, and so is one whose tree the database's log does not extend (a
@@ -18,7 +18,7 @@ import (
 // A latest that is no checkpoint of this log (unreadable, another origin)
 // is replaced. When the database cannot tell, latest waits for the next.
 func (in *Integrator) advancesLatest(ctx context.Context, cluster string, size int64) bool {
-	cur, err := ReadTrusted(in.o.CheckpointDir, cluster)
+	cur, err := ReadTrusted(ctx, in.o.Checkpoints, cluster)
 	if err != nil {
 		in.o.Logger.Error("read latest checkpoint", "cluster", cluster, "err", err)
 		return true

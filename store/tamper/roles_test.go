@@ -32,7 +32,7 @@ func TestRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reader.Close()
-	rep, err := Verify(ctx, reader, VerifyOptions{Verifier: e.verifier, TrustedDir: e.dir})
+	rep, err := Verify(ctx, reader, VerifyOptions{Verifier: e.verifier, Trusted: e.bucket})
 	if err != nil {
 		t.Fatal(err)
 	}

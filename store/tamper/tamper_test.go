@@ -127,7 +127,7 @@ func TestVerifyNamesTheRow(t *testing.T) {
 			e.exec(`INSERT INTO log_pending SELECT cluster, 2, uid, version_key, changed_at FROM object_versions`)
 			s, _ := newKey(e.t)
 			mallory := e.integrator(s)
-			mallory.o.CheckpointDir = ""
+			mallory.o.Checkpoints = nil
 			if err := mallory.IntegrateAll(context.Background()); err != nil {
 				e.t.Fatal(err)
 			}
@@ -316,7 +316,7 @@ func TestHostileClusterNames(t *testing.T) {
 		t.Fatalf("verify: %d clusters\n%s", len(rep.Clusters), problems(rep))
 	}
 	for _, c := range names {
-		b, err := ReadTrusted(e.dir, c)
+		b, err := ReadTrusted(context.Background(), e.bucket, c)
 		if err != nil || b == nil {
 			t.Errorf("cluster %q: no checkpoint file: %v", c, err)
 		}

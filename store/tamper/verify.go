@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"gocloud.dev/blob"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -22,15 +19,16 @@ type VerifyOptions struct {
 	// Verifier is the public key the checkpoints must be signed with.
 	Verifier note.Verifier
 	// Cluster limits the check to one cluster; empty checks every cluster
-	// with a log or rows, and every cluster with a checkpoint in TrustedDir.
+	// with a log or rows, and every cluster with a checkpoint in Trusted.
 	Cluster string
-	// TrustedDir holds each cluster's last trusted checkpoint
-	// (cluster=<name>/latest, as an integrator's --checkpoint-dir writes
-	// them), kept outside the database: the log must have only grown
-	// since. Empty: no such check; one that does not exist or cannot be
-	// read is an error (a mistyped path must not skip the check), an
-	// empty one is not (ClusterReport.Trusted says what was found).
-	TrustedDir string
+	// Trusted holds each cluster's last trusted checkpoint
+	// (cluster=<name>/latest, as an integrator's --checkpoint-dir or
+	// --checkpoint-url writes them), kept outside the database: the log
+	// must have only grown since. Nil: no such check; a bucket that does
+	// not exist or cannot be listed is an error (a mistyped name must not
+	// skip the check), an empty one is not (ClusterReport.Trusted says
+	// what was found).
+	Trusted *blob.Bucket
 	// MinRetention is the shortest retention the record was ever kept
 	// for (default an hour, store.MinRetention). A logged retention cutoff
 	// covers a missing row only up to the time of the newest row logged
@@ -136,16 +134,20 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 	if o.MinRetention <= 0 {
 		o.MinRetention = DefaultMinRetention
 	}
-	if len(o.Witnesses) > 0 && o.TrustedDir == "" {
-		return rep, errors.New("tamper: verify: witnesses' cosignatures are checked on the trusted checkpoints: name their directory")
+	if len(o.Witnesses) > 0 && o.Trusted == nil {
+		return rep, errors.New("tamper: verify: witnesses' cosignatures are checked on the trusted checkpoints: name their bucket")
 	}
 	if o.WitnessQuorum <= 0 || o.WitnessQuorum > len(o.Witnesses) {
 		o.WitnessQuorum = len(o.Witnesses)
 	}
-	if o.TrustedDir != "" {
-		// A directory, readable: not one that is missing (ReadTrusted
-		// reads a cluster's missing checkpoint as none).
-		if _, err := os.ReadDir(o.TrustedDir); err != nil {
+	if o.Trusted != nil {
+		// A bucket, listable: not one that is missing (ReadTrusted reads
+		// a cluster's missing checkpoint as none).
+		ok, err := o.Trusted.IsAccessible(ctx)
+		if err == nil && !ok {
+			err = errors.New("the bucket does not exist")
+		}
+		if err != nil {
 			return rep, fmt.Errorf("tamper: verify: trusted checkpoints: %w", err)
 		}
 	}
@@ -162,7 +164,10 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 		// And each cluster with a trusted checkpoint: one whose every row
 		// is gone from the database (deleted, or a backup from before it
 		// was restored) has no log, and fails against it.
-		trusted, err := trustedClusters(o.TrustedDir)
+		var trusted []string
+		if o.Trusted != nil {
+			trusted, err = bucketClusters(ctx, o.Trusted, "latest")
+		}
 		if err != nil {
 			return rep, fmt.Errorf("tamper: verify: trusted checkpoints: %w", err)
 		}
@@ -206,34 +211,6 @@ func NewestCheckpoints(ctx context.Context, pool *pgxpool.Pool) (map[string][]by
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tamper: newest checkpoints: %w", err)
-	}
-	return out, nil
-}
-
-// trustedClusters lists the clusters with a trusted checkpoint in dir
-// (cluster=<name>/latest, the name escaped), none when dir is empty; one
-// that does not exist is an error. An entry whose name does not unescape is not one of them.
-func trustedClusters(dir string) ([]string, error) {
-	if dir == "" {
-		return nil, nil
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, d := range entries {
-		name, ok := strings.CutPrefix(d.Name(), "cluster=")
-		if !ok || !d.IsDir() {
-			continue
-		}
-		c, err := url.PathUnescape(name)
-		if err != nil || clusterDir(dir, c) != filepath.Join(dir, d.Name()) {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(dir, d.Name(), "latest")); err == nil {
-			out = append(out, c)
-		}
 	}
 	return out, nil
 }
@@ -317,7 +294,7 @@ func (v *verifier) cluster(ctx context.Context, tx pgx.Tx) error {
 	// The tree's hashes, rebuilt from the leaves' hashes.
 	mem := v.checkTree(0, leaves, stored, nil)
 	root := v.checkSigned(size, mem, last)
-	v.checkTrusted(size, root, mem)
+	v.checkTrusted(ctx, size, root, mem)
 	rows := map[string]leaf{}
 	keep := func(r Ref, d [32]byte) error {
 		rows[r.id()] = leaf{r, d}
@@ -424,12 +401,12 @@ func (v *verifier) checkTree(first int64, leaves []leaf, stored []tlog.Hash, bel
 
 // checkTrusted checks that the log extends the trusted checkpoint kept
 // outside the database.
-func (v *verifier) checkTrusted(size int64, root tlog.Hash, mem tlog.HashReader) {
-	if v.o.TrustedDir == "" {
+func (v *verifier) checkTrusted(ctx context.Context, size int64, root tlog.Hash, mem tlog.HashReader) {
+	if v.o.Trusted == nil {
 		return
 	}
 	c := v.cr.Cluster
-	b, err := ReadTrusted(v.o.TrustedDir, c)
+	b, err := ReadTrusted(ctx, v.o.Trusted, c)
 	if err != nil {
 		v.fail("log", "the trusted checkpoint: %v", err)
 		return

@@ -166,7 +166,7 @@ func witnessEnv(t *testing.T, n int) (*env, []*litewitness) {
 		ws = append(ws, w)
 		opts = append(opts, Witness{URL: w.url, Verifier: w.verifier})
 	}
-	in, err := NewIntegrator(IntegratorOptions{Pool: e.st.Pool(), Signer: e.signer, CheckpointDir: e.dir,
+	in, err := NewIntegrator(IntegratorOptions{Pool: e.st.Pool(), Signer: e.signer, Checkpoints: e.bucket,
 		MaxLeaves: 7, Witnesses: opts})
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func verifierKey(t *testing.T, e *env) string {
 
 func (e *env) verifyWitnessed(ws []note.Verifier, quorum int) Report {
 	e.t.Helper()
-	rep, err := Verify(context.Background(), e.st.Pool(), VerifyOptions{Verifier: e.verifier, TrustedDir: e.dir,
+	rep, err := Verify(context.Background(), e.st.Pool(), VerifyOptions{Verifier: e.verifier, Trusted: e.bucket,
 		Witnesses: ws, WitnessQuorum: quorum})
 	if err != nil {
 		e.t.Fatal(err)
@@ -206,7 +206,7 @@ func (e *env) verifyWitnessed(ws []note.Verifier, quorum int) Report {
 
 func latest(t *testing.T, e *env) []byte {
 	t.Helper()
-	b, err := ReadTrusted(e.dir, "default")
+	b, err := ReadTrusted(context.Background(), e.bucket, "default")
 	if err != nil || b == nil {
 		t.Fatalf("latest checkpoint: %q, %v", b, err)
 	}
@@ -222,7 +222,7 @@ func TestWitnessCosigns(t *testing.T) {
 	now := time.Now()
 	e.write(e.batch("default", now, 4))
 	e.integrate()
-	if b, _ := ReadTrusted(e.dir, "default"); b != nil {
+	if b, _ := ReadTrusted(context.Background(), e.bucket, "default"); b != nil {
 		t.Fatalf("latest before the witnesses cosigned: %q", b)
 	}
 	e.in.CosignAll(context.Background())
@@ -254,10 +254,10 @@ func TestWitnessAfterRestart(t *testing.T) {
 	e, ws := witnessEnv(t, 1)
 	e.write(e.batch("default", time.Now(), 2))
 	e.integrate()
-	if b, _ := ReadTrusted(e.dir, "default"); b != nil {
+	if b, _ := ReadTrusted(context.Background(), e.bucket, "default"); b != nil {
 		t.Fatalf("latest before the witness cosigned: %q", b)
 	}
-	in, err := NewIntegrator(IntegratorOptions{Pool: e.st.Pool(), Signer: e.signer, CheckpointDir: e.dir,
+	in, err := NewIntegrator(IntegratorOptions{Pool: e.st.Pool(), Signer: e.signer, Checkpoints: e.bucket,
 		Witnesses: []Witness{{URL: ws[0].url, Verifier: ws[0].verifier}}})
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +292,7 @@ func TestWitnessRefusesRollback(t *testing.T) {
 	e.write(e.batch("default", now, 1))
 	e.integrate()
 	// A new integrator (a restarted replica) knows nothing of the witness.
-	in, err := NewIntegrator(IntegratorOptions{Pool: e.st.Pool(), Signer: e.signer, CheckpointDir: e.dir,
+	in, err := NewIntegrator(IntegratorOptions{Pool: e.st.Pool(), Signer: e.signer, Checkpoints: e.bucket,
 		Witnesses: []Witness{{URL: ws[0].url, Verifier: ws[0].verifier}}})
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +363,7 @@ func TestVerifyCosignatureQuorum(t *testing.T) {
 		t.Fatalf("want 3 signature lines:\n%s", b)
 	}
 	text := string(b[:bytes.Index(b, []byte("\n\n"))+2])
-	path := filepath.Join(clusterDir(e.dir, "default"), "latest")
+	path := filepath.Join(e.dir, "cluster=default", "latest")
 	for _, tc := range []struct {
 		name, note string
 		quorum     int

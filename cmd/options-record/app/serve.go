@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"gocloud.dev/blob"
 	"golang.org/x/mod/sumdb/note"
 	"log/slog"
 	"net"
@@ -109,15 +110,17 @@ type ServeOptions struct {
 	SecretDigestKeyFile string
 	// LogSigningKeyFile, when set, keeps the tamper-evident log: batches
 	// write pending rows, and this replica integrates and signs them
-	// (package tamper); CheckpointDir receives each signed checkpoint.
+	// (package tamper); CheckpointDir (a directory) or CheckpointURL (an
+	// object store; one of them) receives each signed checkpoint.
 	LogSigningKeyFile string
 	CheckpointDir     string
+	CheckpointURL     string
 	// VerifyInterval, when positive, verifies the record against its log
 	// that often, incrementally only (logVerifyLoop), and exports the
 	// outcome as metrics; needs LogSigningKeyFile.
 	VerifyInterval time.Duration
 	// Witnesses are C2SP tlog-witnesses (URL=VERIFIERKEY) the integrator
-	// submits checkpoints to every WitnessInterval; CheckpointDir's latest
+	// submits checkpoints to every WitnessInterval; the checkpoints' latest
 	// is then a checkpoint WitnessQuorum of them (0: all) cosigned.
 	Witnesses       []string
 	WitnessQuorum   int
@@ -266,6 +269,8 @@ type ingestProcess struct {
 	pipe     *auditsink.Pipeline
 	// logSigner signs the tamper-evident log's checkpoints; nil: no log.
 	logSigner note.Signer
+	// checkpoints receives them outside the database; nil: nowhere.
+	checkpoints *blob.Bucket
 }
 
 // newIngest prepares what needs no I/O: the rules, the webhook's TLS and
@@ -305,6 +310,11 @@ func newIngest(o ServeOptions, log *slog.Logger) (*ingestProcess, error) {
 	p.lag = auditsink.NewSourceLag(p.reg)
 	if o.LogSigningKeyFile != "" {
 		if p.logSigner, err = loadLogSigner(o.LogSigningKeyFile); err != nil {
+			return nil, err
+		}
+		// Opening a bucket reads its URL and the credentials' environment,
+		// not the store: a bad one fails the start, not the first write.
+		if p.checkpoints, _, err = openCheckpoints(context.Background(), o.CheckpointDir, o.CheckpointURL, true); err != nil {
 			return nil, err
 		}
 	}

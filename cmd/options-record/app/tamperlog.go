@@ -59,7 +59,7 @@ func (p *ingestProcess) runIntegrator(ctx context.Context) {
 		return
 	}
 	in, err := tamper.NewIntegrator(tamper.IntegratorOptions{Pool: p.st.Pool(), Signer: p.logSigner,
-		CheckpointDir: p.o.CheckpointDir, Logger: p.log, Retention: retention, MinRetention: store.MinRetention,
+		Checkpoints: p.checkpoints, Logger: p.log, Retention: retention, MinRetention: store.MinRetention,
 		Witnesses: witnesses, WitnessQuorum: p.o.WitnessQuorum, WitnessInterval: p.o.WitnessInterval})
 	if err != nil {
 		p.log.Error("tamper log", "err", err)
@@ -107,9 +107,10 @@ type VerifyOptions struct {
 	// VerifierKey is the log's public note key (name+hash+key), or
 	// VerifierKeyFile a file holding it.
 	VerifierKey, VerifierKeyFile string
-	// CheckpointDir holds the trusted checkpoints, outside the database;
-	// one that does not exist or cannot be read is an error.
-	CheckpointDir string
+	// CheckpointDir (a directory) or CheckpointURL (an object store; one
+	// of them) holds the trusted checkpoints, outside the database; one
+	// that does not exist or cannot be read is an error.
+	CheckpointDir, CheckpointURL string
 	// WitnessKeys are the cosignature/v1 verifier keys of the witnesses
 	// whose cosignatures each trusted checkpoint must carry,
 	// WitnessQuorum of them (0: all).
@@ -118,7 +119,7 @@ type VerifyOptions struct {
 	// Cluster limits the check to one cluster.
 	Cluster string
 	// Incremental checks each cluster from the checkpoint a previous run
-	// verified, kept in CheckpointDir (cluster=NAME/verified; a cluster
+	// verified, kept with the checkpoints (cluster=NAME/verified; a cluster
 	// without one is checked fully), and keeps there the newest checkpoint
 	// of each cluster that passes (tamper.VerifyOptions.Since).
 	Incremental bool
@@ -177,8 +178,8 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 		witnesses = append(witnesses, w)
 	}
 	switch {
-	case len(witnesses) > 0 && o.CheckpointDir == "":
-		return errors.New("verify: --witness-key checks the cosignatures of the trusted checkpoints: give --checkpoint-dir")
+	case len(witnesses) > 0 && o.CheckpointDir == "" && o.CheckpointURL == "":
+		return errors.New("verify: --witness-key checks the cosignatures of the trusted checkpoints: give --checkpoint-dir or --checkpoint-url")
 	case o.WitnessQuorum < 0 || o.WitnessQuorum > len(witnesses):
 		return fmt.Errorf("verify: --witness-quorum %d: want 0 (all) to %d, the --witness-key given", o.WitnessQuorum, len(witnesses))
 	}
@@ -189,12 +190,19 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 	if minRetention < MinRetention {
 		return fmt.Errorf("verify: --min-retention %s is shorter than %s, the shortest retention the record applies", minRetention, MinRetention)
 	}
+	checkpoints, where, err := openCheckpoints(ctx, o.CheckpointDir, o.CheckpointURL, false)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	if checkpoints != nil {
+		defer checkpoints.Close()
+	}
 	var since map[string][]byte
 	if o.Incremental {
-		if o.CheckpointDir == "" {
-			return errors.New("verify --incremental keeps the verified checkpoints in --checkpoint-dir: give it")
+		if checkpoints == nil {
+			return errors.New("verify --incremental keeps the verified checkpoints in --checkpoint-dir or --checkpoint-url: give one")
 		}
-		if since, err = tamper.ReadVerified(o.CheckpointDir); err != nil {
+		if since, err = tamper.ReadVerified(ctx, checkpoints); err != nil {
 			return fmt.Errorf("verify: verified checkpoints: %w", err)
 		}
 	}
@@ -208,7 +216,7 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 		return fmt.Errorf("verify: %w", err)
 	}
 	defer pool.Close()
-	rep, err := tamper.Verify(ctx, pool, tamper.VerifyOptions{Verifier: v, Cluster: o.Cluster, TrustedDir: o.CheckpointDir,
+	rep, err := tamper.Verify(ctx, pool, tamper.VerifyOptions{Verifier: v, Cluster: o.Cluster, Trusted: checkpoints,
 		MinRetention: minRetention, Since: since, Witnesses: witnesses, WitnessQuorum: o.WitnessQuorum})
 	if err != nil {
 		return err
@@ -218,13 +226,13 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 			if c.Checkpoint == nil {
 				continue
 			}
-			if err := tamper.WriteVerified(o.CheckpointDir, c.Cluster, c.Checkpoint); err != nil {
+			if err := tamper.WriteVerified(ctx, checkpoints, c.Cluster, c.Checkpoint); err != nil {
 				return fmt.Errorf("verify: keep the verified checkpoint of cluster %q: %w", c.Cluster, err)
 			}
 		}
 	}
 	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-	dir, trusted := strconv.Quote(o.CheckpointDir), 0
+	dir, trusted := strconv.Quote(where), 0
 	for _, c := range rep.Clusters {
 		fmt.Fprintf(o.Out, "cluster %q: %d leaves, root %v; %d rows verified, %d removed by retention, %d pending\n",
 			c.Cluster, c.Size, c.Root, c.Rows, c.Retained, c.Pending)
@@ -254,11 +262,11 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 				fmt.Fprintf(o.Out, "  cosigned by %d of the %d witnesses\n", c.Cosigned, len(witnesses))
 			}
 			trusted++
-		case o.CheckpointDir != "":
+		case checkpoints != nil:
 			fmt.Fprintf(o.Out, "  no trusted checkpoint of it in %s\n", dir)
 		}
 	}
-	if o.CheckpointDir != "" && trusted == 0 {
+	if checkpoints != nil && trusted == 0 {
 		fmt.Fprintf(o.Out, "no trusted checkpoint found in %s: the log was not checked against one\n", dir)
 	}
 	for _, p := range rep.Problems {
@@ -372,7 +380,7 @@ func LogKey(o LogKeyOptions) error {
 }
 
 // witnesses reads --witness: each URL=VERIFIERKEY, which need
-// --checkpoint-dir (the cosignatures are kept there) and a --witness-quorum
+// --checkpoint-dir or --checkpoint-url (the cosignatures are kept there) and a --witness-quorum
 // no larger than their number.
 func (o *ServeOptions) witnesses() ([]tamper.Witness, error) {
 	switch {
@@ -380,8 +388,8 @@ func (o *ServeOptions) witnesses() ([]tamper.Witness, error) {
 		return nil, errors.New("--witness-quorum without --witness")
 	case len(o.Witnesses) == 0:
 		return nil, nil
-	case o.CheckpointDir == "":
-		return nil, errors.New("--witness needs --checkpoint-dir: the cosignatures are kept with the checkpoints there")
+	case o.CheckpointDir == "" && o.CheckpointURL == "":
+		return nil, errors.New("--witness needs --checkpoint-dir or --checkpoint-url: the cosignatures are kept with the checkpoints there")
 	case o.WitnessQuorum < 0 || o.WitnessQuorum > len(o.Witnesses):
 		return nil, fmt.Errorf("--witness-quorum %d: want 0 (all) to %d, the witnesses given", o.WitnessQuorum, len(o.Witnesses))
 	}

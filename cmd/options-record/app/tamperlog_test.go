@@ -61,7 +61,12 @@ func TestVerifyCommand(t *testing.T) {
 	}
 	defer pool.Close()
 	checkpoints := filepath.Join(dir, "checkpoints")
-	in, err := tamper.NewIntegrator(tamper.IntegratorOptions{Pool: pool, Signer: signer, CheckpointDir: checkpoints})
+	bucket, _, err := openCheckpoints(ctx, checkpoints, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bucket.Close()
+	in, err := tamper.NewIntegrator(tamper.IntegratorOptions{Pool: pool, Signer: signer, Checkpoints: bucket})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,6 +377,26 @@ func TestVerifyCheckpointDir(t *testing.T) {
 	if err := Verify(ctx, vo); err != nil || !strings.Contains(out.String(), "no trusted checkpoint found in "+strconv.Quote(empty)) {
 		t.Errorf("verify --checkpoint-dir EMPTY: %v\n%s", err, out.String())
 	}
+	// --checkpoint-url: the same for a file:// URL; a scheme no driver
+	// opens, or both flags, is an error.
+	for _, c := range []struct{ dir, url, want string }{
+		{"", "file://" + filepath.Join(dir, "checkpoints-typo"), filepath.Join(dir, "checkpoints-typo")},
+		{"", "file://" + notDir, notDir},
+		{"", "nope://bucket", "nope"},
+		{empty, "file://" + empty, "give one"},
+	} {
+		vo.CheckpointDir, vo.CheckpointURL = c.dir, c.url
+		out.Reset()
+		if err := Verify(ctx, vo); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("verify --checkpoint-dir %q --checkpoint-url %q: %v, want an error naming %q\n%s", c.dir, c.url, err, c.want, out.String())
+		}
+	}
+	vo.CheckpointDir, vo.CheckpointURL = "", "file://"+empty
+	out.Reset()
+	if err := Verify(ctx, vo); err != nil || !strings.Contains(out.String(), "no trusted checkpoint found in "+strconv.Quote("file://"+empty)) {
+		t.Errorf("verify --checkpoint-url file://EMPTY: %v\n%s", err, out.String())
+	}
+	vo.CheckpointURL = ""
 	// --witness-key: cosignatures are checked on the trusted checkpoints,
 	// so it needs --checkpoint-dir; a log's key is no witness key; the
 	// quorum is at most the keys given.

@@ -42,8 +42,11 @@ func (o *ServeOptions) Validate() error {
 
 // roles says which roles o runs, and refuses options of a role it does not.
 func (o *ServeOptions) roles() (ingest, api bool, err error) {
-	if o.CheckpointDir != "" && o.LogSigningKeyFile == "" {
-		return false, false, errors.New("--checkpoint-dir needs --log-signing-key-file")
+	if (o.CheckpointDir != "" || o.CheckpointURL != "") && o.LogSigningKeyFile == "" {
+		return false, false, errors.New("--checkpoint-dir or --checkpoint-url needs --log-signing-key-file")
+	}
+	if o.CheckpointDir != "" && o.CheckpointURL != "" {
+		return false, false, errors.New("--checkpoint-dir and --checkpoint-url name the same thing: give one")
 	}
 	if o.VerifyInterval < 0 || (o.VerifyInterval > 0 && o.LogSigningKeyFile == "") {
 		return false, false, errors.New("--verify-interval needs --log-signing-key-file, and is not negative")

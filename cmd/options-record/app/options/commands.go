@@ -154,11 +154,11 @@ func (o *AdmissionConfig) Config(out, logs io.Writer) app.AdmissionConfigOptions
 // Verify are the flags of `options-record verify`.
 type Verify struct {
 	Common
-	VerifierKey, VerifierKeyFile, CheckpointDir, Cluster string
-	Proofs, WitnessKeys                                  []string
-	WitnessQuorum                                        int
-	WriteState, Incremental                              bool
-	MinRetention                                         time.Duration
+	VerifierKey, VerifierKeyFile, CheckpointDir, CheckpointURL, Cluster string
+	Proofs, WitnessKeys                                                 []string
+	WitnessQuorum                                                       int
+	WriteState, Incremental                                             bool
+	MinRetention                                                        time.Duration
 }
 
 // NewVerify returns the options of verify with their defaults.
@@ -171,9 +171,10 @@ func (o *Verify) Flags() (fss cliflag.NamedFlagSets) {
 	fs.StringVar(&o.VerifierKey, "log-verifier-key", "", "the tamper-evident log's public key (NAME+HASH+KEY, as options-record log-key prints it)")
 	fs.StringVar(&o.VerifierKeyFile, "log-verifier-key-file", "", "file holding --log-verifier-key")
 	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "trusted checkpoints kept outside the database (serve's --checkpoint-dir, or a copy): the log must have only grown since; one that does not exist or cannot be read is an error; unset: not checked")
+	fs.StringVar(&o.CheckpointURL, "checkpoint-url", "", "trusted checkpoints in an object store instead of --checkpoint-dir (serve's --checkpoint-url: s3://BUCKET?region=R, gs://BUCKET, azblob://CONTAINER, file:///PATH; credentials from the cloud's standard environment); a bucket that does not exist or cannot be listed is an error")
 	fs.StringVar(&o.Cluster, "cluster", "", "check this cluster only; empty: every cluster")
-	fs.BoolVar(&o.Incremental, "incremental", false, "check each cluster from the checkpoint a previous run verified (cluster=NAME/verified in --checkpoint-dir; none: a full check), and keep there the newest one of each cluster that passes; an old row changed or deleted is found only by a full check (docs/security.md)")
-	fs.StringArrayVar(&o.WitnessKeys, "witness-key", nil, "cosignature/v1 verifier key of a witness (as serve's --witness names it): each trusted checkpoint in --checkpoint-dir must carry --witness-quorum valid cosignatures of these (repeatable)")
+	fs.BoolVar(&o.Incremental, "incremental", false, "check each cluster from the checkpoint a previous run verified (cluster=NAME/verified in --checkpoint-dir or --checkpoint-url; none: a full check), and keep there the newest one of each cluster that passes; an old row changed or deleted is found only by a full check (docs/security.md)")
+	fs.StringArrayVar(&o.WitnessKeys, "witness-key", nil, "cosignature/v1 verifier key of a witness (as serve's --witness names it): each trusted checkpoint in --checkpoint-dir or --checkpoint-url must carry --witness-quorum valid cosignatures of these (repeatable)")
 	fs.IntVar(&o.WitnessQuorum, "witness-quorum", 0, "how many of the --witness-key witnesses must have cosigned each trusted checkpoint; 0: all of them")
 	fs.DurationVar(&o.MinRetention, "min-retention", o.MinRetention, "the shortest retention the record was ever kept for (no retention is shorter than the default): a logged retention cutoff covers rows only up to the newest row logged before it less this; longer checks planted cutoffs more strictly")
 	fs.StringArrayVar(&o.Proofs, "proof", nil, "check this inclusion proof offline instead of the database (a FILE.tlog-proof, as the restore API answers GET .../versions/KEY/proof), and FILE.json beside it when present (repeatable)")
@@ -192,8 +193,11 @@ func (o *Verify) Validate() error {
 	if o.MinRetention < app.MinRetention {
 		return fmt.Errorf("--min-retention %s is shorter than %s, the shortest retention the record applies", o.MinRetention, app.MinRetention)
 	}
-	if o.Incremental && o.CheckpointDir == "" {
-		return errors.New("--incremental keeps the verified checkpoints in --checkpoint-dir: give it")
+	if o.CheckpointDir != "" && o.CheckpointURL != "" {
+		return errors.New("--checkpoint-dir and --checkpoint-url name the same thing: give one")
+	}
+	if o.Incremental && o.CheckpointDir == "" && o.CheckpointURL == "" {
+		return errors.New("--incremental keeps the verified checkpoints in --checkpoint-dir or --checkpoint-url: give one")
 	}
 	if o.WriteState && len(o.Proofs) == 0 {
 		return errors.New("--write-state writes the states of --proof files: give --proof")
@@ -204,7 +208,7 @@ func (o *Verify) Validate() error {
 // Config is the app's configuration, printing to out.
 func (o *Verify) Config(out, logs io.Writer) app.VerifyOptions {
 	return app.VerifyOptions{Database: o.database(), VerifierKey: o.VerifierKey, VerifierKeyFile: o.VerifierKeyFile,
-		CheckpointDir: o.CheckpointDir, Cluster: o.Cluster, Incremental: o.Incremental, WitnessKeys: o.WitnessKeys, WitnessQuorum: o.WitnessQuorum, MinRetention: o.MinRetention, Proofs: o.Proofs, WriteState: o.WriteState, Out: out, Logger: o.Logger(logs)}
+		CheckpointDir: o.CheckpointDir, CheckpointURL: o.CheckpointURL, Cluster: o.Cluster, Incremental: o.Incremental, WitnessKeys: o.WitnessKeys, WitnessQuorum: o.WitnessQuorum, MinRetention: o.MinRetention, Proofs: o.Proofs, WriteState: o.WriteState, Out: out, Logger: o.Logger(logs)}
 }
 
 // LogKey are the flags of `options-record log-key`.

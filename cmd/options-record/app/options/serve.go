@@ -44,6 +44,7 @@ type Serve struct {
 	GKE               app.GKEOptions
 	LogSigningKeyFile string
 	CheckpointDir     string
+	CheckpointURL     string
 	VerifyInterval    time.Duration
 	Witnesses         []string
 	WitnessQuorum     int
@@ -122,7 +123,8 @@ func (o *Serve) Flags() (fss cliflag.NamedFlagSets) {
 	fs.StringVar(&o.LogSigningKeyFile, "log-signing-key-file", "", "note signing key of the tamper-evident log (options-record log-key makes one; mount it from a Secret only the ingest identity reads): batches are logged and checkpoints signed; every ingest replica of the record needs it. Empty: no log")
 	fs.DurationVar(&o.VerifyInterval, "verify-interval", 0, "verify the record against the log this often, incrementally only (as options-record verify --incremental does, with the signing key's public key): from the verified checkpoint in --checkpoint-dir, else the newest in the database at start (trusted on first use), then from the last checkpoint that passed; run options-record verify for a full check; metrics options_record_log_verify_last_success_timestamp_seconds and options_record_log_verify_problems, each problem logged. 0: never")
 	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "directory receiving each signed checkpoint, outside the database (cluster=NAME/SIZE and cluster=NAME/latest): what verify --checkpoint-dir trusts")
-	fs.StringArrayVar(&o.Witnesses, "witness", nil, "URL=VERIFIERKEY: a C2SP tlog-witness (URL without '=': checkpoints are posted to URL/add-checkpoint) and its cosignature/v1 verifier key; its cosignatures are kept with the checkpoints in --checkpoint-dir, and cluster=NAME/latest is then only a checkpoint --witness-quorum of them cosigned (repeatable; needs --checkpoint-dir)")
+	fs.StringVar(&o.CheckpointURL, "checkpoint-url", "", "object store receiving each signed checkpoint instead of --checkpoint-dir, same keys (s3://BUCKET?region=R, gs://BUCKET, azblob://CONTAINER, file:///PATH; credentials from the cloud's standard environment, docs/security.md): what verify --checkpoint-url trusts")
+	fs.StringArrayVar(&o.Witnesses, "witness", nil, "URL=VERIFIERKEY: a C2SP tlog-witness (URL without '=': checkpoints are posted to URL/add-checkpoint) and its cosignature/v1 verifier key; its cosignatures are kept with the checkpoints in --checkpoint-dir or --checkpoint-url, and cluster=NAME/latest is then only a checkpoint --witness-quorum of them cosigned (repeatable; needs one of them)")
 	fs.IntVar(&o.WitnessQuorum, "witness-quorum", 0, "how many of the --witness witnesses must cosign a checkpoint before it becomes cluster=NAME/latest; 0: all of them")
 	fs.DurationVar(&o.WitnessInterval, "witness-interval", 10*time.Second, "how often each cluster's newest checkpoint is submitted to the witnesses")
 	fs = fss.FlagSet("notifications")
@@ -196,7 +198,7 @@ func (o *Serve) Config(logs io.Writer) app.ServeOptions {
 		MaxBodyBytes: o.MaxBodyBytes, ChunkBytes: o.ChunkBytes, MaxEventBytes: o.MaxEventBytes, MaxInFlight: o.MaxInFlight, MaxInFlightBytes: o.MaxInFlightBytes,
 		MinBodyRate: o.MinBodyRate, BodyTimeout: o.BodyTimeout, MaxEventAge: o.MaxEventAge,
 		WebhookHTTP2: o.WebhookHTTP2, MetricsAddr: o.MetricsAddr, JournalDir: o.JournalDir, Notify: o.Notify,
-		SecretDigestKeyFile: o.SecretDigestKeyFile, LogSigningKeyFile: o.LogSigningKeyFile, CheckpointDir: o.CheckpointDir, VerifyInterval: o.VerifyInterval,
+		SecretDigestKeyFile: o.SecretDigestKeyFile, LogSigningKeyFile: o.LogSigningKeyFile, CheckpointDir: o.CheckpointDir, CheckpointURL: o.CheckpointURL, VerifyInterval: o.VerifyInterval,
 		Witnesses: o.Witnesses, WitnessQuorum: o.WitnessQuorum, WitnessInterval: o.WitnessInterval,
 		Admission: o.Admission,
 	}
