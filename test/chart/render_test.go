@@ -324,17 +324,32 @@ func TestChartNotifications(t *testing.T) {
 
 // TestChartTamperLogKey: tamperLog.signingKeySecret mounts the signing key
 // into the ingest pods only (no other workload mounts the Secret) and
-// passes it with a checkpoint directory on their data volume; without it,
-// no log.
+// passes it with a checkpoint directory on their data volume, or with
+// tamperLog.checkpointURL instead of it, whose identity's annotations go
+// on the ingest's ServiceAccount only; without a key, no log.
 func TestChartTamperLogKey(t *testing.T) {
 	c := loadChart(t)
+	const dirArg = "--checkpoint-dir=/var/lib/options-record/checkpoints"
+	const irsa = "eks.amazonaws.com/role-arn"
 	for _, tt := range []struct {
-		vals map[string]any
-		want bool
-	}{{nil, false}, {map[string]any{"tamperLog": map[string]any{"signingKeySecret": "log-key"}}, true}} {
+		vals        map[string]any
+		want        bool
+		checkpoints string
+		annotated   bool
+	}{
+		{nil, false, "", false},
+		{map[string]any{"tamperLog": map[string]any{"signingKeySecret": "log-key"}}, true, dirArg, false},
+		{map[string]any{"tamperLog": map[string]any{"signingKeySecret": "log-key", "checkpointURL": "s3://cp?region=eu-west-1",
+			"serviceAccountAnnotations": map[string]any{irsa: "arn:aws:iam::111122223333:role/checkpoints"}}},
+			true, "--checkpoint-url=s3://cp?region=eu-west-1", true},
+	} {
 		mounted := map[string]bool{}
+		annotated := map[string]bool{}
 		var args []string
 		for _, o := range renderChart(t, c, tt.vals).objects {
+			if o.GetKind() == "ServiceAccount" && o.GetAnnotations()[irsa] != "" {
+				annotated[o.GetName()] = true
+			}
 			if o.GetKind() != "StatefulSet" && o.GetKind() != "Deployment" {
 				continue
 			}
@@ -349,14 +364,27 @@ func TestChartTamperLogKey(t *testing.T) {
 				args, _, _ = unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
 			}
 		}
+		var checkpoints []string
+		for _, a := range args {
+			if strings.HasPrefix(a, "--checkpoint-") {
+				checkpoints = append(checkpoints, a)
+			}
+		}
 		hasArgs := slices.Contains(args, "--log-signing-key-file=/etc/options-record/log-signing/key") &&
-			slices.Contains(args, "--checkpoint-dir=/var/lib/options-record/checkpoints")
+			len(checkpoints) == 1 && checkpoints[0] == tt.checkpoints
 		want := map[string]bool{}
 		if tt.want {
 			want["StatefulSet/options-record"] = true
 		}
 		if hasArgs != tt.want || !maps.Equal(mounted, want) {
-			t.Errorf("values %v: flags %v, the Secret mounted by %v; want %v and %v", tt.vals, hasArgs, mounted, tt.want, want)
+			t.Errorf("values %v: flags %v (%q), the Secret mounted by %v; want %v and %v", tt.vals, hasArgs, checkpoints, mounted, tt.want, want)
+		}
+		wantAnnotated := map[string]bool{}
+		if tt.annotated {
+			wantAnnotated["options-record"] = true
+		}
+		if !maps.Equal(annotated, wantAnnotated) {
+			t.Errorf("values %v: ServiceAccounts annotated %v, want %v", tt.vals, annotated, wantAnnotated)
 		}
 	}
 }
