@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -107,13 +108,41 @@ func writeClusterFiles(ctx context.Context, b *blob.Bucket, cluster string, sign
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	for _, name := range names {
-		// The type is given: none is sniffed from the (hostile) content.
-		err := b.WriteAll(ctx, clusterPrefix(cluster)+name, signed, &blob.WriterOptions{ContentType: "text/plain; charset=utf-8"})
-		if err != nil {
+		if err := writeObject(ctx, b, clusterPrefix(cluster)+name, signed); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeObject writes b's object key whole. In a directory (fileblob) the
+// temporary file is synced before it is renamed into place, so a crash
+// leaves the old checkpoint or the new one, never an empty file.
+func writeObject(ctx context.Context, b *blob.Bucket, key string, data []byte) error {
+	var file *os.File
+	// Cancelled before Close, a write is abandoned, not half kept.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The type is given: none is sniffed from the (hostile) content.
+	w, err := b.NewWriter(ctx, key, &blob.WriterOptions{ContentType: "text/plain; charset=utf-8",
+		BeforeWrite: func(as func(any) bool) error {
+			as(&file)
+			return nil
+		}})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	if err == nil && file != nil {
+		err = file.Sync()
+	}
+	if err != nil {
+		cancel()
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // readClusterFile reads a cluster's object name from b, or nil when there
