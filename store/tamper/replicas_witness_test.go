@@ -28,7 +28,7 @@ func (e *env) replica(t *testing.T, dir string, ws ...*litewitness) *Integrator 
 	for _, w := range ws {
 		opts = append(opts, Witness{URL: w.url, Verifier: w.verifier})
 	}
-	in, err := NewIntegrator(IntegratorOptions{Pool: pool, Signer: e.signer, CheckpointDir: dir, MaxLeaves: 7, Witnesses: opts})
+	in, err := NewIntegrator(IntegratorOptions{Pool: pool, Signer: e.signer, Checkpoints: dirBucket(t, dir), MaxLeaves: 7, Witnesses: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestWitnessTwoReplicas(t *testing.T) {
 	size := e.treeSize()
 	vs := []note.Verifier{ws[0].verifier}
 	for name, dir := range map[string]string{"A": e.dir, "B": bdir} {
-		rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, TrustedDir: dir, Witnesses: vs, WitnessQuorum: 1})
+		rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Trusted: dirBucket(t, dir), Witnesses: vs, WitnessQuorum: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestLatestOnlyAdvances(t *testing.T) {
 	if got := latest(t, e); !bytes.Equal(got, newer) {
 		t.Fatalf("latest went back to a checkpoint of %d leaves:\n%s", older.size, got)
 	}
-	if got, _ := os.ReadFile(filepath.Join(clusterDir(e.dir, "default"), strconv.FormatInt(older.size, 10))); !bytes.Equal(got, older.signed) {
+	if got, _ := os.ReadFile(filepath.Join(e.dir, clusterPrefix("default")+strconv.FormatInt(older.size, 10))); !bytes.Equal(got, older.signed) {
 		t.Fatalf("the checkpoint of %d leaves is not kept by its size: %q", older.size, got)
 	}
 	size := e.treeSize()
@@ -193,7 +193,7 @@ func TestWitnessTwoReplicasFork(t *testing.T) {
 	if c := a.WitnessConflicts(); c != 1 {
 		t.Errorf("%d witness conflicts, want 1", c)
 	}
-	if b, err := ReadTrusted(e.dir, "default"); b != nil || err != nil {
+	if b, err := ReadTrusted(context.Background(), e.bucket, "default"); b != nil || err != nil {
 		t.Fatalf("latest written for a rewritten log: %q, %v", b, err)
 	}
 }

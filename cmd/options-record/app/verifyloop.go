@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"gocloud.dev/blob"
 	"io/fs"
 	"maps"
 	"slices"
@@ -70,16 +71,16 @@ func logVerifier(file string) (note.Verifier, error) {
 // `options-record verify`'s, run from outside.
 type logVerifyLoop struct {
 	verifier     note.Verifier
-	dir          string // --checkpoint-dir: the verified checkpoints to start from
+	checkpoints  *blob.Bucket // --checkpoint-dir or --checkpoint-url: the verified checkpoints to start from; nil: none
 	since        map[string][]byte
-	readDir      bool // the verified checkpoints of dir are read
+	readDir      bool // the verified checkpoints are read
 	lastSuccess  prometheus.Gauge
 	problems     prometheus.Gauge
 	minRetention time.Duration
 }
 
-func newLogVerifyLoop(v note.Verifier, dir string, reg prometheus.Registerer) (*logVerifyLoop, error) {
-	l := &logVerifyLoop{verifier: v, dir: dir, since: map[string][]byte{}, minRetention: store.MinRetention,
+func newLogVerifyLoop(v note.Verifier, checkpoints *blob.Bucket, reg prometheus.Registerer) (*logVerifyLoop, error) {
+	l := &logVerifyLoop{verifier: v, checkpoints: checkpoints, since: map[string][]byte{}, minRetention: store.MinRetention,
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "options_record_log_verify_last_success_timestamp_seconds",
 			Help: "When the last periodic verify (--verify-interval) that found no problem ended, Unix seconds; 0: none yet.",
@@ -103,17 +104,17 @@ type warnInfoLogger interface {
 }
 
 // start gives each cluster with a log and no checkpoint to start from
-// one: its verified checkpoint in dir (read once), else the newest the
+// one: its verified checkpoint among the checkpoints (read once), else the newest the
 // database holds now.
 func (l *logVerifyLoop) start(ctx context.Context, pool *pgxpool.Pool, log warnInfoLogger) error {
-	if !l.readDir && l.dir != "" {
-		verified, err := tamper.ReadVerified(l.dir)
+	if !l.readDir && l.checkpoints != nil {
+		verified, err := tamper.ReadVerified(ctx, l.checkpoints)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("the verified checkpoints in %s: %w", l.dir, err)
+			return fmt.Errorf("the verified checkpoints: %w", err)
 		}
 		for c, b := range verified {
 			l.since[c] = b
-			log.Info("tamper log: verify: starting from the verified checkpoint", "cluster", c, "dir", l.dir)
+			log.Info("tamper log: verify: starting from the verified checkpoint", "cluster", c)
 		}
 	}
 	l.readDir = true
@@ -172,7 +173,7 @@ func (p *ingestProcess) runLogVerify(ctx context.Context) {
 		p.log.Error("tamper log: verify", "err", err)
 		return
 	}
-	l, err := newLogVerifyLoop(v, p.o.CheckpointDir, p.reg)
+	l, err := newLogVerifyLoop(v, p.checkpoints, p.reg)
 	if err != nil {
 		p.log.Error("tamper log: verify: metrics", "err", err)
 		return

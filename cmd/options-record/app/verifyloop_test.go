@@ -46,8 +46,12 @@ func TestLogVerifyLoopIsIncremental(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	checkpoints := filepath.Join(dir, "checkpoints")
-	in, err := tamper.NewIntegrator(tamper.IntegratorOptions{Pool: pool, Signer: signer, CheckpointDir: checkpoints})
+	checkpoints, _, err := openCheckpoints(ctx, filepath.Join(dir, "checkpoints"), "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer checkpoints.Close()
+	in, err := tamper.NewIntegrator(tamper.IntegratorOptions{Pool: pool, Signer: signer, Checkpoints: checkpoints})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +113,7 @@ func TestLogVerifyLoopIsIncremental(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT checkpoint FROM log_segments WHERE cluster = 'default' AND tree_size = $1`, size).Scan(&first); err != nil {
 		t.Fatal(err)
 	}
-	if err := tamper.WriteVerified(checkpoints, "default", first); err != nil {
+	if err := tamper.WriteVerified(ctx, checkpoints, "default", first); err != nil {
 		t.Fatal(err)
 	}
 	l2, err := newLogVerifyLoop(verifier, checkpoints, prometheus.NewRegistry())
