@@ -55,10 +55,26 @@ var ErrNoVersion = errors.New("no such version")
 
 // ErrBeforeLog is ProveVersion's error for a version of a cluster that has
 // a log, which the log does not hold and never will: it has no leaf and no
-// pending row, so the ingest stored it while it kept no log (before the
-// log was enabled, or by a replica without it). Asking again does not
-// help.
+// pending row, and it was changed before the log's first leaf, so the
+// ingest stored it while it kept no log (before the log was enabled).
+// Asking again does not help. A version without a leaf or pending row
+// changed since the log began is ErrNotInLog.
 var ErrBeforeLog = errors.New("the version was stored when the ingest kept no tamper-evident log (before the log was enabled): the log does not hold it and never will")
+
+// ErrNotInLog is ProveVersion's error for a version of a cluster that has
+// a log, which has neither a leaf nor a pending row and was changed after
+// the log began: the ingest did not store it (it was written around the
+// ingest, or its leaf's row was removed from the log). It is an
+// ErrNotLogged too (errors.Is), so a caller that needs a proof fails.
+var ErrNotInLog error = notInLog{}
+
+type notInLog struct{}
+
+func (notInLog) Error() string {
+	return "the version is not in the tamper-evident log and has no pending row, though it was changed after the log began: it was not stored by the ingest that keeps the log (written around it, or its leaf removed)"
+}
+
+func (notInLog) Is(target error) bool { return target == ErrNotLogged }
 
 var objectTextSQL = `SELECT v.object::text FROM object_versions v WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key = $3`
 
@@ -109,6 +125,29 @@ func findLeaf(ctx context.Context, tx pgx.Tx, cluster, uid string, key []byte) (
 	return candidates[0], nil
 }
 
+// leafScanSQL finds a version's leaf in the log's segments when
+// log_leaf_index names none: a scan of the whole log, for a rare answer
+// (the entry of a logged version removed). As with the index, the proof
+// of the row against the signed tree is what counts.
+const leafScanSQL = `
+SELECT s.first_index + l.n - 1
+FROM log_segments s, unnest(s.kinds, s.uids, s.keys) WITH ORDINALITY AS l(kind, uid, key, n)
+WHERE s.cluster = $1 AND l.kind = 2 AND l.uid = $2 AND l.key = $3
+ORDER BY 1 LIMIT 1`
+
+// beforeLogSQL: was the version changed before the log began, that is
+// before the first leaf of a row in the cluster's first segment and before
+// that segment was integrated (the earlier of the two: an ingest that kept
+// the log would have logged the version)? Only then does the absence of
+// its leaf and pending row mean it was stored while the ingest kept no
+// log. The first segment is the log's (verify checks its leaves against
+// the signed tree), so moving its times is an edit verify reports.
+const beforeLogSQL = `
+SELECT coalesce(v.changed_at < (
+    SELECT least(s.integrated_at, (SELECT min(a) FROM unnest(s.kinds, s.ats) AS l(kind, a) WHERE l.kind <> 3))
+    FROM log_segments s WHERE s.cluster = $1 ORDER BY s.first_index LIMIT 1), false)
+FROM object_versions v WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key = $3`
+
 const hasLogSQL = `SELECT EXISTS (SELECT FROM log_segments WHERE cluster = $1)`
 
 // pendingSQL: is the version's pending row there? log_pending has no
@@ -144,6 +183,14 @@ func ProveVersion(ctx context.Context, pool *pgxpool.Pool, cluster, uid string, 
 		var checkpoint string
 		index, err = findLeaf(ctx, tx, cluster, uid, key)
 		if errors.Is(err, ErrNotLogged) {
+			// log_leaf_index is not evidence: its entry may be gone, so
+			// the log itself is searched before its absence means anything.
+			err = tx.QueryRow(ctx, leafScanSQL, cluster, uid, key).Scan(&index)
+			if errors.Is(err, pgx.ErrNoRows) {
+				err = ErrNotLogged
+			}
+		}
+		if errors.Is(err, ErrNotLogged) {
 			var logged bool
 			if err := tx.QueryRow(ctx, hasLogSQL, cluster).Scan(&logged); err != nil {
 				return fmt.Errorf("read the log: %w", err)
@@ -156,7 +203,14 @@ func ProveVersion(ctx context.Context, pool *pgxpool.Pool, cluster, uid string, 
 				return fmt.Errorf("read the pending rows: %w", err)
 			}
 			if !pending {
-				return ErrBeforeLog
+				var before bool
+				if err := tx.QueryRow(ctx, beforeLogSQL, cluster, uid, key).Scan(&before); err != nil {
+					return fmt.Errorf("read the log's start: %w", err)
+				}
+				if before {
+					return ErrBeforeLog
+				}
+				return ErrNotInLog
 			}
 			return ErrNotLogged
 		}

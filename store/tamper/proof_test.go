@@ -245,3 +245,57 @@ func TestProofCarriesTheRules(t *testing.T) {
 		t.Errorf("a proof without the rules: %v, want it refused", err)
 	}
 }
+
+// TestProofOfAVersionWithoutIndexEntry: log_leaf_index is a lookup aid,
+// not evidence, and the ingest's credential can delete its rows. A logged
+// version whose entry is gone is found in the log all the same (its proof
+// verifies; edited, it does not), and a version with neither a leaf nor a
+// pending row that is newer than the log's start is not "stored before
+// the log" (which the plugin accepts, exit 0) but ErrNotInLog.
+func TestProofOfAVersionWithoutIndexEntry(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Now()
+	logged := e.batch("default", now, 3)
+	e.write(logged)
+	e.integrate()
+	unindex := func(v model.Version) {
+		t.Helper()
+		e.exec(`DELETE FROM log_leaf_index WHERE cluster = $1 AND ref_hash = log_ref_hash(2::smallint, $2, $3)`, v.Cluster, v.UID, v.Key)
+	}
+	v := logged.Versions[0]
+	unindex(v)
+	p, err := ProveVersion(ctx, e.st.Pool(), v.Cluster, v.UID, v.Key)
+	if err != nil {
+		t.Fatalf("a logged version without its index entry: %v; want its proof", err)
+	}
+	if _, err := VerifyProof(p, e.verifier); err != nil {
+		t.Errorf("the proof of a logged version without its index entry: %v", err)
+	}
+	v = logged.Versions[1]
+	e.exec(`UPDATE object_versions SET name = 'edited' WHERE cluster = $1 AND uid = $2 AND version_key = $3`, v.Cluster, v.UID, v.Key)
+	unindex(v)
+	p, err = ProveVersion(ctx, e.st.Pool(), v.Cluster, v.UID, v.Key)
+	if errors.Is(err, ErrBeforeLog) {
+		t.Fatalf("an edited logged version without its index entry: %v", err)
+	}
+	if err == nil {
+		if _, err := VerifyProof(p, e.verifier); err == nil {
+			t.Errorf("the proof of an edited version verifies")
+		}
+	}
+	plain, err := store.Open(ctx, store.Options{URL: e.url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	around := e.batch("default", now, 1)
+	if _, err := plain.WriteBatch(ctx, around); err != nil {
+		t.Fatal(err)
+	}
+	v = around.Versions[0]
+	_, err = ProveVersion(ctx, e.st.Pool(), v.Cluster, v.UID, v.Key)
+	if errors.Is(err, ErrBeforeLog) || !errors.Is(err, ErrNotInLog) || !errors.Is(err, ErrNotLogged) {
+		t.Errorf("a version written around the ingest after the log began: %v; want ErrNotInLog", err)
+	}
+}
