@@ -94,6 +94,8 @@ func versionProofs(pool *pgxpool.Pool) history.Proofs {
 			return nil, history.ErrNoLog
 		case errors.Is(err, tamper.ErrBeforeLog):
 			return nil, history.ErrBeforeLog
+		case errors.Is(err, tamper.ErrNotInLog):
+			return nil, history.ErrNotInLog
 		case errors.Is(err, tamper.ErrNotLogged) || errors.Is(err, tamper.ErrNoVersion):
 			return nil, history.ErrNotLogged
 		}

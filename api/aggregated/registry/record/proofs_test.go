@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,7 @@ func TestProofGet(t *testing.T) {
 		v("uid-a", "configmaps", "shop", "app-config", 0x3f),
 		v("uid-n", "configmaps", "shop", "not-logged", 0x4f),
 		v("uid-b", "configmaps", "shop", "before-log", 0x7f),
+		v("uid-i", "configmaps", "shop", "not-in-log", 0x8f),
 		v("uid-s", "secrets", "shop", "db", 0x5f),
 		v("uid-o", "configmaps", "other", "web", 0x6f),
 	}}, Authorizer: getAllButSecrets{}})
@@ -51,6 +53,8 @@ func TestProofGet(t *testing.T) {
 			return nil, history.ErrNotLogged
 		case "uid-b":
 			return nil, history.ErrBeforeLog
+		case "uid-i":
+			return nil, history.ErrNotInLog
 		}
 		return []byte("c2sp.org/tlog-proof@v1\n" + cluster + "/" + uid + "\n"), nil
 	}
@@ -90,6 +94,13 @@ func TestProofGet(t *testing.T) {
 	_, err = s.Get(ctx, "before-log-7f111111", &metav1.GetOptions{})
 	if c := causes(err); !apierrors.IsNotFound(err) || len(c) != 1 || c[0].Type != recordv1alpha1.CauseBeforeLog {
 		t.Errorf("a version stored before the log: %v %v", err, c)
+	}
+	// Written around the ingest after the log began: not in the log, and
+	// not "stored before" it, whose answer the plugin accepts.
+	_, err = s.Get(ctx, "not-in-log-8f111111", &metav1.GetOptions{})
+	if c := causes(err); !apierrors.IsNotFound(err) || len(c) != 1 || c[0].Type != recordv1alpha1.CauseNotLogged ||
+		!strings.Contains(c[0].Message, "around the ingest") || strings.HasPrefix(c[0].Message, "not found") {
+		t.Errorf("a version written around the ingest: %v %v", err, c)
 	}
 	for _, p := range []history.Proofs{nil, func(context.Context, string, string, []byte) ([]byte, error) { return nil, history.ErrNoLog }} {
 		s.proofs = p
