@@ -115,6 +115,11 @@ func writeClusterFiles(ctx context.Context, b *blob.Bucket, cluster string, sign
 	return nil
 }
 
+// checkpointFileMode is a checkpoint file's mode in a directory: public
+// and signed, writable by its owner only, whatever the umask (fileblob
+// creates 0666 less the umask).
+const checkpointFileMode = 0o644
+
 // writeObject writes b's object key whole. In a directory (fileblob) the
 // temporary file is synced before it is renamed into place, so a crash
 // leaves the old checkpoint or the new one, never an empty file.
@@ -126,7 +131,9 @@ func writeObject(ctx context.Context, b *blob.Bucket, key string, data []byte) e
 	// The type is given: none is sniffed from the (hostile) content.
 	w, err := b.NewWriter(ctx, key, &blob.WriterOptions{ContentType: "text/plain; charset=utf-8",
 		BeforeWrite: func(as func(any) bool) error {
-			as(&file)
+			if as(&file) {
+				return file.Chmod(checkpointFileMode)
+			}
 			return nil
 		}})
 	if err != nil {

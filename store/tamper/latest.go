@@ -16,12 +16,17 @@ import (
 // kept, and so is one whose tree the database's log does not extend (a
 // log rewritten since): latest is the evidence verify holds the log to.
 // A latest that is no checkpoint of this log (unreadable, another origin)
-// is replaced. When the database cannot tell, latest waits for the next.
+// is replaced. When the database cannot tell, or latest cannot be read
+// (the ingest's identity may not read the bucket: docs/security.md),
+// latest waits for the next.
 func (in *Integrator) advancesLatest(ctx context.Context, cluster string, size int64) bool {
 	cur, err := ReadTrusted(ctx, in.o.Checkpoints, cluster)
 	if err != nil {
-		in.o.Logger.Error("read latest checkpoint", "cluster", cluster, "err", err)
-		return true
+		in.reportOnce(cluster, size, "unreadable", func() {
+			in.o.Logger.Error("latest checkpoint cannot be read: kept (the ingest needs to read the checkpoints)",
+				"cluster", cluster, "size", size, "err", err)
+		})
+		return false
 	}
 	text, _, ok := bytes.Cut(cur, []byte("\n\n"))
 	if cur == nil || !ok {
