@@ -7,8 +7,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"gocloud.dev/blob"
-	"io/fs"
 	"maps"
 	"slices"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"gocloud.dev/blob"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/options-record/options-record/cmd/options-record/app/secretfile"
@@ -104,13 +103,20 @@ type warnInfoLogger interface {
 }
 
 // start gives each cluster with a log and no checkpoint to start from
-// one: its verified checkpoint among the checkpoints (read once), else the newest the
-// database holds now.
+// one: its verified checkpoint among the checkpoints (read once; none
+// when they cannot be read), else the newest the database holds now.
 func (l *logVerifyLoop) start(ctx context.Context, pool *pgxpool.Pool, log warnInfoLogger) error {
 	if !l.readDir && l.checkpoints != nil {
+		// Verified checkpoints that cannot be read (a bucket that does
+		// not exist, an ingest identity not allowed to read it, any read
+		// error) are none: the loop starts from the database's newest
+		// (docs/security.md: what the ingest's identity needs).
 		verified, err := tamper.ReadVerified(ctx, l.checkpoints)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("the verified checkpoints: %w", err)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			log.Warn("tamper log: verify: the verified checkpoints cannot be read: starting from the newest checkpoints in the database", "err", err)
 		}
 		for c, b := range verified {
 			l.since[c] = b

@@ -123,6 +123,31 @@ func TestLogVerifyLoopIsIncremental(t *testing.T) {
 	if c2, ps := once(l2); ps != "" || c2.From != size || c2.Segments != 1 || !bytes.Equal(l2.since["default"], c.Checkpoint) {
 		t.Fatalf("from the verified checkpoint: %+v\n%s; want from %d leaves, the one new segment read", c2, ps, size)
 	}
+	// Verified checkpoints that cannot be read (an ingest identity
+	// without read access; here a verified that is a link to itself: a
+	// chmod does not deny root) are none: the loop warns once and starts
+	// from the newest checkpoint in the database.
+	verifiedFile := filepath.Join(dir, "checkpoints", "cluster=default", "verified")
+	if err := os.Remove(verifiedFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("verified", verifiedFile); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	l3, err := newLogVerifyLoop(verifier, checkpoints, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		rep, err := l3.once(ctx, pool, slog.New(slog.NewTextHandler(&logged, nil)))
+		if err != nil || len(rep.Clusters) != 1 || !rep.OK() || rep.Clusters[0].From != c.Size {
+			t.Fatalf("verified checkpoints unreadable: %v, %+v; want verified from the newest checkpoint (%d leaves)", err, rep, c.Size)
+		}
+	}
+	if n := strings.Count(logged.String(), "level=WARN"); n != 1 || !strings.Contains(logged.String(), "verified checkpoints") {
+		t.Fatalf("verified checkpoints unreadable: %d warnings, want 1:\n%s", n, logged.String())
+	}
 	// A tamper after the start: the row logged since, changed.
 	if _, err := pool.Exec(ctx, `UPDATE object_versions SET object = '{}' WHERE uid = 'uid-c'`); err != nil {
 		t.Fatal(err)
