@@ -57,15 +57,27 @@ func DeleterCell(user, as string) string {
 
 // ActorOf is who made a recorded change, or "a baseline" ("an admission
 // observation": the state an admission review showed before a write).
+// A user named after those words is quoted (escape.Quoted), so that no
+// user reads as the record's own.
 func ActorOf(c *record.ChangeRecord) string {
 	if c.Actor == nil && c.Verb == "admission" {
-		return "an admission observation"
+		return admissionWords
 	}
 	if c.Actor == nil {
-		return "a baseline"
+		return baselineWords
 	}
-	return ActorCell(c.Actor.Username, c.Actor.ImpersonatedUser)
+	s := ActorCell(c.Actor.Username, c.Actor.ImpersonatedUser)
+	if s == admissionWords || s == baselineWords {
+		return escape.Quoted(c.Actor.Username)
+	}
+	return s
 }
+
+// The words for a version the record took itself (ActorOf).
+const (
+	baselineWords  = "a baseline"
+	admissionWords = "an admission observation"
+)
 
 // Now is the clock of ages, and of times given as a duration before now
 // (fixed in tests).

@@ -76,3 +76,24 @@ func TestActorOfVersionsWithoutAnActor(t *testing.T) {
 		}
 	}
 }
+
+// TestActorOfUserNamedLikeTheRecord: a user named after the words for a
+// version the record took itself does not read as one.
+func TestActorOfUserNamedLikeTheRecord(t *testing.T) {
+	for _, c := range []struct{ user, as, want string }{
+		{"a baseline", "", `"a baseline"`},
+		{"an admission observation", "", `"an admission observation"`},
+		{"a baseline", "bob", "a baseline (as bob)"},
+		{"bob", "", "bob"},
+	} {
+		got := ActorOf(&record.ChangeRecord{Verb: "update", Actor: &record.Actor{Username: c.user, ImpersonatedUser: c.as}})
+		if got != c.want {
+			t.Errorf("ActorOf(%q as %q) = %q, want %q", c.user, c.as, got, c.want)
+		}
+		for _, verb := range []string{"baseline", "admission"} {
+			if got == ActorOf(&record.ChangeRecord{Verb: verb}) {
+				t.Errorf("user %q reads as the record's own %s: %q", c.user, verb, got)
+			}
+		}
+	}
+}
