@@ -126,6 +126,7 @@ func TestChartOnRealAPIServer(t *testing.T) {
 		{"defaults", nil},
 		{"everything", everything.values},
 		{"generated secrets", generatedValues()},
+		{"scheduled verify", verifyValues(map[string]any{"verifierKey": verifierKey})},
 	} {
 		t.Run("dry-run "+v.name, func(t *testing.T) {
 			r := renderChart(t, c, v.values)

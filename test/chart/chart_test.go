@@ -152,7 +152,8 @@ func compareObjects(t *testing.T, got, want []*unstructured.Unstructured) {
 // and with every switch on; an error or a warning fails.
 func TestChartLint(t *testing.T) {
 	dir := filepath.Join(repoRoot(t), chartPath)
-	for _, p := range append(pairings(), pairing{name: "generated secrets", values: generatedValues()}) {
+	for _, p := range append(pairings(), pairing{name: "generated secrets", values: generatedValues()},
+		pairing{name: "scheduled verify", values: verifyValues(map[string]any{"verifierKey": verifierKey})}) {
 		l := lint.All(dir, p.values, namespace, false)
 		for _, m := range l.Messages {
 			if m.Severity >= support.WarningSev {

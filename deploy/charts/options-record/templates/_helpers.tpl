@@ -88,4 +88,13 @@ the key's value in that Secret when it exists, else of 32 random bytes in hex
 {{- if and .Values.restoreAPI.enabled (or .Values.database.api.url .Values.database.api.readerUrl) (not (and .Values.database.api.url .Values.database.api.readerUrl)) -}}
 {{- fail "database.api needs both url (the API's role) and readerUrl (the record's reader): two logins" -}}
 {{- end -}}
+{{- if and (not .Values.tamperLog.signingKeySecret) (or .Values.tamperLog.verifyInterval .Values.tamperLog.witnesses) -}}
+{{- fail "tamperLog.verifyInterval and tamperLog.witnesses need tamperLog.signingKeySecret: the ingest keeps no log without it" -}}
+{{- end -}}
+{{- if or (lt (int .Values.tamperLog.witnessQuorum) 0) (gt (int .Values.tamperLog.witnessQuorum) (len .Values.tamperLog.witnesses)) -}}
+{{- fail (printf "tamperLog.witnessQuorum %d: want 0 (all) to %d, the number of tamperLog.witnesses" (int .Values.tamperLog.witnessQuorum) (len .Values.tamperLog.witnesses)) -}}
+{{- end -}}
+{{- if and .Values.notifications.lease (not .Values.notifications.secretName) -}}
+{{- fail "notifications.lease needs notifications.secretName (--notify-lease needs --notify-config)" -}}
+{{- end -}}
 {{- end -}}
