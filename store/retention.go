@@ -224,7 +224,8 @@ func (s *Store) ApplyRetention(ctx context.Context, now time.Time, maxAge time.D
 // cutoff in the log of each cluster that has one (or rows to log).
 const logCutoffSQL = `
 INSERT INTO log_pending (cluster, kind, at)
-SELECT c.cluster, $1, $2 FROM (SELECT cluster FROM log_segments UNION SELECT cluster FROM log_pending) c`
+SELECT c.cluster, $1, $2 FROM (SELECT cluster FROM log_segments UNION SELECT cluster FROM log_pending
+    UNION SELECT cluster FROM log_pending_batches) c`
 
 // LogCutoffWait is how long retention waits for the integrator to log its
 // cutoff before it gives up this pass, deleting nothing.

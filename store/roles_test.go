@@ -142,6 +142,7 @@ func TestSeparateDatabaseRoles(t *testing.T) {
 		`CREATE TABLE public.events_p20990101 (x int)`,
 		`UPDATE public.record_retention SET cutoff = 'infinity'`,
 		`UPDATE public.source_progress SET newest_event_at = 'infinity'`,
+		`DELETE FROM public.log_pending_batches`,
 		`CREATE OR REPLACE FUNCTION public.k8s_time(v text) RETURNS timestamptz LANGUAGE sql AS 'SELECT NULL::timestamptz'`,
 	}
 	// Unconfirmed admission observations are not part of the record: the
@@ -153,7 +154,7 @@ func TestSeparateDatabaseRoles(t *testing.T) {
 	// The API's role may not even read the record: what the record's owner
 	// attached to it would run with the API's rights.
 	for _, sql := range append(append(record, unconfirmed...), `SELECT count(*) FROM public.object_versions`, `SELECT count(*) FROM public.deletions`,
-		`SELECT cutoff FROM public.record_retention`, `SELECT public.k8s_time('2026-01-01T00:00:00Z')`,
+		`SELECT count(*) FROM public.log_pending_rows`, `SELECT cutoff FROM public.record_retention`, `SELECT public.k8s_time('2026-01-01T00:00:00Z')`,
 		`SET ROLE `+pgx.Identifier{r.IngestRole}.Sanitize(), `SET ROLE `+pgx.Identifier{r.ReaderRole}.Sanitize()) {
 		wantDenied(t, ac, "api", sql)
 	}

@@ -179,8 +179,6 @@ func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch, logged bool, dig
 	return res, err
 }
 
-var pendingColumns = []string{"cluster", "kind", "uid", "key", "at", "digest"}
-
 // The kinds of log_pending rows (tamper.KindEvent, KindVersion, KindCutoff).
 const (
 	pendingEvent   int16 = 1
@@ -188,11 +186,37 @@ const (
 	pendingCutoff  int16 = 3
 )
 
+// pendingBatch is a batch's log_pending_batches row of one cluster: the
+// references of the rows it stored, as parallel arrays, and each row's
+// digest (nil: none; the integrator reads the row).
+type pendingBatch struct {
+	kinds   []int16
+	uids    []string
+	keys    [][]byte
+	ats     []time.Time
+	digests [][]byte
+	digest  bool // some row has a digest
+}
+
+func (p *pendingBatch) add(kind int16, uid string, key []byte, at time.Time, digest []byte) {
+	if key == nil {
+		key = []byte{}
+	}
+	p.kinds, p.uids, p.keys, p.ats = append(p.kinds, kind), append(p.uids, uid), append(p.keys, key), append(p.ats, at)
+	p.digests = append(p.digests, digest)
+	p.digest = p.digest || digest != nil
+}
+
+const insertPendingBatchSQL = `INSERT INTO log_pending_batches (cluster, kinds, uids, keys, ats, digests) VALUES ($1, $2, $3, $4, $5, $6)`
+
 // copyPending writes, in the batch's transaction, the tamper-evident log's
-// pending row of each row the batch stored (store/tamper integrates them):
-// a batch that rolls back leaves none, and a row the batch skipped as
-// stored already gets none. With digest (Options.VersionDigest), a
-// version's pending row carries its row's digest, from the values written
+// pending rows of the rows the batch stored (store/tamper integrates
+// them): one log_pending_batches row per cluster, whose arrays hold a
+// reference per row (one row rather than one per stored row: a fraction
+// of the WAL; migration 00027). A batch that rolls back leaves none, and a
+// row the batch skipped as stored already gets none, so a batch that
+// stores nothing writes none. With digest (Options.VersionDigest), a
+// version's reference carries its row's digest, from the values written
 // (versionDigest), so that the integrator does not read the version back;
 // an event's does not (its jsonb columns and ingested_at are PostgreSQL's),
 // and the integrator reads it.
@@ -200,24 +224,42 @@ func copyPending(ctx context.Context, tx pgx.Tx, events []*model.Event, versions
 	if len(events)+len(versions) == 0 {
 		return nil
 	}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"log_pending"}, pendingColumns,
-		pgx.CopyFromSlice(len(events)+len(versions), func(i int) ([]any, error) {
-			if i < len(events) {
-				e := events[i]
-				return []any{e.Cluster, pendingEvent, "", e.Key, e.StageAt, nil}, nil
-			}
-			v := versions[i-len(events)]
-			if digest == nil {
-				return []any{v.Cluster, pendingVersion, v.UID, v.Key, v.ChangedAt, nil}, nil
-			}
-			d, err := versionDigest(v, digest)
+	var clusters []string
+	byCluster := map[string]*pendingBatch{}
+	batch := func(cluster string) *pendingBatch {
+		p := byCluster[cluster]
+		if p == nil {
+			p = &pendingBatch{}
+			byCluster[cluster] = p
+			clusters = append(clusters, cluster)
+		}
+		return p
+	}
+	for _, e := range events {
+		batch(e.Cluster).add(pendingEvent, "", e.Key, e.StageAt, nil)
+	}
+	for _, v := range versions {
+		var d []byte
+		if digest != nil {
+			vd, err := versionDigest(v, digest)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			return []any{v.Cluster, pendingVersion, v.UID, v.Key, v.ChangedAt, d[:]}, nil
-		}))
-	if err != nil {
-		return fmt.Errorf("copy log_pending: %w", err)
+			d = vd[:]
+		}
+		batch(v.Cluster).add(pendingVersion, v.UID, v.Key, v.ChangedAt, d)
+	}
+	b := &pgx.Batch{}
+	for _, c := range clusters {
+		p := byCluster[c]
+		var digests [][]byte
+		if p.digest {
+			digests = p.digests
+		}
+		b.Queue(insertPendingBatchSQL, c, p.kinds, p.uids, p.keys, p.ats, digests)
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("write log_pending_batches: %w", err)
 	}
 	return nil
 }

@@ -66,7 +66,9 @@ func TestCheckpointBuckets(t *testing.T) {
 			e.bucket = b
 			e.in = e.integrator(e.signer)
 			const hostile = "a/../b\nc"
-			e.write(e.batch("default", time.Now(), 6))
+			// Two passes (MaxLeaves 7): a batch of 8 rows, then one of 4.
+			e.write(e.batch("default", time.Now(), 4))
+			e.write(e.batch("default", time.Now(), 2))
 			e.write(e.batch(hostile, time.Now(), 1))
 			e.integrate()
 
@@ -83,7 +85,7 @@ func TestCheckpointBuckets(t *testing.T) {
 				keys = append(keys, obj.Key)
 			}
 			want := []string{"cluster=a%2F..%2Fb%0Ac/2", "cluster=a%2F..%2Fb%0Ac/latest",
-				"cluster=default/12", "cluster=default/7", "cluster=default/latest"}
+				"cluster=default/12", "cluster=default/8", "cluster=default/latest"}
 			if !slices.Equal(keys, want) {
 				t.Errorf("objects %q, want %q", keys, want)
 			}
@@ -109,10 +111,10 @@ func TestCheckpointBuckets(t *testing.T) {
 			// A restored backup: the last pass's rows and segment are gone,
 			// the log before them is whole and signed.
 			e.exec(`DELETE FROM events WHERE (cluster, event_key, stage_at) IN (
-				SELECT cluster, key, at FROM log_leaves WHERE cluster = 'default' AND row_table = 'events' AND log_index >= 7)`)
+				SELECT cluster, key, at FROM log_leaves WHERE cluster = 'default' AND row_table = 'events' AND log_index >= 8)`)
 			e.exec(`DELETE FROM object_versions WHERE (cluster, uid, version_key) IN (
-				SELECT cluster, uid, key FROM log_leaves WHERE cluster = 'default' AND row_table = 'object_versions' AND log_index >= 7)`)
-			e.exec(`DELETE FROM log_segments WHERE cluster = 'default' AND first_index >= 7`)
+				SELECT cluster, uid, key FROM log_leaves WHERE cluster = 'default' AND row_table = 'object_versions' AND log_index >= 8)`)
+			e.exec(`DELETE FROM log_segments WHERE cluster = 'default' AND first_index >= 8`)
 			rep = e.verify(true)
 			if got := problems(rep); rep.OK() || !strings.Contains(got, "fewer than the 12 of the trusted checkpoint: it was rolled back") {
 				t.Errorf("verify of a rolled-back log passed or did not say so:\n%s", got)

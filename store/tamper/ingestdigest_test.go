@@ -36,7 +36,7 @@ func TestPendingDigestIsStoredRows(t *testing.T) {
 	now := time.Now()
 	e.write(withNulls(e.batch("default", now, len(hostileJSON)+len(hostile)), now))
 	ctx := context.Background()
-	rows, err := e.st.Pool().Query(ctx, "SELECT uid, key, digest FROM log_pending WHERE kind = 2")
+	rows, err := e.st.Pool().Query(ctx, "SELECT uid, key, digest FROM log_pending_rows WHERE kind = 2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestVersionGoneBeforeIntegration(t *testing.T) {
 	e := newEnv(t)
 	e.write(e.batch("default", time.Now(), 3))
 	e.exec(`DELETE FROM object_versions WHERE uid = (SELECT min(uid) FROM object_versions)`)
-	if n := e.count("SELECT count(*) FROM log_pending WHERE kind = 2 AND digest IS NOT NULL"); n != 3 {
+	if n := e.count("SELECT count(*) FROM log_pending_rows WHERE kind = 2 AND digest IS NOT NULL"); n != 3 {
 		t.Fatalf("%d versions pending with a digest, want 3", n)
 	}
 	e.integrate()

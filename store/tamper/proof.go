@@ -150,12 +150,13 @@ FROM object_versions v WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key = $
 
 const hasLogSQL = `SELECT EXISTS (SELECT FROM log_segments WHERE cluster = $1)`
 
-// pendingSQL: is the version's pending row there? log_pending has no
-// index, and stays small (the integrator drains it every second). A
+// pendingSQL: is the version's pending row there (log_pending_rows: in
+// log_pending, or in a batch's row of log_pending_batches)? Neither has an
+// index, and both stay small (the integrator drains them every second). A
 // version's pending row is written in its batch's transaction and replaced
 // by its leaf in the integrator's, so in one snapshot a version stored
 // with the log has one or the other.
-const pendingSQL = `SELECT EXISTS (SELECT FROM log_pending WHERE cluster = $1 AND kind = 2 AND uid = $2 AND key = $3)`
+const pendingSQL = `SELECT EXISTS (SELECT FROM log_pending_rows WHERE cluster = $1 AND kind = 2 AND uid = $2 AND key = $3)`
 
 const newestCheckpointSQL = `SELECT tree_size, checkpoint FROM log_segments WHERE cluster = $1 ORDER BY first_index DESC LIMIT 1`
 

@@ -288,7 +288,7 @@ func TestIntegratorKilledMidway(t *testing.T) {
 	if n := e.count("SELECT count(*) FROM log_segments"); n != 1 {
 		t.Errorf("%d segments after the killed pass, want 1", n)
 	}
-	if n := e.count("SELECT count(*) FROM log_pending"); n != 4 {
+	if n := e.count("SELECT count(*) FROM log_pending_rows"); n != 4 {
 		t.Errorf("%d pending rows after the killed pass, want 4", n)
 	}
 	if rep := e.verify(true); !rep.OK() || rep.Clusters[0].Pending != 4 {
@@ -413,7 +413,7 @@ func TestVerifyClusterGone(t *testing.T) {
 	if rep := e.verify(true); !rep.OK() || len(rep.Clusters) != 2 {
 		t.Fatalf("before: %d clusters\n%s", len(rep.Clusters), problems(rep))
 	}
-	for _, table := range []string{"events", "object_versions", "log_segments", "log_pending"} {
+	for _, table := range []string{"events", "object_versions", "log_segments", "log_pending", "log_pending_batches"} {
 		e.exec(`DELETE FROM `+table+` WHERE cluster = $1`, "gone\n/..")
 	}
 	rep := e.verify(true)

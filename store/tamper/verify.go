@@ -154,7 +154,7 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 	clusters := []string{o.Cluster}
 	if o.Cluster == "" {
 		rows, err := pool.Query(ctx, `SELECT cluster FROM log_segments UNION SELECT cluster FROM log_pending
-			UNION SELECT cluster FROM events UNION SELECT cluster FROM object_versions ORDER BY 1`)
+			UNION SELECT cluster FROM log_pending_batches UNION SELECT cluster FROM events UNION SELECT cluster FROM object_versions ORDER BY 1`)
 		if err != nil {
 			return rep, fmt.Errorf("tamper: verify: clusters: %w", err)
 		}
@@ -451,7 +451,7 @@ func (v *verifier) checkTrusted(ctx context.Context, size int64, root tlog.Hash,
 func (v *verifier) readPending(ctx context.Context, tx pgx.Tx) (map[string]bool, error) {
 	c := v.cr.Cluster
 	pending := map[string]bool{}
-	prows, err := tx.Query(ctx, "SELECT kind, uid, key, at FROM log_pending WHERE cluster = $1", c)
+	prows, err := tx.Query(ctx, "SELECT kind, uid, key, at FROM log_pending_rows WHERE cluster = $1", c)
 	if err != nil {
 		return nil, err
 	}

@@ -558,7 +558,7 @@ func printMix(out io.Writer, r result) {
 		fmt.Fprintln(out)
 	}
 	if s.logged {
-		fmt.Fprintf(out, "  tamper-evident log: %.1f MiB (%s bytes per kept event, in the total above), log_pending %.1f MiB (empty now: its peak backlog, reused after a vacuum), integration lag (ingested_at to integrated_at) p50 %s, p99 %s, max %s\n",
+		fmt.Fprintf(out, "  tamper-evident log: %.1f MiB (%s bytes per kept event, in the total above), log_pending and log_pending_batches %.1f MiB (empty now: its peak backlog, reused after a vacuum), integration lag (ingested_at to integrated_at) p50 %s, p99 %s, max %s\n",
 			float64(s.logBytes)/(1<<20), thousands(float64(s.logBytes)/float64(max(s.events, 1))), float64(s.pendingBytes)/(1<<20), ms(s.lagP50), ms(s.lagP99), ms(s.lagMax))
 	}
 	fmt.Fprintf(out, "  sequential scans (whole run): events partitions %s (%s rows read), object_versions %s (%s rows read)\n",

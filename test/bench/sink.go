@@ -400,7 +400,7 @@ type storage struct {
 	// from a batch's commit to its integration.
 	logged                 bool
 	logBytes               int64 // log_segments
-	pendingBytes           int64 // log_pending, empty but not vacuumed: its peak backlog
+	pendingBytes           int64 // log_pending and log_pending_batches, empty but not vacuumed: their peak backlog
 	lagP50, lagP99, lagMax time.Duration
 }
 
@@ -555,8 +555,8 @@ func (e *env) logStorage(ctx context.Context, conn *pgx.Conn) (storage, error) {
 	}
 	for range 600 {
 		var pending int64
-		if err := conn.QueryRow(ctx, "SELECT count(*) FROM log_pending").Scan(&pending); err != nil {
-			return s, fmt.Errorf("log_pending: %w", err)
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM log_pending_rows").Scan(&pending); err != nil {
+			return s, fmt.Errorf("log_pending_rows: %w", err)
 		}
 		if pending == 0 {
 			break
@@ -571,7 +571,7 @@ func (e *env) logStorage(ctx context.Context, conn *pgx.Conn) (storage, error) {
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "RESET enable_nestloop") }()
 	var p50, p99, pmax float64
 	err := conn.QueryRow(ctx, `
-SELECT pg_total_relation_size('log_segments'), pg_total_relation_size('log_pending'),
+SELECT pg_total_relation_size('log_segments'), pg_total_relation_size('log_pending') + pg_total_relation_size('log_pending_batches'),
        coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY lag), 0), coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY lag), 0),
        coalesce(max(lag), 0)
 FROM (SELECT extract(epoch FROM l.integrated_at - e.ingested_at)::float8 AS lag

@@ -1,0 +1,101 @@
+package tamper
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestPendingBatchRows: a batch's transaction writes one
+// log_pending_batches row per cluster, with a reference per row it stored
+// (each version's digest, no event's), and none when it stores nothing (a
+// redelivery); a pass takes a batch whole, even past MaxLeaves.
+func TestPendingBatchRows(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	b := e.batch("a", now, 3)
+	o := e.batch("b\n/..", now, 2)
+	b.Events, b.Versions = append(b.Events, o.Events...), append(b.Versions, o.Versions...)
+	e.write(b)
+	if n := e.count(`SELECT count(*) FROM log_pending_batches`); n != 2 {
+		t.Fatalf("%d pending batch rows, want 2 (one per cluster)", n)
+	}
+	if n := e.count(`SELECT count(*) FROM log_pending`); n != 0 {
+		t.Errorf("%d log_pending rows, want none", n)
+	}
+	for _, c := range []struct {
+		cluster string
+		rows    int
+	}{{"a", 6}, {"b\n/..", 4}} {
+		if n := e.count(`SELECT count(*) FROM log_pending_rows WHERE cluster = $1`, c.cluster); n != c.rows {
+			t.Errorf("cluster %q: %d pending rows, want %d", c.cluster, n, c.rows)
+		}
+		if n := e.count(`SELECT count(*) FROM log_pending_rows WHERE cluster = $1 AND (kind = 2) = (digest IS NOT NULL)`, c.cluster); n != c.rows {
+			t.Errorf("cluster %q: %d pending rows with a digest if and only if a version, want %d", c.cluster, n, c.rows)
+		}
+	}
+	if rep := e.verify(false); !rep.OK() || rep.Clusters[0].Pending != 6 {
+		t.Fatalf("verify with the batch pending: %+v\n%s", rep.Clusters, problems(rep))
+	}
+	e.write(b) // redelivered: stores nothing
+	if n := e.count(`SELECT count(*) FROM log_pending_batches`); n != 2 {
+		t.Errorf("%d pending batch rows after a redelivery, want 2", n)
+	}
+	e.in.o.MaxLeaves = 2
+	n, err := e.in.Integrate(context.Background(), "a")
+	if err != nil || n != 6 {
+		t.Fatalf("a pass of MaxLeaves 2 took %d rows (%v), want the batch's 6", n, err)
+	}
+	if n := e.count(`SELECT cardinality(kinds) FROM log_segments WHERE cluster = 'a'`); n != 6 {
+		t.Errorf("a segment of %d leaves, want 6", n)
+	}
+	e.integrate()
+	if n := e.count(`SELECT count(*) FROM log_pending_batches`); n != 0 {
+		t.Errorf("%d pending batch rows after the passes", n)
+	}
+	e.write(b)
+	if n := e.count(`SELECT count(*) FROM log_pending_rows`); n != 0 {
+		t.Errorf("%d pending rows after a redelivery of a logged batch, want none", n)
+	}
+	if rep := e.verify(true); !rep.OK() || rep.Clusters[0].Rows != 6 || rep.Clusters[1].Rows != 4 {
+		t.Fatalf("verify: %+v\n%s", rep.Clusters, problems(rep))
+	}
+}
+
+// TestCutoffAfterOlderPendingBatch: a retention cutoff is logged after the
+// leaves of every pending row older than it, even when a pass does not take
+// all of the pending batches (MaxLeaves): else verify, after retention
+// deletes those rows, finds them missing with no cutoff logged after them.
+func TestCutoffAfterOlderPendingBatch(t *testing.T) {
+	e := newEnv(t) // MaxLeaves 7
+	now := time.Now()
+	cutoff := now.AddDate(0, 0, -8)
+	e.write(e.batch("default", now, 2)) // the rows that justify the cutoff
+	e.integrate()
+	// Older rows, delivered late (a journal replayed).
+	e.write(e.batch("default", now.AddDate(0, 0, -10), 4)) // 8 rows: a pass of its own
+	e.write(e.batch("default", now.AddDate(0, 0, -9), 2))
+	e.exec(`INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, $1)`, cutoff)
+	if _, err := e.in.Integrate(context.Background(), "default"); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT count(*) FROM log_pending WHERE kind = 3`); n != 1 {
+		t.Errorf("the first pass logged the cutoff, though a batch older than it is pending")
+	}
+	e.integrate()
+	var at, after int
+	if err := e.st.Pool().QueryRow(context.Background(), `
+SELECT (SELECT max(log_index) FROM log_leaves WHERE row_table <> 'retention_cutoff' AND at < $1),
+       (SELECT log_index FROM log_leaves WHERE row_table = 'retention_cutoff')`, cutoff).Scan(&at, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after < at {
+		t.Errorf("the cutoff is leaf %d, before leaf %d of a row older than it", after, at)
+	}
+	// Retention deletes what the cutoff covers: verify accepts it.
+	e.exec(`DELETE FROM events WHERE stage_at < $1`, cutoff)
+	e.exec(`DELETE FROM object_versions WHERE changed_at < $1`, cutoff)
+	if rep := e.verify(true); !rep.OK() || rep.Clusters[0].Retained != 12 || rep.Clusters[0].Rows != 4 {
+		t.Fatalf("verify after retention: %+v\n%s", rep.Clusters, problems(rep))
+	}
+}
