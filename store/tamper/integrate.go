@@ -79,6 +79,9 @@ type Integrator struct {
 	o IntegratorOptions
 	// beforeCommit, in tests, runs before an integration pass commits.
 	beforeCommit func(ctx context.Context)
+	// afterBatches, in tests, runs between a pass's drain of the pending
+	// batches and its drain of log_pending.
+	afterBatches func(ctx context.Context)
 	// refused counts the cutoffs refused, each once; mu guards reported
 	// (those cutoffs, and each latest checkpoint kept: reportOnce).
 	refused  atomic.Int64
@@ -286,7 +289,7 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 		if err := in.reportRefused(ctx, tx, cluster, limit); err != nil {
 			return err
 		}
-		pending, err := drain(ctx, tx, cluster, in.o.MaxLeaves, limit)
+		pending, err := drain(ctx, tx, cluster, in.o.MaxLeaves, limit, in.afterBatches)
 		if err != nil {
 			return err
 		}
@@ -406,7 +409,7 @@ type pendingRow struct {
 // none is left, and up to limit rows of log_pending; it leaves the
 // retention cutoffs later than latest, and those not later than a row of
 // a batch left pending.
-func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest time.Time) ([]pendingRow, error) {
+func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest time.Time, afterBatches func(context.Context)) ([]pendingRow, error) {
 	var out []pendingRow
 	brows, err := tx.Query(ctx, drainBatchesSQL, cluster, limit)
 	if err != nil {
@@ -436,6 +439,9 @@ func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest tim
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pending batches: %w", err)
+	}
+	if afterBatches != nil {
+		afterBatches(ctx)
 	}
 	rows, err := tx.Query(ctx, drainSQL, cluster, limit, latest)
 	if err != nil {

@@ -99,3 +99,30 @@ SELECT (SELECT max(log_index) FROM log_leaves WHERE row_table <> 'retention_cuto
 		t.Fatalf("verify after retention: %+v\n%s", rep.Clusters, problems(rep))
 	}
 }
+
+// TestCutoffAfterBatchCommittedMidPass: a batch committed while a pass
+// runs, after it took the pending batches, holds rows older than a pending
+// cutoff: the pass leaves the cutoff for the pass that logs that batch.
+func TestCutoffAfterBatchCommittedMidPass(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	cutoff := now.AddDate(0, 0, -8)
+	e.write(e.batch("default", now, 2)) // the rows that justify the cutoff
+	e.integrate()
+	e.exec(`INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, $1)`, cutoff)
+	late := e.batch("default", now.AddDate(0, 0, -9), 2)
+	e.in.afterBatches = func(context.Context) { e.write(late) }
+	if _, err := e.in.Integrate(context.Background(), "default"); err != nil {
+		t.Fatal(err)
+	}
+	e.in.afterBatches = nil
+	if n := e.count(`SELECT count(*) FROM log_pending WHERE kind = 3`); n != 1 {
+		t.Errorf("the pass logged the cutoff, though a batch older than it was committed before its drain of the cutoffs")
+	}
+	e.integrate()
+	e.exec(`DELETE FROM events WHERE stage_at < $1`, cutoff)
+	e.exec(`DELETE FROM object_versions WHERE changed_at < $1`, cutoff)
+	if rep := e.verify(true); !rep.OK() || rep.Clusters[0].Retained != 4 || rep.Clusters[0].Rows != 4 {
+		t.Fatalf("verify after retention: %+v\n%s", rep.Clusters, problems(rep))
+	}
+}
