@@ -1,6 +1,7 @@
 package tamper
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -225,7 +226,11 @@ type verifier struct {
 }
 
 func (v *verifier) fail(row, format string, args ...any) {
-	v.problems = append(v.problems, Problem{Cluster: v.cr.Cluster, Row: row, What: fmt.Sprintf(format, args...)})
+	v.problems = append(v.problems, v.problem(row, format, args...))
+}
+
+func (v *verifier) problem(row, format string, args ...any) Problem {
+	return Problem{Cluster: v.cr.Cluster, Row: row, What: fmt.Sprintf(format, args...)}
 }
 
 type segment struct {
@@ -244,26 +249,14 @@ SELECT first_index, tree_size, stored_from, kinds, uids, keys, ats, digests, has
 FROM log_segments WHERE cluster = $1 AND tree_size > $2 ORDER BY first_index`
 
 // readSegments reads the leaves after the first from, the stored hashes
-// they added and the newest checkpoint; a segment that does not follow the
-// one before (or from) is errMalformed.
+// they added and the newest checkpoint (eachSegment).
 func (v *verifier) readSegments(ctx context.Context, tx pgx.Tx, from int64) ([]leaf, []tlog.Hash, string, error) {
 	c := v.cr.Cluster
-	rows, err := tx.Query(ctx, segmentsSQL, c, from)
-	if err != nil {
-		return nil, nil, "", err
-	}
 	var leaves []leaf
 	var stored []tlog.Hash
 	var last string
-	var s segment
-	_, err = pgx.ForEachRow(rows, []any{&s.First, &s.Size, &s.StoredFrom, &s.Kinds, &s.UIDs, &s.Keys, &s.Ats, &s.Digests, &s.Hashes, &s.Checkpoint}, func() error {
-		n := s.Size - s.First
-		if s.First != from+int64(len(leaves)) || n <= 0 || s.StoredFrom != tlog.StoredHashCount(s.First) ||
-			len(s.Kinds) != int(n) || len(s.UIDs) != int(n) || len(s.Keys) != int(n) || len(s.Ats) != int(n) ||
-			len(s.Digests) != 32*int(n) || int64(len(s.Hashes)) != 32*(tlog.StoredHashCount(s.Size)-s.StoredFrom) {
-			return fmt.Errorf("%w: segment at %d (after %d leaves)", errMalformed, s.First, from+int64(len(leaves)))
-		}
-		for i := range n {
+	err := v.eachSegment(ctx, tx, from, func(s *segment) error {
+		for i := range s.Size - s.First {
 			leaves = append(leaves, leaf{Ref{Kind: Kind(s.Kinds[i]), Cluster: c, UID: s.UIDs[i], Key: s.Keys[i], At: s.Ats[i]},
 				[32]byte(s.Digests[32*i:])})
 		}
@@ -271,48 +264,41 @@ func (v *verifier) readSegments(ctx context.Context, tx pgx.Tx, from int64) ([]l
 			stored = append(stored, tlog.Hash(s.Hashes[i:]))
 		}
 		last = s.Checkpoint
-		v.cr.Segments++
 		return nil
 	})
 	return leaves, stored, last, err
+}
+
+// eachSegment reads the segments with leaves after the first from, in
+// order, one at a time (each is the next's to scan into: each must keep
+// none of it); a segment that does not follow the one before (or from) is
+// errMalformed.
+func (v *verifier) eachSegment(ctx context.Context, tx pgx.Tx, from int64, each func(*segment) error) error {
+	rows, err := tx.Query(ctx, segmentsSQL, v.cr.Cluster, from)
+	if err != nil {
+		return err
+	}
+	next := from
+	var s segment
+	_, err = pgx.ForEachRow(rows, []any{&s.First, &s.Size, &s.StoredFrom, &s.Kinds, &s.UIDs, &s.Keys, &s.Ats, &s.Digests, &s.Hashes, &s.Checkpoint}, func() error {
+		n := s.Size - s.First
+		if s.First != next || n <= 0 || s.StoredFrom != tlog.StoredHashCount(s.First) ||
+			len(s.Kinds) != int(n) || len(s.UIDs) != int(n) || len(s.Keys) != int(n) || len(s.Ats) != int(n) ||
+			len(s.Digests) != 32*int(n) || int64(len(s.Hashes)) != 32*(tlog.StoredHashCount(s.Size)-s.StoredFrom) {
+			return fmt.Errorf("%w: segment at %d (after %d leaves)", errMalformed, s.First, next)
+		}
+		next = s.Size
+		v.cr.Segments++
+		return each(&s)
+	})
+	return err
 }
 
 func (v *verifier) cluster(ctx context.Context, tx pgx.Tx) error {
 	if base := v.o.Since[v.cr.Cluster]; base != nil {
 		return v.incremental(ctx, tx, base)
 	}
-	leaves, stored, last, err := v.readSegments(ctx, tx, 0)
-	if err != nil {
-		if isMalformed(err) {
-			v.fail("log", "%v: the log's segments do not follow each other (edited or removed)", err)
-			return nil
-		}
-		return err
-	}
-	size := int64(len(leaves))
-	v.cr.Size = size
-	// The tree's hashes, rebuilt from the leaves' hashes.
-	mem := v.checkTree(0, leaves, stored, nil)
-	root := v.checkSigned(size, mem, last)
-	v.checkTrusted(ctx, size, root, mem)
-	rows := map[string]leaf{}
-	keep := func(r Ref, d [32]byte) error {
-		rows[r.id()] = leaf{r, d}
-		return nil
-	}
-	if err := scanRows(ctx, tx, KindEvent, eventsOfClusterSQL, []any{v.cr.Cluster}, keep); err != nil {
-		return err
-	}
-	if err := scanRows(ctx, tx, KindVersion, versionsOfClusterSQL, []any{v.cr.Cluster}, keep); err != nil {
-		return err
-	}
-	pending, err := v.readPending(ctx, tx)
-	if err != nil {
-		return err
-	}
-	logged := v.checkLeaves(0, time.Time{}, leaves, rows)
-	v.checkExtra(rows, logged, pending, nil)
-	return nil
+	return v.full(ctx, tx)
 }
 
 // checkSigned computes the root of the tree of size leaves and checks it
@@ -476,45 +462,10 @@ func (v *verifier) readPending(ctx context.Context, tx pgx.Tx) (map[string]bool,
 // stored (rows, by id); newest is the time of the newest row logged in the
 // first first leaves. It returns the leaf of each row id logged.
 func (v *verifier) checkLeaves(first int64, newest time.Time, leaves []leaf, rows map[string]leaf) map[string]int64 {
-	// Each cutoff, and the latest time it can justify: that of the newest
-	// row logged before it, less the minimum retention. A retention pass
-	// logs now − retention, and a row logged before it was stored by then:
-	// a later cutoff was not written by retention (or the clocks were off).
 	for i, l := range leaves {
-		if l.ref.Kind != KindCutoff {
-			if l.ref.At.After(newest) {
-				newest = l.ref.At
-			}
-			continue
-		}
-		justified := !newest.IsZero() && !l.ref.At.After(newest.Add(-v.o.MinRetention))
-		v.cr.Cutoffs = append(v.cr.Cutoffs, Cutoff{Leaf: first + int64(i), At: l.ref.At, Newest: newest, Justified: justified})
+		newest = v.noteCutoff(first+int64(i), l.ref, newest)
 	}
-	// covers[i]: the latest time a retention cutoff logged after leaf i
-	// covers; claims[i]: the cutoff logged after it that claims the most
-	// (-1: none), which names an unjustified cutoff.
-	covers := make([]time.Time, len(leaves)+1)
-	claims := make([]int, len(leaves)+1)
-	claims[len(leaves)] = -1
-	k := len(v.cr.Cutoffs) - 1
-	for i := len(leaves) - 1; i >= 0; i-- {
-		covers[i], claims[i] = covers[i+1], claims[i+1]
-		if k < 0 || v.cr.Cutoffs[k].Leaf != first+int64(i) {
-			continue
-		}
-		co := v.cr.Cutoffs[k]
-		upTo := co.At
-		if !co.Justified {
-			upTo = co.Newest.Add(-v.o.MinRetention)
-		}
-		if upTo.After(covers[i]) {
-			covers[i] = upTo
-		}
-		if claims[i] < 0 || co.At.After(v.cr.Cutoffs[claims[i]].At) {
-			claims[i] = k
-		}
-		k--
-	}
+	cov := v.coverage()
 	logged := map[string]int64{}
 	for li, l := range leaves {
 		i := first + int64(li)
@@ -530,27 +481,94 @@ func (v *verifier) checkLeaves(first int64, newest time.Time, leaves []leaf, row
 			continue
 		}
 		logged[id] = i
-		row, ok := rows[id]
-		switch {
-		case !ok && l.ref.At.Before(covers[li+1]):
-			v.cr.Retained++
-		case !ok && claims[li+1] >= 0 && l.ref.At.Before(v.cr.Cutoffs[claims[li+1]].At):
-			co := v.cr.Cutoffs[claims[li+1]]
-			v.fail(l.ref.String(), "missing: logged at leaf %d; the retention cutoff of %s at leaf %d would cover it, but no retention allowed that cutoff then "+
-				"(the newest row logged before it is of %s, less the minimum retention %s): planted, not written by retention",
-				i, co.At.UTC().Format(time.RFC3339Nano), co.Leaf, co.Newest.UTC().Format(time.RFC3339Nano), v.o.MinRetention)
-		case !ok && len(v.cr.PendingCutoffs) > 0 && l.ref.At.Before(v.cr.PendingCutoffs[len(v.cr.PendingCutoffs)-1]):
-			v.fail(l.ref.String(), "missing: logged at leaf %d; a retention cutoff of %s is pending, not logged (an integrator refuses one later than the retention allows): it covers nothing",
-				i, v.cr.PendingCutoffs[len(v.cr.PendingCutoffs)-1].UTC().Format(time.RFC3339Nano))
-		case !ok:
-			v.fail(l.ref.String(), "missing: logged at leaf %d, and no retention cutoff logged after it covers it", i)
-		case row.digest != l.digest || !row.ref.At.Equal(l.ref.At):
-			v.fail(l.ref.String(), "changed since it was logged at leaf %d", i)
-		default:
-			v.cr.Rows++
+		var row *leaf
+		if r, ok := rows[id]; ok {
+			row = &r
+		}
+		if what := v.checkLeaf(cov, i, l, row); what != "" {
+			v.fail(l.ref.String(), "%s", what)
 		}
 	}
 	return logged
+}
+
+// noteCutoff adds leaf i to the report's cutoffs if it is one, and
+// returns the time of the newest row logged up to it (newest: before it).
+// A cutoff can justify up to that time, less the minimum retention: a
+// retention pass logs now − retention, and a row logged before it was
+// stored by then; a later cutoff was not written by retention (or the
+// clocks were off).
+func (v *verifier) noteCutoff(i int64, r Ref, newest time.Time) time.Time {
+	if r.Kind != KindCutoff {
+		return maxTime(newest, r.At)
+	}
+	justified := !newest.IsZero() && !r.At.After(newest.Add(-v.o.MinRetention))
+	v.cr.Cutoffs = append(v.cr.Cutoffs, Cutoff{Leaf: i, At: r.At, Newest: newest, Justified: justified})
+	return newest
+}
+
+// coverage is what the report's cutoffs cover: upTo[k], the latest time
+// the cutoffs from the k-th on cover; claims[k], the one of them that
+// claims the most (-1: none), which names an unjustified cutoff.
+type coverage struct {
+	cutoffs []Cutoff
+	upTo    []time.Time
+	claims  []int
+}
+
+func (v *verifier) coverage() coverage {
+	cs := v.cr.Cutoffs
+	c := coverage{cutoffs: cs, upTo: make([]time.Time, len(cs)+1), claims: make([]int, len(cs)+1)}
+	c.claims[len(cs)] = -1
+	for k := len(cs) - 1; k >= 0; k-- {
+		c.upTo[k], c.claims[k] = c.upTo[k+1], c.claims[k+1]
+		co := cs[k]
+		upTo := co.At
+		if !co.Justified {
+			upTo = co.Newest.Add(-v.o.MinRetention)
+		}
+		if upTo.After(c.upTo[k]) {
+			c.upTo[k] = upTo
+		}
+		if c.claims[k] < 0 || co.At.After(cs[c.claims[k]].At) {
+			c.claims[k] = k
+		}
+	}
+	return c
+}
+
+// after is what the cutoffs logged after leaf i cover, and the one that
+// claims the most (-1: none).
+func (c coverage) after(i int64) (time.Time, int) {
+	k, _ := slices.BinarySearchFunc(c.cutoffs, i+1, func(co Cutoff, leaf int64) int { return cmp.Compare(co.Leaf, leaf) })
+	return c.upTo[k], c.claims[k]
+}
+
+// checkLeaf checks the row of leaf i, a row's first leaf: present (row)
+// and unchanged, or gone behind a cutoff logged after it. It counts the
+// row, or returns what is wrong.
+func (v *verifier) checkLeaf(cov coverage, i int64, l leaf, row *leaf) string {
+	covers, claims := cov.after(i)
+	pcs := v.cr.PendingCutoffs
+	switch {
+	case row == nil && l.ref.At.Before(covers):
+		v.cr.Retained++
+	case row == nil && claims >= 0 && l.ref.At.Before(cov.cutoffs[claims].At):
+		co := cov.cutoffs[claims]
+		return fmt.Sprintf("missing: logged at leaf %d; the retention cutoff of %s at leaf %d would cover it, but no retention allowed that cutoff then "+
+			"(the newest row logged before it is of %s, less the minimum retention %s): planted, not written by retention",
+			i, co.At.UTC().Format(time.RFC3339Nano), co.Leaf, co.Newest.UTC().Format(time.RFC3339Nano), v.o.MinRetention)
+	case row == nil && len(pcs) > 0 && l.ref.At.Before(pcs[len(pcs)-1]):
+		return fmt.Sprintf("missing: logged at leaf %d; a retention cutoff of %s is pending, not logged (an integrator refuses one later than the retention allows): it covers nothing",
+			i, pcs[len(pcs)-1].UTC().Format(time.RFC3339Nano))
+	case row == nil:
+		return fmt.Sprintf("missing: logged at leaf %d, and no retention cutoff logged after it covers it", i)
+	case row.digest != l.digest || !row.ref.At.Equal(l.ref.At):
+		return fmt.Sprintf("changed since it was logged at leaf %d", i)
+	default:
+		v.cr.Rows++
+	}
+	return ""
 }
 
 // checkExtra fails each row that is neither logged nor pending, in a
@@ -569,6 +587,12 @@ func (v *verifier) checkExtra(rows map[string]leaf, logged map[string]int64, pen
 		}
 	}
 	slices.SortFunc(extra, func(a, b leaf) int { return compareRefs(a.ref, b.ref) })
+	v.reportExtra(extra, before)
+}
+
+// reportExtra fails each row of extra, rows neither logged nor pending
+// (but, with before, those it finds logged before them).
+func (v *verifier) reportExtra(extra []leaf, before func([]leaf) map[string]string) {
 	var found map[string]string
 	if before != nil && len(extra) > 0 {
 		found = before(extra)
