@@ -59,9 +59,9 @@ func logVerifier(file string) (note.Verifier, error) {
 }
 
 // logVerifyLoop verifies the record against its log periodically
-// (--verify-interval), never fully: a full verify holds every leaf and
-// row digest in memory, which a large record does not fit in an ingest
-// replica's. Each cluster is checked incrementally (tamper.VerifyOptions.Since)
+// (--verify-interval), never fully: a full verify reads the whole record
+// and sorts it on the database server, too much to repeat every few
+// minutes beside the ingest. Each cluster is checked incrementally (tamper.VerifyOptions.Since)
 // from, the first time, the checkpoint `verify --incremental` verified
 // (cluster=NAME/verified in --checkpoint-dir), else the newest checkpoint
 // the database holds when the loop first sees the cluster (trust on first
