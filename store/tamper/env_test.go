@@ -71,7 +71,13 @@ func dirBucket(t testing.TB, dir string) *blob.Bucket {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	e := &env{t: t, url: pgtest.NewDatabase(t), dir: t.TempDir()}
+	return newEnvAt(t, pgtest.NewDatabase(t))
+}
+
+// newEnvAt is newEnv on the database at url.
+func newEnvAt(t testing.TB, url string) *env {
+	t.Helper()
+	e := &env{t: t, url: url, dir: t.TempDir()}
 	e.bucket = dirBucket(t, e.dir)
 	var err error
 	e.st, err = store.Open(context.Background(), store.Options{URL: e.url, TamperLog: true, VersionDigest: VersionDigest})
