@@ -22,7 +22,11 @@ import (
 // leaves of rows and the rows themselves, as three server-side cursors
 // that PostgreSQL sorts by the row's primary key (spilling to disk, not
 // to the verifier's memory), merged a page at a time: a row and its leaf
-// meet, a row with no leaf is not logged.
+// meet, a row with no leaf is not logged. Text is sorted COLLATE "C",
+// byte by byte as Go compares it: a database's own collation (ICU, glibc)
+// sorts otherwise. What it holds besides grows with the problems (kept to
+// be reported in log order), the cutoffs and the pending rows, not with
+// the record.
 
 // pageRows is the rows a cursor's FETCH reads at a time.
 const pageRows = 1000

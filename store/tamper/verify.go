@@ -270,9 +270,8 @@ func (v *verifier) readSegments(ctx context.Context, tx pgx.Tx, from int64) ([]l
 }
 
 // eachSegment reads the segments with leaves after the first from, in
-// order, one at a time (each is the next's to scan into: each must keep
-// none of it); a segment that does not follow the one before (or from) is
-// errMalformed.
+// order, one at a time: a full check holds no more. A segment that does
+// not follow the one before (or from) is errMalformed.
 func (v *verifier) eachSegment(ctx context.Context, tx pgx.Tx, from int64, each func(*segment) error) error {
 	rows, err := tx.Query(ctx, segmentsSQL, v.cr.Cluster, from)
 	if err != nil {
