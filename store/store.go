@@ -51,6 +51,12 @@ type Options struct {
 	// then writes each version's digest in its pending row, and the
 	// integrator does not read the version back. Nil: it does.
 	VersionDigest func(values []any) ([32]byte, error)
+	// EventDigest, with TamperLog, is the same for an events row
+	// (tamper.EventDigest): a batch writes each event's digest in its
+	// pending row when it knows the row's text for sure (its jsonb as
+	// PostgreSQL prints it); the integrator reads back the others. Nil:
+	// it reads every event back.
+	EventDigest func(values []any) ([32]byte, error)
 	// Secondary opens another pool on a database that the process's main
 	// Store has migrated and keeps partitions for: no migrations, no
 	// partition upkeep, usable at once (the restore API's own pool).
@@ -69,8 +75,8 @@ type Store struct {
 	parts     *partitions.Manager
 	secondary bool
 	tamperLog bool
-	// versionDigest is Options.VersionDigest.
-	versionDigest func([]any) ([32]byte, error)
+	// versionDigest and eventDigest are Options.VersionDigest and EventDigest.
+	versionDigest, eventDigest func([]any) ([32]byte, error)
 	// confirmed counts the admission observations an audit event confirmed.
 	confirmed prometheus.Counter
 }
@@ -103,7 +109,8 @@ func Connect(opts Options) (*Store, error) {
 	gated := &gatedPool{raw: pool}
 	s := &Store{Reader: reads.New(gated), pool: gated, conn: cfg.ConnConfig, log: opts.Logger,
 		parts:     partitions.New(opts.PartitionsAhead, opts.Logger, partitionFailures),
-		secondary: opts.Secondary, tamperLog: opts.TamperLog, versionDigest: opts.VersionDigest, confirmed: confirmed}
+		secondary: opts.Secondary, tamperLog: opts.TamperLog, versionDigest: opts.VersionDigest,
+		eventDigest: opts.EventDigest, confirmed: confirmed}
 	if opts.Registerer != nil && !opts.Secondary {
 		for _, c := range []prometheus.Collector{partitionFailures, confirmed} {
 			if err := opts.Registerer.Register(c); err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -17,7 +18,7 @@ var eventColumns = []string{
 	"username", "user_uid", "user_groups", "user_extra", "impersonated_user", "impersonated_groups",
 	"source_ips", "user_agent", "api_group", "api_version", "resource", "subresource", "namespace",
 	"name", "object_uid", "response_code", "response_reason", "response_message", "request_object",
-	"annotations", "rules", "secret_digested",
+	"annotations", "rules", "secret_digested", "ingested_at",
 }
 
 var versionColumns = []string{
@@ -29,13 +30,16 @@ var versionColumns = []string{
 // Both lookups only read rows the batch could collide with: the events of
 // its clusters and time range, and the versions of its objects.
 //
-// existingEventsSQL finds the events of a batch already stored. The bounds
-// on stage_at ($4, $5: the batch's earliest and latest) are redundant with
+// existingEventsSQL finds the events of a batch already stored, in one
+// row, with the transaction's time: now(), the default of
+// events.ingested_at, which the batch writes itself (so that it knows each
+// event's row, for its digest in the tamper-evident log). The bounds on
+// stage_at ($4, $5: the batch's earliest and latest) are redundant with
 // the join but let the planner prune the daily partitions: without them,
 // every lookup plans a join over all of them (about 3 ms with 40 days kept,
 // 0.2 ms with the bounds).
 const existingEventsSQL = `
-SELECT e.cluster, e.event_key
+SELECT now(), coalesce(array_agg(e.cluster), '{}'), coalesce(array_agg(e.event_key), '{}')
 FROM events e
 JOIN unnest($1::text[], $2::bytea[], $3::timestamptz[]) AS k(cluster, event_key, stage_at)
   ON e.cluster = k.cluster AND e.event_key = k.event_key AND e.stage_at = k.stage_at
@@ -74,7 +78,7 @@ func (s *Store) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteResu
 	var res model.WriteResult
 	write := func(tx pgx.Tx) error {
 		var err error
-		res, err = writeBatch(ctx, tx, b, s.tamperLog, s.versionDigest, s.log)
+		res, err = writeBatch(ctx, tx, b, s.tamperLog, rowDigests{s.versionDigest, s.eventDigest}, s.log)
 		return err
 	}
 	err := s.Transact(ctx, write)
@@ -99,9 +103,15 @@ func (s *Store) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteResu
 	return res, nil
 }
 
-func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch, logged bool, digest func([]any) ([32]byte, error), log *slog.Logger) (model.WriteResult, error) {
+// rowDigests are the tamper-evident log's digests of a row from its values
+// (Options.VersionDigest, Options.EventDigest); nil: none.
+type rowDigests struct {
+	version, event func([]any) ([32]byte, error)
+}
+
+func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch, logged bool, digests rowDigests, log *slog.Logger) (model.WriteResult, error) {
 	var res model.WriteResult
-	existing, err := existingEvents(ctx, tx, b.Events)
+	existing, ingestedAt, err := existingEvents(ctx, tx, b.Events)
 	if err != nil {
 		return res, err
 	}
@@ -156,12 +166,12 @@ func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch, logged bool, dig
 		versions = append(versions, v)
 	}
 
-	res.Events, res.Versions, err = copyRows(ctx, tx, events, versions)
+	res.Events, res.Versions, err = copyRows(ctx, tx, events, versions, ingestedAt)
 	if err != nil {
 		return res, err
 	}
 	if logged {
-		if err = copyPending(ctx, tx, events, versions, digest); err != nil {
+		if err = copyPending(ctx, tx, events, versions, ingestedAt, digests); err != nil {
 			return res, err
 		}
 	}
@@ -215,12 +225,12 @@ const insertPendingBatchSQL = `INSERT INTO log_pending_batches (cluster, kinds, 
 // reference per row (one row rather than one per stored row: a fraction
 // of the WAL; migration 00027). A batch that rolls back leaves none, and a
 // row the batch skipped as stored already gets none, so a batch that
-// stores nothing writes none. With digest (Options.VersionDigest), a
-// version's reference carries its row's digest, from the values written
-// (versionDigest), so that the integrator does not read the version back;
-// an event's does not (its jsonb columns and ingested_at are PostgreSQL's),
-// and the integrator reads it.
-func copyPending(ctx context.Context, tx pgx.Tx, events []*model.Event, versions []*model.Version, digest func([]any) ([32]byte, error)) error {
+// stores nothing writes none. With digests (Options.VersionDigest,
+// Options.EventDigest), a row's reference carries its row's digest, from
+// the values written (versionDigest, eventDigest), so that the integrator
+// does not read the row back; an event whose jsonb text is not known for
+// sure (jsonbText) gets none, and the integrator reads it.
+func copyPending(ctx context.Context, tx pgx.Tx, events []*model.Event, versions []*model.Version, ingestedAt time.Time, digests rowDigests) error {
 	if len(events)+len(versions) == 0 {
 		return nil
 	}
@@ -236,12 +246,16 @@ func copyPending(ctx context.Context, tx pgx.Tx, events []*model.Event, versions
 		return p
 	}
 	for _, e := range events {
-		batch(e.Cluster).add(pendingEvent, "", e.Key, e.StageAt, nil)
+		d, err := eventDigest(e, ingestedAt, digests.event)
+		if err != nil {
+			return err
+		}
+		batch(e.Cluster).add(pendingEvent, "", e.Key, e.StageAt, d)
 	}
 	for _, v := range versions {
 		var d []byte
-		if digest != nil {
-			vd, err := versionDigest(v, digest)
+		if digests.version != nil {
+			vd, err := versionDigest(v, digests.version)
 			if err != nil {
 				return err
 			}
@@ -277,13 +291,21 @@ func CopyRows(ctx context.Context, tx pgx.Tx, b *model.Batch) (events, versions 
 	for i := range b.Versions {
 		vs[i] = &b.Versions[i]
 	}
-	return copyRows(ctx, tx, es, vs)
+	var ingestedAt time.Time
+	if len(es) > 0 {
+		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&ingestedAt); err != nil {
+			return 0, 0, fmt.Errorf("transaction time: %w", err)
+		}
+	}
+	return copyRows(ctx, tx, es, vs, ingestedAt)
 }
 
-func copyRows(ctx context.Context, tx pgx.Tx, events []*model.Event, versions []*model.Version) (ne, nv int, err error) {
+// copyRows writes the rows; each event's ingested_at is ingestedAt, the
+// transaction's now() (existingEventsSQL).
+func copyRows(ctx context.Context, tx pgx.Tx, events []*model.Event, versions []*model.Version, ingestedAt time.Time) (ne, nv int, err error) {
 	if len(events) > 0 {
 		n, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns,
-			pgx.CopyFromSlice(len(events), func(i int) ([]any, error) { return eventRow(events[i]), nil }))
+			pgx.CopyFromSlice(len(events), func(i int) ([]any, error) { return eventRow(events[i], ingestedAt), nil }))
 		if err != nil {
 			return 0, 0, fmt.Errorf("copy events: %w", err)
 		}
@@ -300,25 +322,26 @@ func copyRows(ctx context.Context, tx pgx.Tx, events []*model.Event, versions []
 	return ne, nv, nil
 }
 
-func existingEvents(ctx context.Context, tx pgx.Tx, events []model.Event) (map[string]bool, error) {
+// existingEvents returns the events of a batch already stored, and the
+// transaction's time (zero when the batch has no events).
+func existingEvents(ctx context.Context, tx pgx.Tx, events []model.Event) (map[string]bool, time.Time, error) {
+	var now time.Time
 	if len(events) == 0 {
-		return nil, nil
+		return nil, now, nil
 	}
-	rows, err := tx.Query(ctx, existingEventsSQL, existingEventsArgs(events)...)
-	if err != nil {
-		return nil, fmt.Errorf("look up stored events: %w", err)
+	var clusters []string
+	var keys [][]byte
+	if err := tx.QueryRow(ctx, existingEventsSQL, existingEventsArgs(events)...).Scan(&now, &clusters, &keys); err != nil {
+		return nil, now, fmt.Errorf("look up stored events: %w", err)
 	}
-	found := map[string]bool{}
-	var c string
-	var k []byte
-	_, err = pgx.ForEachRow(rows, []any{&c, &k}, func() error {
-		found[c+"\x00"+string(k)] = true
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("look up stored events: %w", err)
+	if len(clusters) != len(keys) {
+		return nil, now, fmt.Errorf("look up stored events: %d clusters, %d keys", len(clusters), len(keys))
 	}
-	return found, nil
+	found := make(map[string]bool, len(keys))
+	for i := range keys {
+		found[clusters[i]+"\x00"+string(keys[i])] = true
+	}
+	return found, now, nil
 }
 
 func existingEventsArgs(events []model.Event) []any {
@@ -366,7 +389,7 @@ func existingStates(ctx context.Context, tx pgx.Tx, versions []*model.Version) (
 	return found, nil
 }
 
-func eventRow(e *model.Event) []any {
+func eventRow(e *model.Event, ingestedAt time.Time) []any {
 	return []any{
 		e.Cluster, e.Key, e.StageAt, nullTime(e.ReceivedAt), e.AuditID, e.Stage, e.Verb, e.RequestURI,
 		e.Username, nullString(e.UserUID), nonNil(e.UserGroups), nullJSON(e.UserExtra),
@@ -374,7 +397,7 @@ func eventRow(e *model.Event) []any {
 		nonNil(e.SourceIPs), nullString(e.UserAgent), e.APIGroup, e.APIVersion, e.Resource, e.Subresource,
 		e.Namespace, e.Name, nullString(e.ObjectUID), e.ResponseCode, nullString(e.ResponseReason),
 		nullString(e.ResponseMessage), nullJSON(e.RequestObject), nullJSON(e.Annotations),
-		nonNil(e.Rules), e.SecretDigested,
+		nonNil(e.Rules), e.SecretDigested, ingestedAt,
 	}
 }
 
@@ -427,6 +450,64 @@ func versionDigest(v *model.Version, digest func([]any) ([32]byte, error)) ([32]
 		}
 	}
 	return digest(vals)
+}
+
+// eventDigest is the tamper-evident log's digest (digest,
+// tamper.EventDigest) of the events row eventRow writes, computed from the
+// values as versionDigest does; ingested_at is the transaction's time the
+// batch wrote, and a jsonb column (user_extra, annotations) is the SHA-256
+// of the text PostgreSQL prints for it (jsonbText). It is nil, and the
+// integrator reads the row back, without digest or when that text is not
+// known for sure. TestPendingDigestIsStoredRows checks it on the hostile
+// corpus against the digest recomputed from what is stored.
+func eventDigest(e *model.Event, ingestedAt time.Time, digest func([]any) ([32]byte, error)) ([]byte, error) {
+	if digest == nil {
+		return nil, nil
+	}
+	row := eventRow(e, ingestedAt)
+	vals := make([]any, len(row))
+	for i, x := range row {
+		switch x := x.(type) {
+		case nil:
+		case []byte:
+			switch {
+			case x == nil:
+			case eventColumns[i] == "request_object": // json: its text as sent
+				d := sha256.Sum256(x)
+				vals[i] = d[:]
+			case eventColumns[i] == "user_extra" || eventColumns[i] == "annotations": // jsonb
+				text, err := jsonbText(x)
+				if errors.Is(err, errJSONBUnsure) {
+					return nil, nil
+				}
+				if err != nil {
+					return nil, err
+				}
+				d := sha256.Sum256(text)
+				vals[i] = d[:]
+			default:
+				vals[i] = x
+			}
+		case []string:
+			if x == nil {
+				continue // impersonated_groups: NULL
+			}
+			a := make([]any, len(x))
+			for j := range x {
+				a[j] = x[j]
+			}
+			vals[i] = a
+		case string, bool, time.Time, int32:
+			vals[i] = x
+		default:
+			return nil, fmt.Errorf("digest of events.%s: no encoding of %T", eventColumns[i], x)
+		}
+	}
+	d, err := digest(vals)
+	if err != nil {
+		return nil, err
+	}
+	return d[:], nil
 }
 
 func nullString(s string) any {

@@ -183,3 +183,52 @@ func TestABaselineStateIsReadableAndExact(t *testing.T) {
 		t.Errorf("the state given back: %s", state)
 	}
 }
+
+// TestIngestedAtIsTheTransactionTime: the batch writes each event's
+// ingested_at itself (the tamper-evident log's digest covers it), and it
+// is what the column's default gave: the transaction's now(), for
+// WriteBatch's write and for CopyRows.
+func TestIngestedAtIsTheTransactionTime(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	if err := s.EnsurePartitionsAround(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	var changes []change
+	for _, c := range lifecycle {
+		if !c.baseline {
+			changes = append(changes, c)
+		}
+	}
+	for name, write := range map[string]func(pgx.Tx, *model.Batch) error{
+		"WriteBatch": func(tx pgx.Tx, b *model.Batch) error {
+			_, err := writeBatch(ctx, tx, b, false, rowDigests{}, s.log)
+			return err
+		},
+		"CopyRows": func(tx pgx.Tx, b *model.Batch) error {
+			_, _, err := CopyRows(ctx, tx, b)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := batchOf(changes...)
+			tx, err := s.pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = tx.Rollback(ctx) }()
+			if err := write(tx, &b); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			var same bool
+			err = tx.QueryRow(ctx, "SELECT count(*), bool_and(ingested_at = now()) FROM events").Scan(&n, &same)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != len(b.Events) || n == 0 || !same {
+				t.Errorf("%d events (want %d), all ingested at the transaction's now(): %v", n, len(b.Events), same)
+			}
+		})
+	}
+}

@@ -80,7 +80,7 @@ func newEnvAt(t testing.TB, url string) *env {
 	e := &env{t: t, url: url, dir: t.TempDir()}
 	e.bucket = dirBucket(t, e.dir)
 	var err error
-	e.st, err = store.Open(context.Background(), store.Options{URL: e.url, TamperLog: true, VersionDigest: VersionDigest})
+	e.st, err = store.Open(context.Background(), store.Options{URL: e.url, TamperLog: true, VersionDigest: VersionDigest, EventDigest: EventDigest})
 	if err != nil {
 		t.Fatal(err)
 	}

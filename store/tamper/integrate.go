@@ -464,18 +464,22 @@ func compareRefs(a, b Ref) int {
 	return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.UID, b.UID), bytes.Compare(a.Key, b.Key))
 }
 
-// readLeaves makes the leaves of the pending rows, in their order. A
-// version whose pending row has its digest (the ingest's, of the values it
-// wrote) is only looked up, not read: its leaf holds that digest, so a row
-// changed between its batch and this pass fails verify. The other rows are
-// read and their digests computed from what is stored. A row gone before
-// its pass (retention dropped its day) has no leaf.
+// readLeaves makes the leaves of the pending rows, in their order. A row
+// whose pending row has its digest (the ingest's, of the values it wrote)
+// is only looked up, not read: its leaf holds that digest, so a row
+// changed between its batch and this pass fails verify. The other rows
+// (an event whose jsonb text the ingest was not sure of, rows of a writer
+// that gives no digest) are read and their digests computed from what is
+// stored. A row gone before its pass (retention dropped its day) has no
+// leaf.
 func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []pendingRow) ([]leaf, error) {
-	var eKeys, vKeys, dKeys [][]byte
-	var eAts []time.Time
+	var eKeys, vKeys, dKeys, deKeys [][]byte
+	var eAts, deAts []time.Time
 	var vUIDs, dUIDs []string
 	for _, r := range pending {
 		switch {
+		case r.Kind == KindEvent && len(r.digest) == sha256.Size:
+			deKeys, deAts = append(deKeys, r.Key), append(deAts, r.At)
 		case r.Kind == KindEvent:
 			eKeys, eAts = append(eKeys, r.Key), append(eAts, r.At)
 		case r.Kind == KindVersion && len(r.digest) == sha256.Size:
@@ -515,12 +519,27 @@ func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []pendin
 			return nil, fmt.Errorf("look up %s: %w", KindVersion, err)
 		}
 	}
+	if len(deKeys) > 0 {
+		first, last := slices.MinFunc(deAts, time.Time.Compare), slices.MaxFunc(deAts, time.Time.Compare)
+		rows, err := tx.Query(ctx, eventsPresentSQL, cluster, deKeys, deAts, first, last)
+		if err != nil {
+			return nil, fmt.Errorf("look up %s: %w", KindEvent, err)
+		}
+		var r Ref
+		_, err = pgx.ForEachRow(rows, []any{&r.Key, &r.At}, func() error {
+			present[Ref{Kind: KindEvent, Cluster: cluster, Key: r.Key, At: r.At}.id()] = true
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("look up %s: %w", KindEvent, err)
+		}
+	}
 	leaves := make([]leaf, 0, len(pending))
 	for _, r := range pending {
 		switch {
 		case r.Kind == KindCutoff:
 			leaves = append(leaves, leaf{r.Ref, cutoffDigest(r.Ref)})
-		case r.Kind == KindVersion && len(r.digest) == sha256.Size:
+		case (r.Kind == KindVersion || r.Kind == KindEvent) && len(r.digest) == sha256.Size:
 			if present[r.id()] {
 				leaves = append(leaves, leaf{r.Ref, [32]byte(r.digest)})
 			}

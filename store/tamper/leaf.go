@@ -102,6 +102,10 @@ var encodingBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); re
 // writes in each version's pending row (store.Options.VersionDigest).
 func VersionDigest(values []any) ([32]byte, error) { return RowDigest(KindVersion, values) }
 
+// EventDigest is RowDigest of an events row: what a batch writes in an
+// event's pending row (store.Options.EventDigest).
+func EventDigest(values []any) ([32]byte, error) { return RowDigest(KindEvent, values) }
+
 // RowEncoding is the encoding whose SHA-256 is RowDigest: what an
 // inclusion proof carries so that a verifier recomputes the leaf.
 func RowEncoding(k Kind, values []any) ([]byte, error) {

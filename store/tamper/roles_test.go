@@ -17,7 +17,7 @@ import (
 func TestRoles(t *testing.T) {
 	r := pgtest.NewRoles(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Options{URL: r.Ingest, TamperLog: true, VersionDigest: VersionDigest})
+	st, err := store.Open(ctx, store.Options{URL: r.Ingest, TamperLog: true, VersionDigest: VersionDigest, EventDigest: EventDigest})
 	if err != nil {
 		t.Fatal(err)
 	}

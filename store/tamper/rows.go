@@ -58,6 +58,13 @@ WHERE e.stage_at BETWEEN $4 AND $5` // redundant bounds: they prune the daily pa
 FROM unnest($2::text[], $3::bytea[]) AS k(uid, key)
 CROSS JOIN LATERAL (SELECT * FROM object_versions v
     WHERE v.cluster = $1 AND v.uid = k.uid AND v.version_key = k.key LIMIT 1) v`
+	// eventsPresentSQL returns the references of those events stored:
+	// their keys only, no column read or detoasted, over the same
+	// partitions as eventsByRefSQL.
+	eventsPresentSQL = `SELECT e.event_key, e.stage_at
+FROM events e JOIN unnest($2::bytea[], $3::timestamptz[]) AS k(key, at)
+  ON e.cluster = $1 AND e.event_key = k.key AND e.stage_at = k.at
+WHERE e.stage_at BETWEEN $4 AND $5` // redundant bounds: they prune the daily partitions
 	// versionsPresentSQL returns the references of those versions stored.
 	versionsPresentSQL = `SELECT k.uid, k.key
 FROM unnest($2::text[], $3::bytea[]) AS k(uid, key)

@@ -60,7 +60,7 @@ func Import(ctx context.Context, o ImportOptions) error {
 		return err
 	}
 	defer db.Close(context.WithoutCancel(ctx))
-	st, err := store.Open(ctx, store.Options{URL: db.URL, Logger: log, TamperLog: o.TamperLog, VersionDigest: tamper.VersionDigest})
+	st, err := store.Open(ctx, store.Options{URL: db.URL, Logger: log, TamperLog: o.TamperLog, VersionDigest: tamper.VersionDigest, EventDigest: tamper.EventDigest})
 	if err != nil {
 		return err
 	}

@@ -192,7 +192,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	// before the journal, the store and the database stop.
 	cs := []component{
 		{"database", p.openDatabase},
-		p.openStore(store.Options{Logger: log, Registerer: p.reg, TamperLog: p.logSigner != nil, VersionDigest: tamper.VersionDigest}, o.JournalDir != ""),
+		p.openStore(store.Options{Logger: log, Registerer: p.reg, TamperLog: p.logSigner != nil, VersionDigest: tamper.VersionDigest, EventDigest: tamper.EventDigest}, o.JournalDir != ""),
 		background("store preparation", p.keepPreparing),
 		{"journal", p.openJournal},
 	}
