@@ -35,25 +35,14 @@ func jsonbText(b []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	p := jsonbParser{dec: dec, surrogates: surrogateEscape.Match(b)}
-	v, err := p.value()
+	out, err := p.value(make([]byte, 0, len(b)+len(b)/8))
 	if err != nil {
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errJSONBUnsure // more than one value
 	}
-	out := make([]byte, 0, len(b)+len(b)/8)
-	return v.append(out), nil
-}
-
-// jsonbNode is a parsed JSON value: a scalar's printed text, or an
-// object's members (sorted as jsonb stores them) or an array's elements.
-type jsonbNode struct {
-	text    []byte // a scalar, printed
-	object  bool
-	array   bool
-	keys    []string
-	members []jsonbNode
+	return out, nil
 }
 
 // jsonbParser reads a JSON value with encoding/json's tokens.
@@ -69,122 +58,104 @@ type jsonbParser struct {
 // often sure).
 var surrogateEscape = regexp.MustCompile(`\\u[dD][89abcdefABCDEF]`)
 
-func (p *jsonbParser) value() (jsonbNode, error) {
-	dec := p.dec
-	tok, err := dec.Token()
+// jsonbMember is an object's member: its key, and its value printed in
+// the object's buffer from start to end.
+type jsonbMember struct {
+	key        string
+	start, end int
+}
+
+// value appends the jsonb text of the next value to b.
+func (p *jsonbParser) value(b []byte) ([]byte, error) {
+	tok, err := p.dec.Token()
 	if err != nil {
-		return jsonbNode{}, errJSONBUnsure
+		return nil, errJSONBUnsure
 	}
 	switch t := tok.(type) {
 	case json.Delim:
 		switch t {
 		case '[':
-			n := jsonbNode{array: true}
-			for dec.More() {
-				m, err := p.value()
-				if err != nil {
-					return n, err
+			b = append(b, '[')
+			for first := true; p.dec.More(); first = false {
+				if !first {
+					b = append(b, ", "...)
 				}
-				n.members = append(n.members, m)
+				if b, err = p.value(b); err != nil {
+					return nil, err
+				}
 			}
-			if _, err := dec.Token(); err != nil {
-				return n, errJSONBUnsure
+			if _, err := p.dec.Token(); err != nil {
+				return nil, errJSONBUnsure
 			}
-			return n, nil
+			return append(b, ']'), nil
 		case '{':
-			n := jsonbNode{object: true}
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return n, errJSONBUnsure
-				}
-				key, ok := k.(string)
-				if !ok || !p.safe(key) {
-					return n, errJSONBUnsure
-				}
-				m, err := p.value()
-				if err != nil {
-					return n, err
-				}
-				n.keys, n.members = append(n.keys, key), append(n.members, m)
-			}
-			if _, err := dec.Token(); err != nil {
-				return n, errJSONBUnsure
-			}
-			return n, n.sort()
+			return p.object(b)
 		}
-		return jsonbNode{}, errJSONBUnsure
+		return nil, errJSONBUnsure
 	case string:
 		if !p.safe(t) {
-			return jsonbNode{}, errJSONBUnsure
+			return nil, errJSONBUnsure
 		}
-		return jsonbNode{text: appendEscaped(nil, t)}, nil
+		return appendEscaped(b, t), nil
 	case json.Number:
 		if !plainInteger(string(t)) {
-			return jsonbNode{}, errJSONBUnsure
+			return nil, errJSONBUnsure
 		}
-		return jsonbNode{text: []byte(t)}, nil
+		return append(b, t...), nil
 	case bool:
 		if t {
-			return jsonbNode{text: []byte("true")}, nil
+			return append(b, "true"...), nil
 		}
-		return jsonbNode{text: []byte("false")}, nil
+		return append(b, "false"...), nil
 	case nil:
-		return jsonbNode{text: []byte("null")}, nil
+		return append(b, "null"...), nil
 	}
-	return jsonbNode{}, errJSONBUnsure
+	return nil, errJSONBUnsure
 }
 
-// sort orders an object's members as jsonb does: by the key's length in
-// bytes, then bytewise; a key twice (jsonb keeps the last) is unsure.
-func (n *jsonbNode) sort() error {
-	idx := make([]int, len(n.keys))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int {
-		ka, kb := n.keys[a], n.keys[b]
-		if len(ka) != len(kb) {
-			return len(ka) - len(kb)
+// object appends the jsonb text of an object whose '{' was read: its
+// members sorted as jsonb stores them, by the key's length in bytes, then
+// bytewise; a key twice (jsonb keeps the last) is unsure.
+func (p *jsonbParser) object(b []byte) ([]byte, error) {
+	var members []jsonbMember
+	var values []byte
+	for p.dec.More() {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return nil, errJSONBUnsure
 		}
-		return strings.Compare(ka, kb)
+		key, ok := tok.(string)
+		if !ok || !p.safe(key) {
+			return nil, errJSONBUnsure
+		}
+		start := len(values)
+		if values, err = p.value(values); err != nil {
+			return nil, err
+		}
+		members = append(members, jsonbMember{key, start, len(values)})
+	}
+	if _, err := p.dec.Token(); err != nil {
+		return nil, errJSONBUnsure
+	}
+	slices.SortFunc(members, func(x, y jsonbMember) int {
+		if len(x.key) != len(y.key) {
+			return len(x.key) - len(y.key)
+		}
+		return strings.Compare(x.key, y.key)
 	})
-	keys := make([]string, len(idx))
-	members := make([]jsonbNode, len(idx))
-	for i, j := range idx {
-		keys[i], members[i] = n.keys[j], n.members[j]
-		if i > 0 && keys[i] == keys[i-1] {
-			return errJSONBUnsure
-		}
-	}
-	n.keys, n.members = keys, members
-	return nil
-}
-
-func (n *jsonbNode) append(b []byte) []byte {
-	switch {
-	case n.object:
-		b = append(b, '{')
-		for i := range n.keys {
-			if i > 0 {
-				b = append(b, ", "...)
+	b = append(b, '{')
+	for i, m := range members {
+		if i > 0 {
+			if m.key == members[i-1].key {
+				return nil, errJSONBUnsure
 			}
-			b = appendEscaped(b, n.keys[i])
-			b = append(b, ": "...)
-			b = n.members[i].append(b)
+			b = append(b, ", "...)
 		}
-		return append(b, '}')
-	case n.array:
-		b = append(b, '[')
-		for i := range n.members {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = n.members[i].append(b)
-		}
-		return append(b, ']')
+		b = appendEscaped(b, m.key)
+		b = append(b, ": "...)
+		b = append(b, values[m.start:m.end]...)
 	}
-	return append(b, n.text...)
+	return append(b, '}'), nil
 }
 
 // safe reports whether a decoded string is stored by jsonb as it is: no
