@@ -6,9 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/options-record/options-record/store/model"
 )
@@ -277,5 +280,59 @@ func TestEventGoneBeforeIntegration(t *testing.T) {
 	}
 	if rep := e.verify(true); !rep.OK() {
 		t.Errorf("verify failed:\n%s", problems(rep))
+	}
+}
+
+// TestEventsProbePrunesPartitions: the pass's probe of its events plans
+// over the partitions of its range of stage_at only, not over every day
+// kept (as eventsByRefSQL; the lookup of a batch's stored events alike).
+func TestEventsProbePrunesPartitions(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	var days []time.Time
+	for i := range 40 {
+		days = append(days, now.AddDate(0, 0, -i))
+	}
+	if err := e.st.EnsurePartitionsFor(ctx, days); err != nil {
+		t.Fatal(err)
+	}
+	e.write(e.batch("default", now, 20))
+	var keys [][]byte
+	var ats []time.Time
+	rows, err := e.st.Pool().Query(ctx, "SELECT key, at FROM log_pending WHERE kind = 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k []byte
+		var at time.Time
+		if err := rows.Scan(&k, &at); err != nil {
+			t.Fatal(err)
+		}
+		keys, ats = append(keys, k), append(ats, at)
+	}
+	if err := rows.Err(); err != nil || len(keys) != 20 {
+		t.Fatalf("%d pending events: %v", len(keys), err)
+	}
+	first, last := slices.MinFunc(ats, time.Time.Compare), slices.MaxFunc(ats, time.Time.Compare)
+	rows, err = e.st.Pool().Query(ctx, "EXPLAIN "+eventsPresentSQL, "default", keys, ats, first, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanned := map[string]bool{}
+	for _, line := range plan {
+		for f := range strings.FieldsSeq(line) {
+			if strings.HasPrefix(f, "events_p") {
+				scanned[f] = true
+			}
+		}
+	}
+	if len(scanned) == 0 || len(scanned) > 2 {
+		t.Errorf("the probe of a pass of one day plans over %d partitions, want 1 or 2:\n%s", len(scanned), strings.Join(plan, "\n"))
 	}
 }
