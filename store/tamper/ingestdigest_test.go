@@ -300,7 +300,7 @@ func TestEventsProbePrunesPartitions(t *testing.T) {
 	e.write(e.batch("default", now, 20))
 	var keys [][]byte
 	var ats []time.Time
-	rows, err := e.st.Pool().Query(ctx, "SELECT key, at FROM log_pending WHERE kind = 1")
+	rows, err := e.st.Pool().Query(ctx, "SELECT key, at FROM log_pending_rows WHERE kind = 1")
 	if err != nil {
 		t.Fatal(err)
 	}
