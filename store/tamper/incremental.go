@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,7 +25,7 @@ ORDER BY l.at DESC, 1 LIMIT $4 OFFSET $5`
 // newestLogged tries and finds edited before it gives up.
 const maxBadLeaves = 100
 
-// indexedSQL finds where rows are in the log before leaf $5
+// indexedSQL finds where versions are in the log before leaf $5
 // (log_leaf_index), which an inclusion proof then checks: an entry of
 // another row whose reference has the same hash fails its proof, and the
 // row's own entry proves it all the same.
@@ -33,6 +34,32 @@ SELECT k.n, x.log_index
 FROM unnest($2::smallint[], $3::text[], $4::bytea[]) WITH ORDINALITY AS k(kind, uid, key, n)
 JOIN log_leaf_index x ON x.cluster = $1 AND x.ref_hash = log_ref_hash(k.kind, k.uid, k.key)
 WHERE x.log_index < $5`
+
+// eventsBeforeSQL finds where events (keys $2, times $3) are in the
+// first $4 leaves, which have no log_leaf_index entries: in the segments
+// whose range of event times (events_from, events_to; migration 00028)
+// meets that of theirs ($5, the oldest, to $6, the newest), found by the
+// index on (cluster, events_to), and those with no range (no events, or
+// written before 00028). A pass logs the events pending then, in their
+// order, so the segments whose range holds a time are those integrated
+// while events of that time were still being committed: the search is
+// bounded by how late an event commits after its time, not by the log.
+// The rows looked for are those as new as the oldest (checkNewRows), so
+// the segments read are about those the scan of the rows already covers.
+// An inclusion proof checks each leaf found: a range edited to hide a
+// segment leaves its events not found (reported as not in the log).
+const eventsBeforeSQL = `
+WITH k AS (SELECT * FROM unnest($2::bytea[], $3::timestamptz[]) WITH ORDINALITY AS k(key, at, n)),
+l AS MATERIALIZED (
+    SELECT s.first_index + l.i - 1 AS index, l.key, l.at
+    FROM (SELECT first_index, kinds, keys, ats FROM log_segments
+          WHERE cluster = $1 AND tree_size <= $4 AND events_to >= $5 AND events_from <= $6
+          UNION ALL
+          SELECT first_index, kinds, keys, ats FROM log_segments
+          WHERE cluster = $1 AND tree_size <= $4 AND events_to IS NULL) s,
+        unnest(s.kinds, s.keys, s.ats) WITH ORDINALITY AS l(kind, key, at, i)
+    WHERE l.kind = 1)
+SELECT k.n, l.index FROM k JOIN l ON l.key = k.key AND l.at = k.at`
 
 // incremental checks a cluster from base, the signed checkpoint a previous
 // run verified (VerifyOptions.Since).
@@ -234,41 +261,63 @@ func (v *verifier) newestLogged(ctx context.Context, tx pgx.Tx, b Checkpoint, be
 }
 
 // loggedBefore says which rows are logged, unchanged, in the first b.Size
-// leaves (""), or what is wrong with one log_leaf_index names: the index
-// names the leaf, and an inclusion proof of the
-// row's own leaf hash against b's root (which the stored hashes were
-// checked to give) shows it.
+// leaves (""), or what is wrong with one found there: log_leaf_index
+// names a version's leaf, the segments' ranges of event times an event's
+// (leaves), and an inclusion proof of the row's own leaf hash against b's
+// root (which the stored hashes were checked to give) shows it.
 func (v *verifier) loggedBefore(ctx context.Context, tx pgx.Tx, b Checkpoint, rows []leaf, below tlog.HashReader) (map[string]string, error) {
-	kinds := make([]int16, len(rows))
-	uids := make([]string, len(rows))
-	keys := make([][]byte, len(rows))
-	for i, r := range rows {
-		kinds[i], uids[i], keys[i] = int16(r.ref.Kind), r.ref.UID, r.ref.Key
-	}
-	q, err := tx.Query(ctx, indexedSQL, v.cr.Cluster, kinds, uids, keys, b.Size)
-	if err != nil {
-		return nil, err
-	}
-	type hit struct{ n, index int64 }
-	hits, err := pgx.CollectRows(q, func(row pgx.CollectableRow) (hit, error) {
-		var h hit
-		return h, row.Scan(&h.n, &h.index)
-	})
-	if err != nil {
-		return nil, err
+	var vRows, eRows []leaf
+	var kinds []int16
+	var uids []string
+	var vKeys, eKeys [][]byte
+	var eAts []time.Time
+	for _, r := range rows {
+		switch r.ref.Kind {
+		case KindVersion:
+			vRows, kinds, uids, vKeys = append(vRows, r), append(kinds, int16(r.ref.Kind)), append(uids, r.ref.UID), append(vKeys, r.ref.Key)
+		case KindEvent:
+			eRows, eKeys, eAts = append(eRows, r), append(eKeys, r.ref.Key), append(eAts, r.ref.At)
+		}
 	}
 	found := map[string]string{}
-	for _, h := range hits {
-		r, index := rows[h.n-1], h.index
-		p, err := tlog.ProveRecord(b.Size, index, below)
-		if err == nil {
-			err = tlog.CheckRecord(p, b.Size, b.Root, index, LeafHash(r.ref, r.digest))
+	check := func(rows []leaf, sql string, args ...any) error {
+		if len(rows) == 0 {
+			return nil
 		}
-		id := r.ref.id()
-		if err == nil {
-			found[id] = ""
-		} else if _, ok := found[id]; !ok { // another entry may prove it yet
-			found[id] = fmt.Sprintf("changed since it was logged at leaf %d (its leaf hash does not lead to the verified checkpoint's root)", index)
+		q, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		type hit struct{ n, index int64 }
+		hits, err := pgx.CollectRows(q, func(row pgx.CollectableRow) (hit, error) {
+			var h hit
+			return h, row.Scan(&h.n, &h.index)
+		})
+		if err != nil {
+			return err
+		}
+		for _, h := range hits {
+			r, index := rows[h.n-1], h.index
+			p, err := tlog.ProveRecord(b.Size, index, below)
+			if err == nil {
+				err = tlog.CheckRecord(p, b.Size, b.Root, index, LeafHash(r.ref, r.digest))
+			}
+			id := r.ref.id()
+			if err == nil {
+				found[id] = ""
+			} else if _, ok := found[id]; !ok { // another leaf found may prove it yet
+				found[id] = fmt.Sprintf("changed since it was logged at leaf %d (its leaf hash does not lead to the verified checkpoint's root)", index)
+			}
+		}
+		return nil
+	}
+	if err := check(vRows, indexedSQL, v.cr.Cluster, kinds, uids, vKeys, b.Size); err != nil {
+		return nil, err
+	}
+	if len(eRows) > 0 {
+		first, last := slices.MinFunc(eAts, time.Time.Compare), slices.MaxFunc(eAts, time.Time.Compare)
+		if err := check(eRows, eventsBeforeSQL, v.cr.Cluster, eKeys, eAts, b.Size, first, last); err != nil {
+			return nil, err
 		}
 	}
 	return found, nil

@@ -241,20 +241,23 @@ RETURNING kind, uid, key, at, digest`
 // them (if one does) deletes nothing.
 const refusedSQL = `SELECT DISTINCT at FROM log_pending WHERE cluster = $1 AND kind = 3 AND at > $2 ORDER BY at`
 
+// insertSegmentSQL appends a segment, with the range of its events' times
+// ($12, $13; NULL: none), where the incremental verify looks for events
+// logged before its checkpoint (eventsBeforeSQL; migration 00028).
 const insertSegmentSQL = `
-INSERT INTO log_segments (cluster, first_index, tree_size, stored_from, kinds, uids, keys, ats, digests, hashes, checkpoint)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+INSERT INTO log_segments (cluster, first_index, tree_size, stored_from, kinds, uids, keys, ats, digests, hashes, checkpoint, events_from, events_to)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
-// insertLeafIndexSQL writes where each row's leaf is (log_leaf_index,
-// migrations 00024 and 00026), by the hash of its reference: what a proof
-// and an incremental verify look up, when an entry is already there (a log
+// insertLeafIndexSQL writes where each version's leaf is (log_leaf_index,
+// migrations 00024, 00026 and 00028), by the hash of its reference: what a
+// proof and an incremental verify look up, when an entry is already there (a log
 // whose segments were removed and rebuilt; appendLeafIndex): that is no
 // reason to stop logging, the index is checked, not trusted.
 const insertLeafIndexSQL = `
 INSERT INTO log_leaf_index (cluster, ref_hash, log_index)
 SELECT $1, log_ref_hash(l.kind, l.uid, l.key), $2 + l.n - 1
 FROM unnest($3::smallint[], $4::text[], $5::bytea[]) WITH ORDINALITY AS l(kind, uid, key, n)
-WHERE l.kind IN (1, 2)
+WHERE l.kind = 2
 ON CONFLICT DO NOTHING`
 
 type leaf struct {
@@ -563,6 +566,7 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 	uids := make([]string, len(leaves))
 	keys := make([][]byte, len(leaves))
 	ats := make([]time.Time, len(leaves))
+	var eventsFrom, eventsTo *time.Time // the range of the events' times
 	for i, l := range leaves {
 		n := size + int64(i)
 		hs, err := tlog.StoredHashesForRecordHash(n, LeafHash(l.ref, l.digest), r)
@@ -575,6 +579,14 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 		}
 		digests = append(digests, l.digest[:]...)
 		kinds[i], uids[i], keys[i], ats[i] = int16(l.ref.Kind), l.ref.UID, l.ref.Key, l.ref.At
+		if l.ref.Kind == KindEvent {
+			if eventsFrom == nil || ats[i].Before(*eventsFrom) {
+				eventsFrom = &ats[i]
+			}
+			if eventsTo == nil || ats[i].After(*eventsTo) {
+				eventsTo = &ats[i]
+			}
+		}
 		if keys[i] == nil {
 			keys[i] = []byte{}
 		}
@@ -590,7 +602,7 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 		return nil, fmt.Errorf("sign checkpoint: %w", err)
 	}
 	_, err = tx.Exec(ctx, insertSegmentSQL, cluster, size, newSize, tlog.StoredHashCount(size),
-		kinds, uids, keys, ats, digests, hashes, string(signed))
+		kinds, uids, keys, ats, digests, hashes, string(signed), eventsFrom, eventsTo)
 	if err != nil {
 		return nil, fmt.Errorf("append segment: %w", err)
 	}
@@ -613,15 +625,16 @@ func refHash(kind Kind, uid string, key []byte) int64 {
 
 var leafIndexColumns = []string{"cluster", "ref_hash", "log_index"}
 
-// appendLeafIndex writes the log_leaf_index entries of the leaves of a
-// pass from leaf size on. COPY writes one WAL record per page where an
+// appendLeafIndex writes the log_leaf_index entries of the versions'
+// leaves of a pass from leaf size on (events have none: the incremental
+// verify finds them by their segments' range of times). COPY writes one WAL record per page where an
 // INSERT writes one per row (TestLogWALCost); an entry already there (a
 // log whose segments were removed and rebuilt) fails the COPY, and then
 // the INSERT, which skips it, writes them in its place.
 func appendLeafIndex(ctx context.Context, tx pgx.Tx, cluster string, size int64, kinds []int16, uids []string, keys [][]byte) error {
 	rows := make([][]any, 0, len(kinds))
 	for i, k := range kinds {
-		if Kind(k) == KindEvent || Kind(k) == KindVersion {
+		if Kind(k) == KindVersion {
 			rows = append(rows, []any{cluster, refHash(Kind(k), uids[i], keys[i]), size + int64(i)})
 		}
 	}
