@@ -11,7 +11,7 @@ import (
 // 10 leaves) after a late batch of 500: stamped just before the newest
 // batch (the 1,000 rows of its 100 segments are as new, and are looked
 // for below the checkpoint), then one stamped before the oldest (all
-// 40,000). go test -run '^$' -bench IncrementalManySegments ./store/tamper/
+// 41,000, the first late batch's included). go test -run '^$' -bench IncrementalManySegments ./store/tamper/
 func BenchmarkIncrementalManySegments(b *testing.B) {
 	e := newEnv(b)
 	e.in.o.MaxLeaves = 10
