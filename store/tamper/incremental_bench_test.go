@@ -30,7 +30,7 @@ func BenchmarkIncrementalManySegments(b *testing.B) {
 		late time.Time
 		rows int
 	}{
-		{"late by the newest batch", at(batches-1).Add(-100 * time.Millisecond), 2000},
+		{"late by the newest batch", at(batches - 1).Add(-100 * time.Millisecond), 2000},
 		{"late by the whole record", at(0).Add(-100 * time.Millisecond), 2 * 500 * (batches + 2)},
 	} {
 		base := e.verify(false)
