@@ -2,13 +2,13 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"io"
 	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/options-record/options-record/store/model/jsonscan"
 )
 
 // errJSONBUnsure is jsonbText's answer for JSON whose jsonb text it cannot
@@ -32,22 +32,21 @@ func jsonbText(b []byte) ([]byte, error) {
 	if !utf8.Valid(b) {
 		return nil, errJSONBUnsure
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	p := jsonbParser{dec: dec, surrogates: surrogateEscape.Match(b)}
-	out, err := p.value(make([]byte, 0, len(b)+len(b)/8))
-	if err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errJSONBUnsure // more than one value
+	p := jsonbPrinter{b: b, surrogates: surrogateEscape.Match(b)}
+	out, end, err := p.value(make([]byte, 0, len(b)+len(b)/8), jsonscan.Space(b, 0))
+	if err != nil || jsonscan.Space(b, end) != len(b) {
+		return nil, errJSONBUnsure // not JSON, or more than one value
 	}
 	return out, nil
 }
 
-// jsonbParser reads a JSON value with encoding/json's tokens.
-type jsonbParser struct {
-	dec *json.Decoder
+// strictJSON is how jsonbText scans: JSON as encoding/json takes it.
+var strictJSON = jsonscan.Mode{Strict: true}
+
+// jsonbPrinter prints a JSON text as jsonb text, walking it with the one
+// JSON scanner (store/model/jsonscan).
+type jsonbPrinter struct {
+	b []byte
 	// surrogates: the text has an escape of a UTF-16 surrogate, which
 	// encoding/json decodes to U+FFFD when it is alone.
 	surrogates bool
@@ -65,77 +64,87 @@ type jsonbMember struct {
 	start, end int
 }
 
-// value appends the jsonb text of the next value to b.
-func (p *jsonbParser) value(b []byte) ([]byte, error) {
-	tok, err := p.dec.Token()
+// value appends the jsonb text of the value that begins at p.b[i] to out,
+// and returns where the value ends.
+func (p *jsonbPrinter) value(out []byte, i int) ([]byte, int, error) {
+	if i >= len(p.b) {
+		return nil, i, errJSONBUnsure
+	}
+	switch p.b[i] {
+	case '{':
+		return p.object(out, i)
+	case '[':
+		out = append(out, '[')
+		n := 0
+		end, err := strictJSON.Array(p.b, i, func(start, _ int) error {
+			if n++; n > 1 {
+				out = append(out, ", "...)
+			}
+			var err error
+			out, _, err = p.value(out, start)
+			return err
+		})
+		if err != nil {
+			return nil, end, errJSONBUnsure
+		}
+		return append(out, ']'), end, nil
+	case '"':
+		end, err := strictJSON.Skip(p.b, i)
+		if err != nil {
+			return nil, end, errJSONBUnsure
+		}
+		out, err = p.str(out, p.b[i+1:end-1])
+		return out, end, err
+	}
+	end, err := strictJSON.Skip(p.b, i)
 	if err != nil {
-		return nil, errJSONBUnsure
+		return nil, end, errJSONBUnsure
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '[':
-			b = append(b, '[')
-			for first := true; p.dec.More(); first = false {
-				if !first {
-					b = append(b, ", "...)
-				}
-				if b, err = p.value(b); err != nil {
-					return nil, err
-				}
-			}
-			if _, err := p.dec.Token(); err != nil {
-				return nil, errJSONBUnsure
-			}
-			return append(b, ']'), nil
-		case '{':
-			return p.object(b)
-		}
-		return nil, errJSONBUnsure
-	case string:
-		if !p.safe(t) {
-			return nil, errJSONBUnsure
-		}
-		return appendEscaped(b, t), nil
-	case json.Number:
-		if !plainInteger(string(t)) {
-			return nil, errJSONBUnsure
-		}
-		return append(b, t...), nil
-	case bool:
-		if t {
-			return append(b, "true"...), nil
-		}
-		return append(b, "false"...), nil
-	case nil:
-		return append(b, "null"...), nil
+	switch lit := string(p.b[i:end]); {
+	case lit == "true" || lit == "false" || lit == "null" || plainInteger(lit):
+		return append(out, lit...), end, nil
 	}
-	return nil, errJSONBUnsure
+	return nil, end, errJSONBUnsure // a fraction or an exponent
 }
 
-// object appends the jsonb text of an object whose '{' was read: its
+// str appends the jsonb text of the string whose text between the quotes
+// is raw. Without an escape it is printed as it is written: valid JSON
+// holds no byte below 0x20 unescaped, nor a quote or a backslash, so
+// escape_json adds nothing.
+func (p *jsonbPrinter) str(out, raw []byte) ([]byte, error) {
+	s, err := jsonscan.Member{Key: raw}.Name()
+	if err != nil || !p.safe(s) {
+		return nil, errJSONBUnsure
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		out = append(out, '"')
+		out = append(out, raw...)
+		return append(out, '"'), nil
+	}
+	return appendEscaped(out, s), nil
+}
+
+// object appends the jsonb text of the object that begins at p.b[i]: its
 // members sorted as jsonb stores them, by the key's length in bytes, then
 // bytewise; a key twice (jsonb keeps the last) is unsure.
-func (p *jsonbParser) object(b []byte) ([]byte, error) {
+func (p *jsonbPrinter) object(out []byte, i int) ([]byte, int, error) {
 	var members []jsonbMember
 	var values []byte
-	for p.dec.More() {
-		tok, err := p.dec.Token()
-		if err != nil {
-			return nil, errJSONBUnsure
-		}
-		key, ok := tok.(string)
-		if !ok || !p.safe(key) {
-			return nil, errJSONBUnsure
+	end, err := strictJSON.Walk(p.b, i, func(m jsonscan.Member) (int, error) {
+		key, err := m.Name()
+		if err != nil || !p.safe(key) {
+			return m.Value, errJSONBUnsure
 		}
 		start := len(values)
-		if values, err = p.value(values); err != nil {
-			return nil, err
+		var end int
+		if values, end, err = p.value(values, m.Value); err != nil {
+			return end, err
 		}
 		members = append(members, jsonbMember{key, start, len(values)})
-	}
-	if _, err := p.dec.Token(); err != nil {
-		return nil, errJSONBUnsure
+		return end, nil
+	})
+	if err != nil {
+		return nil, end, errJSONBUnsure
 	}
 	slices.SortFunc(members, func(x, y jsonbMember) int {
 		if len(x.key) != len(y.key) {
@@ -143,25 +152,25 @@ func (p *jsonbParser) object(b []byte) ([]byte, error) {
 		}
 		return strings.Compare(x.key, y.key)
 	})
-	b = append(b, '{')
-	for i, m := range members {
-		if i > 0 {
-			if m.key == members[i-1].key {
-				return nil, errJSONBUnsure
+	out = append(out, '{')
+	for k, m := range members {
+		if k > 0 {
+			if m.key == members[k-1].key {
+				return nil, end, errJSONBUnsure
 			}
-			b = append(b, ", "...)
+			out = append(out, ", "...)
 		}
-		b = appendEscaped(b, m.key)
-		b = append(b, ": "...)
-		b = append(b, values[m.start:m.end]...)
+		out = appendEscaped(out, m.key)
+		out = append(out, ": "...)
+		out = append(out, values[m.start:m.end]...)
 	}
-	return append(b, '}'), nil
+	return append(out, '}'), end, nil
 }
 
 // safe reports whether a decoded string is stored by jsonb as it is: no
 // NUL (refused), and no U+FFFD when the text escapes a surrogate (that
 // U+FFFD may be encoding/json's of a lone surrogate, refused by jsonb).
-func (p *jsonbParser) safe(s string) bool {
+func (p *jsonbPrinter) safe(s string) bool {
 	return !strings.ContainsRune(s, 0) && !(p.surrogates && strings.ContainsRune(s, utf8.RuneError))
 }
 
