@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -62,7 +63,8 @@ const insertBaselineSQL = `
 INSERT INTO object_versions (cluster, uid, version_key, resource_version, origin, verb, changed_at,
     api_group, api_version, kind, resource, namespace, name, complete, object, secret_digested, rules, object_exact)
 VALUES ($1, $2, $3, $4, 'baseline', 'baseline', $5, $6, $7, $8, $9, $10, $11, true, $12, $13, $14, $15)
-ON CONFLICT DO NOTHING`
+ON CONFLICT DO NOTHING
+RETURNING true`
 
 const versionExistsSQL = `
 SELECT EXISTS (SELECT 1 FROM object_versions WHERE cluster = $1 AND uid = $2 AND resource_version = $3)`
@@ -101,8 +103,31 @@ func (s *Store) WriteBaseline(ctx context.Context, vs []model.Version) (int, err
 			ins.Queue(insertBaselineSQL, v.Cluster, v.UID, v.Key, v.ResourceVersion, v.ChangedAt, v.APIGroup,
 				v.APIVersion, v.Kind, v.Resource, v.Namespace, v.Name, nullJSON(v.Object), v.SecretDigested, nonNil(v.Rules), nullJSON(v.ObjectExact))
 		}
-		n = len(fresh)
-		return tx.SendBatch(ctx, ins).Close()
+		res = tx.SendBatch(ctx, ins)
+		stored := make([]*model.Version, 0, len(fresh))
+		for _, v := range fresh {
+			var inserted bool
+			err := res.QueryRow().Scan(&inserted)
+			switch {
+			case err == nil:
+				stored = append(stored, v)
+			case !errors.Is(err, pgx.ErrNoRows): // ON CONFLICT: stored already
+				res.Close()
+				return err
+			}
+		}
+		if err := res.Close(); err != nil {
+			return err
+		}
+		n = len(stored)
+		if !s.tamperLog {
+			return nil
+		}
+		// The tamper-evident log's pending rows of the baselines stored,
+		// without digests: the integrator reads them back (the insert
+		// leaves columns to their defaults, which versionDigest does not
+		// know).
+		return copyPending(ctx, tx, nil, stored, time.Time{}, rowDigests{})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("store: write baseline: %w", err)
