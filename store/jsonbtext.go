@@ -33,7 +33,7 @@ func jsonbText(b []byte) ([]byte, error) {
 		return nil, errJSONBUnsure
 	}
 	p := jsonbPrinter{b: b, surrogates: surrogateEscape.Match(b)}
-	out, end, err := p.value(make([]byte, 0, len(b)+len(b)/8), jsonscan.Space(b, 0))
+	out, end, err := p.value(make([]byte, 0, len(b)+len(b)/8), jsonscan.Space(b, 0), 0)
 	if err != nil || jsonscan.Space(b, end) != len(b) {
 		return nil, errJSONBUnsure // not JSON, or more than one value
 	}
@@ -41,7 +41,13 @@ func jsonbText(b []byte) ([]byte, error) {
 }
 
 // strictJSON is how jsonbText scans: JSON as encoding/json takes it.
-var strictJSON = jsonscan.Mode{Strict: true}
+var strictJSON = jsonscan.Mode{Strict: true, MaxNest: jsonbMaxNest}
+
+// jsonbMaxNest bounds the nesting jsonbText prints (deeper is unsure, and
+// read back): each level is scanned again by the one around it, so the
+// time would grow with the square of the depth. The values it prints (a
+// user's extra, annotations) are one or two levels deep.
+const jsonbMaxNest = 32
 
 // jsonbPrinter prints a JSON text as jsonb text, walking it with the one
 // JSON scanner (store/model/jsonscan).
@@ -64,15 +70,15 @@ type jsonbMember struct {
 	start, end int
 }
 
-// value appends the jsonb text of the value that begins at p.b[i] to out,
-// and returns where the value ends.
-func (p *jsonbPrinter) value(out []byte, i int) ([]byte, int, error) {
-	if i >= len(p.b) {
+// value appends the jsonb text of the value that begins at p.b[i], inside
+// depth objects and arrays, to out, and returns where the value ends.
+func (p *jsonbPrinter) value(out []byte, i, depth int) ([]byte, int, error) {
+	if i >= len(p.b) || depth > jsonbMaxNest {
 		return nil, i, errJSONBUnsure
 	}
 	switch p.b[i] {
 	case '{':
-		return p.object(out, i)
+		return p.object(out, i, depth)
 	case '[':
 		out = append(out, '[')
 		n := 0
@@ -81,7 +87,7 @@ func (p *jsonbPrinter) value(out []byte, i int) ([]byte, int, error) {
 				out = append(out, ", "...)
 			}
 			var err error
-			out, _, err = p.value(out, start)
+			out, _, err = p.value(out, start, depth+1)
 			return err
 		})
 		if err != nil {
@@ -127,7 +133,7 @@ func (p *jsonbPrinter) str(out, raw []byte) ([]byte, error) {
 // object appends the jsonb text of the object that begins at p.b[i]: its
 // members sorted as jsonb stores them, by the key's length in bytes, then
 // bytewise; a key twice (jsonb keeps the last) is unsure.
-func (p *jsonbPrinter) object(out []byte, i int) ([]byte, int, error) {
+func (p *jsonbPrinter) object(out []byte, i, depth int) ([]byte, int, error) {
 	var members []jsonbMember
 	var values []byte
 	end, err := strictJSON.Walk(p.b, i, func(m jsonscan.Member) (int, error) {
@@ -137,7 +143,7 @@ func (p *jsonbPrinter) object(out []byte, i int) ([]byte, int, error) {
 		}
 		start := len(values)
 		var end int
-		if values, end, err = p.value(values, m.Value); err != nil {
+		if values, end, err = p.value(values, m.Value, depth+1); err != nil {
 			return end, err
 		}
 		members = append(members, jsonbMember{key, start, len(values)})

@@ -86,7 +86,13 @@ func jsonbCorpus(t *testing.T) (sure, unsure []string) {
 		`{"a":1,"a":2}`, `{"a":{"x":1,"x":1}}`, `{"s":"\u0000"}`, `{"\u0000":1}`,
 		`{"s":"\ud83d"}`, `{"s":"\ude00x"}`, "{\"s\":\"\xff\"}", "\"\xc3\x28\"", `{"a":1} {"b":2}`, `{"a":1}]`,
 		`{"a":[true,false,null,{"x":[0,-0.5e0]}]}`, ``, `{`, `"\ud83d\ufffd"`, `"\ufffd\ud83d\ude00"`,
+		// Nested deeper than jsonbMaxNest: unsure (its time would grow
+		// with the square of the depth), and read back.
+		strings.Repeat("[", jsonbMaxNest+2) + strings.Repeat("]", jsonbMaxNest+2),
+		strings.Repeat(`{"a":`, 5000) + "1" + strings.Repeat("}", 5000),
 	}
+	// As deep as jsonbMaxNest allows: printed, as PostgreSQL does.
+	sure = append(sure, strings.Repeat(`{"a":[`, jsonbMaxNest/2)+"1"+strings.Repeat("]}", jsonbMaxNest/2))
 	return sure, unsure
 }
 
