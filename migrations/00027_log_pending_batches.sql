@@ -25,7 +25,11 @@ CREATE TABLE log_pending_batches (
     digests bytea[],                 -- each row's digest (32 bytes), NULL when none
     CHECK (cardinality(kinds) > 0 AND cardinality(uids) = cardinality(kinds)
            AND cardinality(keys) = cardinality(kinds) AND cardinality(ats) = cardinality(kinds)
-           AND (digests IS NULL OR cardinality(digests) = cardinality(kinds)))
+           AND (digests IS NULL OR cardinality(digests) = cardinality(kinds))
+           -- one dimension, no NULL reference: a planted row stops nothing
+           AND array_ndims(kinds) = 1 AND array_position(kinds, NULL) IS NULL
+           AND array_position(uids, NULL) IS NULL AND array_position(keys, NULL) IS NULL
+           AND array_position(ats, NULL) IS NULL)
 );
 -- Each row is deleted within seconds: vacuum by the number of dead rows
 -- (and dead TOAST chunks: a batch's arrays are TOASTed), not by a fraction

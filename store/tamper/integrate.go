@@ -418,21 +418,25 @@ func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest tim
 	if err != nil {
 		return nil, err
 	}
-	var kinds []int16
-	var uids []string
+	// Elements are read as pointers: a NULL one (which the CHECK of
+	// migration 00027 refuses, unless someone dropped it) is skipped, not
+	// an error that would stop every pass of the cluster.
+	var kinds []*int16
+	var uids []*string
 	var keys, digests [][]byte
-	var ats []time.Time
+	var ats []*time.Time
 	_, err = pgx.ForEachRow(brows, []any{&kinds, &uids, &keys, &ats, &digests}, func() error {
 		if len(uids) != len(kinds) || len(keys) != len(kinds) || len(ats) != len(kinds) || (digests != nil && len(digests) != len(kinds)) {
-			return fmt.Errorf("a pending batch's arrays differ in length")
+			return nil // refused by the CHECK too: nothing to log of it
 		}
 		for i, k := range kinds {
-			if Kind(k) != KindEvent && Kind(k) != KindVersion {
+			if k == nil || uids[i] == nil || keys[i] == nil || ats[i] == nil ||
+				Kind(*k) != KindEvent && Kind(*k) != KindVersion {
 				// Only a retention pass asks for a cutoff, in
 				// log_pending (the CHECK of migration 00027).
 				continue
 			}
-			r := pendingRow{Ref: Ref{Kind: Kind(k), Cluster: cluster, UID: uids[i], Key: bytes.Clone(keys[i]), At: ats[i]}}
+			r := pendingRow{Ref: Ref{Kind: Kind(*k), Cluster: cluster, UID: *uids[i], Key: bytes.Clone(keys[i]), At: *ats[i]}}
 			if digests != nil {
 				r.digest = bytes.Clone(digests[i])
 			}

@@ -128,3 +128,49 @@ func TestCutoffAfterBatchCommittedMidPass(t *testing.T) {
 		t.Fatalf("verify after retention: %+v\n%s", rep.Clusters, problems(rep))
 	}
 }
+
+// TestPlantedPendingBatchStopsNothing: a log_pending_batches row with a
+// NULL reference or a second dimension is refused by its CHECK; one
+// planted with the CHECK dropped (its owner, the ingest role, may) is
+// skipped by the integrator and by verify, which go on with the rest.
+func TestPlantedPendingBatchStopsNothing(t *testing.T) {
+	planted := []string{
+		`INSERT INTO log_pending_batches (cluster, kinds, uids, keys, ats) VALUES ('default', '{2}', '{NULL}', ARRAY['\x00'::bytea], ARRAY[now()])`,
+		`INSERT INTO log_pending_batches (cluster, kinds, uids, keys, ats) VALUES ('default', '{2}', '{u}', ARRAY['\x00'::bytea], ARRAY[NULL::timestamptz])`,
+		`INSERT INTO log_pending_batches (cluster, kinds, uids, keys, ats) VALUES ('default', '{2}', '{u}', ARRAY[NULL::bytea], ARRAY[now()])`,
+		`INSERT INTO log_pending_batches (cluster, kinds, uids, keys, ats) VALUES ('default', '{{2},{2}}', '{u,v}', ARRAY['\x00'::bytea,'\x01'], ARRAY[now(),now()])`,
+	}
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, q := range planted {
+		if _, err := e.st.Pool().Exec(ctx, q); err == nil {
+			t.Errorf("the CHECK took %s", q)
+		}
+	}
+	e.exec(`DO $$ DECLARE c text; BEGIN
+		FOR c IN SELECT conname FROM pg_constraint WHERE conrelid = 'log_pending_batches'::regclass AND contype = 'c' LOOP
+			EXECUTE format('ALTER TABLE log_pending_batches DROP CONSTRAINT %I', c);
+		END LOOP; END $$`)
+	for _, q := range planted {
+		e.exec(q)
+	}
+	e.write(e.batch("default", time.Now(), 2))
+	for range 2 { // two ticks: a pass takes batches up to MaxLeaves
+		if err := e.in.IntegrateAll(ctx); err != nil {
+			t.Fatalf("passes with planted batch rows: %v", err)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM log_pending_batches`); n != 0 {
+		t.Errorf("%d batch rows left after the passes, want none", n)
+	}
+	rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier})
+	if err != nil || !rep.OK() || rep.Clusters[0].Rows != 4 {
+		t.Fatalf("verify: %v %+v\n%s", err, rep.Clusters, problems(rep))
+	}
+	for _, q := range planted { // pending, while verify runs
+		e.exec(q)
+	}
+	if rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier}); err != nil || !rep.OK() {
+		t.Fatalf("verify with planted batch rows pending: %v\n%s", err, problems(rep))
+	}
+}
