@@ -5,8 +5,9 @@
 -- verify looked them up, for the events logged before its verified
 -- checkpoint that are as new as the rows after it. It finds those now by
 -- the segments whose range of event times holds theirs (events_from,
--- events_to: the earliest and latest stage_at of the segment's events,
--- NULL when it has none or was written before this migration), which the
+-- events_to: the earliest and latest stage_at of the segment's events;
+-- infinity and -infinity, a range that holds no time, when it has none;
+-- NULL only in a segment an older replica wrote after this migration), which the
 -- integrator computes and writes in the segment's row: nothing per row.
 -- Proofs are of versions, whose entries stay.
 --
@@ -19,10 +20,13 @@
 ALTER TABLE log_segments ADD COLUMN events_from timestamptz, ADD COLUMN events_to timestamptz;
 
 UPDATE log_segments s SET (events_from, events_to) = (
-    SELECT min(l.at), max(l.at) FROM unnest(s.kinds, s.ats) AS l(kind, at) WHERE l.kind = 1);
+    SELECT coalesce(min(l.at), 'infinity'), coalesce(max(l.at), '-infinity')
+    FROM unnest(s.kinds, s.ats) AS l(kind, at) WHERE l.kind = 1);
 
 -- The incremental verify's lookup: the segments whose events are as new
 -- as the oldest row it looks for (events_to IS NULL: read them all).
+-- A segment without events (a cutoff's, a pass of versions only) has
+-- the range -infinity: never read for events.
 CREATE INDEX log_segments_events_to ON log_segments (cluster, events_to);
 
 -- Only versions' entries: the table is rebuilt rather than half deleted.

@@ -256,12 +256,12 @@ func TestMigration00028(t *testing.T) {
 	}
 	want := e.count(`SELECT count(*) FROM log_segments`)
 	if n := e.count(`SELECT count(*) FROM log_segments s WHERE
-		events_from IS NOT DISTINCT FROM (SELECT min(at) FROM unnest(s.kinds, s.ats) AS l(kind, at) WHERE kind = 1)
-		AND events_to IS NOT DISTINCT FROM (SELECT max(at) FROM unnest(s.kinds, s.ats) AS l(kind, at) WHERE kind = 1)`); n != want || want < 3 {
+		events_from IS NOT DISTINCT FROM (SELECT coalesce(min(at), 'infinity') FROM unnest(s.kinds, s.ats) AS l(kind, at) WHERE kind = 1)
+		AND events_to IS NOT DISTINCT FROM (SELECT coalesce(max(at), '-infinity') FROM unnest(s.kinds, s.ats) AS l(kind, at) WHERE kind = 1)`); n != want || want < 3 {
 		t.Fatalf("up: %d of %d segments have the range of their events' times; want all, at least 3 (two batches' and the cutoff's)", n, want)
 	}
-	if n := e.count(`SELECT count(*) FROM log_segments WHERE events_to IS NULL`); n != 1 {
-		t.Errorf("up: %d segments with no range; want 1, the cutoff's", n)
+	if n := e.count(`SELECT count(*) FROM log_segments WHERE events_from = 'infinity' AND events_to = '-infinity'`); n != 1 {
+		t.Errorf("up: %d segments with the empty range; want 1, the cutoff's", n)
 	}
 	rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": base.Clusters[0].Checkpoint}})
 	if err != nil {
@@ -269,5 +269,45 @@ func TestMigration00028(t *testing.T) {
 	}
 	if c := rep.Clusters[0]; !rep.OK() || c.Rows != 20 {
 		t.Errorf("incremental after the migration: %+v %s; want it to pass over 20 rows", c, problems(rep))
+	}
+}
+
+// TestSegmentsWithoutEventsAreNotRead: a segment without events (a
+// cutoff's, a pass of versions only: baselines, confirmations) gets the
+// empty range, so the incremental verify's lookup of events never reads
+// it; only a segment without a range (an older replica's) is read
+// whatever the time.
+func TestSegmentsWithoutEventsAreNotRead(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	b := e.batch("default", time.Now(), 3)
+	b.Events = nil
+	for i := range b.Versions {
+		b.Versions[i].EventKey = nil
+	}
+	e.write(b)
+	e.integrate()
+	if n := e.count(`SELECT count(*) FROM log_segments WHERE events_from = 'infinity' AND events_to = '-infinity'`); n != 1 {
+		t.Fatalf("%d segments of versions only with the empty range, want 1", n)
+	}
+	// An event's reference planted in it: the lookup of that event does
+	// not find it while the range is empty, and does once it is NULL.
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	e.exec(`UPDATE log_segments SET kinds = kinds || 1::smallint, keys = keys || '\x6b'::bytea, ats = ats || $1::timestamptz`, at)
+	found := func() int {
+		var n int
+		err := e.st.Pool().QueryRow(ctx, `SELECT count(*) FROM (`+eventsBeforeSQL+`) x`, "default",
+			[][]byte{[]byte("k")}, []time.Time{at}, int64(1<<40), at.Add(-time.Hour), at.Add(time.Hour)).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := found(); n != 0 {
+		t.Errorf("the lookup read a segment with the empty range: found %d", n)
+	}
+	e.exec(`UPDATE log_segments SET events_from = NULL, events_to = NULL`)
+	if n := found(); n != 1 {
+		t.Errorf("the lookup of a segment without a range found %d, want 1", n)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"gocloud.dev/blob"
 	"golang.org/x/mod/sumdb/note"
@@ -606,7 +607,7 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 		return nil, fmt.Errorf("sign checkpoint: %w", err)
 	}
 	_, err = tx.Exec(ctx, insertSegmentSQL, cluster, size, newSize, tlog.StoredHashCount(size),
-		kinds, uids, keys, ats, digests, hashes, string(signed), eventsFrom, eventsTo)
+		kinds, uids, keys, ats, digests, hashes, string(signed), eventsRange(eventsFrom, true), eventsRange(eventsTo, false))
 	if err != nil {
 		return nil, fmt.Errorf("append segment: %w", err)
 	}
@@ -614,6 +615,21 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 		return nil, fmt.Errorf("append leaf index: %w", err)
 	}
 	return signed, nil
+}
+
+// eventsRange is a segment's events_from (from) or events_to: the time of
+// its earliest or latest event, or, when it has none, infinity and
+// -infinity, a range that holds no time, so that the incremental verify's
+// lookup of events (eventsBeforeSQL) never reads it (NULL, a segment of
+// an older replica, is read whatever the time).
+func eventsRange(t *time.Time, from bool) pgtype.Timestamptz {
+	switch {
+	case t != nil:
+		return pgtype.Timestamptz{Time: *t, Valid: true}
+	case from:
+		return pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
+	}
+	return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 }
 
 // refHash is log_ref_hash (migration 00026) computed in Go, for the COPY
