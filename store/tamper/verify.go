@@ -181,6 +181,9 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 	}
 	for _, c := range clusters {
 		v := &verifier{o: o, cr: ClusterReport{Cluster: c}}
+		if o.Trusted != nil {
+			v.trusted, v.trustedErr = ReadTrusted(ctx, o.Trusted, c)
+		}
 		err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 			func(tx pgx.Tx) error { return v.cluster(ctx, tx) })
 		if err != nil {
@@ -223,6 +226,12 @@ type verifier struct {
 	// badLeaves are the leaves below an incremental check's verified
 	// checkpoint found edited (newestLogged), each a problem once.
 	badLeaves map[int64]bool
+	// trusted and trustedErr are the cluster's trusted checkpoint (nil:
+	// none) as read before the check's snapshot began: an integrator
+	// writes a newer one after each pass, which a snapshot taken before
+	// that pass would read as a log rolled back.
+	trusted    []byte
+	trustedErr error
 }
 
 func (v *verifier) fail(row, format string, args ...any) {
@@ -390,8 +399,7 @@ func (v *verifier) checkTrusted(ctx context.Context, size int64, root tlog.Hash,
 	if v.o.Trusted == nil {
 		return
 	}
-	c := v.cr.Cluster
-	b, err := ReadTrusted(ctx, v.o.Trusted, c)
+	b, err := v.trusted, v.trustedErr
 	if err != nil {
 		v.fail("log", "the trusted checkpoint: %v", err)
 		return
@@ -416,7 +424,7 @@ func (v *verifier) checkTrusted(ctx context.Context, size int64, root tlog.Hash,
 		}
 	}
 	switch {
-	case trusted.Origin != Origin(v.o.Verifier.Name(), c):
+	case trusted.Origin != Origin(v.o.Verifier.Name(), v.cr.Cluster):
 		v.fail("log", "the trusted checkpoint is of another log (origin %q)", trusted.Origin)
 	case trusted.Size > size:
 		v.fail("log", "the log has %d leaves, fewer than the %d of the trusted checkpoint: it was rolled back or truncated", size, trusted.Size)
