@@ -21,6 +21,7 @@ func verifyInMemory(t *testing.T, e *env) ([]Problem, ClusterReport) {
 	t.Helper()
 	ctx := context.Background()
 	v := &verifier{o: VerifyOptions{Verifier: e.verifier, Trusted: e.bucket, MinRetention: DefaultMinRetention}, cr: ClusterReport{Cluster: "default"}}
+	v.trusted, v.trustedErr = ReadTrusted(ctx, e.bucket, "default") // before the snapshot, as Verify
 	err := pgx.BeginTxFunc(ctx, e.st.Pool(), pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		leaves, stored, last, err := v.readSegments(ctx, tx, 0)
 		if err != nil {
