@@ -157,13 +157,30 @@ func makePartition(ctx context.Context, db Beginner, d time.Time) (owner string,
 			return err
 		}
 		// Schema-qualified, whatever the session's search_path.
-		sql := fmt.Sprintf("CREATE TABLE IF NOT EXISTS public.%s PARTITION OF public.events FOR VALUES FROM ('%s') TO ('%s')",
-			pgx.Identifier{name}.Sanitize(), d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
-		if _, err := tx.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("create partition %s: %w", name, err)
+		ident := "public." + pgx.Identifier{name}.Sanitize()
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", "public."+name).Scan(&exists); err != nil {
+			return fmt.Errorf("look up partition %s: %w", name, err)
 		}
-		// IF NOT EXISTS is satisfied by any relation of that name: one
-		// another role made (a squat) would take none of the day's events.
+		if !exists {
+			// Made as a table of its own, then attached: ATTACH PARTITION
+			// takes SHARE UPDATE EXCLUSIVE on events, which neither the
+			// batches' inserts nor a long read (a full verify's cursor)
+			// conflict with, where CREATE TABLE ... PARTITION OF takes
+			// ACCESS EXCLUSIVE: it queued behind such a read, and every
+			// batch queued behind it. The attach adds the partitioned
+			// indexes to the empty table.
+			create := fmt.Sprintf("CREATE TABLE %s (LIKE public.events INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)", ident)
+			attach := fmt.Sprintf("ALTER TABLE public.events ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')",
+				ident, d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
+			for _, sql := range []string{create, attach} {
+				if _, err := tx.Exec(ctx, sql); err != nil {
+					return fmt.Errorf("create partition %s: %w", name, err)
+				}
+			}
+		}
+		// A relation of that name another role made (a squat) would take
+		// none of the day's events.
 		var partition bool
 		if err := tx.QueryRow(ctx, checkPartitionSQL, "public."+name).Scan(&partition, &owner); err != nil {
 			return fmt.Errorf("check partition %s: %w", name, err)
