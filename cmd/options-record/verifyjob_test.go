@@ -93,7 +93,7 @@ func TestVerifyAsTheScheduledJob(t *testing.T) {
 	// The Job: the reader's login in the environment (secretKeyRef
 	// reader-url), no --database-url.
 	t.Setenv("OPTIONS_RECORD_DATABASE_URL", r.Reader)
-	job := []string{"verify", "--log-verifier-key-file=" + verifierFile, "--checkpoint-url=file://" + checkpoints}
+	job := []string{"verify", "--log-verifier-key-file=" + verifierFile, "--checkpoint-url=file://" + checkpoints, "--require-trusted"}
 	code, out := exec(job...)
 	if code != 0 || !strings.Contains(out, "  trusted checkpoint of 4 leaves: checked\n") {
 		t.Fatalf("verify as the reader: exit %d, want 0 and the trusted checkpoint checked:\n%s", code, out)

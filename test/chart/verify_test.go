@@ -108,7 +108,7 @@ func TestChartVerifyCronJob(t *testing.T) {
 	}
 	args := containerArgs(t, cj)
 	want := []string{"verify", "--log-verifier-key-file=/etc/options-record/log-verifier/key",
-		"--checkpoint-url=s3://cp?region=eu-west-1", "--witness-key=" + witnessKey1, "--witness-key=" + witnessKey2, "--witness-quorum=1"}
+		"--checkpoint-url=s3://cp?region=eu-west-1", "--require-trusted", "--witness-key=" + witnessKey1, "--witness-key=" + witnessKey2, "--witness-quorum=1"}
 	if d := cmp.Diff(want, args); d != "" {
 		t.Errorf("verify's args (-want +got):\n%s", d)
 	}

@@ -125,6 +125,11 @@ type VerifyOptions struct {
 	// without one is checked fully), and keeps there the newest checkpoint
 	// of each cluster that passes (tamper.VerifyOptions.Since).
 	Incremental bool
+	// RequireTrusted fails each cluster whose log has leaves but no
+	// trusted checkpoint in CheckpointDir or CheckpointURL: a mistyped
+	// location, or checkpoints deleted, would otherwise leave the log
+	// unchecked for a rollback, and the run passing.
+	RequireTrusted bool
 	// MinRetention is the shortest retention the record was ever kept
 	// for (tamper.VerifyOptions.MinRetention); zero: MinRetention. Less
 	// than MinRetention is an error: no retention is shorter.
@@ -274,8 +279,17 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 	for _, p := range rep.Problems {
 		fmt.Fprintln(o.Out, "FAIL", strings.ToValidUTF8(p.String(), "\ufffd"))
 	}
-	if !rep.OK() {
-		return fmt.Errorf("%w: %d problems", ErrVerifyFailed, len(rep.Problems))
+	untrusted := 0
+	if o.RequireTrusted && checkpoints != nil {
+		for _, c := range rep.Clusters {
+			if c.Size > 0 && !c.Trusted {
+				fmt.Fprintf(o.Out, "FAIL cluster %q: its log of %d leaves has no trusted checkpoint in %s (--require-trusted)\n", c.Cluster, c.Size, dir)
+				untrusted++
+			}
+		}
+	}
+	if !rep.OK() || untrusted > 0 {
+		return fmt.Errorf("%w: %d problems", ErrVerifyFailed, len(rep.Problems)+untrusted)
 	}
 	return nil
 }

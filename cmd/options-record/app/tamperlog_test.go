@@ -83,6 +83,21 @@ func TestVerifyCommand(t *testing.T) {
 		t.Errorf("verify printed:\n%s", out.String())
 	}
 	checkProofs(t, pool, strings.TrimSpace(pub.String()))
+	// --require-trusted: the same log against a location without its
+	// checkpoints (mistyped, or emptied) fails; against its own, passes.
+	vo.RequireTrusted = true
+	for _, c := range []struct {
+		dir  string
+		fail bool
+	}{{t.TempDir(), true}, {checkpoints, false}} {
+		vo.CheckpointDir = c.dir
+		out.Reset()
+		err := Verify(ctx, vo)
+		if c.fail != errors.Is(err, ErrVerifyFailed) || c.fail != strings.Contains(out.String(), `FAIL cluster "default": its log of 4 leaves has no trusted checkpoint in `+strconv.Quote(c.dir)+" (--require-trusted)") {
+			t.Errorf("verify --checkpoint-dir %s --require-trusted: %v\n%s", c.dir, err, out.String())
+		}
+	}
+	vo.RequireTrusted = false
 	// --incremental: a full check the first time, which keeps the
 	// checkpoint it verified; from it the next time.
 	vo.Incremental = true
@@ -377,6 +392,13 @@ func TestVerifyCheckpointDir(t *testing.T) {
 	if err := Verify(ctx, vo); err != nil || !strings.Contains(out.String(), "no trusted checkpoint found in "+strconv.Quote(empty)) {
 		t.Errorf("verify --checkpoint-dir EMPTY: %v\n%s", err, out.String())
 	}
+	// --require-trusted: a record with no log yet has nothing to check.
+	vo.RequireTrusted = true
+	out.Reset()
+	if err := Verify(ctx, vo); err != nil {
+		t.Errorf("verify --checkpoint-dir EMPTY --require-trusted of a record without a log: %v\n%s", err, out.String())
+	}
+	vo.RequireTrusted = false
 	// --checkpoint-url: the same for a file:// URL; a scheme no driver
 	// opens, or both flags, is an error.
 	for _, c := range []struct{ dir, url, want string }{

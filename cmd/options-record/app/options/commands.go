@@ -157,7 +157,7 @@ type Verify struct {
 	VerifierKey, VerifierKeyFile, CheckpointDir, CheckpointURL, Cluster string
 	Proofs, WitnessKeys                                                 []string
 	WitnessQuorum                                                       int
-	WriteState, Incremental                                             bool
+	WriteState, Incremental, RequireTrusted                             bool
 	MinRetention                                                        time.Duration
 }
 
@@ -174,6 +174,7 @@ func (o *Verify) Flags() (fss cliflag.NamedFlagSets) {
 	fs.StringVar(&o.CheckpointURL, "checkpoint-url", "", "trusted checkpoints in an object store instead of --checkpoint-dir (serve's --checkpoint-url: s3://BUCKET?region=R, gs://BUCKET, azblob://CONTAINER, file:///PATH; credentials from the cloud's standard environment); a bucket that does not exist or cannot be listed is an error")
 	fs.StringVar(&o.Cluster, "cluster", "", "check this cluster only; empty: every cluster")
 	fs.BoolVar(&o.Incremental, "incremental", false, "check each cluster from the checkpoint a previous run verified (cluster=NAME/verified in --checkpoint-dir or --checkpoint-url; none: a full check), and keep there the newest one of each cluster that passes; an old row changed or deleted is found only by a full check (docs/security.md)")
+	fs.BoolVar(&o.RequireTrusted, "require-trusted", false, "fail a cluster whose log has leaves but no trusted checkpoint in --checkpoint-dir or --checkpoint-url (a mistyped location, checkpoints deleted or expired: the log would not be checked for a rollback); for a scheduled verify")
 	fs.StringArrayVar(&o.WitnessKeys, "witness-key", nil, "cosignature/v1 verifier key of a witness (as serve's --witness names it): each trusted checkpoint in --checkpoint-dir or --checkpoint-url must carry --witness-quorum valid cosignatures of these (repeatable)")
 	fs.IntVar(&o.WitnessQuorum, "witness-quorum", 0, "how many of the --witness-key witnesses must have cosigned each trusted checkpoint; 0: all of them")
 	fs.DurationVar(&o.MinRetention, "min-retention", o.MinRetention, "the shortest retention the record was ever kept for (no retention is shorter than the default): a logged retention cutoff covers rows only up to the newest row logged before it less this; longer checks planted cutoffs more strictly")
@@ -199,6 +200,9 @@ func (o *Verify) Validate() error {
 	if o.Incremental && o.CheckpointDir == "" && o.CheckpointURL == "" {
 		return errors.New("--incremental keeps the verified checkpoints in --checkpoint-dir or --checkpoint-url: give one")
 	}
+	if o.RequireTrusted && o.CheckpointDir == "" && o.CheckpointURL == "" {
+		return errors.New("--require-trusted needs the trusted checkpoints' --checkpoint-dir or --checkpoint-url")
+	}
 	if o.WriteState && len(o.Proofs) == 0 {
 		return errors.New("--write-state writes the states of --proof files: give --proof")
 	}
@@ -208,7 +212,7 @@ func (o *Verify) Validate() error {
 // Config is the app's configuration, printing to out.
 func (o *Verify) Config(out, logs io.Writer) app.VerifyOptions {
 	return app.VerifyOptions{Database: o.database(), VerifierKey: o.VerifierKey, VerifierKeyFile: o.VerifierKeyFile,
-		CheckpointDir: o.CheckpointDir, CheckpointURL: o.CheckpointURL, Cluster: o.Cluster, Incremental: o.Incremental, WitnessKeys: o.WitnessKeys, WitnessQuorum: o.WitnessQuorum, MinRetention: o.MinRetention, Proofs: o.Proofs, WriteState: o.WriteState, Out: out, Logger: o.Logger(logs)}
+		CheckpointDir: o.CheckpointDir, CheckpointURL: o.CheckpointURL, Cluster: o.Cluster, Incremental: o.Incremental, RequireTrusted: o.RequireTrusted, WitnessKeys: o.WitnessKeys, WitnessQuorum: o.WitnessQuorum, MinRetention: o.MinRetention, Proofs: o.Proofs, WriteState: o.WriteState, Out: out, Logger: o.Logger(logs)}
 }
 
 // LogKey are the flags of `options-record log-key`.
