@@ -298,7 +298,7 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 			return err
 		}
 		n = len(pending)
-		leaves, err := readLeaves(ctx, tx, cluster, pending)
+		leaves, err := readLeaves(ctx, tx, cluster, pending, in.probeBefore())
 		if err != nil || len(leaves) == 0 {
 			return err
 		}
@@ -472,20 +472,33 @@ func compareRefs(a, b Ref) int {
 	return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.UID, b.UID), bytes.Compare(a.Key, b.Key))
 }
 
+// probeBefore is the time before which a pending row with its digest is
+// looked up before it is logged: retention removes only rows older than a
+// logged cutoff, which is at least MinRetention before the time it was
+// logged (cutoffLimit), so a row newer than now less MinRetention cannot
+// have been removed by it. Half of MinRetention is left for replicas'
+// clocks.
+func (in *Integrator) probeBefore() time.Time {
+	return time.Now().Add(-in.o.MinRetention / 2)
+}
+
 // readLeaves makes the leaves of the pending rows, in their order. A row
 // whose pending row has its digest (the ingest's, of the values it wrote)
-// is only looked up, not read: its leaf holds that digest, so a row
-// changed between its batch and this pass fails verify. The other rows
-// (an event whose jsonb text the ingest was not sure of, rows of a writer
-// that gives no digest) are read and their digests computed from what is
-// stored. A row gone before its pass (retention dropped its day) has no
-// leaf.
-func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []pendingRow) ([]leaf, error) {
+// is not read: its leaf holds that digest, so a row changed between its
+// batch and this pass fails verify. Only one older than probeBefore is
+// looked up (retention may have removed it: it then has no leaf); a newer
+// one is logged as it is, so that one deleted between its batch and this
+// pass fails verify too. The other rows (an event whose jsonb text the
+// ingest was not sure of, rows of a writer that gives no digest) are read
+// and their digests computed from what is stored; one gone has no leaf.
+func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []pendingRow, probeBefore time.Time) ([]leaf, error) {
 	var eKeys, vKeys, dKeys, deKeys [][]byte
 	var eAts, deAts []time.Time
 	var vUIDs, dUIDs []string
 	for _, r := range pending {
 		switch {
+		case len(r.digest) == sha256.Size && !r.At.Before(probeBefore):
+			// Too new for retention to have removed: logged unread.
 		case r.Kind == KindEvent && len(r.digest) == sha256.Size:
 			deKeys, deAts = append(deKeys, r.Key), append(deAts, r.At)
 		case r.Kind == KindEvent:
@@ -548,7 +561,7 @@ func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []pendin
 		case r.Kind == KindCutoff:
 			leaves = append(leaves, leaf{r.Ref, cutoffDigest(r.Ref)})
 		case (r.Kind == KindVersion || r.Kind == KindEvent) && len(r.digest) == sha256.Size:
-			if present[r.id()] {
+			if !r.At.Before(probeBefore) || present[r.id()] {
 				leaves = append(leaves, leaf{r.Ref, [32]byte(r.digest)})
 			}
 		default:
