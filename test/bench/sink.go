@@ -423,12 +423,13 @@ func (e *env) storage(ctx context.Context) (storage, error) {
 		return storage{}, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	s, err := e.logStorage(ctx, conn)
+	s, err := e.waitIntegrated(ctx, conn)
 	if err != nil {
 		return s, err
 	}
 	// The statistics collector is fed by the backends within about a second.
-	// Read before the counts below, whose own scans are not the sink's.
+	// Read before the counts below and the log's lag, whose own scans (the
+	// lag joins every event) are not the sink's.
 	time.Sleep(1500 * time.Millisecond)
 	err = conn.QueryRow(ctx, `
 SELECT coalesce(sum(seq_scan) FILTER (WHERE relid <> 'object_versions'::regclass), 0)::bigint,
@@ -441,6 +442,9 @@ WHERE relid = 'object_versions'::regclass
 		&s.eventSeqScans, &s.eventSeqRows, &s.versionSeqScans, &s.versionSeqRows)
 	if err != nil {
 		return s, fmt.Errorf("table statistics: %w", err)
+	}
+	if err := e.logStorage(ctx, conn, &s); err != nil {
+		return s, err
 	}
 	err = conn.QueryRow(ctx, `
 SELECT (SELECT count(*) FROM events),
@@ -546,9 +550,9 @@ func label(labels, name string) string {
 
 var errInterrupted = errors.New("interrupted")
 
-// logStorage waits (up to a minute) for the integrator to drain the
-// pending rows, then measures the log's tables and the integration lag.
-func (e *env) logStorage(ctx context.Context, conn *pgx.Conn) (storage, error) {
+// waitIntegrated says whether the sink has the tamper-evident log, and
+// then waits (up to a minute) for its integrator to drain the pending rows.
+func (e *env) waitIntegrated(ctx context.Context, conn *pgx.Conn) (storage, error) {
 	var s storage
 	if err := conn.QueryRow(ctx, "SELECT to_regclass('log_segments') IS NOT NULL AND EXISTS (SELECT 1 FROM log_segments)").Scan(&s.logged); err != nil || !s.logged {
 		return s, err
@@ -563,10 +567,19 @@ func (e *env) logStorage(ctx context.Context, conn *pgx.Conn) (storage, error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	return s, nil
+}
+
+// logStorage reads the tamper-evident log's size and integration lag
+// (when the sink has the log) into s.
+func (e *env) logStorage(ctx context.Context, conn *pgx.Conn, s *storage) error {
+	if !s.logged {
+		return nil
+	}
 	// Joined by hash: the record has no statistics yet, and a nested loop
 	// over the partitions' indexes takes minutes.
 	if _, err := conn.Exec(ctx, "SET enable_nestloop = off"); err != nil {
-		return s, err
+		return err
 	}
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "RESET enable_nestloop") }()
 	var p50, p99, pmax float64
@@ -578,9 +591,9 @@ FROM (SELECT extract(epoch FROM l.integrated_at - e.ingested_at)::float8 AS lag
       FROM log_leaves l JOIN events e ON e.cluster = l.cluster AND e.event_key = l.key AND e.stage_at = l.at
       WHERE l.row_table = 'events') x`).Scan(&s.logBytes, &s.pendingBytes, &p50, &p99, &pmax)
 	if err != nil {
-		return s, fmt.Errorf("tamper log storage: %w", err)
+		return fmt.Errorf("tamper log storage: %w", err)
 	}
 	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 	s.lagP50, s.lagP99, s.lagMax = sec(p50), sec(p99), sec(pmax)
-	return s, nil
+	return nil
 }
