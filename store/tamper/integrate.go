@@ -95,6 +95,7 @@ type Integrator struct {
 	conflicts   atomic.Int64
 	witnessed   map[string]int64
 	unwitnessed map[string]signedCheckpoint
+	relog       relogState // relog.go
 }
 
 // signedCheckpoint is a cluster's signed checkpoint of size leaves.
@@ -300,6 +301,9 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 		n = len(pending)
 		leaves, err := readLeaves(ctx, tx, cluster, pending, in.probeBefore())
 		if err != nil || len(leaves) == 0 {
+			return err
+		}
+		if leaves, err = in.relogCutoff(ctx, tx, cluster, size, leaves, limit); err != nil {
 			return err
 		}
 		signed, err = in.append(ctx, tx, cluster, size, leaves)

@@ -1,0 +1,166 @@
+package tamper
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// cutoffLeaves is how many retention cutoffs a cluster's log holds.
+func (e *env) cutoffLeaves(cluster string) int {
+	e.t.Helper()
+	return e.count("SELECT count(*) FROM log_leaves WHERE cluster = $1 AND row_table = 'retention_cutoff'", cluster)
+}
+
+// TestLateRowsOlderThanACutoff: a batch older than the retention cutoff
+// already logged (an import of old records, a retention shortened since)
+// commits after the cutoff's pass, so its leaves are logged after the
+// cutoff. Retention then deletes its rows, as they are older than the
+// cutoff: the pass that logged them logged the cutoff again after them,
+// so a full and an incremental verify count them as retained, not
+// removed by someone.
+func TestLateRowsOlderThanACutoff(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Now()
+	e.write(e.batch("default", now.AddDate(0, 0, -10), 2))
+	e.write(e.batch("default", now.Add(-time.Minute), 2))
+	e.integrate()
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { e.in.Run(runCtx) })
+	_, err := e.st.ApplyRetention(ctx, now, 5*24*time.Hour)
+	stop()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cutoff := now.Add(-5 * 24 * time.Hour)
+	rep := e.verify(true)
+	if !rep.OK() || len(rep.Clusters) != 1 || rep.Clusters[0].Checkpoint == nil {
+		t.Fatalf("verify after retention: %+v\n%s", rep.Clusters, problems(rep))
+	}
+	since := rep.Clusters[0].Checkpoint
+
+	// The late batch: rows of 8 days ago, and one of now.
+	e.write(e.batch("default", now.AddDate(0, 0, -8), 3))
+	e.write(e.batch("default", now, 1))
+	e.integrate()
+	// Retention deletes what is older than its cutoff (verify does not
+	// check which of those rows it removes: a cutoff says they may be gone).
+	e.exec("DELETE FROM events WHERE cluster = 'default' AND stage_at < $1", cutoff)
+	e.exec("DELETE FROM object_versions WHERE cluster = 'default' AND changed_at < $1", cutoff)
+
+	full := e.verify(true)
+	if !full.OK() {
+		t.Errorf("full verify after late rows older than the cutoff were deleted:\n%s", problems(full))
+	}
+	c := full.Clusters[0]
+	// The 2 events and 2 versions of 10 days ago (retention dropped the
+	// events' partition, the test deleted the versions), the 3 and 3 of 8
+	// days ago.
+	if c.Retained != 10 || len(c.Cutoffs) != 2 {
+		t.Errorf("retained %d, cutoffs %+v; want 10, and the cutoff logged twice", c.Retained, c.Cutoffs)
+	}
+	for _, co := range c.Cutoffs {
+		if !co.At.Equal(c.Cutoffs[0].At) || !co.Justified {
+			t.Errorf("cutoff %+v: want the same cutoff, justified", co)
+		}
+	}
+	inc, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Trusted: e.bucket, Since: map[string][]byte{"default": since}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inc.OK() {
+		t.Fatalf("incremental verify after late rows older than the cutoff were deleted:\n%s", problems(inc))
+	}
+	if c := inc.Clusters[0]; !c.Incremental || c.Retained != 6 {
+		t.Errorf("incremental: %v, retained %d; want incremental, the 6 late rows retained", c.Incremental, c.Retained)
+	}
+}
+
+// TestRelogLooksUpOnlyForOldRows: a pass whose rows are all too new for
+// any cutoff to cover makes no lookup; a pass with an older row looks up
+// the newest cutoff logged (from the log size it last read: another
+// replica's cutoffs too) and logs it again only when it covers a row.
+func TestRelogLooksUpOnlyForOldRows(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.write(e.batch("default", now.Add(-time.Minute), 2))
+	e.integrate()
+	e.exec("INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, $1)", now.AddDate(0, 0, -5))
+	e.integrate()
+	e.write(e.batch("default", now, 3))
+	e.integrate()
+	if n := e.in.cutoffLookups(); n != 0 {
+		t.Fatalf("%d lookups of the newest cutoff for passes of new rows; want none", n)
+	}
+	// Older than a retention could have removed, newer than the cutoff.
+	e.write(e.batch("default", now.Add(-2*time.Hour), 1))
+	e.integrate()
+	if n, c := e.in.cutoffLookups(), e.cutoffLeaves("default"); n != 1 || c != 1 {
+		t.Fatalf("%d lookups, %d cutoffs logged; want 1 lookup, the cutoff not logged again", n, c)
+	}
+	// A row older than the cutoff, after a pass of new rows: the log read
+	// from where the last lookup ended holds no cutoff, the one found then
+	// is logged again.
+	e.write(e.batch("default", now, 1))
+	e.integrate()
+	e.write(e.batch("default", now.AddDate(0, 0, -6), 1))
+	e.integrate()
+	if n, c := e.in.cutoffLookups(), e.cutoffLeaves("default"); n != 2 || c != 2 {
+		t.Fatalf("%d lookups, %d cutoffs logged; want 2 lookups, the cutoff logged again", n, c)
+	}
+	// Another replica logs a later cutoff; a row older than it comes.
+	other := e.integrator(e.signer)
+	e.exec("INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, $1)", now.AddDate(0, 0, -4))
+	if _, err := other.Integrate(context.Background(), "default"); err != nil {
+		t.Fatal(err)
+	}
+	e.write(e.batch("default", now.AddDate(0, 0, -4).Add(-time.Hour), 1))
+	e.integrate()
+	if n, c := e.in.cutoffLookups(), e.cutoffLeaves("default"); n != 3 || c != 4 {
+		t.Fatalf("%d lookups, %d cutoffs logged; want 3 lookups, the other replica's cutoff logged again", n, c)
+	}
+	var last time.Time
+	if err := e.st.Pool().QueryRow(context.Background(),
+		"SELECT at FROM log_leaves WHERE cluster = 'default' ORDER BY log_index DESC LIMIT 1").Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	if want := now.AddDate(0, 0, -4).Truncate(time.Microsecond); !last.Equal(want) {
+		t.Errorf("the last leaf is of %s; want the cutoff of %s, logged again after the row", last, want)
+	}
+	rep := e.verify(true)
+	if !rep.OK() {
+		t.Fatalf("verify:\n%s", problems(rep))
+	}
+}
+
+// TestRelogNeverLogsALaterCutoff: a cutoff later than the retention now
+// allows (one an integrator logged before the check, or with its retention
+// set wrong) is never logged again, however old the rows after it; one
+// planted in log_pending is still refused.
+func TestRelogNeverLogsALaterCutoff(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.write(e.batch("default", now.Add(-time.Minute), 2))
+	e.integrate()
+	e.exec("INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, now())")
+	e.in.o.MinRetention = -100 * 365 * 24 * time.Hour // it logs any cutoff
+	e.integrate()
+	e.in.o.MinRetention = DefaultMinRetention
+	if c := e.cutoffLeaves("default"); c != 1 {
+		t.Fatalf("%d cutoffs logged; want the planted one", c)
+	}
+	e.exec("INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, now())")
+	e.write(e.batch("default", now.AddDate(0, 0, -10), 2))
+	e.integrate()
+	e.integrate()
+	if c, p := e.cutoffLeaves("default"), e.count("SELECT count(*) FROM log_pending WHERE kind = 3"); c != 1 || p != 1 || e.in.RefusedCutoffs() != 1 {
+		t.Errorf("%d cutoffs logged, %d pending, %d refused; want the first only, the second pending and refused", c, p, e.in.RefusedCutoffs())
+	}
+	if n := e.in.cutoffLookups(); n == 0 {
+		t.Errorf("no lookup of the newest cutoff for rows of ten days ago")
+	}
+}
