@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -24,9 +23,10 @@ import (
 // to the verifier's memory), merged a page at a time: a row and its leaf
 // meet, a row with no leaf is not logged. Text is sorted COLLATE "C",
 // byte by byte as Go compares it: a database's own collation (ICU, glibc)
-// sorts otherwise. What it holds besides grows with the problems (kept to
-// be reported in log order), the cutoffs and the pending rows, not with
-// the record.
+// sorts otherwise. Each problem is reported as found (VerifyOptions.
+// OnProblem), the rows' in the order of their ids, not held to be sorted:
+// what it holds besides grows with the cutoffs, the pending rows and the
+// stored hashes found edited, not with the record or its other problems.
 
 // pageRows is the rows a cursor's FETCH reads at a time.
 const pageRows = 1000
@@ -62,13 +62,6 @@ type indexed struct {
 	index int64
 }
 
-// leafProblem is a problem found at a leaf: a full check reports them in
-// log order, as the leaves come, though it meets them in row order.
-type leafProblem struct {
-	index int64
-	p     Problem
-}
-
 func (v *verifier) full(ctx context.Context, tx pgx.Tx) error {
 	var b treeBuilder
 	size, last, err := v.scanLog(ctx, tx, &b)
@@ -87,7 +80,7 @@ func (v *verifier) full(ctx context.Context, tx pgx.Tx) error {
 	if err != nil {
 		return err
 	}
-	return v.mergeRows(ctx, tx, pending, b.cutoffProblems)
+	return v.mergeRows(ctx, tx, pending)
 }
 
 // treeBuilder rebuilds the tree's stored hashes leaf after leaf.
@@ -104,11 +97,6 @@ type treeBuilder struct {
 	// (each a problem), by index: the tree's hashes are the stored ones
 	// but these.
 	differ map[int64]tlog.Hash
-	// differProblems are their problems, reported after those of the
-	// leaves' hashes.
-	differProblems []Problem
-	// cutoffProblems are the cutoffs whose digest is not their own.
-	cutoffProblems []leafProblem
 }
 
 // ReadHashes reads the hashes the next leaf's stored hashes are made from.
@@ -163,7 +151,7 @@ func (v *verifier) scanLog(ctx context.Context, tx pgx.Tx, b *treeBuilder) (int6
 			digest := [32]byte(s.Digests[32*i:])
 			newest = v.noteCutoff(n, ref, newest)
 			if ref.Kind == KindCutoff && cutoffDigest(ref) != digest {
-				b.cutoffProblems = append(b.cutoffProblems, leafProblem{n, v.problem(ref.String(), "leaf %d: the cutoff's digest is not its own", n)})
+				v.fail(ref.String(), "leaf %d: the cutoff's digest is not its own", n)
 			}
 			if b.broken {
 				continue
@@ -188,8 +176,7 @@ func (v *verifier) scanLog(ctx context.Context, tx pgx.Tx, b *treeBuilder) (int6
 						b.differ = map[int64]tlog.Hash{}
 					}
 					b.differ[i] = h
-					b.differProblems = append(b.differProblems,
-						v.problem("log", "stored hash %d (level %d, node %d) does not match the leaves below it", i, level, node))
+					v.fail("log", "stored hash %d (level %d, node %d) does not match the leaves below it", i, level, node)
 				}
 				b.rebuilt++
 			}
@@ -197,15 +184,13 @@ func (v *verifier) scanLog(ctx context.Context, tx pgx.Tx, b *treeBuilder) (int6
 		size, last = s.Size, s.Checkpoint
 		return nil
 	})
-	v.problems = append(v.problems, b.differProblems...)
 	return size, last, err
 }
 
 // mergeRows compares the leaves of rows with the rows, both in row order:
 // a leaf's row is present and unchanged, or gone behind a cutoff; a row
-// is logged, or pending. Its problems are reported in log order, as
-// checkLeaves', then checkExtra's.
-func (v *verifier) mergeRows(ctx context.Context, tx pgx.Tx, pending map[string]bool, found []leafProblem) error {
+// is logged, or pending. Its problems are reported as found, in row order.
+func (v *verifier) mergeRows(ctx context.Context, tx pgx.Tx, pending map[string]bool) error {
 	c := v.cr.Cluster
 	for _, d := range []struct{ name, sql string }{
 		{"verify_leaves", leavesByRowSQL}, {"verify_events", eventsByIDSQL}, {"verify_versions", versionsByIDSQL},
@@ -253,13 +238,12 @@ func (v *verifier) mergeRows(ctx context.Context, tx pgx.Tx, pending map[string]
 		return page, nil
 	}}
 	cov := v.coverage()
-	var extra []leaf
 	unlogged := func(r leaf) {
 		if pending[r.ref.id()] {
 			v.cr.Pending++
 			return
 		}
-		extra = append(extra, r)
+		v.reportExtra([]leaf{r}, nil)
 	}
 	var first indexed // the first leaf of the id the last leaf had
 	seen := false
@@ -272,7 +256,7 @@ func (v *verifier) mergeRows(ctx context.Context, tx pgx.Tx, pending map[string]
 			break
 		}
 		if seen && compareIDs(first.ref, l.ref) == 0 {
-			found = append(found, leafProblem{l.index, v.problem(l.ref.String(), "logged twice, at leaves %d and %d", first.index, l.index)})
+			v.fail(l.ref.String(), "logged twice, at leaves %d and %d", first.index, l.index)
 			continue
 		}
 		first, seen = *l, true
@@ -297,7 +281,7 @@ func (v *verifier) mergeRows(ctx context.Context, tx pgx.Tx, pending map[string]
 			unlogged(*r)
 		}
 		if what := v.checkLeaf(cov, l.index, l.leaf, row); what != "" {
-			found = append(found, leafProblem{l.index, v.problem(l.ref.String(), "%s", what)})
+			v.fail(l.ref.String(), "%s", what)
 		}
 	}
 	for {
@@ -310,12 +294,6 @@ func (v *verifier) mergeRows(ctx context.Context, tx pgx.Tx, pending map[string]
 		}
 		unlogged(*r)
 	}
-	slices.SortStableFunc(found, func(a, b leafProblem) int { return cmp.Compare(a.index, b.index) })
-	for _, f := range found {
-		v.problems = append(v.problems, f.p)
-	}
-	slices.SortFunc(extra, func(a, b leaf) int { return compareRefs(a.ref, b.ref) })
-	v.reportExtra(extra, nil)
 	return nil
 }
 

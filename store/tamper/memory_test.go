@@ -1,13 +1,17 @@
 package tamper
 
 import (
+	"context"
 	"flag"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 var verifyLeaves = flag.Int("verify-leaves", 5000, "TestVerifyMemory: the leaves of the smaller log (the larger has 4 times as many)")
@@ -95,5 +99,73 @@ func TestVerifyMemory(t *testing.T) {
 	if perLeaf > 100 {
 		t.Errorf("a full verify holds %.0f bytes more per extra leaf (peak live heap %d B at %d leaves, %d B at %d): want under 100, a bound independent of the rows",
 			perLeaf, p1, n1, p2, n2)
+	}
+}
+
+// TestVerifyProblemsStream: a full verify of a record with many problems
+// (rows deleted, rows inserted around the ingest) holds no more per
+// problem than a bound (it counts them, hands each to OnProblem as found
+// and keeps none), and hands the first over while it still reads the
+// rows: a check killed halfway has printed what it found. The order is
+// observed on the database (the verifier's backend, in its snapshot,
+// last ran a FETCH of the events, not yet of the versions), not timed.
+func TestVerifyProblemsStream(t *testing.T) {
+	e := newEnv(t)
+	e.in.o.MaxLeaves = 1000
+	now := time.Now().Add(-time.Hour)
+	for n := 0; n < 20000; n += 1000 {
+		e.write(e.batch("default", now.Add(time.Duration(n)*time.Millisecond), 500)) // 1,000 leaves
+	}
+	e.integrate()
+	ctx := context.Background()
+	measure := func() (int, uint64) {
+		var first []string // the verifier's backend at the first problem
+		found := 0
+		o := VerifyOptions{Verifier: e.verifier, KeepProblems: -1, OnProblem: func(p Problem) {
+			if found++; found > 1 {
+				return
+			}
+			rows, err := e.st.Pool().Query(ctx, `SELECT state || ': ' || query FROM pg_stat_activity
+				WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle'`)
+			if err == nil {
+				first, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}}
+		var rep Report
+		peak := peakLive(func() {
+			var err error
+			if rep, err = Verify(ctx, e.st.Pool(), o); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if rep.Failed != found || len(rep.Problems) != 0 || rep.Clusters[0].Problems != found || rep.OK() {
+			t.Fatalf("%d problems handed over, the report counts %d (cluster %d) and keeps %d", found, rep.Failed, rep.Clusters[0].Problems, len(rep.Problems))
+		}
+		if len(first) != 1 || !strings.HasPrefix(first[0], "idle in transaction: FETCH 1000 FROM verify_events") {
+			t.Errorf("at the first problem the verifier's backend was %q: want it reading the events, the problems handed over as found", first)
+		}
+		t.Logf("%d problems, peak live heap %.1f MB; at the first, the verifier was %q", found, float64(peak)/1e6, first)
+		return found, peak
+	}
+	e.exec(`DELETE FROM events WHERE ctid IN (SELECT ctid FROM events ORDER BY event_key LIMIT 1000)`)
+	n1, p1 := measure()
+	e.exec(`DELETE FROM events WHERE ctid IN (SELECT ctid FROM events ORDER BY event_key LIMIT 5000)`)
+	e.exec(`DELETE FROM object_versions`)
+	e.exec(`INSERT INTO events SELECT cluster, event_key, stage_at + interval '1 microsecond', received_at, audit_id, stage, verb,
+		request_uri, 'mallory', user_uid, user_groups, user_extra, impersonated_user, impersonated_groups, source_ips, user_agent,
+		api_group, api_version, resource, subresource, namespace, name, object_uid, response_code, response_reason,
+		response_message, request_object, annotations, rules, secret_digested, ingested_at FROM events`)
+	n2, p2 := measure()
+	if n2 < n1+10000 {
+		t.Fatalf("%d problems, then %d: want many more", n1, n2)
+	}
+	perProblem := (float64(p2) - float64(p1)) / float64(n2-n1)
+	t.Logf("%.0f bytes of peak live heap per extra problem", perProblem)
+	if perProblem > 50 {
+		t.Errorf("a full verify holds %.0f bytes more per extra problem (peak live heap %d B at %d problems, %d B at %d): want under 50",
+			perProblem, p1, n1, p2, n2)
 	}
 }

@@ -56,6 +56,19 @@ type VerifyOptions struct {
 	// checkpoints there, not in the database.
 	Witnesses     []note.Verifier
 	WitnessQuorum int
+	// OnProblem, when set, is called with each problem as it is found,
+	// before Verify returns: a caller prints them as they come, not all
+	// at the end, and a check that is stopped (killed for its memory, a
+	// deadline) has printed what it found until then. A full check finds
+	// the rows' problems in the order of their primary keys, not of their
+	// leaves.
+	OnProblem func(Problem)
+	// KeepProblems is how many problems Report.Problems keeps, the first
+	// found: 0 keeps all of them, a negative number none (OnProblem has
+	// them). Report.Failed and ClusterReport.Problems count them all: a
+	// record with millions of problems is checked in the memory of one
+	// with none.
+	KeepProblems int
 }
 
 // Problem is one failed check: the row (or the log) and what is wrong.
@@ -101,6 +114,8 @@ type ClusterReport struct {
 	// Cosigned is how many of VerifyOptions.Witnesses cosigned the
 	// trusted checkpoint.
 	Cosigned int
+	// Problems is how many problems the check of the cluster found.
+	Problems int
 }
 
 // Cutoff is a retention cutoff in the log.
@@ -117,11 +132,14 @@ type Cutoff struct {
 // Report is what Verify found.
 type Report struct {
 	Clusters []ClusterReport
+	// Problems are the first problems found (VerifyOptions.KeepProblems
+	// of them), Failed how many were found in all.
 	Problems []Problem
+	Failed   int
 }
 
 // OK says that every check passed.
-func (r Report) OK() bool { return len(r.Problems) == 0 }
+func (r Report) OK() bool { return r.Failed == 0 && len(r.Problems) == 0 }
 
 // Verify checks the record against its logs, cluster by cluster, each in
 // one snapshot: the newest checkpoint's signature, that the log extends the
@@ -181,6 +199,12 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 	}
 	for _, c := range clusters {
 		v := &verifier{o: o, cr: ClusterReport{Cluster: c}}
+		switch {
+		case o.KeepProblems < 0:
+			v.bounded = true
+		case o.KeepProblems > 0:
+			v.bounded, v.room = true, max(0, o.KeepProblems-len(rep.Problems))
+		}
 		if o.Trusted != nil {
 			v.trusted, v.trustedErr = ReadTrusted(ctx, o.Trusted, c)
 		}
@@ -189,11 +213,12 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 		if err != nil {
 			return rep, fmt.Errorf("tamper: verify cluster %q: %w", c, err)
 		}
-		if len(v.problems) > 0 {
+		if v.cr.Problems > 0 {
 			v.cr.Checkpoint = nil
 		}
 		rep.Clusters = append(rep.Clusters, v.cr)
 		rep.Problems = append(rep.Problems, v.problems...)
+		rep.Failed += v.cr.Problems
 	}
 	return rep, nil
 }
@@ -220,9 +245,13 @@ func NewestCheckpoints(ctx context.Context, pool *pgxpool.Pool) (map[string][]by
 }
 
 type verifier struct {
-	o        VerifyOptions
-	cr       ClusterReport
+	o  VerifyOptions
+	cr ClusterReport
+	// problems are the problems found (cr.Problems counts them), but
+	// when bounded only the first room of them.
 	problems []Problem
+	bounded  bool
+	room     int
 	// badLeaves are the leaves below an incremental check's verified
 	// checkpoint found edited (newestLogged), each a problem once.
 	badLeaves map[int64]bool
@@ -235,7 +264,19 @@ type verifier struct {
 }
 
 func (v *verifier) fail(row, format string, args ...any) {
-	v.problems = append(v.problems, v.problem(row, format, args...))
+	v.report(v.problem(row, format, args...))
+}
+
+// report counts a problem, hands it to VerifyOptions.OnProblem and keeps
+// it if there is room.
+func (v *verifier) report(p Problem) {
+	v.cr.Problems++
+	if v.o.OnProblem != nil {
+		v.o.OnProblem(p)
+	}
+	if !v.bounded || len(v.problems) < v.room {
+		v.problems = append(v.problems, p)
+	}
 }
 
 func (v *verifier) problem(row, format string, args ...any) Problem {

@@ -146,25 +146,29 @@ func (l *logVerifyLoop) once(ctx context.Context, pool *pgxpool.Pool, log warnIn
 		return rep, err
 	}
 	for _, c := range slices.Sorted(maps.Keys(l.since)) {
-		r, err := tamper.Verify(ctx, pool, tamper.VerifyOptions{Verifier: l.verifier, Cluster: c, MinRetention: l.minRetention, Since: l.since})
+		r, err := tamper.Verify(ctx, pool, tamper.VerifyOptions{Verifier: l.verifier, Cluster: c, MinRetention: l.minRetention, Since: l.since,
+			KeepProblems: maxLoggedProblems})
 		if err != nil {
 			return rep, err
 		}
 		rep.Clusters = append(rep.Clusters, r.Clusters...)
 		rep.Problems = append(rep.Problems, r.Problems...)
+		rep.Failed += r.Failed
 	}
 	for _, c := range rep.Clusters {
 		if c.Checkpoint != nil {
 			l.since[c.Cluster] = c.Checkpoint
 		}
 	}
-	l.problems.Set(float64(len(rep.Problems)))
+	l.problems.Set(float64(rep.Failed))
 	for i, p := range rep.Problems {
 		if i == maxLoggedProblems {
-			log.Warn("tamper log: verify: more problems not logged", "problems", len(rep.Problems))
 			break
 		}
 		log.Warn("tamper log: verify failed", "cluster", p.Cluster, "row", p.Row, "problem", p.What)
+	}
+	if rep.Failed > maxLoggedProblems {
+		log.Warn("tamper log: verify: more problems not logged", "problems", rep.Failed)
 	}
 	if rep.OK() {
 		l.lastSuccess.SetToCurrentTime()
