@@ -67,7 +67,7 @@ func (v *verifier) full(ctx context.Context, tx pgx.Tx) error {
 	size, last, err := v.scanLog(ctx, tx, &b)
 	if err != nil {
 		if isMalformed(err) {
-			v.fail("log", "%v: the log's segments do not follow each other (edited or removed)", err)
+			v.fail("log", "%v: the log's segments were edited, removed or planted", err)
 			return nil
 		}
 		return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -293,10 +294,34 @@ type segment struct {
 	Checkpoint              string
 }
 
-// segmentsSQL reads the segments with leaves after the first $2.
-const segmentsSQL = `
-SELECT first_index, tree_size, stored_from, kinds, uids, keys, ats, digests, hashes, checkpoint
-FROM log_segments WHERE cluster = $1 AND tree_size > $2 ORDER BY first_index`
+// segmentsSQL reads the segments with leaves after the first $2, each
+// with what its arrays should hold checked before they are read: a
+// segment whose arrays' lengths (or dimensions) are not those of its
+// leaves and stored hashes, that does not begin where the one before it
+// ends, or whose checkpoint is over maxCheckpointBytes (as one read from
+// the bucket), is read without
+// them (NULL), its lengths only, so that a planted segment of millions of
+// leaves is refused, not decoded. PostgreSQL counts the lengths.
+var segmentsSQL = `
+SELECT first_index, tree_size, stored_from, prev, n_kinds, n_uids, n_keys, n_ats, n_digests, n_hashes, n_checkpoint,
+       CASE WHEN ok THEN kinds END, CASE WHEN ok THEN uids END, CASE WHEN ok THEN keys END, CASE WHEN ok THEN ats END,
+       CASE WHEN ok THEN digests END, CASE WHEN ok THEN hashes END, CASE WHEN ok THEN checkpoint ELSE '' END
+FROM (SELECT s.*, coalesce(lag(tree_size) OVER (ORDER BY first_index), $2) AS prev,
+             coalesce(cardinality(kinds), 0) AS n_kinds, coalesce(cardinality(uids), 0) AS n_uids,
+             coalesce(cardinality(keys), 0) AS n_keys, coalesce(cardinality(ats), 0) AS n_ats,
+             octet_length(digests)::bigint AS n_digests, octet_length(hashes)::bigint AS n_hashes,
+             octet_length(checkpoint)::bigint AS n_checkpoint,
+             coalesce(array_ndims(kinds), 1) = 1 AND coalesce(array_ndims(uids), 1) = 1 AND
+             coalesce(array_ndims(keys), 1) = 1 AND coalesce(array_ndims(ats), 1) = 1 AS flat
+      FROM log_segments s WHERE cluster = $1 AND tree_size > $2) s,
+     LATERAL (SELECT tree_size::numeric - first_index AS n,
+                     2 * first_index::numeric - bit_count(first_index::bit(64)) AS want_from,
+                     2 * tree_size::numeric - bit_count(tree_size::bit(64)) AS want_to) w,
+     LATERAL (SELECT first_index = prev AND w.n > 0 AND stored_from = w.want_from AND flat AND
+                     n_kinds = w.n AND n_uids = w.n AND n_keys = w.n AND n_ats = w.n AND
+                     n_digests = 32 * w.n AND n_hashes = 32 * (w.want_to - stored_from) AND
+                     n_checkpoint <= ` + strconv.Itoa(maxCheckpointBytes) + ` AS ok) o
+ORDER BY first_index`
 
 // readSegments reads the leaves after the first from, the stored hashes
 // they added and the newest checkpoint (eachSegment).
@@ -321,7 +346,9 @@ func (v *verifier) readSegments(ctx context.Context, tx pgx.Tx, from int64) ([]l
 
 // eachSegment reads the segments with leaves after the first from, in
 // order, one at a time: a full check holds no more. A segment that does
-// not follow the one before (or from) is errMalformed.
+// not follow the one before (or from), or whose arrays are not as long as
+// its leaves, is errMalformed, named by its first leaf and what is wrong,
+// and its arrays are not read (segmentsSQL).
 func (v *verifier) eachSegment(ctx context.Context, tx pgx.Tx, from int64, each func(*segment) error) error {
 	rows, err := tx.Query(ctx, segmentsSQL, v.cr.Cluster, from)
 	if err != nil {
@@ -329,18 +356,53 @@ func (v *verifier) eachSegment(ctx context.Context, tx pgx.Tx, from int64, each 
 	}
 	next := from
 	var s segment
-	_, err = pgx.ForEachRow(rows, []any{&s.First, &s.Size, &s.StoredFrom, &s.Kinds, &s.UIDs, &s.Keys, &s.Ats, &s.Digests, &s.Hashes, &s.Checkpoint}, func() error {
-		n := s.Size - s.First
-		if s.First != next || n <= 0 || s.StoredFrom != tlog.StoredHashCount(s.First) ||
-			len(s.Kinds) != int(n) || len(s.UIDs) != int(n) || len(s.Keys) != int(n) || len(s.Ats) != int(n) ||
-			len(s.Digests) != 32*int(n) || int64(len(s.Hashes)) != 32*(tlog.StoredHashCount(s.Size)-s.StoredFrom) {
-			return fmt.Errorf("%w: segment at %d (after %d leaves)", errMalformed, s.First, next)
+	var prev int64
+	var lens [7]int64 // kinds, uids, keys, ats, digests, hashes, checkpoint
+	_, err = pgx.ForEachRow(rows, []any{&s.First, &s.Size, &s.StoredFrom, &prev, &lens[0], &lens[1], &lens[2], &lens[3], &lens[4], &lens[5], &lens[6],
+		&s.Kinds, &s.UIDs, &s.Keys, &s.Ats, &s.Digests, &s.Hashes, &s.Checkpoint}, func() error {
+		if what := malformedSegment(&s, next, lens); what != "" {
+			return fmt.Errorf("%w: segment at %d (after %d leaves): %s", errMalformed, s.First, next, what)
 		}
 		next = s.Size
 		v.cr.Segments++
 		return each(&s)
 	})
 	return err
+}
+
+// malformedSegment says what is wrong with segment s, which should begin
+// at leaf next, given its arrays' lengths as PostgreSQL counted them (and
+// then as read: segmentsSQL reads none of a segment it finds wrong): ""
+// when nothing is.
+func malformedSegment(s *segment, next int64, lens [7]int64) string {
+	n := s.Size - s.First
+	switch {
+	case s.First != next:
+		return fmt.Sprintf("it begins at leaf %d, not %d where the log before it ends", s.First, next)
+	case n <= 0:
+		return fmt.Sprintf("it ends at %d leaves, not after its first", s.Size)
+	case s.StoredFrom != tlog.StoredHashCount(s.First):
+		return fmt.Sprintf("its stored hashes begin at %d, want %d", s.StoredFrom, tlog.StoredHashCount(s.First))
+	}
+	hashes := 32 * (tlog.StoredHashCount(s.Size) - s.StoredFrom)
+	for i, c := range []struct {
+		what string
+		want int64
+		read int
+	}{{"kinds have", n, len(s.Kinds)}, {"uids have", n, len(s.UIDs)}, {"keys have", n, len(s.Keys)}, {"ats have", n, len(s.Ats)},
+		{"digests have", 32 * n, len(s.Digests)}, {"hashes have", hashes, len(s.Hashes)}} {
+		unit := "entries"
+		if i >= 4 {
+			unit = "bytes"
+		}
+		if lens[i] != c.want || int64(c.read) != c.want {
+			return fmt.Sprintf("its %s %d %s, want %d", c.what, lens[i], unit, c.want)
+		}
+	}
+	if lens[6] > maxCheckpointBytes {
+		return fmt.Sprintf("its checkpoint has %d bytes, more than the %d of any", lens[6], maxCheckpointBytes)
+	}
+	return ""
 }
 
 func (v *verifier) cluster(ctx context.Context, tx pgx.Tx) error {
