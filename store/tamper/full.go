@@ -24,9 +24,10 @@ import (
 // meet, a row with no leaf is not logged. Text is sorted COLLATE "C",
 // byte by byte as Go compares it: a database's own collation (ICU, glibc)
 // sorts otherwise. Each problem is reported as found (VerifyOptions.
-// OnProblem), the rows' in the order of their ids, not held to be sorted:
-// what it holds besides grows with the cutoffs, the pending rows and the
-// stored hashes found edited, not with the record or its other problems.
+// OnProblem), the rows' in the order of their ids, not held to be sorted;
+// the pending rows are a fourth cursor sorted as the rows. What it holds
+// besides grows with the cutoffs and the stored hashes found edited, not
+// with the record, its pending rows or its other problems.
 
 // pageRows is the rows a cursor's FETCH reads at a time.
 const pageRows = 1000
@@ -76,11 +77,29 @@ func (v *verifier) full(ctx context.Context, tx pgx.Tx) error {
 	mem := b.reader(&storedHashes{ctx: ctx, q: tx, cluster: v.cr.Cluster, mem: map[int64]tlog.Hash{}})
 	root := v.checkSigned(size, mem, last)
 	v.checkTrusted(ctx, size, root, mem)
-	pending, err := v.readPending(ctx, tx)
+	if err := v.readPendingCutoffs(ctx, tx); err != nil {
+		return err
+	}
+	return v.mergeRows(ctx, tx)
+}
+
+// pendingByIDSQL reads the pending rows (not cutoffs), ordered as the
+// rows are read (compareIDs). A NULL reference (refused by the CHECK of
+// migration 00027) names no row: it is left out, as readPending does.
+const pendingByIDSQL = `
+SELECT kind, coalesce(uid, ''), coalesce(key, ''::bytea), at FROM log_pending_rows
+WHERE cluster = $1 AND kind IN (1, 2) AND at IS NOT NULL
+ORDER BY kind, coalesce(uid, '') COLLATE "C", coalesce(key, ''::bytea), CASE WHEN kind <> 2 THEN at END`
+
+// readPendingCutoffs reads the pending retention cutoffs (readPending's,
+// without the rows: a full check merges those as a cursor).
+func (v *verifier) readPendingCutoffs(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, "SELECT DISTINCT at FROM log_pending_rows WHERE cluster = $1 AND kind = 3 AND at IS NOT NULL ORDER BY at", v.cr.Cluster)
 	if err != nil {
 		return err
 	}
-	return v.mergeRows(ctx, tx, pending)
+	v.cr.PendingCutoffs, err = pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	return err
 }
 
 // treeBuilder rebuilds the tree's stored hashes leaf after leaf.
@@ -190,10 +209,11 @@ func (v *verifier) scanLog(ctx context.Context, tx pgx.Tx, b *treeBuilder) (int6
 // mergeRows compares the leaves of rows with the rows, both in row order:
 // a leaf's row is present and unchanged, or gone behind a cutoff; a row
 // is logged, or pending. Its problems are reported as found, in row order.
-func (v *verifier) mergeRows(ctx context.Context, tx pgx.Tx, pending map[string]bool) error {
+func (v *verifier) mergeRows(ctx context.Context, tx pgx.Tx) error {
 	c := v.cr.Cluster
 	for _, d := range []struct{ name, sql string }{
 		{"verify_leaves", leavesByRowSQL}, {"verify_events", eventsByIDSQL}, {"verify_versions", versionsByIDSQL},
+		{"verify_pending", pendingByIDSQL},
 	} {
 		if _, err := tx.Exec(ctx, "DECLARE "+d.name+" NO SCROLL CURSOR FOR "+d.sql, c); err != nil {
 			return fmt.Errorf("declare %s: %w", d.name, err)
@@ -237,13 +257,43 @@ func (v *verifier) mergeRows(ctx context.Context, tx pgx.Tx, pending map[string]
 		}
 		return page, nil
 	}}
-	cov := v.coverage()
-	unlogged := func(r leaf) {
-		if pending[r.ref.id()] {
-			v.cr.Pending++
-			return
+	pending := &stream[Ref]{next: func(page []Ref) ([]Ref, error) {
+		rows, err := tx.Query(ctx, fmt.Sprintf("FETCH %d FROM verify_pending", pageRows))
+		if err != nil {
+			return nil, err
 		}
-		v.reportExtra([]leaf{r}, nil)
+		var p Ref
+		_, err = pgx.ForEachRow(rows, []any{&p.Kind, &p.UID, &p.Key, &p.At}, func() error {
+			p.Cluster = c
+			page = append(page, p)
+			p.Key = nil // scanned into anew
+			return nil
+		})
+		return page, err
+	}}
+	cov := v.coverage()
+	// unlogged takes the rows with no leaf in row order: each is pending
+	// (the pending rows are passed to it), or a problem.
+	unlogged := func(r leaf) error {
+		for {
+			p, err := pending.peek()
+			if err != nil {
+				return err
+			}
+			o := 1
+			if p != nil {
+				o = compareIDs(*p, r.ref)
+			}
+			if o == 0 {
+				v.cr.Pending++
+				return nil
+			}
+			if o > 0 {
+				v.reportExtra([]leaf{r}, nil)
+				return nil
+			}
+			pending.skip()
+		}
 	}
 	var first indexed // the first leaf of the id the last leaf had
 	seen := false
@@ -278,7 +328,9 @@ func (v *verifier) mergeRows(ctx context.Context, tx pgx.Tx, pending map[string]
 				row = r
 				break
 			}
-			unlogged(*r)
+			if err := unlogged(*r); err != nil {
+				return err
+			}
 		}
 		if what := v.checkLeaf(cov, l.index, l.leaf, row); what != "" {
 			v.fail(l.ref.String(), "%s", what)
@@ -292,7 +344,9 @@ func (v *verifier) mergeRows(ctx context.Context, tx pgx.Tx, pending map[string]
 		if r == nil {
 			break
 		}
-		unlogged(*r)
+		if err := unlogged(*r); err != nil {
+			return err
+		}
 	}
 	return nil
 }

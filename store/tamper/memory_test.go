@@ -216,3 +216,44 @@ func TestVerifyOversizedSegment(t *testing.T) {
 		t.Errorf("the check holds %.1f bytes more per planted leaf (peak live heap %d B, then %d B): want the segment refused before it is decoded", perLeaf, p1, p2)
 	}
 }
+
+// TestVerifyPendingMemory: a full verify's peak live heap grows by less
+// than 30 bytes per pending row (stored, not yet integrated): they are
+// read as a fourth cursor sorted as the rows are, not held in a map by id
+// (about 150 bytes each).
+func TestVerifyPendingMemory(t *testing.T) {
+	e := newEnv(t)
+	e.in.o.MaxLeaves = 1000
+	now := time.Now().Add(-time.Hour)
+	write := func(rows int) {
+		for n := 0; n < rows; n += 1000 {
+			e.write(e.batch("default", now.Add(time.Duration(e.seq)*time.Millisecond), 500)) // 1,000 rows
+		}
+	}
+	write(5000)
+	e.integrate()
+	measure := func(pending int) uint64 {
+		var rep Report
+		var peak uint64
+		for i := range 2 { // the smaller of two: less of what else the process does
+			p := peakLive(func() { rep = e.verify(false) })
+			if i == 0 || p < peak {
+				peak = p
+			}
+		}
+		if !rep.OK() || rep.Clusters[0].Pending != pending {
+			t.Fatalf("%d rows pending, want %d\n%s", rep.Clusters[0].Pending, pending, problems(rep))
+		}
+		t.Logf("%d rows pending: peak live heap %.1f MB", pending, float64(peak)/1e6)
+		return peak
+	}
+	write(1000)
+	p1 := measure(1000)
+	write(30000)
+	p2 := measure(31000)
+	perRow := (float64(p2) - float64(p1)) / 30000
+	t.Logf("%.0f bytes of peak live heap per extra pending row", perRow)
+	if perRow > 30 {
+		t.Errorf("a full verify holds %.0f bytes more per extra pending row (peak live heap %d B, then %d B): want under 30", perRow, p1, p2)
+	}
+}
