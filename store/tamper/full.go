@@ -26,8 +26,8 @@ import (
 // sorts otherwise. Each problem is reported as found (VerifyOptions.
 // OnProblem), the rows' in the order of their ids, not held to be sorted;
 // the pending rows are a fourth cursor sorted as the rows. What it holds
-// besides grows with the cutoffs and the stored hashes found edited, not
-// with the record, its pending rows or its other problems.
+// besides grows with the cutoffs, not with the record, its pending rows
+// or its problems.
 
 // pageRows is the rows a cursor's FETCH reads at a time.
 const pageRows = 1000
@@ -65,6 +65,11 @@ type indexed struct {
 
 func (v *verifier) full(ctx context.Context, tx pgx.Tx) error {
 	var b treeBuilder
+	if v.trusted != nil && v.trustedErr == nil {
+		if t, err := OpenCheckpoint(v.trusted, v.o.Verifier); err == nil {
+			b.near = t.Size // checkTrusted proves the log extends it
+		}
+	}
 	size, last, err := v.scanLog(ctx, tx, &b)
 	if err != nil {
 		if isMalformed(err) {
@@ -112,10 +117,28 @@ type treeBuilder struct {
 	}
 	rebuilt int64 // the stored hashes rebuilt
 	broken  bool  // rebuilding failed: no more is rebuilt
-	// differ holds the rebuilt hashes that differ from the stored ones
-	// (each a problem), by index: the tree's hashes are the stored ones
-	// but these.
-	differ map[int64]tlog.Hash
+	// differ holds rebuilt hashes that differ from the stored ones (each
+	// a problem), by index: the tree's hashes are the stored ones but
+	// these, and last. It keeps only those beside the path to leaf near
+	// (the trusted checkpoint's size: a consistency proof from it reads
+	// them, and the right edge of the tree, last), not each that differs:
+	// a log whose every stored hash was edited is checked in the memory
+	// of one with none. dropped counts those not kept: then the reader
+	// refuses what it might not know, rather than read an edited one.
+	differ  map[int64]tlog.Hash
+	near    int64
+	dropped int64
+}
+
+// keeps says whether the rebuilt hash of node n at level, when it
+// differs from the stored one, is kept: it is beside the path to leaf
+// near-1, or to near.
+func (b *treeBuilder) keeps(level int, n int64) bool {
+	if b.near <= 0 {
+		return false
+	}
+	at := (b.near - 1) >> level
+	return n >= at-1 && n <= at+2
 }
 
 // ReadHashes reads the hashes the next leaf's stored hashes are made from.
@@ -146,8 +169,13 @@ func (b *treeBuilder) reader(stored tlog.HashReader) tlog.HashReader {
 			return nil, err
 		}
 		for k, i := range idx {
-			if h, ok := b.differ[i]; ok {
+			level, n := tlog.SplitStoredHashIndex(i)
+			if l := b.last[level]; l.ok && l.n == n {
+				out[k] = l.h
+			} else if h, ok := b.differ[i]; ok {
 				out[k] = h
+			} else if b.dropped > 0 && !b.keeps(level, n) {
+				return nil, fmt.Errorf("stored hash %d (level %d, node %d) was not kept: %d edited stored hashes were not", i, level, n, b.dropped)
 			}
 		}
 		return out, nil
@@ -191,10 +219,14 @@ func (v *verifier) scanLog(ctx context.Context, tx pgx.Tx, b *treeBuilder) (int6
 				level, node := tlog.SplitStoredHashIndex(i)
 				b.last[level].n, b.last[level].h, b.last[level].ok = node, h, true
 				if j := i - s.StoredFrom; tlog.Hash(s.Hashes[32*j:]) != h {
-					if b.differ == nil {
-						b.differ = map[int64]tlog.Hash{}
+					switch {
+					case !b.keeps(level, node):
+						b.dropped++
+					case b.differ == nil:
+						b.differ = map[int64]tlog.Hash{i: h}
+					default:
+						b.differ[i] = h
 					}
-					b.differ[i] = h
 					v.fail("log", "stored hash %d (level %d, node %d) does not match the leaves below it", i, level, node)
 				}
 				b.rebuilt++

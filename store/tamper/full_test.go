@@ -3,6 +3,8 @@ package tamper
 import (
 	"context"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +109,22 @@ func TestFullVerifyAsInMemory(t *testing.T) {
 				b.Versions[i].UID = []string{"alpha", "Beta", "gamma", "Zeta"}[i%4] + "-" + b.Versions[i].UID
 			}
 			e.write(b)
+		},
+	}, {
+		// Every stored hash edited, the trusted checkpoint an older one:
+		// the full check keeps only the rebuilt hashes its root and the
+		// consistency proof read, not each that differs.
+		name: "stored hashes edited",
+		tamper: func(e *env) {
+			e.exec(`UPDATE log_segments SET hashes = decode(repeat('00', octet_length(hashes)), 'hex')`)
+			var older string
+			if err := e.st.Pool().QueryRow(context.Background(),
+				`SELECT checkpoint FROM log_segments WHERE cluster = 'default' ORDER BY first_index LIMIT 1 OFFSET 2`).Scan(&older); err != nil {
+				e.t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(e.dir, "cluster=default", "latest"), []byte(older), 0o644); err != nil {
+				e.t.Fatal(err)
+			}
 		},
 	}}
 	for _, collation := range []string{"C", "ICU en"} {
