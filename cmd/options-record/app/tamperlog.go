@@ -260,6 +260,9 @@ func Verify(ctx context.Context, o VerifyOptions) error {
 		for _, at := range c.PendingCutoffs {
 			fmt.Fprintf(o.Out, "  retention cutoff %s pending, not logged: it covers nothing\n", stamp(at))
 		}
+		if c.Problems > 0 {
+			fmt.Fprintf(o.Out, "  %d problems (each a FAIL line, printed as found)\n", c.Problems)
+		}
 		switch {
 		case c.Incremental:
 			fmt.Fprintf(o.Out, "  checked from the verified checkpoint of %d leaves (incremental)\n", c.From)

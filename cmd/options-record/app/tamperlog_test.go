@@ -119,6 +119,7 @@ func TestVerifyCommand(t *testing.T) {
 	// The problem is printed as found, not kept: the summary counts it all
 	// the same.
 	if !errors.Is(err, ErrVerifyFailed) || !strings.HasSuffix(err.Error(), ": 1 problems") ||
+		!strings.Contains(out.String(), "\n  1 problems (each a FAIL line, printed as found)\n") ||
 		!strings.Contains(out.String(), `FAIL cluster "default": object_versions(cluster="default", uid="uid-b"`) {
 		t.Errorf("verify after an UPDATE: %v\n%s", err, out.String())
 	}
