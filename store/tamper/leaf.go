@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/options-record/options-record/store/tamper/rowenc"
 )
 
 // Kind is what a leaf commits to: a row of a record table or a control
@@ -113,8 +115,7 @@ func RowEncoding(k Kind, values []any) ([]byte, error) {
 }
 
 func appendRowEncoding(b []byte, k Kind, values []any) ([]byte, error) {
-	b = append(b, encodingVersion, byte(k))
-	b = binary.AppendUvarint(b, uint64(len(values)))
+	b = rowenc.AppendHeader(b, encodingVersion, byte(k), len(values))
 	for i, v := range values {
 		var err error
 		if b, err = appendValue(b, v); err != nil {
@@ -124,31 +125,28 @@ func appendRowEncoding(b []byte, k Kind, values []any) ([]byte, error) {
 	return b, nil
 }
 
+// appendValue appends a value of a row, by its type, with rowenc's
+// appenders: the one encoding, which the ingest's digests use too.
 func appendValue(b []byte, v any) ([]byte, error) {
 	switch v := v.(type) {
 	case nil:
-		return append(b, 'n'), nil
+		return rowenc.AppendNull(b), nil
 	case string:
-		b = binary.AppendUvarint(append(b, 's'), uint64(len(v)))
-		return append(b, v...), nil
+		return rowenc.AppendString(b, v), nil
 	case []byte:
-		b = binary.AppendUvarint(append(b, 'b'), uint64(len(v)))
-		return append(b, v...), nil
+		return rowenc.AppendBytes(b, v), nil
 	case bool:
-		if v {
-			return append(b, 'B', 1), nil
-		}
-		return append(b, 'B', 0), nil
+		return rowenc.AppendBool(b, v), nil
 	case int16:
-		return binary.BigEndian.AppendUint64(append(b, 'i'), uint64(v)), nil
+		return rowenc.AppendInt(b, int64(v)), nil
 	case int32:
-		return binary.BigEndian.AppendUint64(append(b, 'i'), uint64(v)), nil
+		return rowenc.AppendInt(b, int64(v)), nil
 	case int64:
-		return binary.BigEndian.AppendUint64(append(b, 'i'), uint64(v)), nil
+		return rowenc.AppendInt(b, v), nil
 	case time.Time:
-		return binary.BigEndian.AppendUint64(append(b, 't'), uint64(v.UnixMicro())), nil
+		return rowenc.AppendTime(b, v), nil
 	case []any:
-		b = binary.AppendUvarint(append(b, 'a'), uint64(len(v)))
+		b = rowenc.AppendArray(b, len(v))
 		for _, e := range v {
 			var err error
 			if b, err = appendValue(b, e); err != nil {
