@@ -212,3 +212,29 @@ func TestJSONBText(t *testing.T) {
 	}
 	t.Logf("%d JSON texts printed as PostgreSQL does, %d unsure", len(sure), len(unsure))
 }
+
+// TestAppendUnquoted: jsonbText decodes a string's escapes as
+// encoding/json does (surrogate pairs, lone surrogates, every escape).
+func TestAppendUnquoted(t *testing.T) {
+	raws := []string{
+		``, `x`, `\"\\\/\b\f\n\r\t`, `\u00e9\u00E9`, `\ud83d\ude00`, `\uD83D\uDE00x`, `\ud83d`, `\ude00`, `\ud83dx`,
+		`\ud83d\ud83d\ude00`, `\ud83d\u0041`, `\ude00\ud83d`, `\ud83d\\ude00`, `\u0000\u001f\u007f`, `a\u2028b\u2029`,
+		`\ufffd`, `\ud800\udc00\udbff\udfff`, "é\\n😀",
+	}
+	for _, s := range hostileStrings(t) {
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, string(b[1:len(b)-1]), strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(rawControls(s)))
+	}
+	for _, raw := range raws {
+		var want string
+		if err := json.Unmarshal([]byte(`"`+raw+`"`), &want); err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		if got := appendUnquoted([]byte("<"), []byte(raw)); string(got) != "<"+want {
+			t.Errorf("appendUnquoted(%q) = %q, want %q", raw, got[1:], want)
+		}
+	}
+}
