@@ -18,6 +18,7 @@ import (
 	"github.com/options-record/options-record/migrations"
 	"github.com/options-record/options-record/store/partitions"
 	"github.com/options-record/options-record/store/reads"
+	"github.com/options-record/options-record/store/tamper/rowenc"
 )
 
 // Options configure a Store.
@@ -45,18 +46,19 @@ type Options struct {
 	// log its cutoff there before it deletes. Every ingest replica of a
 	// record with a log sets it.
 	TamperLog bool
-	// VersionDigest, with TamperLog, is the log's digest of an
-	// object_versions row from its values as read back (tamper.VersionDigest;
-	// store cannot import store/tamper, whose tests import store): a batch
-	// then writes each version's digest in its pending row, and the
+	// VersionDigest, with TamperLog, begins the log's encoding of an
+	// object_versions row (tamper.VersionDigest; store cannot import
+	// store/tamper, whose tests import store), whose columns the batch
+	// then encodes with the encoder (rowenc, the log's one encoding): a
+	// batch writes each version's digest in its pending row, and the
 	// integrator does not read the version back. Nil: it does.
-	VersionDigest func(values []any) ([32]byte, error)
+	VersionDigest func(e *rowenc.Encoder, columns int)
 	// EventDigest, with TamperLog, is the same for an events row
 	// (tamper.EventDigest): a batch writes each event's digest in its
 	// pending row when it knows the row's text for sure (its jsonb as
 	// PostgreSQL prints it); the integrator reads back the others. Nil:
 	// it reads every event back.
-	EventDigest func(values []any) ([32]byte, error)
+	EventDigest func(e *rowenc.Encoder, columns int)
 	// Secondary opens another pool on a database that the process's main
 	// Store has migrated and keeps partitions for: no migrations, no
 	// partition upkeep, usable at once (the restore API's own pool).
@@ -76,7 +78,7 @@ type Store struct {
 	secondary bool
 	tamperLog bool
 	// versionDigest and eventDigest are Options.VersionDigest and EventDigest.
-	versionDigest, eventDigest func([]any) ([32]byte, error)
+	versionDigest, eventDigest func(*rowenc.Encoder, int)
 	// confirmed counts the admission observations an audit event confirmed.
 	confirmed prometheus.Counter
 }

@@ -2,15 +2,15 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/options-record/options-record/store/model"
 	"github.com/options-record/options-record/store/partitions"
+	"github.com/options-record/options-record/store/tamper/rowenc"
 )
 
 var eventColumns = []string{
@@ -106,7 +106,7 @@ func (s *Store) WriteBatch(ctx context.Context, b *model.Batch) (model.WriteResu
 // rowDigests are the tamper-evident log's digests of a row from its values
 // (Options.VersionDigest, Options.EventDigest); nil: none.
 type rowDigests struct {
-	version, event func([]any) ([32]byte, error)
+	version, event func(*rowenc.Encoder, int)
 }
 
 func writeBatch(ctx context.Context, tx pgx.Tx, b *model.Batch, logged bool, digests rowDigests, log *slog.Logger) (model.WriteResult, error) {
@@ -409,105 +409,180 @@ func versionRow(v *model.Version) []any {
 	}
 }
 
-// versionDigest is the tamper-evident log's digest (digest, tamper.VersionDigest) of
-// the object_versions row versionRow writes, computed from the values
-// themselves as the integrator would from the row read back: every column
-// of object_versions is written from the batch (none has a default the
-// batch leaves to PostgreSQL), a json column keeps its text exactly (its
-// digest is the SHA-256 of the bytes sent), and a timestamp is stored in
-// microseconds as pgx sends it (truncated, as UnixMicro). Both column lists
-// are in the same order, which TestPendingDigestIsStoredRows checks on the
-// hostile corpus against the digest recomputed from what is stored.
-func versionDigest(v *model.Version, digest func([]any) ([32]byte, error)) ([32]byte, error) {
-	row := versionRow(v)
-	vals := make([]any, len(row))
-	for i, x := range row {
-		switch x := x.(type) {
-		case nil:
-		case []byte:
-			switch {
-			case x == nil:
-			case versionColumns[i] == "object" || versionColumns[i] == "object_exact":
-				d := sha256.Sum256(x)
-				vals[i] = d[:]
-			default:
-				vals[i] = x
-			}
-		case *int64:
-			if x != nil {
-				vals[i] = *x
-			}
-		case []string:
-			a := make([]any, len(x))
-			for j := range x {
-				a[j] = x[j]
-			}
-			vals[i] = a
-		case string, bool, time.Time:
-			vals[i] = x
-		default:
-			return [32]byte{}, fmt.Errorf("digest of object_versions.%s: no encoding of %T", versionColumns[i], x)
-		}
-	}
-	return digest(vals)
+// versionDigest is the tamper-evident log's digest of the object_versions
+// row versionRow writes (start: Options.VersionDigest, tamper.VersionDigest,
+// which begins the row's encoding), computed from the values themselves as
+// the integrator would from the row read back: every column of
+// object_versions is written from the batch (none has a default the batch
+// leaves to PostgreSQL), a json column keeps its text exactly (its digest
+// is the SHA-256 of the bytes sent), and a timestamp is stored in
+// microseconds as pgx sends it (truncated, as UnixMicro). encodeVersion
+// encodes the columns in versionColumns' order, each as versionRow hands it
+// to pgx: TestRowEncoderIsRowEncoding holds its bytes to tamper's
+// RowEncoding of versionRow's values, TestPendingDigestIsStoredRows the
+// digest to the one recomputed from what is stored, on the hostile corpus.
+func versionDigest(v *model.Version, start func(*rowenc.Encoder, int)) ([32]byte, error) {
+	d := getDigester()
+	defer d.put()
+	start(&d.enc, len(versionColumns))
+	encodeVersion(&d.enc, v)
+	return d.enc.Sum(), nil
 }
 
-// eventDigest is the tamper-evident log's digest (digest,
-// tamper.EventDigest) of the events row eventRow writes, computed from the
-// values as versionDigest does; ingested_at is the transaction's time the
-// batch wrote, and a jsonb column (user_extra, annotations) is the SHA-256
-// of the text PostgreSQL prints for it (jsonbText). It is nil, and the
-// integrator reads the row back, without digest or when that text is not
-// known for sure. TestPendingDigestIsStoredRows checks it on the hostile
-// corpus against the digest recomputed from what is stored.
-func eventDigest(e *model.Event, ingestedAt time.Time, digest func([]any) ([32]byte, error)) ([]byte, error) {
-	if digest == nil {
+// encodeVersion encodes versionRow(v)'s columns.
+func encodeVersion(e *rowenc.Encoder, v *model.Version) {
+	e.String(v.Cluster)
+	e.String(v.UID)
+	e.Bytes(v.Key)
+	if v.ResourceVersion != nil {
+		e.Int(*v.ResourceVersion)
+	} else {
+		e.Null()
+	}
+	e.String(string(v.Origin))
+	e.String(v.Verb)
+	e.Time(v.ChangedAt)
+	e.Bytes(v.EventKey)
+	e.String(v.APIGroup)
+	e.String(v.APIVersion)
+	e.String(v.Kind)
+	e.String(v.Resource)
+	e.String(v.Subresource)
+	e.String(v.Namespace)
+	e.String(v.Name)
+	e.Bool(v.Created)
+	e.Bool(v.Deleted)
+	e.Bool(v.Complete)
+	e.SHA256(nilIfEmpty(v.Object)) // nullJSON
+	e.Bool(v.SecretDigested)
+	e.Strings(nonNil(v.Rules))
+	e.SHA256(nilIfEmpty(v.ObjectExact))
+}
+
+// eventDigest is the tamper-evident log's digest of the events row
+// eventRow writes (start: Options.EventDigest, tamper.EventDigest),
+// computed from the values as versionDigest does; ingested_at is the
+// transaction's time the batch wrote, and a jsonb column (user_extra,
+// annotations) is the SHA-256 of the text PostgreSQL prints for it
+// (jsonbText). It is nil, and the integrator reads the row back, without
+// start or when that text is not known for sure. TestRowEncoderIsRowEncoding
+// and TestPendingDigestIsStoredRows hold it as they do versionDigest.
+func eventDigest(e *model.Event, ingestedAt time.Time, start func(*rowenc.Encoder, int)) ([]byte, error) {
+	if start == nil {
 		return nil, nil
 	}
-	row := eventRow(e, ingestedAt)
-	vals := make([]any, len(row))
-	for i, x := range row {
-		switch x := x.(type) {
-		case nil:
-		case []byte:
-			switch {
-			case x == nil:
-			case eventColumns[i] == "request_object": // json: its text as sent
-				d := sha256.Sum256(x)
-				vals[i] = d[:]
-			case eventColumns[i] == "user_extra" || eventColumns[i] == "annotations": // jsonb
-				text, err := jsonbText(x)
-				if errors.Is(err, errJSONBUnsure) {
-					return nil, nil
-				}
-				if err != nil {
-					return nil, err
-				}
-				d := sha256.Sum256(text)
-				vals[i] = d[:]
-			default:
-				vals[i] = x
-			}
-		case []string:
-			if x == nil {
-				continue // impersonated_groups: NULL
-			}
-			a := make([]any, len(x))
-			for j := range x {
-				a[j] = x[j]
-			}
-			vals[i] = a
-		case string, bool, time.Time, int32:
-			vals[i] = x
-		default:
-			return nil, fmt.Errorf("digest of events.%s: no encoding of %T", eventColumns[i], x)
-		}
+	d := getDigester()
+	defer d.put()
+	start(&d.enc, len(eventColumns))
+	if !d.encodeEvent(e, ingestedAt) {
+		return nil, nil
 	}
-	d, err := digest(vals)
-	if err != nil {
-		return nil, err
+	sum := d.enc.Sum()
+	return sum[:], nil
+}
+
+// encodeEvent encodes eventRow(e, ingestedAt)'s columns, or reports false
+// when the text of a jsonb column is not known for sure.
+func (d *digester) encodeEvent(e *model.Event, ingestedAt time.Time) bool {
+	enc := &d.enc
+	enc.String(e.Cluster)
+	enc.Bytes(e.Key)
+	enc.Time(e.StageAt)
+	if e.ReceivedAt.IsZero() { // nullTime
+		enc.Null()
+	} else {
+		enc.Time(e.ReceivedAt)
 	}
-	return d[:], nil
+	enc.String(e.AuditID)
+	enc.String(e.Stage)
+	enc.String(e.Verb)
+	enc.String(e.RequestURI)
+	enc.String(e.Username)
+	encodeNullString(enc, e.UserUID)
+	enc.Strings(nonNil(e.UserGroups))
+	if !d.jsonb(e.UserExtra) {
+		return false
+	}
+	encodeNullString(enc, e.ImpersonatedUser)
+	enc.Strings(e.ImpersonatedGroups) // nil: NULL
+	enc.Strings(nonNil(e.SourceIPs))
+	encodeNullString(enc, e.UserAgent)
+	enc.String(e.APIGroup)
+	enc.String(e.APIVersion)
+	enc.String(e.Resource)
+	enc.String(e.Subresource)
+	enc.String(e.Namespace)
+	enc.String(e.Name)
+	encodeNullString(enc, e.ObjectUID)
+	enc.Int(int64(e.ResponseCode))
+	encodeNullString(enc, e.ResponseReason)
+	encodeNullString(enc, e.ResponseMessage)
+	enc.SHA256(nilIfEmpty(e.RequestObject)) // json: its text as sent
+	if !d.jsonb(e.Annotations) {
+		return false
+	}
+	enc.Strings(nonNil(e.Rules))
+	enc.Bool(e.SecretDigested)
+	enc.Time(ingestedAt)
+	return true
+}
+
+// jsonb encodes a jsonb column written from the JSON text b (nullJSON) by
+// the SHA-256 of the text PostgreSQL prints for it, or reports false when
+// that is not known for sure.
+func (d *digester) jsonb(b []byte) bool {
+	if len(b) == 0 {
+		d.enc.Null()
+		return true
+	}
+	text, err := d.printer.appendText(d.text[:0], b)
+	if err != nil { // errJSONBUnsure, its only error
+		return false
+	}
+	d.text = text
+	d.enc.SHA256(text)
+	return true
+}
+
+// encodeNullString encodes a text column written with nullString.
+func encodeNullString(e *rowenc.Encoder, s string) {
+	if s == "" {
+		e.Null()
+		return
+	}
+	e.String(s)
+}
+
+// nilIfEmpty is nullJSON's NULL: nil for an empty text.
+func nilIfEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// A digester is what a row's digest is computed with: the row's encoder,
+// a jsonb printer and its output, kept in digesters for the next row (a
+// batch digests each row it writes; with them reused that allocates
+// nothing).
+type digester struct {
+	enc     rowenc.Encoder
+	printer jsonbPrinter
+	text    []byte
+}
+
+var digesters = sync.Pool{New: func() any { return new(digester) }}
+
+func getDigester() *digester { return digesters.Get().(*digester) }
+
+// put returns d to digesters, without a buffer that a huge row grew.
+func (d *digester) put() {
+	const keep = 64 << 10
+	d.enc.Reset(keep)
+	if cap(d.text) > keep || cap(d.printer.printed) > keep || cap(d.printer.str) > keep || cap(d.printer.keys) > keep {
+		*d = digester{enc: d.enc}
+	}
+	digesters.Put(d)
 }
 
 func nullString(s string) any {

@@ -100,13 +100,20 @@ func RowDigest(k Kind, values []any) ([32]byte, error) {
 // for each (a fifth of what an integration pass allocated).
 var encodingBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
-// VersionDigest is RowDigest of an object_versions row: what a batch
-// writes in each version's pending row (store.Options.VersionDigest).
-func VersionDigest(values []any) ([32]byte, error) { return RowDigest(KindVersion, values) }
+// VersionDigest begins the encoding of an object_versions row in e: the
+// encoding's version, the kind and the number of columns. It is
+// store.Options.VersionDigest: a batch then encodes each version's columns
+// with e (rowenc, the encoding of RowEncoding) and writes its digest, e's
+// Sum, equal to RowDigest of the row's values, in the version's pending
+// row.
+func VersionDigest(e *rowenc.Encoder, columns int) {
+	e.Start(encodingVersion, byte(KindVersion), columns)
+}
 
-// EventDigest is RowDigest of an events row: what a batch writes in an
-// event's pending row (store.Options.EventDigest).
-func EventDigest(values []any) ([32]byte, error) { return RowDigest(KindEvent, values) }
+// EventDigest is VersionDigest for an events row (store.Options.EventDigest).
+func EventDigest(e *rowenc.Encoder, columns int) {
+	e.Start(encodingVersion, byte(KindEvent), columns)
+}
 
 // RowEncoding is the encoding whose SHA-256 is RowDigest: what an
 // inclusion proof carries so that a verifier recomputes the leaf.
