@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -236,5 +237,34 @@ func TestAppendUnquoted(t *testing.T) {
 		if got := appendUnquoted([]byte("<"), []byte(raw)); string(got) != "<"+want {
 			t.Errorf("appendUnquoted(%q) = %q, want %q", raw, got[1:], want)
 		}
+	}
+}
+
+// TestSurrogateEscapeScan: hasSurrogateEscape finds what the regexp
+// \\u[dD][89abcdefABCDEF] it replaced finds, over the corpus and escapes
+// cut short, doubled or in every case.
+func TestSurrogateEscapeScan(t *testing.T) {
+	re := regexp.MustCompile(`\\u[dD][89abcdefABCDEF]`)
+	sure, unsure := jsonbCorpus(t)
+	texts := append(append([]string{}, sure...), unsure...)
+	for _, a := range []string{"d", "D", "c", "e"} {
+		for _, b := range []string{"7", "8", "9", "a", "F", "f", "g", "G", "0", ""} {
+			for _, pre := range []string{`\u`, `\\u`, `u`, `\`, `\U`, `x\u\u`} {
+				texts = append(texts, pre+a+b, pre+a+b+"00", "x"+pre+a)
+			}
+		}
+	}
+	found := 0
+	for _, s := range texts {
+		want := re.MatchString(s)
+		if got := hasSurrogateEscape([]byte(s)); got != want {
+			t.Errorf("hasSurrogateEscape(%q) = %v, the regexp %v", s, got, want)
+		}
+		if want {
+			found++
+		}
+	}
+	if found == 0 || found == len(texts) {
+		t.Errorf("%d of %d texts escape a surrogate: the test does not try both", found, len(texts))
 	}
 }
