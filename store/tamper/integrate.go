@@ -652,12 +652,12 @@ func eventsRange(t *time.Time, from bool) pgtype.Timestamptz {
 // refHash is log_ref_hash (migration 00026) computed in Go, for the COPY
 // of appendLeafIndex; TestRefHashIsLogRefHash holds the two together.
 func refHash(kind Kind, uid string, key []byte) int64 {
-	h := sha256.New()
-	h.Write([]byte{byte(kind)})
-	h.Write([]byte(uid))
-	h.Write([]byte{0})
-	h.Write(key)
-	return int64(binary.BigEndian.Uint64(h.Sum(nil)))
+	var buf [128]byte // one buffer, one Sum256: no hash.Hash on the heap
+	b := append(buf[:0], byte(kind))
+	b = append(b, uid...)
+	b = append(append(b, 0), key...)
+	h := sha256.Sum256(b)
+	return int64(binary.BigEndian.Uint64(h[:8]))
 }
 
 var leafIndexColumns = []string{"cluster", "ref_hash", "log_index"}
