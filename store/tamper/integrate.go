@@ -580,33 +580,30 @@ func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []pendin
 // append adds leaves to a tree of size leaves and stores them, the tree's
 // new hashes and its signed checkpoint.
 func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, size int64, leaves []leaf) ([]byte, error) {
-	// A leaf adds two stored hashes on average (tlog.StoredHashCount).
-	r := &storedHashes{ctx: ctx, q: tx, cluster: cluster, mem: make(map[int64]tlog.Hash, 2*len(leaves)+64)}
+	f, err := loadFrontier(size, &storedHashes{ctx: ctx, q: tx, cluster: cluster, mem: map[int64]tlog.Hash{}})
+	if err != nil {
+		return nil, err
+	}
 	hashes := make([]byte, 0, (tlog.StoredHashCount(size+int64(len(leaves)))-tlog.StoredHashCount(size))*int64(len(tlog.Hash{})))
 	digests := make([]byte, 0, len(leaves)*sha256.Size)
 	kinds := make([]int16, len(leaves))
-	uids := make([]string, len(leaves))
-	keys := make([][]byte, len(leaves))
-	ats := make([]time.Time, len(leaves))
+	uids := make(pgArray[textElem], len(leaves))
+	keys := make(pgArray[byteaElem], len(leaves))
+	ats := make(pgArray[timeElem], len(leaves))
 	var eventsFrom, eventsTo *time.Time // the range of the events' times
 	for i, l := range leaves {
-		n := size + int64(i)
-		hs, err := tlog.StoredHashesForRecordHash(n, LeafHash(l.ref, l.digest), r)
+		hashes, err = f.add(size+int64(i), LeafHash(l.ref, l.digest), hashes)
 		if err != nil {
 			return nil, err
 		}
-		for j, h := range hs {
-			r.mem[tlog.StoredHashIndex(0, n)+int64(j)] = h
-			hashes = append(hashes, h[:]...)
-		}
 		digests = append(digests, l.digest[:]...)
-		kinds[i], uids[i], keys[i], ats[i] = int16(l.ref.Kind), l.ref.UID, l.ref.Key, l.ref.At
+		kinds[i], uids[i], keys[i], ats[i] = int16(l.ref.Kind), textElem(l.ref.UID), l.ref.Key, timeElem(l.ref.At)
 		if l.ref.Kind == KindEvent {
-			if eventsFrom == nil || ats[i].Before(*eventsFrom) {
-				eventsFrom = &ats[i]
+			if eventsFrom == nil || l.ref.At.Before(*eventsFrom) {
+				eventsFrom = &leaves[i].ref.At
 			}
-			if eventsTo == nil || ats[i].After(*eventsTo) {
-				eventsTo = &ats[i]
+			if eventsTo == nil || l.ref.At.After(*eventsTo) {
+				eventsTo = &leaves[i].ref.At
 			}
 		}
 		if keys[i] == nil {
@@ -614,7 +611,7 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 		}
 	}
 	newSize := size + int64(len(leaves))
-	root, err := tlog.TreeHash(newSize, r)
+	root, err := tlog.TreeHash(newSize, f)
 	if err != nil {
 		return nil, err
 	}
@@ -632,6 +629,116 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 		return nil, fmt.Errorf("append leaf index: %w", err)
 	}
 	return signed, nil
+}
+
+// frontier is the left edge of a tree's growth as a pass appends to it:
+// for each level l, the hash of the level's newest complete subtree of an
+// even index (hash[l]) and that index (n[l], -1 when none), the left
+// sibling of the next one of that level. These are all the
+// stored hashes that the next leaves' new stored hashes and the tree's
+// root are computed from (tlog.StoredHashesForRecordHash and
+// tlog.TreeHash read no other). A pass reads them once, at its start,
+// rather than leaf by leaf through a map (TestFrontierIsTlog).
+type frontier struct {
+	hash [64]tlog.Hash
+	n    [64]int64
+}
+
+// loadFrontier reads the frontier of a tree of size leaves: the hashes of
+// the complete subtrees it is made of.
+func loadFrontier(size int64, r tlog.HashReader) (*frontier, error) {
+	f := &frontier{}
+	var indexes []int64
+	for l := range f.n {
+		f.n[l] = -1
+		if l < 63 && size>>l&1 == 1 {
+			indexes = append(indexes, tlog.StoredHashIndex(l, size>>l-1))
+		}
+	}
+	if len(indexes) == 0 {
+		return f, nil
+	}
+	hs, err := r.ReadHashes(indexes)
+	if err != nil {
+		return nil, err
+	}
+	if len(hs) != len(indexes) {
+		return nil, fmt.Errorf("read %d stored hashes, want %d", len(hs), len(indexes))
+	}
+	for j, i := range indexes {
+		l, n := tlog.SplitStoredHashIndex(i)
+		f.hash[l], f.n[l] = hs[j], n
+	}
+	return f, nil
+}
+
+// add appends to hashes the stored hashes that leaf n (of hash h) adds
+// (tlog.StoredHashesForRecordHash's) and keeps them in the frontier.
+func (f *frontier) add(n int64, h tlog.Hash, hashes []byte) ([]byte, error) {
+	hashes = append(hashes, h[:]...)
+	for l := 0; l < 63; l++ {
+		k := n >> l
+		if k&1 == 0 {
+			f.hash[l], f.n[l] = h, k
+			return hashes, nil
+		}
+		if f.n[l] != k-1 {
+			return nil, fmt.Errorf("stored hash %d is missing", tlog.StoredHashIndex(l, k-1))
+		}
+		h = tlog.NodeHash(f.hash[l], h)
+		hashes = append(hashes, h[:]...)
+	}
+	return nil, fmt.Errorf("leaf %d: a tree too large", n)
+}
+
+// ReadHashes makes the frontier the tlog.HashReader of the tree's root
+// (tlog.TreeHash), which reads only the subtrees the tree is made of.
+func (f *frontier) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for j, i := range indexes {
+		l, n := tlog.SplitStoredHashIndex(i)
+		if l >= len(f.n) || f.n[l] != n {
+			return nil, fmt.Errorf("stored hash %d is missing", i)
+		}
+		out[j] = f.hash[l]
+	}
+	return out, nil
+}
+
+// pgArray is a one-dimensional array parameter whose elements pgx encodes
+// through a pointer to each (textElem, byteaElem, timeElem): an []string,
+// [][]byte or []time.Time parameter boxes each element in an interface
+// (an allocation each, and a time.Time another), a pointer into the
+// slice is none.
+type pgArray[T any] []T
+
+func (a pgArray[T]) Dimensions() []pgtype.ArrayDimension {
+	if a == nil {
+		return nil
+	}
+	return []pgtype.ArrayDimension{{Length: int32(len(a)), LowerBound: 1}}
+}
+
+func (a pgArray[T]) Index(i int) any { return &a[i] }
+
+func (a pgArray[T]) IndexType() any { return new(T) }
+
+// textElem, byteaElem and timeElem are elements of a pgArray of text,
+// bytea and timestamptz.
+type (
+	textElem  string
+	byteaElem []byte
+	timeElem  time.Time
+)
+
+func (e *textElem) TextValue() (pgtype.Text, error) {
+	return pgtype.Text{String: string(*e), Valid: true}, nil
+}
+
+func (e *byteaElem) BytesValue() ([]byte, error) { return *e, nil }
+
+func (e *timeElem) TimestamptzValue() (pgtype.Timestamptz, error) {
+	return pgtype.Timestamptz{Time: time.Time(*e), Valid: true}, nil
 }
 
 // eventsRange is a segment's events_from (from) or events_to: the time of
@@ -668,18 +775,28 @@ var leafIndexColumns = []string{"cluster", "ref_hash", "log_index"}
 // INSERT writes one per row (TestLogWALCost); an entry already there (a
 // log whose segments were removed and rebuilt) fails the COPY, and then
 // the INSERT, which skips it, writes them in its place.
-func appendLeafIndex(ctx context.Context, tx pgx.Tx, cluster string, size int64, kinds []int16, uids []string, keys [][]byte) error {
-	rows := make([][]any, 0, len(kinds))
+func appendLeafIndex(ctx context.Context, tx pgx.Tx, cluster string, size int64, kinds []int16, uids pgArray[textElem], keys pgArray[byteaElem]) error {
+	var versions []int // the leaves of versions, from leaf size
 	for i, k := range kinds {
 		if Kind(k) == KindVersion {
-			rows = append(rows, []any{cluster, refHash(Kind(k), uids[i], keys[i]), size + int64(i)})
+			versions = append(versions, i)
 		}
 	}
-	if len(rows) == 0 {
+	if len(versions) == 0 {
 		return nil
 	}
+	// One row of values, reused: pointers that pgx encodes without boxing
+	// (pgtype.Int8 is an Int64Valuer); COPY encodes a row before it asks
+	// for the next.
+	var hash, index pgtype.Int8
+	row := []any{cluster, &hash, &index}
 	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { // a savepoint
-		_, err := sp.CopyFrom(ctx, pgx.Identifier{"log_leaf_index"}, leafIndexColumns, pgx.CopyFromRows(rows))
+		_, err := sp.CopyFrom(ctx, pgx.Identifier{"log_leaf_index"}, leafIndexColumns, pgx.CopyFromSlice(len(versions), func(j int) ([]any, error) {
+			i := versions[j]
+			hash = pgtype.Int8{Int64: refHash(KindVersion, string(uids[i]), keys[i]), Valid: true}
+			index = pgtype.Int8{Int64: size + int64(i), Valid: true}
+			return row, nil
+		}))
 		return err
 	})
 	var pe *pgconn.PgError
