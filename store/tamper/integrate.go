@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -406,10 +407,25 @@ func (in *Integrator) reportRefused(ctx context.Context, tx pgx.Tx, cluster stri
 }
 
 // pendingRow is a row of log_pending: a reference, and the digest of its
-// row when the ingest wrote it (a version a batch stored; nil otherwise).
+// row when the ingest wrote it (a version a batch stored; none otherwise).
 type pendingRow struct {
 	Ref
-	digest []byte
+	digest digestElem
+}
+
+// digestElem is a pending row's digest, scanned from bytea: ok when it is
+// one of 32 bytes (NULL, or any other length, is none: the row is read).
+type digestElem struct {
+	d  [32]byte
+	ok bool
+}
+
+func (e *digestElem) ScanBytes(v []byte) error {
+	e.ok = len(v) == sha256.Size
+	if e.ok {
+		e.d = [32]byte(v)
+	}
+	return nil
 }
 
 // drain deletes a pass's pending rows and returns them in their order,
@@ -423,27 +439,32 @@ func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest tim
 	if err != nil {
 		return nil, err
 	}
-	// Elements are read as pointers: a NULL one (which the CHECK of
-	// migration 00027 refuses, unless someone dropped it) is skipped, not
-	// an error that would stop every pass of the cluster.
-	var kinds []*int16
-	var uids []*string
-	var keys, digests [][]byte
-	var ats []*time.Time
+	// Elements are read as pgtype values, which tell NULL apart (and keys
+	// as []byte, nil for NULL): a NULL one (which the CHECK of migration
+	// 00027 refuses, unless someone dropped it) is skipped, not an error
+	// that would stop every pass of the cluster. Each array is scanned
+	// into a new slice (FlatArray.SetDimensions), each key into its own
+	// bytes: a row keeps them without a copy.
+	var kinds pgtype.FlatArray[pgtype.Int2]
+	var uids pgtype.FlatArray[pgtype.Text]
+	var keys pgtype.FlatArray[[]byte]
+	var ats pgtype.FlatArray[pgtype.Timestamptz]
+	var digests pgtype.FlatArray[digestElem]
 	_, err = pgx.ForEachRow(brows, []any{&kinds, &uids, &keys, &ats, &digests}, func() error {
 		if len(uids) != len(kinds) || len(keys) != len(kinds) || len(ats) != len(kinds) || (digests != nil && len(digests) != len(kinds)) {
 			return nil // refused by the CHECK too: nothing to log of it
 		}
+		out = slices.Grow(out, len(kinds))
 		for i, k := range kinds {
-			if k == nil || uids[i] == nil || keys[i] == nil || ats[i] == nil ||
-				Kind(*k) != KindEvent && Kind(*k) != KindVersion {
+			if !k.Valid || !uids[i].Valid || keys[i] == nil || !ats[i].Valid || ats[i].InfinityModifier != pgtype.Finite ||
+				Kind(k.Int16) != KindEvent && Kind(k.Int16) != KindVersion {
 				// Only a retention pass asks for a cutoff, in
 				// log_pending (the CHECK of migration 00027).
 				continue
 			}
-			r := pendingRow{Ref: Ref{Kind: Kind(*k), Cluster: cluster, UID: *uids[i], Key: bytes.Clone(keys[i]), At: *ats[i]}}
+			r := pendingRow{Ref: Ref{Kind: Kind(k.Int16), Cluster: cluster, UID: uids[i].String, Key: keys[i], At: ats[i].Time}}
 			if digests != nil {
-				r.digest = bytes.Clone(digests[i])
+				r.digest = digests[i]
 			}
 			out = append(out, r)
 		}
@@ -460,9 +481,10 @@ func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest tim
 		return nil, err
 	}
 	var r Ref
-	var d []byte
+	var d digestElem
 	_, err = pgx.ForEachRow(rows, []any{&r.Kind, &r.UID, &r.Key, &r.At, &d}, func() error {
-		out = append(out, pendingRow{Ref{Kind: r.Kind, Cluster: cluster, UID: r.UID, Key: bytes.Clone(r.Key), At: r.At}, bytes.Clone(d)})
+		// pgx scans each key into new bytes: r.Key is the row's own.
+		out = append(out, pendingRow{Ref{Kind: r.Kind, Cluster: cluster, UID: r.UID, Key: r.Key, At: r.At}, d})
 		return nil
 	})
 	if err != nil {
@@ -472,8 +494,17 @@ func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest tim
 	return slices.CompactFunc(out, func(a, b pendingRow) bool { return compareRefs(a.Ref, b.Ref) == 0 }), nil
 }
 
+// compareRefs orders rows by time, kind, uid and key; it compares the
+// strings and keys only of rows of the same time and kind (the sort of
+// every pass's rows).
 func compareRefs(a, b Ref) int {
-	return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.UID, b.UID), bytes.Compare(a.Key, b.Key))
+	if c := a.At.Compare(b.At); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Kind, b.Kind); c != 0 {
+		return c
+	}
+	return cmp.Or(strings.Compare(a.UID, b.UID), bytes.Compare(a.Key, b.Key))
 }
 
 // probeBefore is the time before which a pending row with its digest is
@@ -501,20 +532,26 @@ func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []pendin
 	var vUIDs, dUIDs []string
 	for _, r := range pending {
 		switch {
-		case len(r.digest) == sha256.Size && !r.At.Before(probeBefore):
+		case r.digest.ok && !r.At.Before(probeBefore):
 			// Too new for retention to have removed: logged unread.
-		case r.Kind == KindEvent && len(r.digest) == sha256.Size:
+		case r.Kind == KindEvent && r.digest.ok:
 			deKeys, deAts = append(deKeys, r.Key), append(deAts, r.At)
 		case r.Kind == KindEvent:
 			eKeys, eAts = append(eKeys, r.Key), append(eAts, r.At)
-		case r.Kind == KindVersion && len(r.digest) == sha256.Size:
+		case r.Kind == KindVersion && r.digest.ok:
 			dUIDs, dKeys = append(dUIDs, r.UID), append(dKeys, r.Key)
 		case r.Kind == KindVersion:
 			vUIDs, vKeys = append(vUIDs, r.UID), append(vKeys, r.Key)
 		}
 	}
-	found := map[string]leaf{}
+	// The maps by Ref.id are made only for rows looked up: in the common
+	// pass (every row new, with its digest), none is.
+	var found map[string]leaf
+	var present map[string]bool
 	keep := func(r Ref, d [32]byte) error {
+		if found == nil {
+			found = map[string]leaf{}
+		}
 		found[r.id()] = leaf{r, d}
 		return nil
 	}
@@ -529,7 +566,9 @@ func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []pendin
 			return nil, err
 		}
 	}
-	present := map[string]bool{}
+	if len(dKeys)+len(deKeys) > 0 {
+		present = map[string]bool{}
+	}
 	if len(dKeys) > 0 {
 		rows, err := tx.Query(ctx, versionsPresentSQL, cluster, dUIDs, dKeys)
 		if err != nil {
@@ -564,9 +603,9 @@ func readLeaves(ctx context.Context, tx pgx.Tx, cluster string, pending []pendin
 		switch {
 		case r.Kind == KindCutoff:
 			leaves = append(leaves, leaf{r.Ref, cutoffDigest(r.Ref)})
-		case (r.Kind == KindVersion || r.Kind == KindEvent) && len(r.digest) == sha256.Size:
+		case (r.Kind == KindVersion || r.Kind == KindEvent) && r.digest.ok:
 			if !r.At.Before(probeBefore) || present[r.id()] {
-				leaves = append(leaves, leaf{r.Ref, [32]byte(r.digest)})
+				leaves = append(leaves, leaf{r.Ref, r.digest.d})
 			}
 		default:
 			if l, ok := found[r.id()]; ok {
