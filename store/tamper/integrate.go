@@ -210,16 +210,20 @@ func (in *Integrator) IntegrateAll(ctx context.Context) error {
 const lockClass int32 = 0x6f6c0001
 
 // drainBatchesSQL takes a pass's pending batches out of
-// log_pending_batches, each whole, in the order of their oldest row: those
-// before which the pass has fewer than $2 leaves. The pass's transaction
+// log_pending_batches, each whole, in the order of their oldest row
+// (first_at, migration 00029): those before which the pass has fewer than
+// $2 leaves. Each batch holds a row at least (the CHECK of migration
+// 00027), so they are among the first $2, which the index
+// log_pending_batches_first gives without reading the others (a backlog
+// of them is not read again by each pass). The pass's transaction
 // appends them, or they stay.
 const drainBatchesSQL = `
 DELETE FROM log_pending_batches
 WHERE ctid = ANY(ARRAY(
     SELECT ctid FROM (
-        SELECT ctid, sum(cardinality(kinds)) OVER (ORDER BY first, ctid) - cardinality(kinds) AS before
-        FROM (SELECT ctid, kinds, (SELECT min(a) FROM unnest(ats) AS a) AS first
-              FROM log_pending_batches WHERE cluster = $1) b) b
+        SELECT ctid, sum(cardinality(kinds)) OVER (ORDER BY first_at, ctid) - cardinality(kinds) AS before
+        FROM (SELECT ctid, kinds, first_at FROM log_pending_batches WHERE cluster = $1
+              ORDER BY first_at, ctid LIMIT $2) b) b
     WHERE before < $2))
 RETURNING kinds, uids, keys, ats, digests`
 
@@ -228,14 +232,14 @@ RETURNING kinds, uids, keys, ats, digests`
 // stays when it is later than the latest the integrator allows ($3)
 // (refusedSQL), and when a batch left in log_pending_batches (one this
 // pass did not take, or one committed since) holds a row as old as it or
-// older: a cutoff is logged after the leaves of the rows it is later than
-// (verify accepts a row gone by retention only when a cutoff logged after
-// its leaf covers it), and the pass that takes that batch, or a later one,
-// logs it.
+// older (its first_at, the oldest of its times): a cutoff is logged after
+// the leaves of the rows it is later than (verify accepts a row gone by
+// retention only when a cutoff logged after its leaf covers it), and the
+// pass that takes that batch, or a later one, logs it.
 const drainSQL = `
 DELETE FROM log_pending
 WHERE ctid = ANY(ARRAY(SELECT ctid FROM log_pending WHERE cluster = $1 AND NOT (kind = 3 AND (at > $3 OR at >= coalesce(
-        (SELECT min(a) FROM log_pending_batches b, unnest(b.ats) AS a WHERE b.cluster = $1), 'infinity')))
+        (SELECT min(first_at) FROM log_pending_batches WHERE cluster = $1), 'infinity')))
     ORDER BY at, kind, uid, key LIMIT $2))
 RETURNING kind, uid, key, at, digest`
 
