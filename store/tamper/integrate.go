@@ -97,6 +97,10 @@ type Integrator struct {
 	witnessed   map[string]int64
 	unwitnessed map[string]signedCheckpoint
 	relog       relogState // relog.go
+	// failures counts the passes that failed; integrated is when the last
+	// run over the clusters (IntegrateAll) ended with none failing.
+	failures   atomic.Int64
+	integrated atomic.Int64
 }
 
 // signedCheckpoint is a cluster's signed checkpoint of size leaves.
@@ -183,26 +187,55 @@ func (in *Integrator) Run(ctx context.Context) {
 // IntegrateAll drains the pending rows of every cluster.
 func (in *Integrator) IntegrateAll(ctx context.Context) error {
 	rows, err := in.o.Pool.Query(ctx, "SELECT cluster FROM log_pending UNION SELECT cluster FROM log_pending_batches")
-	if err != nil {
-		return fmt.Errorf("tamper: pending clusters: %w", err)
+	if err == nil {
+		var clusters []string
+		clusters, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err == nil {
+			return in.integrateClusters(ctx, clusters)
+		}
 	}
-	clusters, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return fmt.Errorf("tamper: pending clusters: %w", err)
+	if ctx.Err() == nil {
+		in.failures.Add(1)
 	}
+	return fmt.Errorf("tamper: pending clusters: %w", err)
+}
+
+// integrateClusters drains the pending rows of each cluster.
+func (in *Integrator) integrateClusters(ctx context.Context, clusters []string) error {
 	var errs []error
 	for _, c := range clusters {
 		for {
 			n, err := in.Integrate(ctx, c)
 			if err != nil {
 				errs = append(errs, err)
+				if ctx.Err() == nil {
+					in.failures.Add(1)
+				}
 			}
 			if err != nil || n < in.o.MaxLeaves {
 				break
 			}
 		}
 	}
+	if len(errs) == 0 {
+		in.integrated.Store(time.Now().UnixNano())
+	}
 	return errors.Join(errs...)
+}
+
+// Failures returns how many integration passes failed (a cluster's pass
+// rolled back: its pending rows stay, and the next pass tries again).
+func (in *Integrator) Failures() int64 { return in.failures.Load() }
+
+// Integrated returns when the last run over every cluster with pending
+// rows ended with none failing (zero: never): a log whose integration
+// fails again and again leaves new rows unlogged, and only this time, not
+// the log's size, shows it.
+func (in *Integrator) Integrated() time.Time {
+	if n := in.integrated.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // lockClass is the first key of the integrator's advisory lock (the second

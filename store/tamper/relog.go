@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // A row older than the newest retention cutoff already logged can still
@@ -27,7 +28,7 @@ import (
 // segments are read newest first, by the primary key, until one holds a
 // cutoff: retention logs one an hour, so few are read even the first time.
 const newestCutoffSQL = `
-SELECT (SELECT max(l.at) FROM unnest(s.kinds, s.ats) AS l(kind, at) WHERE l.kind = 3)
+SELECT (SELECT max(l.at) FROM unnest(s.kinds, s.ats) AS l(kind, at) WHERE l.kind = 3 AND isfinite(l.at))
 FROM log_segments s
 WHERE s.cluster = $1 AND s.first_index >= $2 AND 3::smallint = ANY(s.kinds)
 ORDER BY s.first_index DESC LIMIT 1`
@@ -35,9 +36,10 @@ ORDER BY s.first_index DESC LIMIT 1`
 // relogState is what an Integrator knows of each cluster's newest logged
 // cutoff (under mu), and how many times it read the log for it.
 type relogState struct {
-	mu      sync.Mutex
-	newest  map[string]loggedCutoff
-	lookups atomic.Int64
+	mu       sync.Mutex
+	newest   map[string]loggedCutoff
+	lookups  atomic.Int64
+	failures atomic.Int64 // lookups that failed (relogCutoff)
 }
 
 // loggedCutoff is the newest cutoff (zero: none) in a log's first size
@@ -76,9 +78,27 @@ func (in *Integrator) relogCutoff(ctx context.Context, tx pgx.Tx, cluster string
 	if oldest.IsZero() || !oldest.Before(in.probeBefore()) {
 		return leaves, nil
 	}
-	c, err := in.newestCutoff(ctx, tx, cluster, size)
+	// Best effort: a lookup that fails (a segment edited by whoever writes
+	// the database, so that its cutoff cannot be read) logs the pass
+	// without the cutoff again, rather than stop every pass of the
+	// cluster; its late rows, if retention deletes them, are reported by
+	// verify until the next cutoff, and the edited segment by any full
+	// verify. The lookup runs in a savepoint, so that its failure leaves
+	// the pass's transaction usable.
+	var c time.Time
+	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+		var err error
+		c, err = in.newestCutoff(ctx, sp, cluster, size)
+		return err
+	})
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		in.relog.failures.Add(1)
+		in.o.Logger.Error("tamper log: the newest logged retention cutoff could not be read; this pass does not log it again after its late rows (verify may report them if retention deletes them before the next cutoff)",
+			"cluster", cluster, "err", err)
+		return leaves, nil
 	}
 	if c.IsZero() || c.After(latest) || !oldest.Before(c) || !passCutoff.Before(c) {
 		return leaves, nil
@@ -100,13 +120,18 @@ func (in *Integrator) newestCutoff(ctx context.Context, tx pgx.Tx, cluster strin
 		known = loggedCutoff{}
 	}
 	r.lookups.Add(1)
-	var at time.Time
-	err := tx.QueryRow(ctx, newestCutoffSQL, cluster, known.size).Scan(&at)
+	var found pgtype.Timestamptz
+	err := tx.QueryRow(ctx, newestCutoffSQL, cluster, known.size).Scan(&found)
+	at := found.Time
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		at = known.at
 	case err != nil:
 		return time.Time{}, fmt.Errorf("newest retention cutoff: %w", err)
+	case !found.Valid || found.InfinityModifier != pgtype.Finite:
+		// Every cutoff of the newest segment holding one is NULL or not
+		// a time (isfinite): edited, as the integrator writes none such.
+		return time.Time{}, fmt.Errorf("newest retention cutoff: the segment holding it has no readable time")
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

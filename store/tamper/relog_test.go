@@ -164,3 +164,79 @@ func TestRelogNeverLogsALaterCutoff(t *testing.T) {
 		t.Errorf("no lookup of the newest cutoff for rows of ten days ago")
 	}
 }
+
+// TestRelogLookupFailureStopsNothing: whoever writes the database edits
+// the newest logged cutoff's time (NULL, infinity, or an ats array shorter
+// than its kinds). The lookup for it then fails; the pass logs its rows
+// without the cutoff again rather than fail, so that one edited cell
+// does not stop the cluster's log (every later pass would fail on the
+// same old row while new rows pile up unlogged). A full verify names the
+// edited segment's leaf.
+func TestRelogLookupFailureStopsNothing(t *testing.T) {
+	for name, edit := range map[string]string{
+		"null":     `UPDATE log_segments SET ats[array_position(kinds, 3::smallint)] = NULL WHERE cluster = 'default' AND 3::smallint = ANY(kinds)`,
+		"infinity": `UPDATE log_segments SET ats[array_position(kinds, 3::smallint)] = 'infinity' WHERE cluster = 'default' AND 3::smallint = ANY(kinds)`,
+		"short":    `UPDATE log_segments SET ats = ats[1:array_position(kinds, 3::smallint) - 1] WHERE cluster = 'default' AND 3::smallint = ANY(kinds)`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			now := time.Now()
+			e.write(e.batch("default", now.Add(-time.Minute), 2))
+			e.integrate()
+			e.exec("INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, $1)", now.AddDate(0, 0, -5))
+			e.integrate()
+			e.exec(edit)
+			e.write(e.batch("default", now.AddDate(0, 0, -6), 1))
+			e.write(e.batch("default", now, 1))
+			if _, err := e.in.Integrate(context.Background(), "default"); err != nil {
+				t.Fatalf("a pass after the newest cutoff was edited: %v", err)
+			}
+			if n := e.count("SELECT count(*) FROM log_pending_rows WHERE cluster = 'default'"); n != 0 {
+				t.Errorf("%d rows left pending; want every row logged", n)
+			}
+			if n := e.in.relog.failures.Load(); n != 1 {
+				t.Errorf("%d failed lookups counted; want 1", n)
+			}
+			rep, err := Verify(context.Background(), e.st.Pool(), VerifyOptions{Verifier: e.verifier, Trusted: e.bucket})
+			if err == nil && rep.OK() {
+				t.Errorf("full verify passed on a log whose cutoff was edited")
+			}
+		})
+	}
+}
+
+// TestIntegrationFailuresAreCounted: a pass that fails (here the segment's
+// insert, refused by a constraint) is counted, and the time of the last
+// run with no failure stays where it was until a run succeeds again: what
+// options_record_log_integration_failures_total and
+// options_record_log_integrated_timestamp_seconds show.
+func TestIntegrationFailuresAreCounted(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Now()
+	e.write(e.batch("default", now, 2))
+	if err := e.in.IntegrateAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := e.in.Integrated()
+	if first.IsZero() || e.in.Failures() != 0 {
+		t.Fatalf("after a pass: integrated %v, %d failures; want a time, none", first, e.in.Failures())
+	}
+	e.exec("ALTER TABLE log_segments ADD CONSTRAINT refuse_all CHECK (false) NOT VALID")
+	e.write(e.batch("default", now, 1))
+	for range 2 {
+		if err := e.in.IntegrateAll(ctx); err == nil {
+			t.Fatal("a pass whose segment is refused did not fail")
+		}
+	}
+	if n, at := e.in.Failures(), e.in.Integrated(); n != 2 || !at.Equal(first) {
+		t.Errorf("after 2 failed runs: %d failures, integrated %v; want 2, still %v", n, at, first)
+	}
+	e.exec("ALTER TABLE log_segments DROP CONSTRAINT refuse_all")
+	if err := e.in.IntegrateAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if at := e.in.Integrated(); !at.After(first) {
+		t.Errorf("after a run that succeeded: integrated %v; want after %v", at, first)
+	}
+}

@@ -79,6 +79,24 @@ func (p *ingestProcess) runIntegrator(ctx context.Context) {
 	if err := p.reg.Register(refused); err != nil {
 		p.log.Error("tamper log: metric", "err", err)
 	}
+	failures := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "options_record_log_integration_failures_total",
+		Help: "Integration passes of the tamper-evident log that failed and rolled back (their pending rows stay for the next pass); see the sink's log for why.",
+	}, func() float64 { return float64(in.Failures()) })
+	integrated := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "options_record_log_integrated_timestamp_seconds",
+		Help: "When the tamper-evident log's integrator last drained every cluster's pending rows with no pass failing (0: not yet); alert when it falls behind.",
+	}, func() float64 {
+		if t := in.Integrated(); !t.IsZero() {
+			return float64(t.UnixNano()) / 1e9
+		}
+		return 0
+	})
+	for _, c := range []prometheus.Collector{failures, integrated} {
+		if err := p.reg.Register(c); err != nil {
+			p.log.Error("tamper log: metric", "err", err)
+		}
+	}
 	in.Run(ctx)
 }
 
