@@ -298,12 +298,16 @@ type segment struct {
 // with what its arrays should hold checked before they are read: a
 // segment whose arrays' lengths (or dimensions) are not those of its
 // leaves and stored hashes, that does not begin where the one before it
-// ends, or whose checkpoint is over maxCheckpointBytes (as one read from
+// ends, whose kinds, uids, keys or ats hold a NULL (cardinality counts
+// it; no leaf has one) or whose ats an infinite time (no time.Time holds
+// it), or whose checkpoint is over maxCheckpointBytes (as one read from
 // the bucket), is read without
 // them (NULL), its lengths only, so that a planted segment of millions of
-// leaves is refused, not decoded. PostgreSQL counts the lengths.
+// leaves is refused, not decoded. PostgreSQL counts the lengths, and
+// finds the first such element (elems: what holds it, and its leaf; or
+// that an array is not flat).
 var segmentsSQL = `
-SELECT first_index, tree_size, stored_from, prev, n_kinds, n_uids, n_keys, n_ats, n_digests, n_hashes, n_checkpoint,
+SELECT first_index, tree_size, stored_from, prev, n_kinds, n_uids, n_keys, n_ats, n_digests, n_hashes, n_checkpoint, coalesce(elems, ''),
        CASE WHEN ok THEN kinds END, CASE WHEN ok THEN uids END, CASE WHEN ok THEN keys END, CASE WHEN ok THEN ats END,
        CASE WHEN ok THEN digests END, CASE WHEN ok THEN hashes END, CASE WHEN ok THEN checkpoint ELSE '' END
 FROM (SELECT s.*, coalesce(lag(tree_size) OVER (ORDER BY first_index), $2) AS prev,
@@ -314,10 +318,18 @@ FROM (SELECT s.*, coalesce(lag(tree_size) OVER (ORDER BY first_index), $2) AS pr
              coalesce(array_ndims(kinds), 1) = 1 AND coalesce(array_ndims(uids), 1) = 1 AND
              coalesce(array_ndims(keys), 1) = 1 AND coalesce(array_ndims(ats), 1) = 1 AS flat
       FROM log_segments s WHERE cluster = $1 AND tree_size > $2) s,
+     LATERAL (SELECT CASE WHEN NOT flat THEN 'kinds, uids, keys or ats have more than one dimension' ELSE coalesce(
+                'kinds hold a NULL (leaf ' || first_index + array_position(kinds, NULL) - array_lower(kinds, 1) || ')',
+                'uids hold a NULL (leaf ' || first_index + array_position(uids, NULL) - array_lower(uids, 1) || ')',
+                'keys hold a NULL (leaf ' || first_index + array_position(keys, NULL) - array_lower(keys, 1) || ')',
+                'ats hold a NULL (leaf ' || first_index + array_position(ats, NULL) - array_lower(ats, 1) || ')',
+                'ats hold an infinite time (leaf ' || first_index +
+                  coalesce(array_position(ats, 'infinity'), array_position(ats, '-infinity')) - array_lower(ats, 1) || ')')
+              END AS elems) z,
      LATERAL (SELECT tree_size::numeric - first_index AS n,
                      2 * first_index::numeric - bit_count(first_index::bit(64)) AS want_from,
                      2 * tree_size::numeric - bit_count(tree_size::bit(64)) AS want_to) w,
-     LATERAL (SELECT first_index = prev AND w.n > 0 AND stored_from = w.want_from AND flat AND
+     LATERAL (SELECT first_index = prev AND w.n > 0 AND stored_from = w.want_from AND elems IS NULL AND
                      n_kinds = w.n AND n_uids = w.n AND n_keys = w.n AND n_ats = w.n AND
                      n_digests = 32 * w.n AND n_hashes = 32 * (w.want_to - stored_from) AND
                      n_checkpoint <= ` + strconv.Itoa(maxCheckpointBytes) + ` AS ok) o
@@ -358,9 +370,10 @@ func (v *verifier) eachSegment(ctx context.Context, tx pgx.Tx, from int64, each 
 	var s segment
 	var prev int64
 	var lens [7]int64 // kinds, uids, keys, ats, digests, hashes, checkpoint
-	_, err = pgx.ForEachRow(rows, []any{&s.First, &s.Size, &s.StoredFrom, &prev, &lens[0], &lens[1], &lens[2], &lens[3], &lens[4], &lens[5], &lens[6],
+	var elems string
+	_, err = pgx.ForEachRow(rows, []any{&s.First, &s.Size, &s.StoredFrom, &prev, &lens[0], &lens[1], &lens[2], &lens[3], &lens[4], &lens[5], &lens[6], &elems,
 		&s.Kinds, &s.UIDs, &s.Keys, &s.Ats, &s.Digests, &s.Hashes, &s.Checkpoint}, func() error {
-		if what := malformedSegment(&s, next, lens); what != "" {
+		if what := malformedSegment(&s, next, lens, elems); what != "" {
 			return fmt.Errorf("%w: segment at %d (after %d leaves): %s", errMalformed, s.First, next, what)
 		}
 		next = s.Size
@@ -372,9 +385,10 @@ func (v *verifier) eachSegment(ctx context.Context, tx pgx.Tx, from int64, each 
 
 // malformedSegment says what is wrong with segment s, which should begin
 // at leaf next, given its arrays' lengths as PostgreSQL counted them (and
-// then as read: segmentsSQL reads none of a segment it finds wrong): ""
+// then as read: segmentsSQL reads none of a segment it finds wrong) and
+// what it found wrong with their elements (elems; "": nothing): ""
 // when nothing is.
-func malformedSegment(s *segment, next int64, lens [7]int64) string {
+func malformedSegment(s *segment, next int64, lens [7]int64, elems string) string {
 	n := s.Size - s.First
 	switch {
 	case s.First != next:
@@ -385,22 +399,31 @@ func malformedSegment(s *segment, next int64, lens [7]int64) string {
 		return fmt.Sprintf("its stored hashes begin at %d, want %d", s.StoredFrom, tlog.StoredHashCount(s.First))
 	}
 	hashes := 32 * (tlog.StoredHashCount(s.Size) - s.StoredFrom)
-	for i, c := range []struct {
+	arrays := []struct {
 		what string
 		want int64
 		read int
 	}{{"kinds have", n, len(s.Kinds)}, {"uids have", n, len(s.UIDs)}, {"keys have", n, len(s.Keys)}, {"ats have", n, len(s.Ats)},
-		{"digests have", 32 * n, len(s.Digests)}, {"hashes have", hashes, len(s.Hashes)}} {
+		{"digests have", 32 * n, len(s.Digests)}, {"hashes have", hashes, len(s.Hashes)}}
+	for i, c := range arrays {
 		unit := "entries"
 		if i >= 4 {
 			unit = "bytes"
 		}
-		if lens[i] != c.want || int64(c.read) != c.want {
+		if lens[i] != c.want {
 			return fmt.Sprintf("its %s %d %s, want %d", c.what, lens[i], unit, c.want)
 		}
 	}
-	if lens[6] > maxCheckpointBytes {
+	switch {
+	case elems != "":
+		return "its " + elems
+	case lens[6] > maxCheckpointBytes:
 		return fmt.Sprintf("its checkpoint has %d bytes, more than the %d of any", lens[6], maxCheckpointBytes)
+	}
+	for _, c := range arrays {
+		if int64(c.read) != c.want {
+			return fmt.Sprintf("its %s %d read, want %d", c.what, c.read, c.want)
+		}
 	}
 	return ""
 }
