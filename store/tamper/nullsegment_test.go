@@ -45,6 +45,51 @@ func TestVerifyNullSegmentElement(t *testing.T) {
 	}
 }
 
+// TestVerifyClusterErrorGoesOn: a cluster whose check cannot run (here a
+// row whose time is infinite, which no time.Time holds) is a problem of
+// that cluster, and the other clusters are checked: one cluster's planted
+// row does not hide another's tampering.
+func TestVerifyClusterErrorGoesOn(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Now()
+	e.write(e.batch("a", now.Add(-time.Hour), 2))
+	e.write(e.batch("b", now.Add(-time.Hour), 2))
+	e.write(e.batch("c", now.Add(-time.Hour), 2))
+	e.integrate()
+	e.exec(`UPDATE object_versions SET verb = 'delete' WHERE cluster = 'b'`)
+	e.exec(`UPDATE object_versions SET changed_at = 'infinity' WHERE cluster = 'a'`)
+	var found []string
+	rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, KeepProblems: -1,
+		OnProblem: func(p Problem) { found = append(found, p.String()) }})
+	if err != nil || len(rep.Clusters) != 3 {
+		t.Fatalf("verify: %v, %d clusters; want the three checked\n%s", err, len(rep.Clusters), strings.Join(found, "\n"))
+	}
+	by := map[string]ClusterReport{}
+	for _, c := range rep.Clusters {
+		by[c.Cluster] = c
+	}
+	if a := by["a"]; a.Problems != 1 || a.Checkpoint != nil || len(found) == 0 ||
+		!strings.HasPrefix(found[0], `cluster "a": check: it could not be checked: `) {
+		t.Errorf("cluster a: %+v; want one problem, the check that could not run:\n%s", a, strings.Join(found, "\n"))
+	}
+	if b := by["b"]; b.Problems != 2 || strings.Count(strings.Join(found, "\n"), `cluster "b": object_versions`) != 2 {
+		t.Errorf("cluster b: %+v; want its two changed versions:\n%s", b, strings.Join(found, "\n"))
+	}
+	if c := by["c"]; c.Problems != 0 || c.Checkpoint == nil || c.Rows != 4 {
+		t.Errorf("cluster c: %+v; want verified", c)
+	}
+	if rep.Failed != 3 || len(found) != 3 || rep.OK() {
+		t.Errorf("%d problems, %d reported; want 3:\n%s", rep.Failed, len(found), strings.Join(found, "\n"))
+	}
+	// Stopped (a deadline, a signal): an error, not a problem per cluster.
+	stopped, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := Verify(stopped, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Cluster: "c"}); err == nil {
+		t.Errorf("verify with its context done: no error")
+	}
+}
+
 // TestVerifyNullHidesNoOtherCluster: a NULL planted in cluster a's
 // segment is reported as a's malformed segment, and cluster b's edited
 // versions are reported too (review r4 F2).

@@ -147,8 +147,10 @@ func (r Report) OK() bool { return r.Failed == 0 && len(r.Problems) == 0 }
 // trusted checkpoint, that the stored hashes give the signed root, that each
 // leaf's row is present and unchanged or gone behind a retention cutoff
 // logged after it, and that each row is in the log or pending. The error
-// is for what stopped the check (the database); a failed check is a
-// Problem.
+// is for what stopped the whole check (the clusters could not be listed,
+// ctx ended); a failed check is a Problem, and so is a cluster whose
+// check could not run (a query failed, a value no Go type holds: "check:
+// it could not be checked: …"), after which the next cluster is checked.
 func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, error) {
 	var rep Report
 	if o.MinRetention <= 0 {
@@ -211,8 +213,14 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, o VerifyOptions) (Report, e
 		}
 		err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 			func(tx pgx.Tx) error { return v.cluster(ctx, tx) })
-		if err != nil {
+		if err != nil && ctx.Err() != nil {
 			return rep, fmt.Errorf("tamper: verify cluster %q: %w", c, err)
+		}
+		if err != nil {
+			// A check that could not run (a query failed, a planted value
+			// no Go type holds) fails its cluster, not the others': one
+			// cluster's planted row must not hide another's tampering.
+			v.fail("check", "it could not be checked: %v", err)
 		}
 		if v.cr.Problems > 0 {
 			v.cr.Checkpoint = nil

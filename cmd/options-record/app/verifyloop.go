@@ -138,8 +138,10 @@ func (l *logVerifyLoop) start(ctx context.Context, pool *pgxpool.Pool, log warnI
 }
 
 // once runs one incremental verify of every cluster with a log on pool,
-// sets the metrics and logs the problems; an error is for a check that
-// could not run.
+// sets the metrics and logs the problems; an error is for a run that
+// could not start, or was stopped (ctx). A cluster whose check could not
+// run is a problem of that cluster (tamper.Verify), and the others are
+// checked: one cluster's planted row must not hide another's tampering.
 func (l *logVerifyLoop) once(ctx context.Context, pool *pgxpool.Pool, log warnInfoLogger) (tamper.Report, error) {
 	var rep tamper.Report
 	if err := l.start(ctx, pool, log); err != nil {
@@ -148,8 +150,12 @@ func (l *logVerifyLoop) once(ctx context.Context, pool *pgxpool.Pool, log warnIn
 	for _, c := range slices.Sorted(maps.Keys(l.since)) {
 		r, err := tamper.Verify(ctx, pool, tamper.VerifyOptions{Verifier: l.verifier, Cluster: c, MinRetention: l.minRetention, Since: l.since,
 			KeepProblems: maxLoggedProblems})
-		if err != nil {
+		if err != nil && ctx.Err() != nil {
 			return rep, err
+		}
+		if err != nil {
+			p := tamper.Problem{Cluster: c, Row: "check", What: "it could not be checked: " + err.Error()}
+			r = tamper.Report{Clusters: []tamper.ClusterReport{{Cluster: c, Problems: 1}}, Problems: []tamper.Problem{p}, Failed: 1}
 		}
 		rep.Clusters = append(rep.Clusters, r.Clusters...)
 		rep.Problems = append(rep.Problems, r.Problems...)
