@@ -90,16 +90,18 @@ func (v *verifier) full(ctx context.Context, tx pgx.Tx) error {
 
 // pendingByIDSQL reads the pending rows (not cutoffs), ordered as the
 // rows are read (compareIDs). A NULL reference (refused by the CHECK of
-// migration 00027) names no row: it is left out, as readPending does.
+// migration 00027), or an infinite time, names no row: it is left out, as
+// readPending does.
 const pendingByIDSQL = `
 SELECT kind, coalesce(uid, ''), coalesce(key, ''::bytea), at FROM log_pending_rows
-WHERE cluster = $1 AND kind IN (1, 2) AND at IS NOT NULL
+WHERE cluster = $1 AND kind IN (1, 2) AND isfinite(at)
 ORDER BY kind, coalesce(uid, '') COLLATE "C", coalesce(key, ''::bytea), CASE WHEN kind <> 2 THEN at END`
 
 // readPendingCutoffs reads the pending retention cutoffs (readPending's,
-// without the rows: a full check merges those as a cursor).
+// without the rows: a full check merges those as a cursor; an infinite
+// one, which no retention asks for, is left out as readPending leaves it).
 func (v *verifier) readPendingCutoffs(ctx context.Context, tx pgx.Tx) error {
-	rows, err := tx.Query(ctx, "SELECT DISTINCT at FROM log_pending_rows WHERE cluster = $1 AND kind = 3 AND at IS NOT NULL ORDER BY at", v.cr.Cluster)
+	rows, err := tx.Query(ctx, "SELECT DISTINCT at FROM log_pending_rows WHERE cluster = $1 AND kind = 3 AND isfinite(at) ORDER BY at", v.cr.Cluster)
 	if err != nil {
 		return err
 	}

@@ -110,3 +110,26 @@ func TestVerifyNullHidesNoOtherCluster(t *testing.T) {
 		t.Fatalf("verify: %v, %d clusters, %d problems:\n%s\nwant a's segment and b's two versions", err, len(rep.Clusters), rep.Failed, all)
 	}
 }
+
+// TestVerifyInfinitePendingTime: a pending row whose time is infinite
+// (the CHECK of log_pending_batches allows it; the integrator skips it)
+// names no row: verify skips it, as it does a NULL one, and goes on.
+func TestVerifyInfinitePendingTime(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Now()
+	e.write(e.batch("default", now.Add(-time.Hour), 2))
+	e.integrate()
+	since := e.verify(false).Clusters[0].Checkpoint
+	e.write(e.batch("default", now.Add(-time.Minute), 1)) // pending
+	e.exec(`INSERT INTO log_pending_batches (cluster, kinds, uids, keys, ats) VALUES ('default', '{2}', '{u}', ARRAY['\x00'::bytea], ARRAY['infinity'::timestamptz])`)
+	e.exec(`INSERT INTO log_pending_batches (cluster, kinds, uids, keys, ats) VALUES ('default', '{1}', '{""}', ARRAY['\x01'::bytea], ARRAY['-infinity'::timestamptz])`)
+	e.exec(`INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, 'infinity')`)
+	for _, o := range []VerifyOptions{{}, {Since: map[string][]byte{"default": since}}} {
+		o.Verifier = e.verifier
+		rep, err := Verify(ctx, e.st.Pool(), o)
+		if err != nil || !rep.OK() || rep.Clusters[0].Pending != 2 || len(rep.Clusters[0].PendingCutoffs) != 0 {
+			t.Fatalf("incremental %v: %v %+v\n%s; want OK, the batch's two rows pending", o.Since != nil, err, rep.Clusters, problems(rep))
+		}
+	}
+}

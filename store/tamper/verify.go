@@ -578,9 +578,11 @@ func (v *verifier) checkTrusted(ctx context.Context, size int64, root tlog.Hash,
 func (v *verifier) readPending(ctx context.Context, tx pgx.Tx) (map[string]bool, error) {
 	c := v.cr.Cluster
 	pending := map[string]bool{}
-	// A NULL reference (refused by the CHECK of migration 00027) names no
-	// row: it is left out, not an error that stops the check.
-	prows, err := tx.Query(ctx, "SELECT kind, coalesce(uid, ''), coalesce(key, ''::bytea), at FROM log_pending_rows WHERE cluster = $1 AND kind IS NOT NULL AND at IS NOT NULL", c)
+	// A NULL reference (refused by the CHECK of migration 00027), or an
+	// infinite time (which it allows, and no time.Time holds), names no
+	// row: it is left out, as the integrator leaves it, not an error that
+	// stops the check.
+	prows, err := tx.Query(ctx, "SELECT kind, coalesce(uid, ''), coalesce(key, ''::bytea), at FROM log_pending_rows WHERE cluster = $1 AND kind IS NOT NULL AND isfinite(at)", c)
 	if err != nil {
 		return nil, err
 	}
