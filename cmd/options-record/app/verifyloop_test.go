@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -171,7 +172,8 @@ func TestLogVerifyLoopGoesOnPastACluster(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	keyFile := filepath.Join(dir, "log.key")
-	if err := LogKey(LogKeyOptions{Name: "record.example/log", SigningKeyFile: keyFile, Out: io.Discard}); err != nil {
+	var pub bytes.Buffer
+	if err := LogKey(LogKeyOptions{Name: "record.example/log", SigningKeyFile: keyFile, Out: &pub}); err != nil {
 		t.Fatal(err)
 	}
 	signer, err := loadLogSigner(keyFile)
@@ -267,5 +269,23 @@ func TestLogVerifyLoopGoesOnPastACluster(t *testing.T) {
 	}
 	if !bytes.Equal(l.since["c"], newestC) {
 		t.Errorf("cluster c starts the next run from %q, want its newest checkpoint %q", l.since["c"], newestC)
+	}
+	// options-record verify (full) prints a FAIL line for each, the
+	// summary of each cluster, and fails counting them all.
+	var printed bytes.Buffer
+	err = Verify(ctx, VerifyOptions{Database: DatabaseOptions{URL: dsn, DataDir: dir}, VerifierKey: strings.TrimSpace(pub.String()), Out: &printed})
+	out = printed.String()
+	for _, want := range []string{
+		"FAIL cluster \"a\": log: malformed log: segment at 2 (after 2 leaves): its kinds hold a NULL (leaf 2): ",
+		"FAIL cluster \"b\": object_versions(cluster=\"b\", uid=\"uid-b6\"",
+		"FAIL cluster \"d\": check: it could not be checked: ",
+		"cluster \"c\": 4 leaves", "cluster \"d\": ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("verify: %v; want %q in\n%s", err, want, out)
+		}
+	}
+	if !errors.Is(err, ErrVerifyFailed) || !strings.HasSuffix(err.Error(), ": 3 problems") {
+		t.Errorf("verify: %v; want 3 problems", err)
 	}
 }
