@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"gocloud.dev/blob"
@@ -287,18 +286,6 @@ const refusedSQL = `SELECT DISTINCT at FROM log_pending WHERE cluster = $1 AND k
 const insertSegmentSQL = `
 INSERT INTO log_segments (cluster, first_index, tree_size, stored_from, kinds, uids, keys, ats, digests, hashes, checkpoint, events_from, events_to)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
-
-// insertLeafIndexSQL writes where each version's leaf is (log_leaf_index,
-// migrations 00024, 00026 and 00028), by the hash of its reference: what a
-// proof and an incremental verify look up, when an entry is already there (a log
-// whose segments were removed and rebuilt; appendLeafIndex): that is no
-// reason to stop logging, the index is checked, not trusted.
-const insertLeafIndexSQL = `
-INSERT INTO log_leaf_index (cluster, ref_hash, log_index)
-SELECT $1, log_ref_hash(l.kind, l.uid, l.key), $2 + l.n - 1
-FROM unnest($3::smallint[], $4::text[], $5::bytea[]) WITH ORDINALITY AS l(kind, uid, key, n)
-WHERE l.kind = 2
-ON CONFLICT DO NOTHING`
 
 type leaf struct {
 	ref    Ref
@@ -847,10 +834,11 @@ var leafIndexColumns = []string{"cluster", "ref_hash", "log_index"}
 
 // appendLeafIndex writes the log_leaf_index entries of the versions'
 // leaves of a pass from leaf size on (events have none: the incremental
-// verify finds them by their segments' range of times). COPY writes one WAL record per page where an
-// INSERT writes one per row (TestLogWALCost); an entry already there (a
-// log whose segments were removed and rebuilt) fails the COPY, and then
-// the INSERT, which skips it, writes them in its place.
+// verify finds them by their segments' range of times). COPY writes one
+// WAL record per page where an INSERT writes one per row
+// (TestLogWALCost). The index has no unique key (migration 00030): an
+// entry already there (a log whose segments were removed and rebuilt) is
+// written again, naming the same leaf.
 func appendLeafIndex(ctx context.Context, tx pgx.Tx, cluster string, size int64, kinds []int16, uids pgArray[textElem], keys pgArray[byteaElem]) error {
 	var versions []int // the leaves of versions, from leaf size
 	for i, k := range kinds {
@@ -866,19 +854,12 @@ func appendLeafIndex(ctx context.Context, tx pgx.Tx, cluster string, size int64,
 	// for the next.
 	var hash, index pgtype.Int8
 	row := []any{cluster, &hash, &index}
-	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { // a savepoint
-		_, err := sp.CopyFrom(ctx, pgx.Identifier{"log_leaf_index"}, leafIndexColumns, pgx.CopyFromSlice(len(versions), func(j int) ([]any, error) {
-			i := versions[j]
-			hash = pgtype.Int8{Int64: refHash(KindVersion, string(uids[i]), keys[i]), Valid: true}
-			index = pgtype.Int8{Int64: size + int64(i), Valid: true}
-			return row, nil
-		}))
-		return err
-	})
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation
-		_, err = tx.Exec(ctx, insertLeafIndexSQL, cluster, size, kinds, uids, keys)
-	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"log_leaf_index"}, leafIndexColumns, pgx.CopyFromSlice(len(versions), func(j int) ([]any, error) {
+		i := versions[j]
+		hash = pgtype.Int8{Int64: refHash(KindVersion, string(uids[i]), keys[i]), Valid: true}
+		index = pgtype.Int8{Int64: size + int64(i), Valid: true}
+		return row, nil
+	}))
 	return err
 }
 

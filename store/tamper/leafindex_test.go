@@ -69,7 +69,7 @@ func TestLeafLookupIndexed(t *testing.T) {
 			}
 		}
 		t.Logf("%s over 100000 leaves:\n%s", name, strings.Join(plan, "\n"))
-		if name == "log_leaf_index" && !strings.Contains(strings.Join(plan, "\n"), "log_leaf_index_pkey") {
+		if name == "log_leaf_index" && !strings.Contains(strings.Join(plan, "\n"), "log_leaf_index_ref") {
 			t.Errorf("the lookup does not use the index:\n%s", strings.Join(plan, "\n"))
 		}
 	}
@@ -102,11 +102,10 @@ func TestLeafIndexSharedHash(t *testing.T) {
 	// Every leaf of the log before a version's own now shares its hash.
 	for _, v := range first.Versions {
 		e.exec(`INSERT INTO log_leaf_index (cluster, ref_hash, log_index)
-			SELECT 'default', log_ref_hash(2::smallint, $1, $2), i FROM generate_series(0, 19) i
-			ON CONFLICT DO NOTHING`, v.UID, v.Key)
+			SELECT 'default', log_ref_hash(2::smallint, $1, $2), i FROM generate_series(0, 19) i`, v.UID, v.Key)
 	}
 	v := first.Versions[3]
-	if n := e.count(`SELECT count(*) FROM log_leaf_index WHERE ref_hash = log_ref_hash(2::smallint, $1, $2)`, v.UID, v.Key); n != 20 {
+	if n := e.count(`SELECT count(DISTINCT log_index) FROM log_leaf_index WHERE ref_hash = log_ref_hash(2::smallint, $1, $2)`, v.UID, v.Key); n != 20 {
 		t.Fatalf("%d entries share the version's hash; want 20", n)
 	}
 	pv, err := VerifyProof(e.prove(e.st.Pool(), v), e.verifier)
@@ -166,8 +165,9 @@ func TestLeafIndexRebuiltLog(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM log_pending`); n != 0 {
 		t.Errorf("%d rows still pending", n)
 	}
-	if n := e.count(`SELECT count(*) FROM log_leaf_index`); n != before || n != 10 {
-		t.Errorf("%d entries after the pass, %d before; want 10 (the versions')", n, before)
+	// Written again, naming the same leaves (migration 00030: no unique key).
+	if n := e.count(`SELECT count(*) FROM (SELECT DISTINCT * FROM log_leaf_index) x`); n != before || n != 10 {
+		t.Errorf("%d distinct entries after the pass, %d before; want 10 (the versions')", n, before)
 	}
 	if _, err := VerifyProof(e.prove(e.st.Pool(), b.Versions[4]), e.verifier); err != nil {
 		t.Error(err)
