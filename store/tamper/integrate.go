@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/options-record/options-record/store/pgarray"
 	"gocloud.dev/blob"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -650,9 +651,9 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 	hashes := make([]byte, 0, (tlog.StoredHashCount(size+int64(len(leaves)))-tlog.StoredHashCount(size))*int64(len(tlog.Hash{})))
 	digests := make([]byte, 0, len(leaves)*sha256.Size)
 	kinds := make([]int16, len(leaves))
-	uids := make(pgArray[textElem], len(leaves))
-	keys := make(pgArray[byteaElem], len(leaves))
-	ats := make(pgArray[timeElem], len(leaves))
+	uids := make(pgarray.Array[pgarray.Text], len(leaves))
+	keys := make(pgarray.Array[pgarray.Bytea], len(leaves))
+	ats := make(pgarray.Array[pgarray.Timestamptz], len(leaves))
 	var eventsFrom, eventsTo *time.Time // the range of the events' times
 	for i, l := range leaves {
 		hashes, err = f.add(size+int64(i), LeafHash(l.ref, l.digest), hashes)
@@ -660,7 +661,7 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 			return nil, err
 		}
 		digests = append(digests, l.digest[:]...)
-		kinds[i], uids[i], keys[i], ats[i] = int16(l.ref.Kind), textElem(l.ref.UID), l.ref.Key, timeElem(l.ref.At)
+		kinds[i], uids[i], keys[i], ats[i] = int16(l.ref.Kind), pgarray.Text(l.ref.UID), l.ref.Key, pgarray.Timestamptz(l.ref.At)
 		if l.ref.Kind == KindEvent {
 			if eventsFrom == nil || l.ref.At.Before(*eventsFrom) {
 				eventsFrom = &leaves[i].ref.At
@@ -768,42 +769,6 @@ func (f *frontier) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	return out, nil
 }
 
-// pgArray is a one-dimensional array parameter whose elements pgx encodes
-// through a pointer to each (textElem, byteaElem, timeElem): an []string,
-// [][]byte or []time.Time parameter boxes each element in an interface
-// (an allocation each, and a time.Time another), a pointer into the
-// slice is none.
-type pgArray[T any] []T
-
-func (a pgArray[T]) Dimensions() []pgtype.ArrayDimension {
-	if a == nil {
-		return nil
-	}
-	return []pgtype.ArrayDimension{{Length: int32(len(a)), LowerBound: 1}}
-}
-
-func (a pgArray[T]) Index(i int) any { return &a[i] }
-
-func (a pgArray[T]) IndexType() any { return new(T) }
-
-// textElem, byteaElem and timeElem are elements of a pgArray of text,
-// bytea and timestamptz.
-type (
-	textElem  string
-	byteaElem []byte
-	timeElem  time.Time
-)
-
-func (e *textElem) TextValue() (pgtype.Text, error) {
-	return pgtype.Text{String: string(*e), Valid: true}, nil
-}
-
-func (e *byteaElem) BytesValue() ([]byte, error) { return *e, nil }
-
-func (e *timeElem) TimestamptzValue() (pgtype.Timestamptz, error) {
-	return pgtype.Timestamptz{Time: time.Time(*e), Valid: true}, nil
-}
-
 // eventsRange is a segment's events_from (from) or events_to: the time of
 // its earliest or latest event, or, when it has none, infinity and
 // -infinity, a range that holds no time, so that the incremental verify's
@@ -839,7 +804,7 @@ var leafIndexColumns = []string{"cluster", "ref_hash", "log_index"}
 // (TestLogWALCost). The index has no unique key (migration 00030): an
 // entry already there (a log whose segments were removed and rebuilt) is
 // written again, naming the same leaf.
-func appendLeafIndex(ctx context.Context, tx pgx.Tx, cluster string, size int64, kinds []int16, uids pgArray[textElem], keys pgArray[byteaElem]) error {
+func appendLeafIndex(ctx context.Context, tx pgx.Tx, cluster string, size int64, kinds []int16, uids pgarray.Array[pgarray.Text], keys pgarray.Array[pgarray.Bytea]) error {
 	var versions []int // the leaves of versions, from leaf size
 	for i, k := range kinds {
 		if Kind(k) == KindVersion {
