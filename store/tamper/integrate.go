@@ -269,17 +269,21 @@ RETURNING kinds, uids, keys, ats, digests`
 // the leaves of the rows it is later than (verify accepts a row gone by
 // retention only when a cutoff logged after its leaf covers it), and the
 // pass that takes that batch, or a later one, logs it.
+//
+// A row whose time is not finite (infinity or -infinity: no row the ingest
+// writes, and migration 00031 refuses new ones; planted, it would stop
+// every pass of the cluster) is taken too, and the pass skips it.
 const drainSQL = `
 DELETE FROM log_pending
-WHERE ctid = ANY(ARRAY(SELECT ctid FROM log_pending WHERE cluster = $1 AND NOT (kind = 3 AND (at > $3 OR at >= coalesce(
-        (SELECT min(first_at) FROM log_pending_batches WHERE cluster = $1), 'infinity')))
+WHERE ctid = ANY(ARRAY(SELECT ctid FROM log_pending WHERE cluster = $1 AND (NOT isfinite(at) OR NOT (kind = 3 AND (at > $3 OR at >= coalesce(
+        (SELECT min(first_at) FROM log_pending_batches WHERE cluster = $1), 'infinity'))))
     ORDER BY at, kind, uid, key LIMIT $2))
 RETURNING kind, uid, key, at, digest`
 
 // refusedSQL lists the pending retention cutoffs later than the latest
 // allowed ($2): they are not logged, and the retention pass that waits for
 // them (if one does) deletes nothing.
-const refusedSQL = `SELECT DISTINCT at FROM log_pending WHERE cluster = $1 AND kind = 3 AND at > $2 ORDER BY at`
+const refusedSQL = `SELECT DISTINCT at FROM log_pending WHERE cluster = $1 AND kind = 3 AND at > $2 AND isfinite(at) ORDER BY at`
 
 // insertSegmentSQL appends a segment, with the range of its events' times
 // ($12, $13; NULL: none), where the incremental verify looks for events
@@ -320,9 +324,13 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 		if err := in.reportRefused(ctx, tx, cluster, limit); err != nil {
 			return err
 		}
-		pending, err := drain(ctx, tx, cluster, in.o.MaxLeaves, limit, in.afterBatches)
+		pending, skipped, err := drain(ctx, tx, cluster, in.o.MaxLeaves, limit, in.afterBatches)
 		if err != nil {
 			return err
+		}
+		if skipped > 0 {
+			in.o.Logger.Error("tamper log: pending rows whose time is not finite taken out, not logged (no ingest writes one: written around it)",
+				"cluster", cluster, "rows", skipped)
 		}
 		n = len(pending)
 		leaves, err := readLeaves(ctx, tx, cluster, pending, in.probeBefore())
@@ -458,11 +466,13 @@ func (e *digestElem) ScanBytes(v []byte) error {
 // none is left, and up to limit rows of log_pending; it leaves the
 // retention cutoffs later than latest, and those not later than a row of
 // a batch left pending.
-func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest time.Time, afterBatches func(context.Context)) ([]pendingRow, error) {
-	var out []pendingRow
+//
+// It returns, too, how many rows of log_pending it took out unlogged: those
+// whose time is not finite (drainSQL).
+func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest time.Time, afterBatches func(context.Context)) (out []pendingRow, skipped int, err error) {
 	brows, err := tx.Query(ctx, drainBatchesSQL, cluster, limit)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// Elements are read as pgtype values, which tell NULL apart (and keys
 	// as []byte, nil for NULL): a NULL one (which the CHECK of migration
@@ -496,27 +506,32 @@ func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest tim
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pending batches: %w", err)
+		return nil, 0, fmt.Errorf("pending batches: %w", err)
 	}
 	if afterBatches != nil {
 		afterBatches(ctx)
 	}
 	rows, err := tx.Query(ctx, drainSQL, cluster, limit, latest)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var r Ref
+	var at pgtype.Timestamptz
 	var d digestElem
-	_, err = pgx.ForEachRow(rows, []any{&r.Kind, &r.UID, &r.Key, &r.At, &d}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&r.Kind, &r.UID, &r.Key, &at, &d}, func() error {
+		if !at.Valid || at.InfinityModifier != pgtype.Finite {
+			skipped++ // drainSQL: taken out, not logged
+			return nil
+		}
 		// pgx scans each key into new bytes: r.Key is the row's own.
-		out = append(out, pendingRow{Ref{Kind: r.Kind, Cluster: cluster, UID: r.UID, Key: r.Key, At: r.At}, d})
+		out = append(out, pendingRow{Ref{Kind: r.Kind, Cluster: cluster, UID: r.UID, Key: r.Key, At: at.Time}, d})
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	slices.SortFunc(out, func(a, b pendingRow) int { return compareRefs(a.Ref, b.Ref) })
-	return slices.CompactFunc(out, func(a, b pendingRow) bool { return compareRefs(a.Ref, b.Ref) == 0 }), nil
+	return slices.CompactFunc(out, func(a, b pendingRow) bool { return compareRefs(a.Ref, b.Ref) == 0 }), skipped, nil
 }
 
 // compareRefs orders rows by time, kind, uid and key; it compares the

@@ -154,8 +154,9 @@ func TestPlantedPendingBatchStopsNothing(t *testing.T) {
 	for _, q := range planted {
 		e.exec(q)
 	}
-	// A time of infinity passes the CHECK and is no time.Time: the
-	// integrator skips it too (and verify: TestVerifyInfinitePendingTime).
+	// A time of infinity (refused since migration 00031, whose CHECK is
+	// dropped above with the others) is no time.Time: the integrator skips
+	// it too (and verify: TestVerifyInfinitePendingTime).
 	e.exec(`INSERT INTO log_pending_batches (cluster, kinds, uids, keys, ats) VALUES ('default', '{2}', '{u}', ARRAY['\x00'::bytea], ARRAY['infinity'::timestamptz])`)
 	e.write(e.batch("default", time.Now(), 2))
 	for range 2 { // two ticks: a pass takes batches up to MaxLeaves

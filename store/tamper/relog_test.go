@@ -240,3 +240,41 @@ func TestIntegrationFailuresAreCounted(t *testing.T) {
 		t.Errorf("after a run that succeeded: integrated %v; want after %v", at, first)
 	}
 }
+
+// TestPendingRowWithInfiniteTimeStopsNothing: a log_pending row whose time
+// is infinity or -infinity (planted before migration 00031 refused them,
+// as the constraint is NOT VALID) is taken out unlogged, and the cluster's
+// other rows are logged: it stopped every pass of the cluster ("cannot
+// scan Infinity into *time.Time"). The constraint refuses a new one.
+func TestPendingRowWithInfiniteTimeStopsNothing(t *testing.T) {
+	for name, ins := range map[string]string{
+		"version at infinity": `INSERT INTO log_pending (cluster, kind, uid, key, at) VALUES ('default', 2, 'u', '\x01', 'infinity')`,
+		"event at -infinity":  `INSERT INTO log_pending (cluster, kind, key, at) VALUES ('default', 1, '\x01', '-infinity')`,
+		"cutoff at -infinity": `INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, '-infinity')`,
+		"cutoff at infinity":  `INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, 'infinity')`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			now := time.Now()
+			e.write(e.batch("default", now.Add(-time.Minute), 2))
+			e.integrate()
+			e.withoutFiniteChecks()
+			e.exec(ins)
+			e.exec("ALTER TABLE log_pending ADD CONSTRAINT log_pending_at_finite CHECK (isfinite(at)) NOT VALID")
+			e.write(e.batch("default", now, 2))
+			if _, err := e.in.Integrate(context.Background(), "default"); err != nil {
+				t.Fatalf("a pass with the planted row pending: %v", err)
+			}
+			if n := e.count("SELECT count(*) FROM log_pending_rows WHERE cluster = 'default'"); n != 0 {
+				t.Errorf("%d rows still pending; want every row logged or taken out", n)
+			}
+			if n := e.count("SELECT count(*) FROM log_leaves WHERE cluster = 'default'"); n != 8 {
+				t.Errorf("%d leaves; want the 8 rows of the two batches", n)
+			}
+			_, err := e.st.Pool().Exec(context.Background(), ins)
+			if err == nil {
+				t.Errorf("migration 00031 took a new row at an infinite time")
+			}
+		})
+	}
+}
