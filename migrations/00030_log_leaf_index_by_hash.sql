@@ -21,7 +21,7 @@ CREATE INDEX log_leaf_index_ref ON log_leaf_index (ref_hash);
 ALTER TABLE log_leaf_index DROP CONSTRAINT log_leaf_index_pkey;
 
 -- +goose Down
-DELETE FROM log_leaf_index a USING log_leaf_index b
-WHERE a.ctid > b.ctid AND a.cluster = b.cluster AND a.ref_hash = b.ref_hash AND a.log_index = b.log_index;
+DELETE FROM log_leaf_index WHERE ctid NOT IN (
+    SELECT min(ctid) FROM log_leaf_index GROUP BY cluster, ref_hash, log_index);
 ALTER TABLE log_leaf_index ADD PRIMARY KEY (cluster, ref_hash, log_index);
 DROP INDEX log_leaf_index_ref;

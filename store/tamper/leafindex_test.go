@@ -2,6 +2,7 @@ package tamper
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -171,5 +172,51 @@ func TestLeafIndexRebuiltLog(t *testing.T) {
 	}
 	if _, err := VerifyProof(e.prove(e.st.Pool(), b.Versions[4]), e.verifier); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestLeafIndexFlood: log_leaf_index has no unique key (migration 00030),
+// so whoever writes it can plant any number of entries under a version's
+// hash. A proof checks each leaf once and at most maxCandidates of them,
+// then searches the log; an incremental verify proves at most
+// maxCandidates leaves a row and reports the row whose entries pass that.
+// Unbounded, 20,000 planted entries cost a proof about 2 s (a query
+// each).
+func TestLeafIndexFlood(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Now().Add(-time.Hour)
+	first := e.batch("default", now.Add(10*time.Minute), 40)
+	e.write(first)
+	e.integrate()
+	base := e.verify(false)
+	if !base.OK() {
+		t.Fatal(problems(base))
+	}
+	late := e.batch("default", now, 2) // the incremental verify looks up first's rows
+	e.write(late)
+	e.integrate()
+	v := first.Versions[3]
+	// 20,000 entries naming leaf 0, and one naming each of 70 leaves
+	// before it (no leaf has those indexes: each proof of one fails).
+	e.exec(`INSERT INTO log_leaf_index (cluster, ref_hash, log_index)
+		SELECT 'default', log_ref_hash(2::smallint, $1, $2), 0 FROM generate_series(1, 20000)`, v.UID, v.Key)
+	e.exec(`INSERT INTO log_leaf_index (cluster, ref_hash, log_index)
+		SELECT 'default', log_ref_hash(2::smallint, $1, $2), -i FROM generate_series(1, 70) i`, v.UID, v.Key)
+	before := leafChecks.Load()
+	pv, err := VerifyProof(e.prove(e.st.Pool(), v), e.verifier)
+	if err != nil || pv.Ref.UID != v.UID {
+		t.Fatalf("proof under a flood of entries: %v, %+v", err, pv.Ref)
+	}
+	if n := leafChecks.Load() - before; n > maxCandidates {
+		t.Errorf("the proof checked %d leaves the index named; want at most %d", n, maxCandidates)
+	}
+	rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": base.Clusters[0].Checkpoint}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("log_leaf_index names more than %d leaves", maxCandidates)
+	if rep.OK() || !strings.Contains(problems(rep), want) || !strings.Contains(problems(rep), fmt.Sprintf("uid=%q", v.UID)) {
+		t.Errorf("incremental verify under a flood: %s; want the version reported: %q", problems(rep), want)
 	}
 }

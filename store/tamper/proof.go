@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -85,10 +86,23 @@ var objectTextSQL = `SELECT v.object::text FROM object_versions v WHERE v.cluste
 // It names leaves by the hash of their reference: when it names several
 // (another row whose reference has the same hash, or a planted entry),
 // leafIsSQL tells which is the version's.
+//
+// Each leaf once, and at most maxCandidates + 1: since migration 00030 the
+// index has no unique key, so whoever writes it can plant any number of
+// entries under a version's hash (each would cost a leafIsSQL); past
+// maxCandidates, findLeaf gives up on the index and the log is searched
+// (leafScanSQL), a cost bounded by the log, not by what was planted.
 const leafIndexSQL = `
-SELECT log_index FROM log_leaf_index
+SELECT DISTINCT log_index FROM log_leaf_index
 WHERE cluster = $1 AND ref_hash = log_ref_hash(2::smallint, $2, $3)
-ORDER BY 1`
+ORDER BY 1 LIMIT $4`
+
+// maxCandidates bounds the leaves of log_leaf_index findLeaf checks: 64
+// other rows of a log share a 64-bit hash with a version only if planted.
+const maxCandidates = 64
+
+// leafChecks counts findLeaf's leafIsSQL queries (TestLeafIndexFlood).
+var leafChecks atomic.Int64
 
 // leafIsSQL says whether leaf $2 of the log is the version's ($3, $4).
 const leafIsSQL = `
@@ -99,7 +113,7 @@ ORDER BY s.first_index DESC LIMIT 1`
 
 // findLeaf returns the index of a version's leaf (ErrNotLogged: none).
 func findLeaf(ctx context.Context, tx pgx.Tx, cluster, uid string, key []byte) (int64, error) {
-	rows, err := tx.Query(ctx, leafIndexSQL, cluster, uid, key)
+	rows, err := tx.Query(ctx, leafIndexSQL, cluster, uid, key, maxCandidates+1)
 	if err != nil {
 		return 0, err
 	}
@@ -107,11 +121,12 @@ func findLeaf(ctx context.Context, tx pgx.Tx, cluster, uid string, key []byte) (
 	if err != nil {
 		return 0, err
 	}
-	if len(candidates) == 0 {
-		return 0, ErrNotLogged
+	if len(candidates) == 0 || len(candidates) > maxCandidates {
+		return 0, ErrNotLogged // the log is searched instead
 	}
 	if len(candidates) > 1 {
 		for _, i := range candidates {
+			leafChecks.Add(1)
 			var is bool
 			if err := tx.QueryRow(ctx, leafIsSQL, cluster, i, uid, key).Scan(&is); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return 0, err
