@@ -101,6 +101,11 @@ type Integrator struct {
 	// run over the clusters (IntegrateAll) ended with none failing.
 	failures   atomic.Int64
 	integrated atomic.Int64
+	// lockedOutSince is, under mu, when each cluster's pass first found
+	// its lock held by another session with the log not growing since
+	// (lockedOut); lockedOutFor, in tests, replaces lockedOutAfter.
+	lockedOutSince map[string]time.Time
+	lockedOutFor   time.Duration
 }
 
 // signedCheckpoint is a cluster's signed checkpoint of size leaves.
@@ -155,7 +160,7 @@ func NewIntegrator(o IntegratorOptions) (*Integrator, error) {
 		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	return &Integrator{o: o, reported: map[string]bool{}, witnessed: map[string]int64{},
-		unwitnessed: map[string]signedCheckpoint{}}, nil
+		unwitnessed: map[string]signedCheckpoint{}, lockedOutSince: map[string]time.Time{}}, nil
 }
 
 // Run integrates the pending rows every Interval until ctx ends.
@@ -314,8 +319,11 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 			return err
 		}
 		if !locked {
-			return nil
+			return in.lockedOut(ctx, tx, cluster)
 		}
+		in.mu.Lock()
+		delete(in.lockedOutSince, cluster)
+		in.mu.Unlock()
 		err := tx.QueryRow(ctx, "SELECT tree_size FROM log_segments WHERE cluster = $1 ORDER BY first_index DESC LIMIT 1", cluster).Scan(&size)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
@@ -361,6 +369,47 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 	}
 	in.writeCheckpoint(ctx, cluster, size, signed, len(in.o.Witnesses) == 0)
 	return n, nil
+}
+
+// lockedOutSQL reads the database's time and when the cluster's newest
+// segment was appended.
+const lockedOutSQL = `SELECT now(), (SELECT integrated_at FROM log_segments WHERE cluster = $1 ORDER BY first_index DESC LIMIT 1)`
+
+// lockedOut is a pass that found the cluster's lock held by another
+// session: another replica's pass, as a rule, which appends a segment and
+// lets go within a second. One that holds it for lockedOutAfter while the
+// log does not grow (a session stuck idle in its transaction, or one that
+// took the lock on purpose: pg_advisory_lock is anyone's) leaves the
+// cluster's rows unlogged: that is an error, so that the pass is counted
+// as failed (Failures, Integrated) rather than as done.
+func (in *Integrator) lockedOut(ctx context.Context, tx pgx.Tx, cluster string) error {
+	var now time.Time
+	var last pgtype.Timestamptz
+	if err := tx.QueryRow(ctx, lockedOutSQL, cluster).Scan(&now, &last); err != nil {
+		return err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	since, ok := in.lockedOutSince[cluster]
+	switch {
+	case !ok || last.Valid && last.Time.After(since):
+		in.lockedOutSince[cluster] = now // the first, or the log grew since
+		return nil
+	case now.Sub(since) < in.lockedOutAfter():
+		return nil
+	}
+	return fmt.Errorf("another session has held the cluster's integration lock since %s at least, and its log has not grown since: its pending rows stay unlogged (pg_locks, locktype advisory, classid %d, names the holder)",
+		since.UTC().Format(time.RFC3339), lockClass)
+}
+
+// lockedOutAfter is how long another session may hold a cluster's lock
+// with its log not growing before a pass counts it as failed: a minute,
+// or 30 intervals.
+func (in *Integrator) lockedOutAfter() time.Duration {
+	if in.lockedOutFor > 0 {
+		return in.lockedOutFor
+	}
+	return max(time.Minute, 30*in.o.Interval)
 }
 
 // writeCheckpoint writes a signed checkpoint to Checkpoints, if set.

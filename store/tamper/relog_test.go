@@ -278,3 +278,55 @@ func TestPendingRowWithInfiniteTimeStopsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestLockHeldElsewhereIsAFailure: another session holds a cluster's
+// integration lock (a stuck replica idle in its transaction, or anyone:
+// pg_advisory_lock is granted to PUBLIC) and the log does not grow: after
+// lockedOutAfter, each pass counts as failed and the run as not done, so
+// that the failures metric and the integrated time show a log that no
+// longer logs. A lock held by an integrator that appends is no failure.
+func TestLockHeldElsewhereIsAFailure(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.write(e.batch("default", time.Now(), 2))
+	e.integrate()
+	e.in.lockedOutFor = time.Hour
+	conn, err := e.st.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1, hashtext($2))", lockClass, "default"); err != nil {
+		t.Fatal(err)
+	}
+	e.write(e.batch("default", time.Now(), 1))
+	if err := e.in.IntegrateAll(ctx); err != nil {
+		t.Fatalf("the first pass that finds the lock held: %v", err)
+	}
+	done := e.in.Integrated()
+	// As if the lock had been held for the hour since.
+	e.in.mu.Lock()
+	e.in.lockedOutSince["default"] = e.in.lockedOutSince["default"].Add(-2 * time.Hour)
+	e.in.mu.Unlock()
+	e.exec("UPDATE log_segments SET integrated_at = now() - interval '3 hours'")
+	if err := e.in.IntegrateAll(ctx); err == nil {
+		t.Fatal("a pass locked out for two hours, the log not grown since: no error")
+	}
+	if n, at := e.in.Failures(), e.in.Integrated(); n != 1 || !at.Equal(done) {
+		t.Errorf("%d failures, integrated %v; want 1, still %v", n, at, done)
+	}
+	// The log grew in the meantime (another integrator's pass): no failure.
+	e.exec("UPDATE log_segments SET integrated_at = now() - interval '1 minute'")
+	if err := e.in.IntegrateAll(ctx); err != nil {
+		t.Errorf("a pass locked out while the log grows: %v", err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1, hashtext($2))", lockClass, "default"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.in.IntegrateAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count("SELECT count(*) FROM log_pending_rows"); n != 0 || len(e.in.lockedOutSince) != 0 {
+		t.Errorf("%d rows pending, %d clusters locked out after the lock was let go; want none", n, len(e.in.lockedOutSince))
+	}
+}
