@@ -17,6 +17,7 @@ import (
 
 	"github.com/options-record/options-record/migrations"
 	"github.com/options-record/options-record/store/partitions"
+	"github.com/options-record/options-record/store/pgarray"
 	"github.com/options-record/options-record/store/reads"
 	"github.com/options-record/options-record/store/tamper/rowenc"
 )
@@ -168,6 +169,17 @@ func poolConfig(opts *Options) (*pgxpool.Config, error) {
 	// role (any role with CREATE on the database may make one) shadow the
 	// record's tables and views. Not overridable from the URL.
 	params["search_path"] = "public"
+	// The log's array parameters (store/pgarray) are encoded in the text
+	// format too, as a URL's default_query_exec_mode=simple_protocol (a
+	// pgbouncer in transaction mode) asks: pgx must know their types.
+	afterConnect := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		pgarray.Register(conn.TypeMap())
+		if afterConnect != nil {
+			return afterConnect(ctx, conn)
+		}
+		return nil
+	}
 	for param, d := range map[string]time.Duration{
 		"statement_timeout":                   opts.StatementTimeout,
 		"idle_in_transaction_session_timeout": opts.IdleInTransactionTimeout,

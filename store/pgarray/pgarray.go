@@ -44,3 +44,12 @@ func (e *Bytea) BytesValue() ([]byte, error) { return *e, nil }
 func (e *Timestamptz) TimestamptzValue() (pgtype.Timestamptz, error) {
 	return pgtype.Timestamptz{Time: time.Time(*e), Valid: true}, nil
 }
+
+// Register tells a connection's type map the PostgreSQL types of the
+// Arrays, which it needs to encode them in the text format (pgx's simple
+// protocol names no parameter's type; the extended protocol's do).
+func Register(m *pgtype.Map) {
+	m.RegisterDefaultPgType(Array[Text]{}, "_text")
+	m.RegisterDefaultPgType(Array[Bytea]{}, "_bytea")
+	m.RegisterDefaultPgType(Array[Timestamptz]{}, "_timestamptz")
+}

@@ -2,8 +2,11 @@ package tamper
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/options-record/options-record/store/pgtest"
 )
 
 // TestPendingBatchRows: a batch's transaction writes one
@@ -176,5 +179,36 @@ func TestPlantedPendingBatchStopsNothing(t *testing.T) {
 	}
 	if rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier}); err != nil || !rep.OK() {
 		t.Fatalf("verify with planted batch rows pending: %v\n%s", err, problems(rep))
+	}
+}
+
+// TestSimpleProtocol: with default_query_exec_mode=simple_protocol in the
+// URL (what a pgbouncer in transaction mode needs), pgx encodes every
+// parameter in the text format, naming no type: the batches' pending rows
+// and the passes' segments (store/pgarray arrays) are written, logged and
+// verified as with the extended protocol. Without the types registered
+// (store.Connect), every batch failed: "unable to encode
+// pgarray.Array[...Text] ... into text format for unknown type (OID 0)".
+func TestSimpleProtocol(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	if strings.Contains(url, "://") {
+		sep := "?"
+		if strings.Contains(url, "?") {
+			sep = "&"
+		}
+		url += sep + "default_query_exec_mode=simple_protocol"
+	} else {
+		url += " default_query_exec_mode=simple_protocol"
+	}
+	e := newEnvAt(t, url)
+	b := e.batch("default", time.Now(), 3)
+	b.Events[1].Annotations = []byte(`{"n":1.5}`) // no digest: a NULL element
+	e.write(b)
+	e.integrate()
+	if n := e.count("SELECT count(*) FROM log_leaves WHERE cluster = 'default'"); n != 6 {
+		t.Errorf("%d leaves; want the batch's 6 rows", n)
+	}
+	if rep := e.verify(true); !rep.OK() {
+		t.Errorf("verify: %s", problems(rep))
 	}
 }
