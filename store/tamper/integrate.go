@@ -104,7 +104,7 @@ type Integrator struct {
 	// lockedOutSince is, under mu, when each cluster's pass first found
 	// its lock held by another session with the log not growing since
 	// (lockedOut); lockedOutFor, in tests, replaces lockedOutAfter.
-	lockedOutSince map[string]time.Time
+	lockedOutSince map[string]lockout
 	lockedOutFor   time.Duration
 }
 
@@ -160,7 +160,7 @@ func NewIntegrator(o IntegratorOptions) (*Integrator, error) {
 		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	return &Integrator{o: o, reported: map[string]bool{}, witnessed: map[string]int64{},
-		unwitnessed: map[string]signedCheckpoint{}, lockedOutSince: map[string]time.Time{}}, nil
+		unwitnessed: map[string]signedCheckpoint{}, lockedOutSince: map[string]lockout{}}, nil
 }
 
 // Run integrates the pending rows every Interval until ctx ends.
@@ -371,9 +371,17 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 	return n, nil
 }
 
-// lockedOutSQL reads the database's time and when the cluster's newest
-// segment was appended.
-const lockedOutSQL = `SELECT now(), (SELECT integrated_at FROM log_segments WHERE cluster = $1 ORDER BY first_index DESC LIMIT 1)`
+// lockedOutSQL reads the database's time and the size of the cluster's
+// log.
+const lockedOutSQL = `SELECT now(), coalesce((SELECT tree_size FROM log_segments WHERE cluster = $1 ORDER BY first_index DESC LIMIT 1), 0)`
+
+// lockout is what a replica saw of another session holding a cluster's
+// lock: since when (the database's time), the log's size then, and when
+// it last found the lock held.
+type lockout struct {
+	since, last time.Time
+	size        int64
+}
 
 // lockedOut is a pass that found the cluster's lock held by another
 // session: another replica's pass, as a rule, which appends a segment and
@@ -381,25 +389,32 @@ const lockedOutSQL = `SELECT now(), (SELECT integrated_at FROM log_segments WHER
 // log does not grow (a session stuck idle in its transaction, or one that
 // took the lock on purpose: pg_advisory_lock is anyone's) leaves the
 // cluster's rows unlogged: that is an error, so that the pass is counted
-// as failed (Failures, Integrated) rather than as done.
+// as failed (Failures, Integrated) rather than as done. Only passes that
+// find it held one after the other count (each within ten intervals of
+// the last, as a pass tries every interval while rows are pending): a
+// replica that collides now and then with another's passes on a quiet
+// cluster does not add up those collisions.
 func (in *Integrator) lockedOut(ctx context.Context, tx pgx.Tx, cluster string) error {
 	var now time.Time
-	var last pgtype.Timestamptz
-	if err := tx.QueryRow(ctx, lockedOutSQL, cluster).Scan(&now, &last); err != nil {
+	var size int64
+	if err := tx.QueryRow(ctx, lockedOutSQL, cluster).Scan(&now, &size); err != nil {
 		return err
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	since, ok := in.lockedOutSince[cluster]
-	switch {
-	case !ok || last.Valid && last.Time.After(since):
-		in.lockedOutSince[cluster] = now // the first, or the log grew since
+	l, ok := in.lockedOutSince[cluster]
+	if !ok || size != l.size || now.Sub(l.last) > 10*in.o.Interval {
+		// The first, or the log grew since, or not one after the other.
+		in.lockedOutSince[cluster] = lockout{since: now, last: now, size: size}
 		return nil
-	case now.Sub(since) < in.lockedOutAfter():
+	}
+	l.last = now
+	in.lockedOutSince[cluster] = l
+	if now.Sub(l.since) < in.lockedOutAfter() {
 		return nil
 	}
 	return fmt.Errorf("another session has held the cluster's integration lock since %s at least, and its log has not grown since: its pending rows stay unlogged (pg_locks, locktype advisory, classid %d, names the holder)",
-		since.UTC().Format(time.RFC3339), lockClass)
+		l.since.UTC().Format(time.RFC3339), lockClass)
 }
 
 // lockedOutAfter is how long another session may hold a cluster's lock

@@ -282,9 +282,9 @@ func TestPendingRowWithInfiniteTimeStopsNothing(t *testing.T) {
 // TestLockHeldElsewhereIsAFailure: another session holds a cluster's
 // integration lock (a stuck replica idle in its transaction, or anyone:
 // pg_advisory_lock is granted to PUBLIC) and the log does not grow: after
-// lockedOutAfter, each pass counts as failed and the run as not done, so
-// that the failures metric and the integrated time show a log that no
-// longer logs. A lock held by an integrator that appends is no failure.
+// lockedOutAfter of passes finding it held one after the other, each
+// counts as failed and the run as not done, so that the failures metric
+// and the integrated time show a log that no longer logs.
 func TestLockHeldElsewhereIsAFailure(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -304,21 +304,25 @@ func TestLockHeldElsewhereIsAFailure(t *testing.T) {
 		t.Fatalf("the first pass that finds the lock held: %v", err)
 	}
 	done := e.in.Integrated()
-	// As if the lock had been held for the hour since.
-	e.in.mu.Lock()
-	e.in.lockedOutSince["default"] = e.in.lockedOutSince["default"].Add(-2 * time.Hour)
-	e.in.mu.Unlock()
-	e.exec("UPDATE log_segments SET integrated_at = now() - interval '3 hours'")
+	age := func(since, last time.Duration) { // as if the passes had found it held that long ago
+		e.in.mu.Lock()
+		l := e.in.lockedOutSince["default"]
+		l.since, l.last = l.since.Add(-since), l.last.Add(-last)
+		e.in.lockedOutSince["default"] = l
+		e.in.mu.Unlock()
+	}
+	age(2*time.Hour, 0)
 	if err := e.in.IntegrateAll(ctx); err == nil {
-		t.Fatal("a pass locked out for two hours, the log not grown since: no error")
+		t.Fatal("passes locked out for two hours, the log not grown since: no error")
 	}
 	if n, at := e.in.Failures(), e.in.Integrated(); n != 1 || !at.Equal(done) {
 		t.Errorf("%d failures, integrated %v; want 1, still %v", n, at, done)
 	}
-	// The log grew in the meantime (another integrator's pass): no failure.
-	e.exec("UPDATE log_segments SET integrated_at = now() - interval '1 minute'")
+	// The last pass that found it held was an hour ago: not one after the
+	// other (the cluster had nothing pending in between), so no failure.
+	age(2*time.Hour, time.Hour)
 	if err := e.in.IntegrateAll(ctx); err != nil {
-		t.Errorf("a pass locked out while the log grows: %v", err)
+		t.Errorf("a pass locked out an hour after the last: %v", err)
 	}
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1, hashtext($2))", lockClass, "default"); err != nil {
 		t.Fatal(err)
@@ -328,5 +332,35 @@ func TestLockHeldElsewhereIsAFailure(t *testing.T) {
 	}
 	if n := e.count("SELECT count(*) FROM log_pending_rows"); n != 0 || len(e.in.lockedOutSince) != 0 {
 		t.Errorf("%d rows pending, %d clusters locked out after the lock was let go; want none", n, len(e.in.lockedOutSince))
+	}
+}
+
+// TestLockedOutByAHealthyReplica: replica A's passes collide with replica
+// B's, which append (two healthy replicas ticking in step on a quiet
+// cluster): no failure however long ago A first collided, as the log grew
+// between. (Its segment's integrated_at is when B's transaction began,
+// before A's collision: the log's size, not that time, tells.)
+func TestLockedOutByAHealthyReplica(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	a, b := e.in, e.integrator(e.signer)
+	a.lockedOutFor = time.Hour
+	var aErr error
+	b.beforeCommit = func(context.Context) { _, aErr = a.Integrate(ctx, "default") }
+	e.write(e.batch("default", time.Now(), 2))
+	if _, err := b.Integrate(ctx, "default"); err != nil || aErr != nil {
+		t.Fatalf("B's pass %v, A's collision %v", err, aErr)
+	}
+	a.mu.Lock() // as if A had first collided two hours ago, and each tick since
+	l := a.lockedOutSince["default"]
+	l.since = l.since.Add(-2 * time.Hour)
+	a.lockedOutSince["default"] = l
+	a.mu.Unlock()
+	e.write(e.batch("default", time.Now(), 1))
+	if _, err := b.Integrate(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
+	if aErr != nil {
+		t.Errorf("A collided with B's second pass, B having appended a segment since the first: %v", aErr)
 	}
 }
