@@ -83,7 +83,7 @@ func (v *verifier) incremental(ctx context.Context, tx pgx.Tx, base []byte) erro
 	leaves, stored, last, err := v.readSegments(ctx, tx, b.Size)
 	if err != nil {
 		if isMalformed(err) {
-			v.fail("log", "%v: the log's segments do not follow each other from the verified checkpoint of %d leaves (edited or removed)", err, b.Size)
+			v.fail("log", "%v: in the log after the verified checkpoint of %d leaves (edited, or removed)", err, b.Size)
 			return nil
 		}
 		return err

@@ -229,7 +229,9 @@ func (in *Integrator) integrateClusters(ctx context.Context, clusters []string) 
 }
 
 // Failures returns how many integration passes failed (a cluster's pass
-// rolled back: its pending rows stay, and the next pass tries again).
+// rolled back: its pending rows stay, and the next pass tries again), and
+// how many lookups of the newest logged cutoff failed (relogCutoff: the
+// pass went on without logging it again; an edited segment).
 func (in *Integrator) Failures() int64 { return in.failures.Load() }
 
 // Integrated returns when the last run over every cluster with pending

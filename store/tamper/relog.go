@@ -96,6 +96,7 @@ func (in *Integrator) relogCutoff(ctx context.Context, tx pgx.Tx, cluster string
 			return nil, err
 		}
 		in.relog.failures.Add(1)
+		in.failures.Add(1) // a sign of an edited segment: alert on it too
 		in.o.Logger.Error("tamper log: the newest logged retention cutoff could not be read; this pass does not log it again after its late rows (verify may report them if retention deletes them before the next cutoff)",
 			"cluster", cluster, "err", err)
 		return leaves, nil

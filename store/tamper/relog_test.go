@@ -194,8 +194,8 @@ func TestRelogLookupFailureStopsNothing(t *testing.T) {
 			if n := e.count("SELECT count(*) FROM log_pending_rows WHERE cluster = 'default'"); n != 0 {
 				t.Errorf("%d rows left pending; want every row logged", n)
 			}
-			if n := e.in.relog.failures.Load(); n != 1 {
-				t.Errorf("%d failed lookups counted; want 1", n)
+			if n, all := e.in.relog.failures.Load(), e.in.Failures(); n != 1 || all != 1 {
+				t.Errorf("%d failed lookups counted, %d failures in all; want 1, 1 (options_record_log_integration_failures_total)", n, all)
 			}
 			rep, err := Verify(context.Background(), e.st.Pool(), VerifyOptions{Verifier: e.verifier, Trusted: e.bucket})
 			if err == nil && rep.OK() {

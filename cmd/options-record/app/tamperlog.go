@@ -81,7 +81,7 @@ func (p *ingestProcess) runIntegrator(ctx context.Context) {
 	}
 	failures := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "options_record_log_integration_failures_total",
-		Help: "Integration passes of the tamper-evident log that failed and rolled back (their pending rows stay for the next pass); see the sink's log for why.",
+		Help: "Integration passes of the tamper-evident log that failed and rolled back (their pending rows stay for the next pass), and lookups of the newest logged retention cutoff that failed (an edited segment); see the sink's log for why.",
 	}, func() float64 { return float64(in.Failures()) })
 	integrated := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "options_record_log_integrated_timestamp_seconds",
