@@ -122,7 +122,9 @@ func sameAsReference(t *testing.T, events []auditv1.Event, items []json.RawMessa
 			continue
 		}
 		for ; j < len(events); j++ {
-			if events[j].AuditID == want.AuditID && equalEvents(&events[j], &want) {
+			// The decoder leaves invalid UTF-8 in place (equalEvents), the
+			// auditID's too.
+			if string(validUTF8([]byte(events[j].AuditID))) == string(want.AuditID) && equalEvents(&events[j], &want) {
 				break
 			}
 		}
