@@ -25,8 +25,10 @@ ORDER BY l.at DESC, 1 LIMIT $4 OFFSET $5`
 // newestLogged tries and finds edited before it gives up.
 const maxBadLeaves = 100
 
-// indexedSQL finds where versions are in the log before leaf $5
-// (log_leaf_index), which an inclusion proof then checks: an entry of
+// indexedSQL finds where versions (uids $2, keys $3, changed_at $4) are in
+// the log before leaf $5 (log_leaf_index), which an inclusion proof then
+// checks (by either key: an integrator of a release before migration 00032
+// wrote log_ref_hash during a rolling upgrade): an entry of
 // another row whose reference has the same hash fails its proof, and the
 // row's own entry proves it all the same.
 // Each leaf once, and at most $6 a row (maxCandidates + 1: the index has
@@ -34,10 +36,11 @@ const maxBadLeaves = 100
 // would cost a proof each).
 const indexedSQL = `
 SELECT k.n, x.log_index
-FROM unnest($2::smallint[], $3::text[], $4::bytea[]) WITH ORDINALITY AS k(kind, uid, key, n)
+FROM unnest($2::text[], $3::bytea[], $4::timestamptz[]) WITH ORDINALITY AS k(uid, key, at, n)
 CROSS JOIN LATERAL (
     SELECT DISTINCT log_index FROM log_leaf_index
-    WHERE cluster = $1 AND ref_hash = log_ref_hash(k.kind, k.uid, k.key) AND log_index < $5
+    WHERE cluster = $1 AND ref_hash IN (log_version_ref(k.uid, k.key, k.at), log_ref_hash(2::smallint, k.uid, k.key))
+      AND log_index < $5
     ORDER BY 1 LIMIT $6) x`
 
 // eventsBeforeSQL finds where events (keys $2, times $3) are in the
@@ -272,14 +275,13 @@ func (v *verifier) newestLogged(ctx context.Context, tx pgx.Tx, b Checkpoint, be
 // root (which the stored hashes were checked to give) shows it.
 func (v *verifier) loggedBefore(ctx context.Context, tx pgx.Tx, b Checkpoint, rows []leaf, below tlog.HashReader) (map[string]string, error) {
 	var vRows, eRows []leaf
-	var kinds []int16
 	var uids []string
 	var vKeys, eKeys [][]byte
-	var eAts []time.Time
+	var vAts, eAts []time.Time
 	for _, r := range rows {
 		switch r.ref.Kind {
 		case KindVersion:
-			vRows, kinds, uids, vKeys = append(vRows, r), append(kinds, int16(r.ref.Kind)), append(uids, r.ref.UID), append(vKeys, r.ref.Key)
+			vRows, uids, vKeys, vAts = append(vRows, r), append(uids, r.ref.UID), append(vKeys, r.ref.Key), append(vAts, r.ref.At)
 		case KindEvent:
 			eRows, eKeys, eAts = append(eRows, r), append(eKeys, r.ref.Key), append(eAts, r.ref.At)
 		}
@@ -327,7 +329,7 @@ func (v *verifier) loggedBefore(ctx context.Context, tx pgx.Tx, b Checkpoint, ro
 		}
 		return nil
 	}
-	if err := check(vRows, indexedSQL, v.cr.Cluster, kinds, uids, vKeys, b.Size, maxCandidates+1); err != nil {
+	if err := check(vRows, indexedSQL, v.cr.Cluster, uids, vKeys, vAts, b.Size, maxCandidates+1); err != nil {
 		return nil, err
 	}
 	if len(eRows) > 0 {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -770,7 +771,7 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 	if err != nil {
 		return nil, fmt.Errorf("append segment: %w", err)
 	}
-	if err := appendLeafIndex(ctx, tx, cluster, size, kinds, uids, keys); err != nil {
+	if err := appendLeafIndex(ctx, tx, cluster, size, leaves); err != nil {
 		return nil, fmt.Errorf("append leaf index: %w", err)
 	}
 	return signed, nil
@@ -876,34 +877,50 @@ func refHash(kind Kind, uid string, key []byte) int64 {
 	return int64(binary.BigEndian.Uint64(h[:8]))
 }
 
+// refEpoch is log_version_ref's epoch: 2020-01-01T00:00:00Z.
+const refEpoch = 1577836800
+
+// versionRef is log_version_ref (migration 00032) computed in Go, for the
+// COPY of appendLeafIndex: the seconds of at since refEpoch (clamped to
+// 0..2^31-1) in the high 32 bits, the low 32 bits of the version's
+// refHash in the low ones, so that entries of new versions land at the
+// right edge of the index (TestVersionRefIsLogVersionRef).
+func versionRef(uid string, key []byte, at time.Time) int64 {
+	s := min(max(at.Unix()-refEpoch, 0), math.MaxInt32)
+	return s<<32 | int64(uint32(refHash(KindVersion, uid, key)))
+}
+
 var leafIndexColumns = []string{"cluster", "ref_hash", "log_index"}
 
 // appendLeafIndex writes the log_leaf_index entries of the versions'
 // leaves of a pass from leaf size on (events have none: the incremental
-// verify finds them by their segments' range of times). COPY writes one
-// WAL record per page where an INSERT writes one per row
+// verify finds them by their segments' range of times), in the order of
+// their keys: keys begin with the version's time (versionRef), so a pass
+// appends to the right edge of the index rather than to a page per entry.
+// COPY writes one WAL record per page where an INSERT writes one per row
 // (TestLogWALCost). The index has no unique key (migration 00030): an
 // entry already there (a log whose segments were removed and rebuilt) is
 // written again, naming the same leaf.
-func appendLeafIndex(ctx context.Context, tx pgx.Tx, cluster string, size int64, kinds []int16, uids pgarray.Array[pgarray.Text], keys pgarray.Array[pgarray.Bytea]) error {
-	var versions []int // the leaves of versions, from leaf size
-	for i, k := range kinds {
-		if Kind(k) == KindVersion {
-			versions = append(versions, i)
+func appendLeafIndex(ctx context.Context, tx pgx.Tx, cluster string, size int64, leaves []leaf) error {
+	type entry struct{ ref, index int64 }
+	var entries []entry
+	for i, l := range leaves {
+		if l.ref.Kind == KindVersion {
+			entries = append(entries, entry{versionRef(l.ref.UID, l.ref.Key, l.ref.At), size + int64(i)})
 		}
 	}
-	if len(versions) == 0 {
+	if len(entries) == 0 {
 		return nil
 	}
+	slices.SortFunc(entries, func(a, b entry) int { return cmp.Compare(a.ref, b.ref) })
 	// One row of values, reused: pointers that pgx encodes without boxing
 	// (pgtype.Int8 is an Int64Valuer); COPY encodes a row before it asks
 	// for the next.
 	var hash, index pgtype.Int8
 	row := []any{cluster, &hash, &index}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"log_leaf_index"}, leafIndexColumns, pgx.CopyFromSlice(len(versions), func(j int) ([]any, error) {
-		i := versions[j]
-		hash = pgtype.Int8{Int64: refHash(KindVersion, string(uids[i]), keys[i]), Valid: true}
-		index = pgtype.Int8{Int64: size + int64(i), Valid: true}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"log_leaf_index"}, leafIndexColumns, pgx.CopyFromSlice(len(entries), func(j int) ([]any, error) {
+		hash = pgtype.Int8{Int64: entries[j].ref, Valid: true}
+		index = pgtype.Int8{Int64: entries[j].index, Valid: true}
 		return row, nil
 	}))
 	return err

@@ -31,21 +31,24 @@ func TestLeafLookupIndexed(t *testing.T) {
 			array_fill(2::smallint, ARRAY[500]),
 			ARRAY(SELECT 'uid-' || (p * 500 + i) FROM generate_series(0, 499) i),
 			ARRAY(SELECT sha256(('key-' || (p * 500 + i))::bytea) FROM generate_series(0, 499) i),
-			array_fill(now(), ARRAY[500]), '', '', ''
+			array_fill(to_timestamp(1800000000 + p), ARRAY[500]), '', '', ''
 		FROM generate_series(0, 199) p`)
 	e.exec(`INSERT INTO log_leaf_index (cluster, ref_hash, log_index)
-		SELECT s.cluster, log_ref_hash(l.kind, l.uid, l.key), s.first_index + l.n - 1
-		FROM log_segments s, unnest(s.kinds, s.uids, s.keys) WITH ORDINALITY AS l(kind, uid, key, n) WHERE s.cluster = 'big'`)
+		SELECT s.cluster, log_version_ref(l.uid, l.key, l.at), s.first_index + l.n - 1
+		FROM log_segments s, unnest(s.kinds, s.uids, s.keys, s.ats) WITH ORDINALITY AS l(kind, uid, key, at, n) WHERE s.cluster = 'big'`)
 	e.exec(`ANALYZE log_segments`)
 	e.exec(`ANALYZE log_leaf_index`)
-	uid, key := "uid-77777", "key-77777"
+	uid, key, at := "uid-77777", "key-77777", time.Unix(1800000000+77777/500, 0)
 	buffers := map[string]int{}
-	for name, sql := range map[string]string{"scan of the segments": oldLeafIndexSQL, "log_leaf_index": strings.ReplaceAll(leafIndexSQL, "$4", "65")} {
+	for name, sql := range map[string]string{
+		"scan of the segments": strings.ReplaceAll(oldLeafIndexSQL, "$3", "sha256($3::bytea) AND $4::timestamptz IS NOT NULL"),
+		"log_leaf_index":       strings.NewReplacer("$4", "65", "$5", "$4", "$3", "sha256($3::bytea)").Replace(leafIndexSQL),
+	} {
 		var idx int64
-		if err := e.st.Pool().QueryRow(ctx, strings.ReplaceAll(sql, "$3", "sha256($3::bytea)"), "big", uid, key).Scan(&idx); err != nil || idx != 77777 {
+		if err := e.st.Pool().QueryRow(ctx, sql, "big", uid, key, at).Scan(&idx); err != nil || idx != 77777 {
 			t.Fatalf("%s: leaf %d, %v; want 77777", name, idx, err)
 		}
-		rows, err := e.st.Pool().Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+strings.ReplaceAll(sql, "$3", "sha256($3::bytea)"), "big", uid, key)
+		rows, err := e.st.Pool().Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+sql, "big", uid, key, at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,10 +106,10 @@ func TestLeafIndexSharedHash(t *testing.T) {
 	// Every leaf of the log before a version's own now shares its hash.
 	for _, v := range first.Versions {
 		e.exec(`INSERT INTO log_leaf_index (cluster, ref_hash, log_index)
-			SELECT 'default', log_ref_hash(2::smallint, $1, $2), i FROM generate_series(0, 19) i`, v.UID, v.Key)
+			SELECT 'default', log_version_ref($1, $2, $3), i FROM generate_series(0, 19) i`, v.UID, v.Key, v.ChangedAt)
 	}
 	v := first.Versions[3]
-	if n := e.count(`SELECT count(DISTINCT log_index) FROM log_leaf_index WHERE ref_hash = log_ref_hash(2::smallint, $1, $2)`, v.UID, v.Key); n != 20 {
+	if n := e.count(`SELECT count(DISTINCT log_index) FROM log_leaf_index WHERE ref_hash = log_version_ref($1, $2, $3)`, v.UID, v.Key, v.ChangedAt); n != 20 {
 		t.Fatalf("%d entries share the version's hash; want 20", n)
 	}
 	pv, err := VerifyProof(e.prove(e.st.Pool(), v), e.verifier)
@@ -200,9 +203,9 @@ func TestLeafIndexFlood(t *testing.T) {
 	// 20,000 entries naming leaf 0, and one naming each of 70 leaves
 	// before it (no leaf has those indexes: each proof of one fails).
 	e.exec(`INSERT INTO log_leaf_index (cluster, ref_hash, log_index)
-		SELECT 'default', log_ref_hash(2::smallint, $1, $2), 0 FROM generate_series(1, 20000)`, v.UID, v.Key)
+		SELECT 'default', log_version_ref($1, $2, $3), 0 FROM generate_series(1, 20000)`, v.UID, v.Key, v.ChangedAt)
 	e.exec(`INSERT INTO log_leaf_index (cluster, ref_hash, log_index)
-		SELECT 'default', log_ref_hash(2::smallint, $1, $2), -i FROM generate_series(1, 70) i`, v.UID, v.Key)
+		SELECT 'default', log_version_ref($1, $2, $3), -i FROM generate_series(1, 70) i`, v.UID, v.Key, v.ChangedAt)
 	before := leafChecks.Load()
 	pv, err := VerifyProof(e.prove(e.st.Pool(), v), e.verifier)
 	if err != nil || pv.Ref.UID != v.UID {

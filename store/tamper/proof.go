@@ -77,10 +77,12 @@ func (notInLog) Error() string {
 
 func (notInLog) Is(target error) bool { return target == ErrNotLogged }
 
-var objectTextSQL = `SELECT v.object::text FROM object_versions v WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key = $3`
+var objectTextSQL = `SELECT v.object::text, v.changed_at FROM object_versions v WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key = $3`
 
-// leafIndexSQL finds a version's leaf by log_leaf_index (migrations 00024
-// and 00026), an index lookup whose cost does not grow with the log. The
+// leafIndexSQL finds a version's leaf by log_leaf_index (migrations 00024,
+// 00026 and 00032: by its uid, key and changed_at, $5; or by the key an
+// integrator of a release before 00032 wrote during a rolling upgrade), an
+// index lookup whose cost does not grow with the log. The
 // index is not trusted: the proof is of the row read here against the
 // signed tree, so a wrong entry gives a proof that VerifyProof refuses.
 // It names leaves by the hash of their reference: when it names several
@@ -94,7 +96,7 @@ var objectTextSQL = `SELECT v.object::text FROM object_versions v WHERE v.cluste
 // (leafScanSQL), a cost bounded by the log, not by what was planted.
 const leafIndexSQL = `
 SELECT DISTINCT log_index FROM log_leaf_index
-WHERE cluster = $1 AND ref_hash = log_ref_hash(2::smallint, $2, $3)
+WHERE cluster = $1 AND ref_hash IN (log_version_ref($2, $3, $5), log_ref_hash(2::smallint, $2, $3))
 ORDER BY 1 LIMIT $4`
 
 // maxCandidates bounds the leaves of log_leaf_index findLeaf checks: 64
@@ -111,9 +113,10 @@ SELECT coalesce(s.kinds[$2 - s.first_index + 1] = 2 AND s.uids[$2 - s.first_inde
 FROM log_segments s WHERE s.cluster = $1 AND s.first_index <= $2
 ORDER BY s.first_index DESC LIMIT 1`
 
-// findLeaf returns the index of a version's leaf (ErrNotLogged: none).
-func findLeaf(ctx context.Context, tx pgx.Tx, cluster, uid string, key []byte) (int64, error) {
-	rows, err := tx.Query(ctx, leafIndexSQL, cluster, uid, key, maxCandidates+1)
+// findLeaf returns the index of a version's leaf (ErrNotLogged: none), the
+// version stored with changedAt.
+func findLeaf(ctx context.Context, tx pgx.Tx, cluster, uid string, key []byte, changedAt time.Time) (int64, error) {
+	rows, err := tx.Query(ctx, leafIndexSQL, cluster, uid, key, maxCandidates+1, changedAt)
 	if err != nil {
 		return 0, err
 	}
@@ -192,12 +195,13 @@ func ProveVersion(ctx context.Context, pool *pgxpool.Pool, cluster, uid string, 
 			return ErrNoVersion
 		}
 		var object *string
-		if err := tx.QueryRow(ctx, objectTextSQL, cluster, uid, key).Scan(&object); err != nil {
+		var changedAt time.Time
+		if err := tx.QueryRow(ctx, objectTextSQL, cluster, uid, key).Scan(&object, &changedAt); err != nil {
 			return fmt.Errorf("read the object: %w", err)
 		}
 		var index, size int64
 		var checkpoint string
-		index, err = findLeaf(ctx, tx, cluster, uid, key)
+		index, err = findLeaf(ctx, tx, cluster, uid, key, changedAt)
 		if errors.Is(err, ErrNotLogged) {
 			// log_leaf_index is not evidence: its entry may be gone, so
 			// the log itself is searched before its absence means anything.

@@ -261,7 +261,7 @@ func TestProofOfAVersionWithoutIndexEntry(t *testing.T) {
 	e.integrate()
 	unindex := func(v model.Version) {
 		t.Helper()
-		e.exec(`DELETE FROM log_leaf_index WHERE cluster = $1 AND ref_hash = log_ref_hash(2::smallint, $2, $3)`, v.Cluster, v.UID, v.Key)
+		e.exec(`DELETE FROM log_leaf_index WHERE cluster = $1 AND ref_hash = log_version_ref($2, $3, $4)`, v.Cluster, v.UID, v.Key, v.ChangedAt)
 	}
 	v := logged.Versions[0]
 	unindex(v)
