@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,34 +140,42 @@ func TestRowEncoderIsRowEncoding(t *testing.T) {
 	events, versions := hostileRows(t)
 	var d digester
 	withUnsure := 0
-	for _, e := range events {
-		at := e.StageAt.Add(time.Second)
-		tamper.EventDigest(&d.enc, len(eventColumns))
-		ok := d.encodeEvent(e, at)
-		vals, wantOK := rowValues(t, eventRow(e, at), eventColumns)
-		if ok != wantOK {
-			t.Errorf("event %q: encoded %v, want %v (jsonb text sure)", e.AuditID, ok, wantOK)
-			continue
+	// Twice over: the second time each jsonb text's digest (or its
+	// unsureness) is the digester's cached one (jsonbSums).
+	for pass := range 2 {
+		if pass == 1 && len(d.jsonbSums) == 0 {
+			t.Fatal("the digester cached no jsonb text's digest")
 		}
-		if !ok {
-			withUnsure++
-			continue
-		}
-		want, err := tamper.RowEncoding(tamper.KindEvent, vals)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := d.enc.Encoding(); !bytes.Equal(got, want) {
-			t.Errorf("event %q:\n encoded     %x\n RowEncoding %x", e.AuditID, got, want)
-		}
-		got, err := eventDigest(e, at, tamper.EventDigest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if w := sha256.Sum256(want); !bytes.Equal(got, w[:]) {
-			t.Errorf("event %q: digest %x, want %x", e.AuditID, got, w)
+		for _, e := range events {
+			at := e.StageAt.Add(time.Second)
+			tamper.EventDigest(&d.enc, len(eventColumns))
+			ok := d.encodeEvent(e, at)
+			vals, wantOK := rowValues(t, eventRow(e, at), eventColumns)
+			if ok != wantOK {
+				t.Errorf("event %q: encoded %v, want %v (jsonb text sure)", e.AuditID, ok, wantOK)
+				continue
+			}
+			if !ok {
+				withUnsure++
+				continue
+			}
+			want, err := tamper.RowEncoding(tamper.KindEvent, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.enc.Encoding(); !bytes.Equal(got, want) {
+				t.Errorf("event %q:\n encoded     %x\n RowEncoding %x", e.AuditID, got, want)
+			}
+			got, err := eventDigest(e, at, tamper.EventDigest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := sha256.Sum256(want); !bytes.Equal(got, w[:]) {
+				t.Errorf("event %q: digest %x, want %x", e.AuditID, got, w)
+			}
 		}
 	}
+	withUnsure /= 2
 	for _, v := range versions {
 		tamper.VersionDigest(&d.enc, len(versionColumns))
 		encodeVersion(&d.enc, v)
@@ -190,6 +199,36 @@ func TestRowEncoderIsRowEncoding(t *testing.T) {
 		t.Errorf("%d of %d events with jsonb text not known for sure: the corpus does not try both", withUnsure, len(events))
 	}
 	t.Logf("%d events (%d unsure), %d versions encoded as RowEncoding", len(events), withUnsure, len(versions))
+}
+
+// TestJSONBSumsBounded: a digester keeps the digests of at most
+// maxJSONBSums jsonb texts, none longer than maxCachedJSONB, and a text
+// printed after the cache was emptied digests as before.
+func TestJSONBSumsBounded(t *testing.T) {
+	var d digester
+	var first []byte
+	for i := range 3 * maxJSONBSums {
+		text := fmt.Appendf(nil, `{"k":"v%d"}`, i)
+		d.enc.Reset(0)
+		if !d.jsonb(text) {
+			t.Fatalf("%s: not printed", text)
+		}
+		if i == 0 {
+			first = append([]byte{}, d.enc.Encoding()...)
+		}
+		if len(d.jsonbSums) > maxJSONBSums {
+			t.Fatalf("%d texts cached; want at most %d", len(d.jsonbSums), maxJSONBSums)
+		}
+	}
+	d.enc.Reset(0)
+	if !d.jsonb([]byte(`{"k":"v0"}`)) || !bytes.Equal(d.enc.Encoding(), first) {
+		t.Errorf("a text printed again after the cache was emptied: %x, want %x", d.enc.Encoding(), first)
+	}
+	long := fmt.Appendf(nil, `{"k":"%s"}`, strings.Repeat("x", maxCachedJSONB))
+	d.jsonbSums = nil
+	if !d.jsonb(long) || len(d.jsonbSums) != 0 {
+		t.Errorf("a text of %d bytes cached", len(long))
+	}
 }
 
 // TestRowDigestAllocatesNothing: a digester, once its buffers have grown,

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -541,13 +542,52 @@ func (d *digester) jsonb(b []byte) bool {
 		d.enc.Null()
 		return true
 	}
+	cacheable := len(b) <= maxCachedJSONB
+	if cacheable {
+		if r, ok := d.jsonbSums[string(b)]; ok {
+			if r.unsure {
+				return false
+			}
+			d.enc.Bytes(r.sum[:]) // as SHA256 appends it
+			return true
+		}
+	}
 	text, err := d.printer.appendText(d.text[:0], b)
 	if err != nil { // errJSONBUnsure, its only error
+		if cacheable {
+			d.remember(b, jsonbSum{unsure: true})
+		}
 		return false
 	}
 	d.text = text
-	d.enc.SHA256(text)
+	sum := sha256.Sum256(text)
+	if cacheable {
+		d.remember(b, jsonbSum{sum: sum})
+	}
+	d.enc.Bytes(sum[:])
 	return true
+}
+
+// maxCachedJSONB and maxJSONBSums bound a digester's jsonbSums: texts of
+// at most 1 KiB, 256 of them (at most 256 KiB of keys a digester).
+const (
+	maxCachedJSONB = 1 << 10
+	maxJSONBSums   = 256
+)
+
+// A jsonbSum is what jsonb computed for a text: the SHA-256 of the text
+// PostgreSQL prints for it, or that this is not known for sure.
+type jsonbSum struct {
+	sum    [32]byte
+	unsure bool
+}
+
+// remember keeps sum for the text b, emptying the cache when it is full.
+func (d *digester) remember(b []byte, sum jsonbSum) {
+	if d.jsonbSums == nil || len(d.jsonbSums) >= maxJSONBSums {
+		d.jsonbSums = make(map[string]jsonbSum, maxJSONBSums)
+	}
+	d.jsonbSums[string(b)] = sum
 }
 
 // encodeNullString encodes a text column written with nullString.
@@ -570,11 +610,15 @@ func nilIfEmpty(b []byte) []byte {
 // A digester is what a row's digest is computed with: the row's encoder,
 // a jsonb printer and its output, kept in digesters for the next row (a
 // batch digests each row it writes; with them reused that allocates
-// nothing).
+// nothing), and the digests of the jsonb texts it printed last: an
+// event's user_extra and annotations repeat from one event to the next
+// (a client's credential, an authorizer's decision for a namespace), and
+// printing them is about half of an event's digest.
 type digester struct {
-	enc     rowenc.Encoder
-	printer jsonbPrinter
-	text    []byte
+	enc       rowenc.Encoder
+	printer   jsonbPrinter
+	text      []byte
+	jsonbSums map[string]jsonbSum
 }
 
 var digesters = sync.Pool{New: func() any { return new(digester) }}
