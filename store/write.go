@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/options-record/options-record/store/model"
 	"github.com/options-record/options-record/store/partitions"
-	"github.com/options-record/options-record/store/pgarray"
+	"github.com/options-record/options-record/store/tamper/refpack"
 	"github.com/options-record/options-record/store/tamper/rowenc"
 )
 
@@ -198,39 +198,20 @@ const (
 	pendingCutoff  int16 = 3
 )
 
-// pendingBatch is a batch's log_pending_batches row of one cluster: the
-// references of the rows it stored, as parallel arrays, and each row's
-// digest (nil: none; the integrator reads the row).
-//
-// The arrays are pgarray's, which pgx encodes with no allocation per
-// element (about 2,000 a batch of 400 events as []string, [][]byte and
-// []time.Time).
-type pendingBatch struct {
-	kinds   []int16
-	uids    pgarray.Array[pgarray.Text]
-	keys    pgarray.Array[pgarray.Bytea]
-	ats     pgarray.Array[pgarray.Timestamptz]
-	digests pgarray.Array[pgarray.Bytea] // a nil element: NULL
-	digest  bool                         // some row has a digest
-}
-
-func (p *pendingBatch) add(kind int16, uid string, key []byte, at time.Time, digest []byte) {
-	if key == nil {
-		key = []byte{}
-	}
-	p.kinds, p.uids, p.keys = append(p.kinds, kind), append(p.uids, pgarray.Text(uid)), append(p.keys, key)
-	p.ats = append(p.ats, pgarray.Timestamptz(at))
-	p.digests = append(p.digests, digest)
-	p.digest = p.digest || digest != nil
-}
-
-const insertPendingBatchSQL = `INSERT INTO log_pending_batches (cluster, kinds, uids, keys, ats, digests) VALUES ($1, $2, $3, $4, $5, $6)`
+// insertPendingBatchSQL writes a batch's log_pending_batches row of one
+// cluster: the references of the rows it stored, packed into one value
+// (store/tamper/refpack: each row's kind, time, uid, key and digest, nil
+// when none and the integrator reads the row), with their earliest time
+// and their number, so that PostgreSQL does no work per row (migration
+// 00033: the parallel arrays it replaces were received element by
+// element, and first_at computed from them).
+const insertPendingBatchSQL = `INSERT INTO log_pending_batches (cluster, refs, first_at, ref_count) VALUES ($1, $2, $3, $4)`
 
 // copyPending writes, in the batch's transaction, the tamper-evident log's
 // pending rows of the rows the batch stored (store/tamper integrates
-// them): one log_pending_batches row per cluster, whose arrays hold a
-// reference per row (one row rather than one per stored row: a fraction
-// of the WAL; migration 00027). A batch that rolls back leaves none, and a
+// them): one log_pending_batches row per cluster, whose packed value
+// holds a reference per row (one row rather than one per stored row: a
+// fraction of the WAL; migration 00027). A batch that rolls back leaves none, and a
 // row the batch skipped as stored already gets none, so a batch that
 // stores nothing writes none. With digests (Options.VersionDigest,
 // Options.EventDigest), a row's reference carries its row's digest, from
@@ -242,11 +223,11 @@ func copyPending(ctx context.Context, tx pgx.Tx, events []*model.Event, versions
 		return nil
 	}
 	var clusters []string
-	byCluster := map[string]*pendingBatch{}
-	batch := func(cluster string) *pendingBatch {
+	byCluster := map[string]*refpack.Builder{}
+	batch := func(cluster string) *refpack.Builder {
 		p := byCluster[cluster]
 		if p == nil {
-			p = &pendingBatch{}
+			p = &refpack.Builder{}
 			byCluster[cluster] = p
 			clusters = append(clusters, cluster)
 		}
@@ -257,7 +238,7 @@ func copyPending(ctx context.Context, tx pgx.Tx, events []*model.Event, versions
 		if err != nil {
 			return err
 		}
-		batch(e.Cluster).add(pendingEvent, "", e.Key, e.StageAt, d)
+		batch(e.Cluster).Add(pendingEvent, e.StageAt, "", e.Key, d)
 	}
 	for _, v := range versions {
 		var d []byte
@@ -268,16 +249,12 @@ func copyPending(ctx context.Context, tx pgx.Tx, events []*model.Event, versions
 			}
 			d = vd[:]
 		}
-		batch(v.Cluster).add(pendingVersion, v.UID, v.Key, v.ChangedAt, d)
+		batch(v.Cluster).Add(pendingVersion, v.ChangedAt, v.UID, v.Key, d)
 	}
 	b := &pgx.Batch{}
 	for _, c := range clusters {
 		p := byCluster[c]
-		var digests pgarray.Array[pgarray.Bytea]
-		if p.digest {
-			digests = p.digests
-		}
-		b.Queue(insertPendingBatchSQL, c, p.kinds, p.uids, p.keys, p.ats, digests)
+		b.Queue(insertPendingBatchSQL, c, p.Bytes(), p.First(), p.Len())
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("write log_pending_batches: %w", err)

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/options-record/options-record/store/pgarray"
+	"github.com/options-record/options-record/store/tamper/refpack"
 	"gocloud.dev/blob"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -90,6 +91,8 @@ type Integrator struct {
 	refused  atomic.Int64
 	mu       sync.Mutex
 	reported map[string]bool
+	// malformed counts the pending batches taken out unlogged (drainSkips).
+	malformed atomic.Int64
 	// conflicts counts the witnesses' refusals; witnessed is the size
 	// each witness last cosigned, by witness URL and cluster; unwitnessed
 	// is each cluster's newest signed checkpoint not yet cosigned by a
@@ -124,6 +127,12 @@ func (in *Integrator) WitnessConflicts() int64 { return in.conflicts.Load() }
 // to log (each counted once): any is a sign that someone wrote log_pending
 // around the retention pass, or of replicas whose rules or clocks disagree.
 func (in *Integrator) RefusedCutoffs() int64 { return in.refused.Load() }
+
+// MalformedBatches returns how many pending batches the integrator took
+// out unlogged, their packed references malformed or their first_at or
+// ref_count not their rows' (in passes that committed): any is a sign that
+// someone wrote log_pending_batches around the ingest.
+func (in *Integrator) MalformedBatches() int64 { return in.malformed.Load() }
 
 // cutoffLimit returns the latest retention cutoff the integrator logs now.
 func (in *Integrator) cutoffLimit() time.Time {
@@ -253,20 +262,21 @@ const lockClass int32 = 0x6f6c0001
 // drainBatchesSQL takes a pass's pending batches out of
 // log_pending_batches, each whole, in the order of their oldest row
 // (first_at, migration 00029): those before which the pass has fewer than
-// $2 leaves. Each batch holds a row at least (the CHECK of migration
-// 00027), so they are among the first $2, which the index
-// log_pending_batches_first gives without reading the others (a backlog
-// of them is not read again by each pass). The pass's transaction
-// appends them, or they stay.
+// $2 leaves (by their ref_count, migration 00033: at least one each,
+// whatever a planted row says). So they are among the first $2, which the
+// index log_pending_batches_first gives without reading the others (a
+// backlog of them is not read again by each pass). The pass's transaction
+// appends them, or they stay. A batch is packed (refs) or, written by an
+// older replica, parallel arrays.
 const drainBatchesSQL = `
 DELETE FROM log_pending_batches
 WHERE ctid = ANY(ARRAY(
     SELECT ctid FROM (
-        SELECT ctid, sum(cardinality(kinds)) OVER (ORDER BY first_at, ctid) - cardinality(kinds) AS before
-        FROM (SELECT ctid, kinds, first_at FROM log_pending_batches WHERE cluster = $1
+        SELECT ctid, sum(greatest(ref_count, 1)) OVER (ORDER BY first_at, ctid) - greatest(ref_count, 1) AS before
+        FROM (SELECT ctid, ref_count, first_at FROM log_pending_batches WHERE cluster = $1
               ORDER BY first_at, ctid LIMIT $2) b) b
     WHERE before < $2))
-RETURNING kinds, uids, keys, ats, digests`
+RETURNING refs, first_at, ref_count, kinds, uids, keys, ats, digests`
 
 // drainSQL takes a pass's pending rows out of log_pending, in their order;
 // the pass's transaction appends them, or they stay. A retention cutoff
@@ -313,7 +323,7 @@ type leaf struct {
 // integrator holds the lock). A pass that fails or is cancelled leaves
 // nothing: the pending rows stay for the next.
 func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error) {
-	var n int
+	var n, malformed int
 	var signed []byte
 	var size int64
 	err := pgx.BeginFunc(ctx, in.o.Pool, func(tx pgx.Tx) error {
@@ -339,10 +349,15 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 		if err != nil {
 			return err
 		}
-		if skipped > 0 {
+		if skipped.rows > 0 {
 			in.o.Logger.Error("tamper log: pending rows whose time is not finite taken out, not logged (no ingest writes one: written around it)",
-				"cluster", cluster, "rows", skipped)
+				"cluster", cluster, "rows", skipped.rows)
 		}
+		if skipped.batches > 0 {
+			in.o.Logger.Error("tamper log: malformed pending batches taken out, not logged (no ingest writes one: written around it; verify reports their rows)",
+				"cluster", cluster, "batches", skipped.batches, "err", skipped.batchErr)
+		}
+		malformed = skipped.batches
 		n = len(pending)
 		leaves, err := readLeaves(ctx, tx, cluster, pending, in.probeBefore())
 		if err != nil || len(leaves) == 0 {
@@ -361,6 +376,7 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("tamper: integrate cluster %q: %w", cluster, err)
 	}
+	in.malformed.Add(int64(malformed))
 	if signed == nil {
 		return n, nil
 	}
@@ -534,25 +550,36 @@ func (e *digestElem) ScanBytes(v []byte) error {
 // retention cutoffs later than latest, and those not later than a row of
 // a batch left pending.
 //
-// It returns, too, how many rows of log_pending it took out unlogged: those
-// whose time is not finite (drainSQL).
-func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest time.Time, afterBatches func(context.Context)) (out []pendingRow, skipped int, err error) {
+// It returns, too, what it took out unlogged (drainSkips).
+func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest time.Time, afterBatches func(context.Context)) (out []pendingRow, skipped drainSkips, err error) {
 	brows, err := tx.Query(ctx, drainBatchesSQL, cluster, limit)
 	if err != nil {
-		return nil, 0, err
+		return nil, skipped, err
 	}
-	// Elements are read as pgtype values, which tell NULL apart (and keys
-	// as []byte, nil for NULL): a NULL one (which the CHECK of migration
-	// 00027 refuses, unless someone dropped it) is skipped, not an error
-	// that would stop every pass of the cluster. Each array is scanned
-	// into a new slice (FlatArray.SetDimensions), each key into its own
-	// bytes: a row keeps them without a copy.
+	// A packed batch (refs) is read whole or not at all (readPacked).
+	// Elements of arrays are read as pgtype values, which tell NULL apart
+	// (and keys as []byte, nil for NULL): a NULL one (which the CHECK of
+	// migration 00027 refuses, unless someone dropped it) is skipped, not
+	// an error that would stop every pass of the cluster. Each array is
+	// scanned into a new slice (FlatArray.SetDimensions), each key into
+	// its own bytes, as refs is: a row keeps them without a copy.
+	var refs []byte
+	var firstAt pgtype.Timestamptz
+	var refCount pgtype.Int4
 	var kinds pgtype.FlatArray[pgtype.Int2]
 	var uids pgtype.FlatArray[pgtype.Text]
 	var keys pgtype.FlatArray[[]byte]
 	var ats pgtype.FlatArray[pgtype.Timestamptz]
 	var digests pgtype.FlatArray[digestElem]
-	_, err = pgx.ForEachRow(brows, []any{&kinds, &uids, &keys, &ats, &digests}, func() error {
+	_, err = pgx.ForEachRow(brows, []any{&refs, &firstAt, &refCount, &kinds, &uids, &keys, &ats, &digests}, func() error {
+		if refs != nil {
+			var perr error
+			if out, perr = readPacked(out, cluster, refs, firstAt, refCount); perr != nil {
+				skipped.batches++
+				skipped.batchErr = cmp.Or(skipped.batchErr, perr)
+			}
+			return nil
+		}
 		if len(uids) != len(kinds) || len(keys) != len(kinds) || len(ats) != len(kinds) || (digests != nil && len(digests) != len(kinds)) {
 			return nil // refused by the CHECK too: nothing to log of it
 		}
@@ -573,21 +600,21 @@ func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest tim
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("pending batches: %w", err)
+		return nil, skipped, fmt.Errorf("pending batches: %w", err)
 	}
 	if afterBatches != nil {
 		afterBatches(ctx)
 	}
 	rows, err := tx.Query(ctx, drainSQL, cluster, limit, latest)
 	if err != nil {
-		return nil, 0, err
+		return nil, skipped, err
 	}
 	var r Ref
 	var at pgtype.Timestamptz
 	var d digestElem
 	_, err = pgx.ForEachRow(rows, []any{&r.Kind, &r.UID, &r.Key, &at, &d}, func() error {
 		if !at.Valid || at.InfinityModifier != pgtype.Finite {
-			skipped++ // drainSQL: taken out, not logged
+			skipped.rows++ // drainSQL: taken out, not logged
 			return nil
 		}
 		// pgx scans each key into new bytes: r.Key is the row's own.
@@ -595,10 +622,48 @@ func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest tim
 		return nil
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, skipped, err
 	}
 	slices.SortFunc(out, func(a, b pendingRow) int { return compareRefs(a.Ref, b.Ref) })
 	return slices.CompactFunc(out, func(a, b pendingRow) bool { return compareRefs(a.Ref, b.Ref) == 0 }), skipped, nil
+}
+
+// drainSkips is what a drain took out unlogged: rows of log_pending
+// whose time is not finite (drainSQL), and malformed packed batches
+// (readPacked), with the first one's error. No ingest writes either.
+type drainSkips struct {
+	rows, batches int
+	batchErr      error
+}
+
+// readPacked appends the rows of a packed batch (refs, store/tamper/refpack)
+// to out, each sharing refs's memory (pgx scanned it into its own bytes),
+// and returns out as it was with an error when the value is malformed or
+// its first_at or ref_count is not its rows' (a planted row: the ingest
+// writes neither): none of its rows is logged, and log_pending_rows
+// (log_pending_refs, migration 00033) shows none of them either.
+func readPacked(out []pendingRow, cluster string, refs []byte, firstAt pgtype.Timestamptz, refCount pgtype.Int4) ([]pendingRow, error) {
+	n0 := len(out)
+	if refCount.Valid && refCount.Int32 > 0 {
+		out = slices.Grow(out, int(refCount.Int32))
+	}
+	n, first, err := refpack.Decode(refs, func(p refpack.Row) {
+		r := pendingRow{Ref: Ref{Kind: Kind(p.Kind), Cluster: cluster, UID: p.UID, Key: p.Key, At: p.At}}
+		if p.Digest != nil {
+			r.digest = digestElem{d: [32]byte(p.Digest), ok: true}
+		}
+		out = append(out, r)
+	})
+	switch {
+	case err != nil:
+	case !refCount.Valid || int(refCount.Int32) != n:
+		err = fmt.Errorf("ref_count %v, but %d rows", refCount.Int32, n)
+	case !firstAt.Valid || firstAt.InfinityModifier != pgtype.Finite || !firstAt.Time.Equal(first):
+		err = fmt.Errorf("first_at %v, but the earliest row at %v", firstAt.Time, first)
+	default:
+		return out, nil
+	}
+	return out[:n0], err
 }
 
 // compareRefs orders rows by time, kind, uid and key; it compares the

@@ -29,12 +29,15 @@ var allowed = map[string][]string{
 	// The one use of sonic (the ingest's hot path), with its
 	// encoding/json fallback.
 	"store/model/jsonfast": nil,
-	"store":                {"migrations", "store/model", "store/model/jsonscan", "store/partitions", "store/pgarray", "store/reads", "store/tamper/rowenc"},
+	"store":                {"migrations", "store/model", "store/model/jsonscan", "store/partitions", "store/pgarray", "store/reads", "store/tamper/refpack", "store/tamper/rowenc"},
 	"store/partitions":     nil,
 	// The tamper-evident log: its integrator and verify.
-	"store/tamper": {"api/tlogproof", "store/pgarray", "store/tamper/rowenc"},
+	"store/tamper": {"api/tlogproof", "store/pgarray", "store/tamper/refpack", "store/tamper/rowenc"},
 	// The log's one encoding of a row, which the ingest's digests share.
 	"store/tamper/rowenc": nil,
+	// The layout of a pending batch's packed references, which the ingest
+	// writes and the integrator reads.
+	"store/tamper/refpack": nil,
 	// The log's array parameters, encoded with no allocation per element.
 	"store/pgarray": nil,
 	// The one parser of a proof's text (store/tamper, the plugin).
