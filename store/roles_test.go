@@ -143,6 +143,7 @@ func TestSeparateDatabaseRoles(t *testing.T) {
 		`UPDATE public.record_retention SET cutoff = 'infinity'`,
 		`UPDATE public.source_progress SET newest_event_at = 'infinity'`,
 		`DELETE FROM public.log_pending_batches`,
+		`INSERT INTO public.log_pending_batches (cluster, refs, first_at, ref_count) VALUES ('c', '\x01', now(), 1)`,
 		`CREATE OR REPLACE FUNCTION public.k8s_time(v text) RETURNS timestamptz LANGUAGE sql AS 'SELECT NULL::timestamptz'`,
 	}
 	// Unconfirmed admission observations are not part of the record: the

@@ -58,8 +58,11 @@ func TestDrainReadsNoBacklog(t *testing.T) {
 			ARRAY(SELECT now() - interval '1 hour' + ((b * $2::int + i) % 7919) * interval '1 ms' FROM generate_series(1, $2::int) i)
 		FROM generate_series(1, $1::int) b`, batches, rows)
 	e.exec(`ANALYZE log_pending_batches`)
-	if n := e.count(`SELECT count(*) FROM log_pending_batches WHERE first_at IS DISTINCT FROM (SELECT min(a) FROM unnest(ats) a)`); n != 0 {
-		t.Errorf("%d batches whose first_at is not their earliest time", n)
+	// Batches of arrays, as an older replica writes them: the trigger of
+	// migration 00033 gives them their first_at and ref_count.
+	if n := e.count(`SELECT count(*) FROM log_pending_batches WHERE first_at IS DISTINCT FROM (SELECT min(a) FROM unnest(ats) a)
+		OR ref_count IS DISTINCT FROM cardinality(kinds)`); n != 0 {
+		t.Errorf("%d batches whose first_at is not their earliest time, or ref_count their size", n)
 	}
 	tx, err := e.st.Pool().Begin(ctx)
 	if err != nil {

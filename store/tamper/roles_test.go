@@ -27,6 +27,7 @@ func TestRoles(t *testing.T) {
 	e.in = e.integrator(e.signer)
 	e.write(e.batch("default", time.Now(), 3))
 	e.integrate()
+	e.write(e.batch("default", time.Now(), 1)) // pending: the reader unpacks it (log_pending_refs)
 	reader, err := pgxpool.New(ctx, r.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.OK() || rep.Clusters[0].Rows != 6 {
+	if !rep.OK() || rep.Clusters[0].Rows != 6 || rep.Clusters[0].Pending != 2 {
 		t.Fatalf("verify as the reader: %+v\n%s", rep.Clusters, problems(rep))
 	}
 	// Incrementally too: it reads log_leaf_index for the rows logged

@@ -20,7 +20,7 @@ import (
 
 // TestLogWALCost prints the WAL the log writes per kept event (an event
 // and its version), by relation: what the batches write to
-// log_pending_batches (a row per batch, its arrays TOASTed), and what a
+// log_pending_batches (a row per batch, its packed references TOASTed), and what a
 // pass writes (the drain's deletes, the segment, the leaf index), read with pg_waldump over each step's range of the WAL. A
 // measure, not a check (docs/benchmarks.md, "The tamper-evident log"):
 // go test -count=1 ./store/tamper -run TestLogWALCost -v
