@@ -79,6 +79,10 @@ func (p *ingestProcess) runIntegrator(ctx context.Context) {
 	if err := p.reg.Register(refused); err != nil {
 		p.log.Error("tamper log: metric", "err", err)
 	}
+	malformed := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "options_record_log_malformed_pending_batches_total",
+		Help: "Pending batches (log_pending_batches) whose packed references are malformed, or whose first_at or ref_count is not their rows', which the integrator took out unlogged: written around the ingest; verify reports the rows they named.",
+	}, func() float64 { return float64(in.MalformedBatches()) })
 	failures := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "options_record_log_integration_failures_total",
 		Help: "Integration passes of the tamper-evident log that failed and rolled back (their pending rows stay for the next pass), and lookups of the newest logged retention cutoff that failed (an edited segment); see the sink's log for why.",
@@ -92,7 +96,7 @@ func (p *ingestProcess) runIntegrator(ctx context.Context) {
 		}
 		return 0
 	})
-	for _, c := range []prometheus.Collector{failures, integrated} {
+	for _, c := range []prometheus.Collector{malformed, failures, integrated} {
 		if err := p.reg.Register(c); err != nil {
 			p.log.Error("tamper log: metric", "err", err)
 		}

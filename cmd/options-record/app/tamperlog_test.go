@@ -211,6 +211,12 @@ func TestServeKeepsTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitMetric(t, metrics.String(), "options_record_log_verify_problems", func(v float64) bool { return v >= 1 })
+	// A pending batch planted around the ingest (its packed value of an
+	// unknown version) is taken out unlogged, and counted.
+	if _, err := pool.Exec(context.Background(), `INSERT INTO log_pending_batches (cluster, refs, first_at, ref_count) VALUES ('default', '\x02', now(), 1)`); err != nil {
+		t.Fatal(err)
+	}
+	waitMetric(t, metrics.String(), "options_record_log_malformed_pending_batches_total", func(v float64) bool { return v == 1 })
 }
 
 // waitMetric waits (a minute at most) until the metric of the server at
