@@ -228,6 +228,7 @@ func copyPending(ctx context.Context, tx pgx.Tx, events []*model.Event, versions
 		p := byCluster[cluster]
 		if p == nil {
 			p = &refpack.Builder{}
+			p.Grow(len(events) + len(versions)) // a batch's rows are nearly always one cluster's
 			byCluster[cluster] = p
 			clusters = append(clusters, cluster)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -44,8 +45,8 @@ func (p *Builder) Add(kind int16, at time.Time, uid string, key, digest []byte) 
 	if len(digest) != DigestSize {
 		digest = nil
 	}
-	if p.b == nil {
-		p.b = append(make([]byte, 0, 128), Version)
+	if len(p.b) == 0 {
+		p.b = append(p.b, Version)
 	}
 	tag := byte(kind)
 	if digest != nil {
@@ -62,6 +63,17 @@ func (p *Builder) Add(kind int16, at time.Time, uid string, key, digest []byte) 
 	if digest != nil {
 		p.b = append(p.b, digest...)
 	}
+}
+
+// rowSize is about the bytes of a reference: its tag, time, a uid of 36
+// bytes (a Kubernetes uid; none for an event) and a key and a digest of
+// 32 each, with their lengths.
+const rowSize = 1 + 8 + 1 + 18 + 1 + 32 + 32
+
+// Grow makes room for about rows more references, so that a batch's
+// value is not copied as it grows.
+func (p *Builder) Grow(rows int) {
+	p.b = slices.Grow(p.b, 1+rows*rowSize)
 }
 
 // Bytes is the packed value (nil when no row was added).

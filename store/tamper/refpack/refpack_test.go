@@ -123,6 +123,32 @@ func TestDecodeAllocs(t *testing.T) {
 	}
 }
 
+// TestGrow: a Builder grown first packs the same bytes, a batch of 400
+// events and their versions with one allocation.
+func TestGrow(t *testing.T) {
+	var g Builder
+	g.Grow(len(refs))
+	for _, r := range refs {
+		g.Add(r.kind, r.at, r.uid, r.key, r.digest)
+	}
+	if !bytes.Equal(g.Bytes(), pack(refs).Bytes()) {
+		t.Errorf("grown: %x, want %x", g.Bytes(), pack(refs).Bytes())
+	}
+	uid := "00000000-0000-4000-8000-000000000000"
+	key := bytes.Repeat([]byte{1}, 32)
+	allocs := testing.AllocsPerRun(10, func() {
+		var p Builder
+		p.Grow(800)
+		for i := range 400 {
+			p.Add(KindEvent, time.UnixMicro(int64(i)), "", key, digest)
+			p.Add(KindVersion, time.UnixMicro(int64(i)), uid, key, digest)
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("400 events and their versions: %.0f allocations, want 1", allocs)
+	}
+}
+
 // FuzzDecode: Decode never panics, and a value it reads packs again to
 // the same bytes (the layout has one way to write each value, lengths
 // aside: a length may take more bytes than it needs).
