@@ -194,3 +194,37 @@ func TestOldRestoresCopiedAfterAnInterruptedFirstStart(t *testing.T) {
 	}
 	count("a later start", 1)
 }
+
+// Migration 00033 keeps the pending batches of arrays (their ref_count
+// computed), and drops those planted with no time or no reference (00027's
+// CHECK dropped), which name nothing to log and would fail its NOT NULL.
+func TestPackedPendingMigrationKeepsBatches(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t)
+	migrateTo(t, dsn, 31)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range []string{
+		`INSERT INTO log_pending_batches (cluster, kinds, uids, keys, ats) VALUES ('c', '{1,2}', '{"",u}', ARRAY['\x01'::bytea, '\x02'], ARRAY['2026-11-27 10:00:00+00', '2026-11-27 09:00:00+00']::timestamptz[])`,
+		`ALTER TABLE log_pending_batches DROP CONSTRAINT log_pending_batches_check`,
+		`INSERT INTO log_pending_batches (cluster, kinds, uids, keys, ats) VALUES ('c', '{2}', '{u}', ARRAY['\x03'::bytea], ARRAY[NULL::timestamptz])`,
+		`INSERT INTO log_pending_batches (cluster, kinds, uids, keys, ats) VALUES ('c', '{}', '{}', '{}', '{}')`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	migrateTo(t, dsn, 33)
+	var n, count int
+	var first bool
+	if err := conn.QueryRow(ctx, `SELECT count(*), min(ref_count), min(first_at) = '2026-11-27 09:00:00+00' FROM log_pending_batches`).Scan(&n, &count, &first); err != nil ||
+		n != 1 || count != 2 || !first {
+		t.Errorf("after 00033: %d batches, ref_count %d, first_at its earliest time %v (%v); want the one of arrays, 2, true", n, count, first, err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM log_pending_rows`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("log_pending_rows: %d rows (%v), want 2", n, err)
+	}
+}
