@@ -59,6 +59,11 @@ type options struct {
 	// tamperLog runs each sink that has the tamper-evident log
 	// (--log-signing-key-file) with it.
 	tamperLog bool
+	// together runs -sink and -compare at the same time, each on its own
+	// PostgreSQL with its own connections, for rounds windows per mix
+	// (together.go).
+	together bool
+	rounds   int
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -112,6 +117,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.analyze, "analyze", false, "ANALYZE the record's tables after the warm-up, as autovacuum does after about a minute, to measure that steady state rather than a fresh database's first seconds")
 	fs.BoolVar(&o.tamperLog, "tamper-log", true, "run a sink build that has the tamper-evident log with it (a key from its log-key, checkpoints in its directory); the summary shows the log's bytes and integration lag")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories (database, sink log) for inspection")
+	fs.BoolVar(&o.together, "together", false, "with -compare: run both builds at the same time, each on its own PostgreSQL with its own -workers connections, measured over the same window, -rounds times per mix; prints each round's ratios, their median and spread (no reference writer)")
+	fs.IntVar(&o.rounds, "rounds", 5, "with -together: windows per mix, the side started first alternating")
 	fs.StringVar(&o.perfDir, "perf", "", "record a system-wide CPU profile of each measured window with perf into `dir`")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: bench [flags]\n\nMeasures options-record serve on a throwaway PostgreSQL (fsync on) under audit webhook load.\n\n")
@@ -147,6 +154,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.workers < 1 || o.batchSize < 1 || o.poolSize < 1 || o.duration <= 0 || o.warmup < 0 || o.days < 0 {
 		return o, errors.New("-workers, -batch, -pool and -duration must be positive")
+	}
+	if o.together {
+		switch {
+		case o.compareBin == "":
+			return o, errors.New("-together needs -compare: the build to run beside -sink")
+		case o.rounds < 1:
+			return o, errors.New("-rounds must be positive")
+		case o.perfDir != "":
+			return o, errors.New("-perf profiles a window of one build: not with -together")
+		}
+		o.reference = false
 	}
 	if _, err := os.Stat(o.sinkBin); err != nil {
 		return o, fmt.Errorf("-sink: %w (build it: CGO_ENABLED=0 go build -trimpath -o bin/options-record ./cmd/options-record)", err)
@@ -209,6 +227,9 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintf(out, "      non-2xx answers are retried like the apiserver does (Retry-After, else 1 s; %d attempts, then the batch is dropped)\n", maxAttempts)
 	fmt.Fprintln(out, "database: a throwaway PostgreSQL per mix (store/pgembed) with fsync ON: an ack waits for the WAL flush, durability is part of what is measured")
 
+	if o.together {
+		return benchTogether(ctx, o, out)
+	}
 	if o.compareBin != "" {
 		fmt.Fprintf(out, "compared with: %s serve (%s), run first on each mix\n", o.compareBin, buildDescription(o.compareBin))
 	}
@@ -294,155 +315,62 @@ func rateString(r float64) string {
 }
 
 func runMix(ctx context.Context, o options, mx workload.Mix, rate float64, out io.Writer) (r result, err error) {
-	r.mix, r.rate = mx, rate
-	// Bodies first: nothing generated while the clock runs.
-	if r.pools, err = workload.Generate(mx, o.workers, o.poolSize, o.batchSize); err != nil {
-		return r, err
-	}
-	fmt.Fprintf(out, "generated %d distinct batches (%d events, %.1f MiB, %.0f bytes per event, %.1f%% kept) in %s\n",
-		o.workers*o.poolSize, r.pools.Events, float64(r.pools.Bytes)/(1<<20), float64(r.pools.Bytes)/float64(r.pools.Events),
-		100*float64(r.pools.Kept)/float64(r.pools.Events), r.pools.GeneratedIn.Round(time.Millisecond))
-
-	e, err := startEnv(ctx, o)
+	s, err := prepareSide(ctx, o, mx, rate, out)
 	if err != nil {
+		r.mix, r.rate = mx, rate
 		return r, err
 	}
-	defer e.close()
-	if r.pg, err = e.describePG(ctx); err != nil {
-		return r, err
-	}
-	if err := e.keepDays(ctx, o.days); err != nil {
-		return r, err
-	}
-	fmt.Fprintf(out, "record: %d days of event partitions before today (-days), as the default 30-day retention keeps\n", o.days)
-	fmt.Fprintf(out, "PostgreSQL %s (pid %d): %s\n", r.pg.version, e.pgPID, r.pg.settings)
-	fmt.Fprintf(out, "sink pid %d, webhook %s, metrics %s\n", e.sink.Process.Pid, strings.TrimSuffix(e.webhook, "?timeout=30s"), e.metrics)
-
-	ws := make([]*worker, o.workers)
-	for i := range ws {
-		c, err := newClient(e.caFile)
-		if err != nil {
-			return r, err
-		}
-		ws[i] = &worker{client: c, url: e.webhook, auth: "Bearer " + e.token, pool: r.pools.PerWorker[i]}
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	p := newPacer(rate, o.batchSize)
-	for _, w := range ws {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			w.run(ctx, stop, p)
-		}()
-	}
-	stopped := false
-	stopWorkers := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		close(stop)
-		deadline := time.After(90 * time.Second)
-		for range ws {
-			select {
-			case <-done:
-			case <-deadline:
-				fmt.Fprintln(os.Stderr, "bench: a connection did not finish its batch in 90 s")
-				return
-			}
-		}
-	}
-	defer stopWorkers()
+	defer s.close()
+	s.startLoad(ctx)
 
 	if err := sleep(ctx, o.warmup); err != nil {
-		return r, err
+		return s.r, err
 	}
-	if err := e.sinkAlive(); err != nil {
-		return r, err
+	if err := s.e.sinkAlive(); err != nil {
+		return s.r, err
 	}
 	if o.analyze {
 		t := time.Now()
-		if err := e.analyze(ctx); err != nil {
-			return r, err
+		if err := s.e.analyze(ctx); err != nil {
+			return s.r, err
 		}
 		fmt.Fprintf(out, "ANALYZE events, object_versions after the warm-up: %s\n", time.Since(t).Round(time.Millisecond))
 	}
-	sink0, err := processCPU(e.sink.Process.Pid)
-	if err != nil {
-		return r, err
-	}
-	pg0, _, err := treeCPU(e.pgPID)
-	if err != nil {
-		return r, err
-	}
 	self0, err := processCPU(os.Getpid())
 	if err != nil {
-		return r, err
-	}
-	wal0, err := e.walLSN(ctx)
-	if err != nil {
-		return r, err
+		return s.r, err
 	}
 	sys0, err := systemCPU()
 	if err != nil {
-		return r, err
+		return s.r, err
 	}
 	perf := startPerf(o.perfDir, mx, out)
-	waits := e.sampleWaits(ctx)
-	t0 := time.Now()
+	if err := s.begin(ctx); err != nil {
+		perf.stop()
+		return s.r, err
+	}
 	if err := sleep(ctx, o.duration); err != nil {
 		perf.stop()
-		waits()
-		return r, err
+		s.waits()
+		return s.r, err
 	}
 	t1 := time.Now()
-	r.perfFile = perf.stop()
-	r.pgWaits = waits()
-	sink1, err := processCPU(e.sink.Process.Pid)
-	if err != nil {
-		return r, fmt.Errorf("%w: %w", err, e.sinkAlive())
-	}
-	pg1, n, err := treeCPU(e.pgPID)
-	if err != nil {
-		return r, err
+	s.r.perfFile = perf.stop()
+	if err := s.end(ctx, t1); err != nil {
+		return s.r, err
 	}
 	self1, err := processCPU(os.Getpid())
 	if err != nil {
-		return r, err
+		return s.r, err
 	}
 	sys1, err := systemCPU()
 	if err != nil {
-		return r, err
+		return s.r, err
 	}
-	wal1, err := e.walLSN(ctx)
-	if err != nil {
-		return r, err
-	}
-	r.window = t1.Sub(t0)
-	r.sinkCPU, r.pgCPU, r.pgProcs, r.benchCPU, r.walBytes = sink1-sink0, pg1-pg0, n, self1-self0, wal1-wal0
-	r.otherCPU = max(0, (sys1-sys0)-r.sinkCPU-r.pgCPU-r.benchCPU)
-
-	stopWorkers()
-	r.counts = summarize(ws, t0, t1)
-	if r.counts.workerError != nil {
-		return r, r.counts.workerError
-	}
-	if err := e.sinkAlive(); err != nil {
-		return r, err
-	}
-	if r.sinkPeakRSS, err = peakRSS(e.sink.Process.Pid); err != nil {
-		return r, err
-	}
-	if r.metrics, err = e.scrape(); err != nil {
-		return r, err
-	}
-	if r.storage, err = e.storage(ctx); err != nil {
-		return r, err
-	}
-	if b, err := os.ReadFile(e.sinkLog); err == nil {
-		r.sinkLogLines = strings.Count(string(b), "\n")
-	}
-	return r, nil
+	s.r.benchCPU = self1 - self0
+	s.r.otherCPU = max(0, (sys1-sys0)-s.r.sinkCPU-s.r.pgCPU-s.r.benchCPU)
+	err = s.collect(ctx)
+	return s.r, err
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
