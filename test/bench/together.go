@@ -212,6 +212,11 @@ var togetherMetrics = []metric{
 	{"PostgreSQL CPU µs per kept event", func(r result) (float64, bool) {
 		return float64(r.pgCPU.Microseconds()) / float64(r.counts.keptOK), r.counts.keptOK > 0
 	}, func(v float64) string { return fmt.Sprintf("%.1f", v) }},
+	// What a saturated machine's rate follows alone (the load generator's
+	// share aside): its inverse ratio is the sequential rate's ratio.
+	{"sink + PostgreSQL CPU µs per event", func(r result) (float64, bool) {
+		return float64((r.sinkCPU + r.pgCPU).Microseconds()) / float64(r.counts.eventsOK), r.counts.eventsOK > 0
+	}, func(v float64) string { return fmt.Sprintf("%.1f", v) }},
 	{"WAL bytes per kept event", func(r result) (float64, bool) {
 		return float64(r.walBytes) / float64(r.counts.keptOK), r.counts.keptOK > 0
 	}, thousands},

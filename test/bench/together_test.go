@@ -71,12 +71,13 @@ func TestRoundRatios(t *testing.T) {
 		base: fakeResult(100000, 100000, 4*time.Second, 6*time.Second, 100000*4200),
 	}
 	want := map[string]float64{
-		"events/s accepted (2xx)":          0.8,
-		"sink CPU µs per event":            50.0 / 40,
-		"PostgreSQL CPU µs per kept event": 70.0 / 60,
-		"WAL bytes per kept event":         4800.0 / 4200,
-		"stored bytes per kept event":      1,
-		"sink peak RSS (MiB)":              1,
+		"events/s accepted (2xx)":            0.8,
+		"sink CPU µs per event":              50.0 / 40,
+		"PostgreSQL CPU µs per kept event":   70.0 / 60,
+		"sink + PostgreSQL CPU µs per event": 120.0 / 100,
+		"WAL bytes per kept event":           4800.0 / 4200,
+		"stored bytes per kept event":        1,
+		"sink peak RSS (MiB)":                1,
 	}
 	for _, m := range togetherMetrics {
 		got, ok := m.ratio(rd)
