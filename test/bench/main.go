@@ -206,6 +206,7 @@ type result struct {
 	pgCPU        time.Duration
 	pgProcs      int
 	benchCPU     time.Duration
+	benchShare   time.Duration // -together: this side's share of benchCPU, by events
 	otherCPU     time.Duration // everything else on the machine
 	sinkPeakRSS  int64
 	storage      storage
