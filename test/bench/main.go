@@ -4,7 +4,9 @@
 // EventLists over HTTPS from several connections for a bounded time,
 // and prints throughput, ack latency, the sink's memory, the CPU of the sink
 // and of PostgreSQL, and the storage per kept event. It is a command, not a
-// test: `make bench` runs it.
+// test: `make bench` runs it. With -compare it measures another build on
+// the same mixes, one window after the other; with -together as well, both
+// builds at the same time, each on its own database (together.go).
 //
 //	go build -o bin/options-record ./cmd/options-record && go run ./test/bench [flags]
 //
