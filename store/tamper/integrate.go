@@ -624,8 +624,54 @@ func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest tim
 	if err != nil {
 		return nil, skipped, err
 	}
-	slices.SortFunc(out, func(a, b pendingRow) int { return compareRefs(a.Ref, b.Ref) })
+	sortRows(out)
 	return slices.CompactFunc(out, func(a, b pendingRow) bool { return compareRefs(a.Ref, b.Ref) == 0 }), skipped, nil
+}
+
+// sortRows puts rows in the log's order (compareRefs) by sorting a small
+// key per row (its time in microseconds and its kind, then compareRefs for
+// rows of one microsecond and kind: rows' times are PostgreSQL's, to the
+// microsecond) and moving each row once into its
+// place, rather than moving the rows, about 128 bytes each, through the
+// sort (TestSortRowsIsCompareRefs, BenchmarkSortRows).
+func sortRows(rows []pendingRow) {
+	type sortKey struct {
+		at   int64 // microseconds since 2000, as PostgreSQL keeps a time
+		kind Kind
+		i    int32
+	}
+	const since2000 = 946684800 // seconds from 1970 to 2000
+	keys := make([]sortKey, len(rows))
+	for i := range rows {
+		at := rows[i].At
+		keys[i] = sortKey{(at.Unix()-since2000)*1e6 + int64(at.Nanosecond()/1e3), rows[i].Kind, int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		switch {
+		case a.at != b.at:
+			return cmp.Compare(a.at, b.at)
+		case a.kind != b.kind:
+			return cmp.Compare(a.kind, b.kind)
+		}
+		return compareRefs(rows[a.i].Ref, rows[b.i].Ref)
+	})
+	// Place k receives the row at keys[k].i: each cycle of the
+	// permutation is followed once, marking its places done.
+	for i := range keys {
+		if int(keys[i].i) == i {
+			continue
+		}
+		first, j := rows[i], i
+		for {
+			k := int(keys[j].i)
+			keys[j].i = int32(j)
+			if k == i {
+				rows[j] = first
+				break
+			}
+			rows[j], j = rows[k], k
+		}
+	}
 }
 
 // drainSkips is what a drain took out unlogged: rows of log_pending
