@@ -70,8 +70,8 @@ CREATE FUNCTION log_pending_refs(v bytea, first_at timestamptz, ref_count intege
 RETURNS TABLE (kind smallint, uid text, key bytea, at timestamptz, digest bytea)
 LANGUAGE plpgsql IMMUTABLE AS $$  -- not PARALLEL SAFE: its EXCEPTION block is a subtransaction
 DECLARE
-    b bytea := v || ''::bytea;  -- detoasted once
-    len int := length(v);
+    b bytea;
+    len bigint := octet_length(v);  -- the value's size, without reading it
     off int := 1;               -- get_byte counts from 0
     tag int;
     us bigint;
@@ -85,11 +85,21 @@ DECLARE
     ats timestamptz[] := '{}';
     digests bytea[] := '{}';
 BEGIN
-    IF v IS NULL OR len < 1 OR get_byte(b, 0) <> 1 THEN
+    -- At most 65536 rows and 32 MiB (refpack.MaxRows, MaxBytes; the
+    -- ingest writes no more), and rows only as many as ref_count says:
+    -- what is planted costs a reader no more than that.
+    IF v IS NULL OR len < 1 OR len > 33554432 OR ref_count IS NULL OR ref_count < 1 OR ref_count > 65536 THEN
+        RETURN;
+    END IF;
+    b := v || ''::bytea;  -- detoasted once
+    IF get_byte(b, 0) <> 1 THEN
         RETURN;
     END IF;
     BEGIN
         WHILE off < len LOOP
+            IF cardinality(kinds) >= ref_count THEN
+                RETURN;  -- more rows than ref_count
+            END IF;
             tag := get_byte(b, off);
             IF tag NOT IN (1, 2, 129, 130) OR len - off - 1 < 8 THEN
                 RETURN;

@@ -222,15 +222,22 @@ func copyPending(ctx context.Context, tx pgx.Tx, events []*model.Event, versions
 	if len(events)+len(versions) == 0 {
 		return nil
 	}
-	var clusters []string
+	// One packed value per cluster, of at most refpack.MaxRows rows (a
+	// larger batch writes several): the integrator takes a larger one as
+	// planted.
+	type packed struct {
+		cluster string
+		p       *refpack.Builder
+	}
+	var values []packed
 	byCluster := map[string]*refpack.Builder{}
 	batch := func(cluster string) *refpack.Builder {
 		p := byCluster[cluster]
-		if p == nil {
+		if p == nil || p.Len() >= refpack.MaxRows {
 			p = &refpack.Builder{}
-			p.Grow(len(events) + len(versions)) // a batch's rows are nearly always one cluster's
+			p.Grow(min(len(events)+len(versions), refpack.MaxRows)) // a batch's rows are nearly always one cluster's
 			byCluster[cluster] = p
-			clusters = append(clusters, cluster)
+			values = append(values, packed{cluster, p})
 		}
 		return p
 	}
@@ -253,9 +260,8 @@ func copyPending(ctx context.Context, tx pgx.Tx, events []*model.Event, versions
 		batch(v.Cluster).Add(pendingVersion, v.ChangedAt, v.UID, v.Key, d)
 	}
 	b := &pgx.Batch{}
-	for _, c := range clusters {
-		p := byCluster[c]
-		b.Queue(insertPendingBatchSQL, c, p.Bytes(), p.First(), p.Len())
+	for _, v := range values {
+		b.Queue(insertPendingBatchSQL, v.cluster, v.p.Bytes(), v.p.First(), v.p.Len())
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("write log_pending_batches: %w", err)

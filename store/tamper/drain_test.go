@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/options-record/options-record/store/tamper/refpack"
 )
 
 // planRows is the rows every node of an EXPLAIN (ANALYZE, FORMAT JSON)
@@ -69,7 +71,7 @@ func TestDrainReadsNoBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	work := planRows(t, tx, drainBatchesSQL, "default", 2*rows) +
+	work := planRows(t, tx, drainBatchesSQL, "default", 2*rows, refpack.MaxBytes, refpack.MaxRows) +
 		planRows(t, tx, drainSQL, "default", 2*rows, time.Now())
 	if work >= 10*batches {
 		t.Errorf("a pass taking 2 of %d pending batches of %d rows: its drains produce %.0f rows, want fewer than %d", batches, rows, work, 10*batches)

@@ -267,7 +267,9 @@ const lockClass int32 = 0x6f6c0001
 // index log_pending_batches_first gives without reading the others (a
 // backlog of them is not read again by each pass). The pass's transaction
 // appends them, or they stay. A batch is packed (refs) or, written by an
-// older replica, parallel arrays.
+// older replica, parallel arrays. A value of more than $3 bytes, or an
+// array of more than $4 elements (refpack.MaxBytes, MaxRows: more than the
+// ingest writes), is taken out but not sent: the last column says so.
 const drainBatchesSQL = `
 DELETE FROM log_pending_batches
 WHERE ctid = ANY(ARRAY(
@@ -276,7 +278,12 @@ WHERE ctid = ANY(ARRAY(
         FROM (SELECT ctid, ref_count, first_at FROM log_pending_batches WHERE cluster = $1
               ORDER BY first_at, ctid LIMIT $2) b) b
     WHERE before < $2))
-RETURNING refs, first_at, ref_count, kinds, uids, keys, ats, digests`
+RETURNING CASE WHEN octet_length(refs) <= $3 THEN refs END, first_at, ref_count,
+    CASE WHEN cardinality(kinds) <= $4 THEN kinds END, CASE WHEN cardinality(uids) <= $4 THEN uids END,
+    CASE WHEN cardinality(keys) <= $4 THEN keys END, CASE WHEN cardinality(ats) <= $4 THEN ats END,
+    CASE WHEN cardinality(digests) <= $4 THEN digests END,
+    coalesce(octet_length(refs) > $3, false) OR coalesce(greatest(cardinality(kinds), cardinality(uids),
+        cardinality(keys), cardinality(ats), cardinality(digests)) > $4, false)`
 
 // drainSQL takes a pass's pending rows out of log_pending, in their order;
 // the pass's transaction appends them, or they stay. A retention cutoff
@@ -552,7 +559,7 @@ func (e *digestElem) ScanBytes(v []byte) error {
 //
 // It returns, too, what it took out unlogged (drainSkips).
 func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest time.Time, afterBatches func(context.Context)) (out []pendingRow, skipped drainSkips, err error) {
-	brows, err := tx.Query(ctx, drainBatchesSQL, cluster, limit)
+	brows, err := tx.Query(ctx, drainBatchesSQL, cluster, limit, refpack.MaxBytes, refpack.MaxRows)
 	if err != nil {
 		return nil, skipped, err
 	}
@@ -571,7 +578,13 @@ func drain(ctx context.Context, tx pgx.Tx, cluster string, limit int, latest tim
 	var keys pgtype.FlatArray[[]byte]
 	var ats pgtype.FlatArray[pgtype.Timestamptz]
 	var digests pgtype.FlatArray[digestElem]
-	_, err = pgx.ForEachRow(brows, []any{&refs, &firstAt, &refCount, &kinds, &uids, &keys, &ats, &digests}, func() error {
+	var oversized bool
+	_, err = pgx.ForEachRow(brows, []any{&refs, &firstAt, &refCount, &kinds, &uids, &keys, &ats, &digests, &oversized}, func() error {
+		if oversized { // not read: what the ingest role planted costs no memory
+			skipped.batches++
+			skipped.batchErr = cmp.Or(skipped.batchErr, fmt.Errorf("a pending batch of more than %d bytes or %d rows", refpack.MaxBytes, refpack.MaxRows))
+			return nil
+		}
 		if refs != nil {
 			var perr error
 			if out, perr = readPacked(out, cluster, refs, firstAt, refCount); perr != nil {
@@ -690,10 +703,13 @@ type drainSkips struct {
 // (log_pending_refs, migration 00033) shows none of them either.
 func readPacked(out []pendingRow, cluster string, refs []byte, firstAt pgtype.Timestamptz, refCount pgtype.Int4) ([]pendingRow, error) {
 	n0 := len(out)
-	if refCount.Valid && refCount.Int32 > 0 {
-		out = slices.Grow(out, int(refCount.Int32))
+	if !refCount.Valid || refCount.Int32 < 1 || refCount.Int32 > refpack.MaxRows {
+		return out, fmt.Errorf("ref_count %v: not 1 to %d", refCount.Int32, refpack.MaxRows)
 	}
-	n, first, err := refpack.Decode(refs, func(p refpack.Row) {
+	// As many rows as ref_count says, or as the value can hold if fewer:
+	// ref_count is the ingest role's word, not a size to trust.
+	out = slices.Grow(out, min(int(refCount.Int32), (len(refs)-1)/refpack.MinRowBytes))
+	n, first, err := refpack.DecodeAtMost(refs, int(refCount.Int32), func(p refpack.Row) {
 		r := pendingRow{Ref: Ref{Kind: Kind(p.Kind), Cluster: cluster, UID: p.UID, Key: p.Key, At: p.At}}
 		if p.Digest != nil {
 			r.digest = digestElem{d: [32]byte(p.Digest), ok: true}

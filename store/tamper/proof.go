@@ -174,7 +174,19 @@ const hasLogSQL = `SELECT EXISTS (SELECT FROM log_segments WHERE cluster = $1)`
 // version's pending row is written in its batch's transaction and replaced
 // by its leaf in the integrator's, so in one snapshot a version stored
 // with the log has one or the other.
-const pendingSQL = `SELECT EXISTS (SELECT FROM log_pending_rows WHERE cluster = $1 AND kind = 2 AND uid = $2 AND key = $3)`
+//
+// It reads log_pending_rows' three parts apart, so that of the packed
+// batches it unpacks only those whose value holds the key's bytes
+// (position, a byte search): unpacking (log_pending_refs) costs a few
+// microseconds a row, which a backlog, or a planted value, would cost
+// every proof.
+const pendingSQL = `
+SELECT EXISTS (SELECT FROM log_pending WHERE cluster = $1 AND kind = 2 AND uid = $2 AND key = $3)
+    OR EXISTS (SELECT FROM log_pending_batches b, unnest(b.kinds, b.uids, b.keys) AS l(kind, uid, key)
+               WHERE b.cluster = $1 AND b.refs IS NULL AND l.kind = 2 AND l.uid = $2 AND l.key = $3)
+    OR EXISTS (SELECT FROM log_pending_batches b, log_pending_refs(b.refs, b.first_at, b.ref_count) AS l
+               WHERE b.cluster = $1 AND b.refs IS NOT NULL AND position($3::bytea IN b.refs) > 0
+                 AND l.kind = 2 AND l.uid = $2 AND l.key = $3)`
 
 const newestCheckpointSQL = `SELECT tree_size, checkpoint FROM log_segments WHERE cluster = $1 ORDER BY first_index DESC LIMIT 1`
 

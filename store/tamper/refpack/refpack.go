@@ -32,6 +32,21 @@ const MinMicros = -210866803200000000
 // maxVarint is the most bytes a length takes.
 const maxVarint = 5
 
+// MaxRows and MaxBytes bound a packed value: the ingest writes a batch's
+// references in values of at most MaxRows rows (a row is at most about
+// 330 bytes: the record's uids are at most 253, its keys 32), and a reader
+// takes a value with more rows, or more bytes, as malformed, without
+// reading it whole: what the ingest role can plant costs the integrator
+// at most this much memory.
+const (
+	MaxRows  = 1 << 16
+	MaxBytes = 32 << 20
+)
+
+// MinRowBytes is the fewest bytes a row takes: its tag, its time and two
+// empty lengths.
+const MinRowBytes = 1 + 8 + 1 + 1
+
 // Builder packs a batch's references. Its zero value is an empty batch.
 type Builder struct {
 	b     []byte
@@ -110,8 +125,20 @@ var ErrMalformed = errors.New("malformed packed references")
 // yielded before it was found must then be dropped. Decode copies the
 // value once (for the UIDs), and allocates nothing per row.
 func Decode(b []byte, yield func(Row)) (n int, first time.Time, err error) {
-	if len(b) == 0 || b[0] != Version {
+	return DecodeAtMost(b, MaxRows, yield)
+}
+
+// DecodeAtMost is Decode of a value said to hold at most limit rows (its
+// ref_count, at most MaxRows): a value of more rows, or of more than
+// MaxBytes, is malformed, found so before more than limit rows are
+// yielded, and before the value is copied when its size alone shows it.
+func DecodeAtMost(b []byte, limit int, yield func(Row)) (n int, first time.Time, err error) {
+	limit = min(limit, MaxRows)
+	switch {
+	case len(b) == 0 || b[0] != Version:
 		return 0, time.Time{}, fmt.Errorf("%w: not version %d", ErrMalformed, Version)
+	case len(b) > MaxBytes:
+		return 0, time.Time{}, fmt.Errorf("%w: %d bytes, more than %d", ErrMalformed, len(b), MaxBytes)
 	}
 	s := string(b) // the UIDs are substrings of it
 	earliest := int64(math.MaxInt64)
@@ -120,6 +147,9 @@ func Decode(b []byte, yield func(Row)) (n int, first time.Time, err error) {
 		start := off
 		fail := func(what string) (int, time.Time, error) {
 			return 0, time.Time{}, malformed(n+1, start, what)
+		}
+		if n >= limit {
+			return fail(fmt.Sprintf("more than %d rows", limit))
 		}
 		tag := b[off]
 		kind := int16(tag &^ digestTag)
