@@ -14,10 +14,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/options-record/options-record/migrations"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/model"
 	"github.com/options-record/options-record/store/pgtest"
@@ -172,6 +176,38 @@ func (e *env) count(sql string, args ...any) int {
 		e.t.Fatalf("%s: %v", sql, err)
 	}
 	return n
+}
+
+// explain is the plan PostgreSQL gives sql, one line each, run with
+// options ("ANALYZE, BUFFERS").
+func (e *env) explain(options, sql string, args ...any) []string {
+	e.t.Helper()
+	rows, err := e.st.Pool().Query(context.Background(), "EXPLAIN ("+options+") "+sql, args...)
+	if err != nil {
+		e.t.Fatalf("explain %s: %v", sql, err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		e.t.Fatalf("explain %s: %v", sql, err)
+	}
+	return plan
+}
+
+// migrations is a goose provider of the record's migrations on e's
+// database, to migrate it down and up.
+func (e *env) migrations() *goose.Provider {
+	e.t.Helper()
+	cc, err := pgx.ParseConfig(e.url)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	db := stdlib.OpenDB(*cc)
+	e.t.Cleanup(func() { _ = db.Close() })
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
 }
 
 // hostile are the strings of api/escape/testdata/hostile.txt that

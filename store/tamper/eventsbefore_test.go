@@ -2,18 +2,11 @@ package tamper
 
 import (
 	"context"
-	"database/sql"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
-	"github.com/options-record/options-record/migrations"
 )
 
 // TestIncrementalFindsEventsBySegments: events have no log_leaf_index
@@ -177,21 +170,7 @@ func TestEventsBeforeLookupIndexed(t *testing.T) {
 	if want := map[int64]int64{1: int64(4 * p), 2: int64(4*p + 2), 3: int64(4 * late)}; len(found) != 3 || found[1] != want[1] || found[2] != want[2] || found[3] != want[3] {
 		t.Fatalf("found %v; want %v", found, want)
 	}
-	rows, err = e.st.Pool().Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+sql, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	if rows.Err() != nil {
-		t.Fatal(rows.Err())
-	}
+	plan := e.explain("ANALYZE, BUFFERS", sql, args...)
 	all := e.count(`SELECT pg_relation_size('log_segments') / current_setting('block_size')::int`)
 	buffers := 0
 	for _, l := range plan { // the top node's buffers count its children's
@@ -229,16 +208,7 @@ func TestMigration00028(t *testing.T) {
 	e.exec(`INSERT INTO log_pending (cluster, kind, at) VALUES ('default', 3, $1)`, now.Add(-24*time.Hour))
 	e.in.o.MinRetention = -100 * 365 * 24 * time.Hour // it logs the cutoff: a segment with no events
 	e.integrate()
-	cc, err := pgx.ParseConfig(e.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := stdlib.OpenDB(*cc)
-	defer func(db *sql.DB) { _ = db.Close() }(db)
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := e.migrations()
 	if _, err := p.DownTo(ctx, 27); err != nil {
 		t.Fatal(err)
 	}

@@ -718,7 +718,7 @@ func readPacked(out []pendingRow, cluster string, refs []byte, firstAt pgtype.Ti
 	})
 	switch {
 	case err != nil:
-	case !refCount.Valid || int(refCount.Int32) != n:
+	case int(refCount.Int32) != n:
 		err = fmt.Errorf("ref_count %v, but %d rows", refCount.Int32, n)
 	case !firstAt.Valid || firstAt.InfinityModifier != pgtype.Finite || !firstAt.Time.Equal(first):
 		err = fmt.Errorf("first_at %v, but the earliest row at %v", firstAt.Time, first)

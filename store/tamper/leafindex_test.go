@@ -48,21 +48,7 @@ func TestLeafLookupIndexed(t *testing.T) {
 		if err := e.st.Pool().QueryRow(ctx, sql, "big", uid, key, at).Scan(&idx); err != nil || idx != 77777 {
 			t.Fatalf("%s: leaf %d, %v; want 77777", name, idx, err)
 		}
-		rows, err := e.st.Pool().Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+sql, "big", uid, key, at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		if rows.Err() != nil {
-			t.Fatal(rows.Err())
-		}
+		plan := e.explain("ANALYZE, BUFFERS", sql, "big", uid, key, at)
 		// The top node's buffers count its children's.
 		for _, l := range plan {
 			if m := regexp.MustCompile(`Buffers: shared (?:hit=(\d+))?\s?(?:read=(\d+))?`).FindStringSubmatch(l); m != nil {

@@ -349,21 +349,7 @@ func TestProofUnpacksOnlyItsBatch(t *testing.T) {
 	b := e.batch("default", now, 1)
 	e.write(b)
 	v := b.Versions[0]
-	rows, err := e.st.Pool().Query(context.Background(), "EXPLAIN (ANALYZE, COSTS OFF) "+pendingSQL, v.Cluster, v.UID, v.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	if rows.Err() != nil {
-		t.Fatal(rows.Err())
-	}
+	plan := e.explain("ANALYZE, COSTS OFF", pendingSQL, v.Cluster, v.UID, v.Key)
 	unpacked := 0
 	for _, l := range plan {
 		if m := regexp.MustCompile(`Function Scan on log_pending_refs.*loops=(\d+)`).FindStringSubmatch(l); m != nil {

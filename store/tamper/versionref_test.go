@@ -2,17 +2,10 @@ package tamper
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
-	"github.com/options-record/options-record/migrations"
 )
 
 // TestVersionRefIsLogVersionRef: the integrator's versionRef (which its
@@ -98,16 +91,7 @@ func TestMigration00032(t *testing.T) {
 	base := e.verify(false)
 	e.write(e.batch("default", now, 5)) // older: the incremental verify looks first's versions up
 	e.integrate()
-	cc, err := pgx.ParseConfig(e.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := stdlib.OpenDB(*cc)
-	defer func(db *sql.DB) { _ = db.Close() }(db)
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := e.migrations()
 	const byOldKey = `SELECT count(*) FROM log_leaf_index x, log_leaves l
 		WHERE l.cluster = x.cluster AND l.log_index = x.log_index AND x.ref_hash = log_ref_hash(2::smallint, l.uid, l.key)`
 	const byNewKey = `SELECT count(*) FROM log_leaf_index x, log_leaves l
@@ -219,21 +203,7 @@ func TestEditedTimeBeforeCheckpoint(t *testing.T) {
 // function, it cost a lookup or a migration about 20 µs a row.
 func TestVersionRefInlined(t *testing.T) {
 	e := newEnv(t)
-	rows, err := e.st.Pool().Query(context.Background(), `EXPLAIN (VERBOSE, COSTS OFF) SELECT log_version_ref(l.uid, l.key, l.at) FROM log_leaves l`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	if rows.Err() != nil {
-		t.Fatal(rows.Err())
-	}
+	plan := e.explain("VERBOSE, COSTS OFF", `SELECT log_version_ref(l.uid, l.key, l.at) FROM log_leaves l`)
 	if p := strings.Join(plan, "\n"); strings.Contains(p, "log_version_ref(") {
 		t.Errorf("log_version_ref is called, not inlined:\n%s", p)
 	}
