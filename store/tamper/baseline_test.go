@@ -62,9 +62,8 @@ func TestLogBaselinesStoredBefore(t *testing.T) {
   INSERT INTO log_pending (cluster, kind, uid, key, at)
   SELECT v.cluster, 2, v.uid, v.version_key, v.changed_at FROM object_versions v
   WHERE v.origin = 'baseline' AND NOT EXISTS (
-      SELECT FROM log_leaf_index x
-      WHERE x.cluster = v.cluster AND x.ref_hash IN (log_version_ref(v.uid, v.version_key, v.changed_at),
-                                                 log_ref_hash(2::smallint, v.uid, v.version_key)));`
+      SELECT FROM log_leaves l
+      WHERE l.cluster = v.cluster AND l.row_table = 'object_versions' AND l.uid = v.uid AND l.key = v.version_key);`
 	doc, err := os.ReadFile("../../docs/upgrading.md")
 	if err != nil || !strings.Contains(string(doc), upgradeSQL) {
 		t.Fatalf("docs/upgrading.md does not give this test's SQL: %v", err)

@@ -26,7 +26,8 @@ ORDER BY l.at DESC, 1 LIMIT $4 OFFSET $5`
 const maxBadLeaves = 100
 
 // indexedSQL finds where versions (uids $2, keys $3, changed_at $4) are in
-// the log before leaf $5 (log_leaf_index), which an inclusion proof then
+// the log before leaf $5 (log_leaf_index: those logged before migration
+// 00034, or by an older replica since; secondsSQL finds the others), which an inclusion proof then
 // checks (by either key: an integrator of a release before migration 00032
 // wrote log_ref_hash during a rolling upgrade): an entry of
 // another row whose reference has the same hash fails its proof, and the
@@ -42,6 +43,25 @@ CROSS JOIN LATERAL (
     WHERE cluster = $1 AND ref_hash IN (log_version_ref(k.uid, k.key, k.at), log_ref_hash(2::smallint, k.uid, k.key))
       AND log_index < $5
     ORDER BY 1 LIMIT $6) x`
+
+// secondsSQL finds where versions (uids $2, keys $3, the Unix seconds of
+// their changed_at $4) are in the first $5 leaves: among the references of
+// the segments log_version_seconds names for their seconds (migration
+// 00034), each segment read once. The rows looked for are those as new as
+// the oldest row after the checkpoint (checkNewRows): the segments read
+// are about those integrated since those seconds, which the scan of the
+// rows already covers. A planted entry costs the read of a segment more;
+// an inclusion proof checks each leaf found.
+const secondsSQL = `
+WITH k AS (SELECT * FROM unnest($2::text[], $3::bytea[]) WITH ORDINALITY AS k(uid, key, n)),
+l AS MATERIALIZED (
+    SELECT s.first_index + l.i - 1 AS index, l.uid, l.key
+    FROM (SELECT DISTINCT first_index FROM log_version_seconds
+          WHERE cluster = $1 AND second = ANY($4::bigint[])) x
+    JOIN log_segments s ON s.cluster = $1 AND s.first_index = x.first_index AND s.tree_size <= $5,
+        unnest(s.kinds, s.uids, s.keys) WITH ORDINALITY AS l(kind, uid, key, i)
+    WHERE l.kind = 2)
+SELECT k.n, l.index FROM k JOIN l ON l.uid = k.uid AND l.key = k.key`
 
 // eventsBeforeSQL finds where events (keys $2, times $3) are in the
 // first $4 leaves, which have no log_leaf_index entries: in the segments
@@ -269,8 +289,9 @@ func (v *verifier) newestLogged(ctx context.Context, tx pgx.Tx, b Checkpoint, be
 }
 
 // loggedBefore says which rows are logged, unchanged, in the first b.Size
-// leaves (""), or what is wrong with one found there: log_leaf_index
-// names a version's leaf, the segments' ranges of event times an event's
+// leaves (""), or what is wrong with one found there: the segments of its
+// second (log_version_seconds) or log_leaf_index name a version's leaf,
+// the segments' ranges of event times an event's
 // (leaves), and an inclusion proof of the row's own leaf hash against b's
 // root (which the stored hashes were checked to give) shows it.
 func (v *verifier) loggedBefore(ctx context.Context, tx pgx.Tx, b Checkpoint, rows []leaf, below tlog.HashReader) (map[string]string, error) {
@@ -278,10 +299,12 @@ func (v *verifier) loggedBefore(ctx context.Context, tx pgx.Tx, b Checkpoint, ro
 	var uids []string
 	var vKeys, eKeys [][]byte
 	var vAts, eAts []time.Time
+	var seconds []int64
 	for _, r := range rows {
 		switch r.ref.Kind {
 		case KindVersion:
 			vRows, uids, vKeys, vAts = append(vRows, r), append(uids, r.ref.UID), append(vKeys, r.ref.Key), append(vAts, r.ref.At)
+			seconds = append(seconds, r.ref.At.Unix())
 		case KindEvent:
 			eRows, eKeys, eAts = append(eRows, r), append(eKeys, r.ref.Key), append(eAts, r.ref.At)
 		}
@@ -328,6 +351,10 @@ func (v *verifier) loggedBefore(ctx context.Context, tx pgx.Tx, b Checkpoint, ro
 			}
 		}
 		return nil
+	}
+	slices.Sort(seconds)
+	if err := check(vRows, secondsSQL, v.cr.Cluster, uids, vKeys, slices.Compact(seconds), b.Size); err != nil {
+		return nil, err
 	}
 	if err := check(vRows, indexedSQL, v.cr.Cluster, uids, vKeys, vAts, b.Size, maxCandidates+1); err != nil {
 		return nil, err

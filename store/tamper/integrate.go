@@ -5,12 +5,10 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -898,8 +896,8 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 	if err != nil {
 		return nil, fmt.Errorf("append segment: %w", err)
 	}
-	if err := appendLeafIndex(ctx, tx, cluster, size, leaves); err != nil {
-		return nil, fmt.Errorf("append leaf index: %w", err)
+	if err := appendVersionSeconds(ctx, tx, cluster, size, leaves); err != nil {
+		return nil, fmt.Errorf("append the versions' seconds: %w", err)
 	}
 	return signed, nil
 }
@@ -993,65 +991,35 @@ func eventsRange(t *time.Time, from bool) pgtype.Timestamptz {
 	return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 }
 
-// refHash is log_ref_hash (migration 00026) computed in Go, for the COPY
-// of appendLeafIndex; TestRefHashIsLogRefHash holds the two together.
-func refHash(kind Kind, uid string, key []byte) int64 {
-	var buf [128]byte // one buffer, one Sum256: no hash.Hash on the heap
-	b := append(buf[:0], byte(kind))
-	b = append(b, uid...)
-	b = append(append(b, 0), key...)
-	h := sha256.Sum256(b)
-	return int64(binary.BigEndian.Uint64(h[:8]))
-}
-
-// refEpoch is log_version_ref's epoch: 2020-01-01T00:00:00Z.
-const refEpoch = 1577836800
-
-// versionRef is log_version_ref (migration 00032) computed in Go, for the
-// COPY of appendLeafIndex: the seconds of at since refEpoch (clamped to
-// 0..2^31-1) in the high 32 bits, the low 32 bits of the version's
-// refHash in the low ones, so that entries of new versions land at the
-// right edge of the index (TestVersionRefIsLogVersionRef).
-func versionRef(uid string, key []byte, at time.Time) int64 {
-	s := min(max(at.Unix()-refEpoch, 0), math.MaxInt32)
-	return s<<32 | int64(uint32(refHash(KindVersion, uid, key)))
-}
-
-var leafIndexColumns = []string{"cluster", "ref_hash", "log_index"}
-
-// appendLeafIndex writes the log_leaf_index entries of the versions'
-// leaves of a pass from leaf size on (events have none: the incremental
-// verify finds them by their segments' range of times), in the order of
-// their keys: keys begin with the version's time (versionRef), so a pass
-// appends to the right edge of the index rather than to a page per entry.
-// COPY writes one WAL record per page where an INSERT writes one per row
-// (TestLogWALCost). The index has no unique key (migration 00030): an
-// entry already there (a log whose segments were removed and rebuilt) is
-// written again, naming the same leaf.
-func appendLeafIndex(ctx context.Context, tx pgx.Tx, cluster string, size int64, leaves []leaf) error {
-	type entry struct{ ref, index int64 }
-	var entries []entry
-	for i, l := range leaves {
+// appendVersionSeconds writes the log_version_seconds rows of a pass's
+// segment (migration 00034): one per second of its versions' changed_at
+// (their leaves' at, as Unix seconds, the floor as PostgreSQL's
+// floor(extract(epoch FROM changed_at))), so that a lookup of a version
+// (findLeaf, secondsSQL) reads the segments of its second only. Events have
+// none: the incremental verify finds them by their segments' range of
+// times. A log rebuilt from its pending rows writes its rows again (the
+// table has no unique key).
+func appendVersionSeconds(ctx context.Context, tx pgx.Tx, cluster string, size int64, leaves []leaf) error {
+	var seconds []int64
+	for _, l := range leaves {
 		if l.ref.Kind == KindVersion {
-			entries = append(entries, entry{versionRef(l.ref.UID, l.ref.Key, l.ref.At), size + int64(i)})
+			// A pass's rows are in time order (sortRows): a second's
+			// versions are next to each other, but for relogged cutoffs.
+			if s := l.ref.At.Unix(); len(seconds) == 0 || seconds[len(seconds)-1] != s {
+				seconds = append(seconds, s)
+			}
 		}
 	}
-	if len(entries) == 0 {
+	if len(seconds) == 0 {
 		return nil
 	}
-	slices.SortFunc(entries, func(a, b entry) int { return cmp.Compare(a.ref, b.ref) })
-	// One row of values, reused: pointers that pgx encodes without boxing
-	// (pgtype.Int8 is an Int64Valuer); COPY encodes a row before it asks
-	// for the next.
-	var hash, index pgtype.Int8
-	row := []any{cluster, &hash, &index}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"log_leaf_index"}, leafIndexColumns, pgx.CopyFromSlice(len(entries), func(j int) ([]any, error) {
-		hash = pgtype.Int8{Int64: entries[j].ref, Valid: true}
-		index = pgtype.Int8{Int64: entries[j].index, Valid: true}
-		return row, nil
-	}))
+	slices.Sort(seconds)
+	seconds = slices.Compact(seconds)
+	_, err := tx.Exec(ctx, insertVersionSecondsSQL, cluster, seconds, size)
 	return err
 }
+
+const insertVersionSecondsSQL = `INSERT INTO log_version_seconds (cluster, second, first_index) SELECT $1, s, $3 FROM unnest($2::bigint[]) AS s`
 
 // storedHashesSQL reads stored hashes by index ($2), each from the segment
 // that holds the leaf that completed it ($3).

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/options-record/options-record/store/model"
 )
 
 // oldLeafIndexSQL is how ProveVersion found a leaf before log_leaf_index:
@@ -18,8 +20,11 @@ FROM log_segments s, unnest(s.kinds, s.uids, s.keys) WITH ORDINALITY AS l(kind, 
 WHERE s.cluster = $1 AND l.kind = 2 AND l.uid = $2 AND l.key = $3
 ORDER BY 1 LIMIT 1`
 
-// TestLeafLookupIndexed: over a log of 100,000 leaves (200 passes of 500),
-// finding a version's leaf reads a few index pages, where the scan of the
+// TestLeafLookupIndexed: over a log of 100,000 leaves (200 passes of 500,
+// each of its own second), finding a version's leaf reads a few index
+// pages and the references of the segment of its second
+// (log_version_seconds, migration 00034), or a few index pages
+// (log_leaf_index, an older release's entries), where the scan of the
 // segments' references it replaces read them all: the buffers each plan
 // touches, from EXPLAIN (ANALYZE, BUFFERS), logged with the plans.
 func TestLeafLookupIndexed(t *testing.T) {
@@ -36,13 +41,20 @@ func TestLeafLookupIndexed(t *testing.T) {
 	e.exec(`INSERT INTO log_leaf_index (cluster, ref_hash, log_index)
 		SELECT s.cluster, log_version_ref(l.uid, l.key, l.at), s.first_index + l.n - 1
 		FROM log_segments s, unnest(s.kinds, s.uids, s.keys, s.ats) WITH ORDINALITY AS l(kind, uid, key, at, n) WHERE s.cluster = 'big'`)
+	e.exec(`INSERT INTO log_version_seconds (cluster, second, first_index)
+		SELECT 'big', 1800000000 + p, p * 500 FROM generate_series(0, 199) p`)
+	// And those of a month of another cluster's log (a segment a second).
+	e.exec(`INSERT INTO log_version_seconds (cluster, second, first_index)
+		SELECT 'other', 1800000000 + s, s * 500 FROM generate_series(0, 30 * 86400, 10) s`)
 	e.exec(`ANALYZE log_segments`)
 	e.exec(`ANALYZE log_leaf_index`)
+	e.exec(`ANALYZE log_version_seconds`)
 	uid, key, at := "uid-77777", "key-77777", time.Unix(1800000000+77777/500, 0)
 	buffers := map[string]int{}
 	for name, sql := range map[string]string{
 		"scan of the segments": strings.ReplaceAll(oldLeafIndexSQL, "$3", "sha256($3::bytea) AND $4::timestamptz IS NOT NULL"),
 		"log_leaf_index":       strings.NewReplacer("$4", "65", "$5", "$4", "$3", "sha256($3::bytea)").Replace(leafIndexSQL),
+		"log_version_seconds":  strings.NewReplacer("$4", "floor(extract(epoch FROM $4::timestamptz))::bigint", "$5", "64", "$3", "sha256($3::bytea)").Replace(leafBySecondSQL),
 	} {
 		var idx int64
 		if err := e.st.Pool().QueryRow(ctx, sql, "big", uid, key, at).Scan(&idx); err != nil || idx != 77777 {
@@ -59,18 +71,21 @@ func TestLeafLookupIndexed(t *testing.T) {
 			}
 		}
 		t.Logf("%s over 100000 leaves:\n%s", name, strings.Join(plan, "\n"))
-		if name == "log_leaf_index" && !strings.Contains(strings.Join(plan, "\n"), "log_leaf_index_ref") {
-			t.Errorf("the lookup does not use the index:\n%s", strings.Join(plan, "\n"))
+		if index := map[string]string{"log_leaf_index": "log_leaf_index_ref", "log_version_seconds": "log_version_seconds_second"}[name]; index != "" && !strings.Contains(strings.Join(plan, "\n"), index) {
+			t.Errorf("%s: the lookup does not use the index %s:\n%s", name, index, strings.Join(plan, "\n"))
 		}
 	}
 	t.Logf("buffers: %v", buffers)
-	if buffers["log_leaf_index"] == 0 || buffers["log_leaf_index"]*10 > buffers["scan of the segments"] {
-		t.Errorf("buffers %v: want the index lookup to read a tenth of the scan or less", buffers)
+	for _, name := range []string{"log_leaf_index", "log_version_seconds"} {
+		if buffers[name] == 0 || buffers[name]*10 > buffers["scan of the segments"] {
+			t.Errorf("buffers %v: want the lookup by %s to read a tenth of the scan or less", buffers, name)
+		}
 	}
 }
 
-// TestLeafIndexSharedHash: log_leaf_index names leaves by a 64-bit hash
-// of their reference, so a lookup may find another row's leaf with the
+// TestLeafIndexSharedHash: log_leaf_index (where a version logged before
+// migration 00034 is found) names leaves by a 64-bit hash of their
+// reference, so a lookup may find another row's leaf with the
 // same hash (or an entry someone planted) before the row's own. A proof
 // and an incremental verify still find the row's own leaf and pass.
 func TestLeafIndexSharedHash(t *testing.T) {
@@ -89,6 +104,7 @@ func TestLeafIndexSharedHash(t *testing.T) {
 	late := e.batch("default", now, 5)
 	e.write(late)
 	e.integrate()
+	e.loggedByOlderRelease("log_version_ref")
 	// Every leaf of the log before a version's own now shares its hash.
 	for _, v := range first.Versions {
 		e.exec(`INSERT INTO log_leaf_index (cluster, ref_hash, log_index)
@@ -114,9 +130,9 @@ func TestLeafIndexSharedHash(t *testing.T) {
 	}
 }
 
-// TestRefHashIsLogRefHash: the integrator's refHash (which its COPY
-// writes) is the SQL log_ref_hash (which the lookups and the migration
-// compute), over the hostile strings.
+// TestRefHashIsLogRefHash: an older integrator's refHash (which its COPY
+// wrote) is the SQL log_ref_hash (which the lookups compute), over the
+// hostile strings.
 func TestRefHashIsLogRefHash(t *testing.T) {
 	e := newEnv(t)
 	for i, s := range hostile {
@@ -137,8 +153,9 @@ func TestRefHashIsLogRefHash(t *testing.T) {
 }
 
 // TestLeafIndexRebuiltLog: a log whose segments were removed logs the
-// same rows again at the same indexes, whose log_leaf_index entries are
-// there already: the pass logs them all the same, and proofs verify.
+// same rows again at the same indexes, whose log_version_seconds rows are
+// there already: the pass logs them all the same (and writes its rows
+// again: no unique key), and proofs verify.
 func TestLeafIndexRebuiltLog(t *testing.T) {
 	e := newEnv(t)
 	e.in.o.MaxLeaves = 1000
@@ -148,23 +165,23 @@ func TestLeafIndexRebuiltLog(t *testing.T) {
 	e.exec(`INSERT INTO log_pending (cluster, kind, uid, key, at)
 		SELECT cluster, CASE row_table WHEN 'events' THEN 1 ELSE 2 END, uid, key, at FROM log_leaves`)
 	e.exec(`DELETE FROM log_segments`)
-	before := e.count(`SELECT count(*) FROM log_leaf_index`)
+	before := e.count(`SELECT count(*) FROM log_version_seconds`)
 	if err := e.in.IntegrateAll(context.Background()); err != nil {
-		t.Fatalf("a pass over rows whose index entries are there: %v", err)
+		t.Fatalf("a pass over rows whose seconds' rows are there: %v", err)
 	}
 	if n := e.count(`SELECT count(*) FROM log_pending`); n != 0 {
 		t.Errorf("%d rows still pending", n)
 	}
-	// Written again, naming the same leaves (migration 00030: no unique key).
-	if n := e.count(`SELECT count(*) FROM (SELECT DISTINCT * FROM log_leaf_index) x`); n != before || n != 10 {
-		t.Errorf("%d distinct entries after the pass, %d before; want 10 (the versions')", n, before)
+	if n, d := e.count(`SELECT count(*) FROM log_version_seconds`), e.count(`SELECT count(*) FROM (SELECT DISTINCT * FROM log_version_seconds) x`); before == 0 || n != 2*before || d != before {
+		t.Errorf("%d rows of log_version_seconds (%d distinct) after the pass, %d before; want them written again", n, d, before)
 	}
 	if _, err := VerifyProof(e.prove(e.st.Pool(), b.Versions[4]), e.verifier); err != nil {
 		t.Error(err)
 	}
 }
 
-// TestLeafIndexFlood: log_leaf_index has no unique key (migration 00030),
+// TestLeafIndexFlood: log_leaf_index (where a version logged before
+// migration 00034 is found) has no unique key (migration 00030),
 // so whoever writes it can plant any number of entries under a version's
 // hash. A proof checks each leaf once and at most maxCandidates of them,
 // then searches the log; an incremental verify proves at most
@@ -185,6 +202,7 @@ func TestLeafIndexFlood(t *testing.T) {
 	late := e.batch("default", now, 2) // the incremental verify looks up first's rows
 	e.write(late)
 	e.integrate()
+	e.loggedByOlderRelease("log_version_ref")
 	v := first.Versions[3]
 	// 20,000 entries naming leaf 0, and one naming each of 70 leaves
 	// before it (no leaf has those indexes: each proof of one fails).
@@ -207,5 +225,93 @@ func TestLeafIndexFlood(t *testing.T) {
 	want := fmt.Sprintf("log_leaf_index names more than %d leaves", maxCandidates)
 	if rep.OK() || !strings.Contains(problems(rep), want) || !strings.Contains(problems(rep), fmt.Sprintf("uid=%q", v.UID)) {
 		t.Errorf("incremental verify under a flood: %s; want the version reported: %q", problems(rep), want)
+	}
+}
+
+// TestVersionSeconds: a pass writes one log_version_seconds row per second
+// of its versions (migration 00034) and no log_leaf_index entry; each
+// version is found among the segments of its second, at the leaf
+// log_leaves names; and an incremental verify that looks up versions
+// logged before its checkpoint finds them there.
+func TestVersionSeconds(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var versions []model.Version
+	for _, at := range []time.Time{now.Add(10*time.Minute + 100*time.Millisecond), now.Add(10*time.Minute + time.Second), now.Add(11 * time.Minute)} {
+		b := e.batch("default", at, 4)
+		e.write(b)
+		versions = append(versions, b.Versions...)
+	}
+	e.integrate() // one pass, of three seconds
+	base := e.verify(false)
+	if !base.OK() {
+		t.Fatal(problems(base))
+	}
+	late := e.batch("default", now.Add(10*time.Minute), 3) // of the first second, older than all, in a second pass
+	e.write(late)
+	e.integrate()
+	versions = append(versions, late.Versions...)
+	if n := e.count(`SELECT count(*) FROM log_leaf_index`); n != 0 {
+		t.Errorf("%d log_leaf_index entries; want none", n)
+	}
+	const want = `SELECT count(*) FROM (SELECT DISTINCT cluster, floor(extract(epoch FROM at))::bigint, s.first_index
+		FROM log_leaves l JOIN log_segments s USING (cluster) WHERE l.row_table = 'object_versions' AND l.log_index >= s.first_index AND l.log_index < s.tree_size) x`
+	if n, w := e.count(`SELECT count(*) FROM log_version_seconds`), e.count(want); n != 4 || w != 4 {
+		t.Errorf("%d rows of log_version_seconds, %d (segment, second) pairs of versions; want 4 (3 seconds in the first pass, 1 in the second)", n, w)
+	}
+	for _, v := range versions {
+		var got, leaf int64
+		if err := e.st.Pool().QueryRow(ctx, leafBySecondSQL, v.Cluster, v.UID, v.Key, v.ChangedAt.Unix(), maxSecondSegments).Scan(&got); err != nil {
+			t.Fatalf("%s: %v", v.UID, err)
+		}
+		if err := e.st.Pool().QueryRow(ctx, `SELECT log_index FROM log_leaves WHERE row_table = 'object_versions' AND uid = $1 AND key = $2`, v.UID, v.Key).Scan(&leaf); err != nil || got != leaf {
+			t.Errorf("%s: found at leaf %d; log_leaves says %d (%v)", v.UID, got, leaf, err)
+		}
+	}
+	if _, err := VerifyProof(e.prove(e.st.Pool(), versions[5]), e.verifier); err != nil {
+		t.Error(err)
+	}
+	rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": base.Clusters[0].Checkpoint}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Clusters[0]; !rep.OK() || !c.Incremental || c.Rows != 30 {
+		t.Errorf("incremental verify: %+v %s; want it to pass over the 30 rows as new as the late ones", c, problems(rep))
+	}
+}
+
+// TestVersionSecondsFlood: log_version_seconds has no unique key, so
+// whoever writes it can plant any number of rows for a version's second.
+// A proof reads at most maxSecondSegments segments of it, then searches the
+// log: it still proves the version; an incremental verify reads each
+// segment once and passes.
+func TestVersionSecondsFlood(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Now().Add(-time.Hour)
+	first := e.batch("default", now.Add(10*time.Minute), 5)
+	e.write(first)
+	e.integrate()
+	base := e.verify(false)
+	e.write(e.batch("default", now, 2)) // the incremental verify looks up first's rows
+	e.integrate()
+	v := first.Versions[3]
+	// 100,000 rows naming no segment, and 70 naming the log's first
+	// leaves (before the version's segment in the lookup's order).
+	e.exec(`INSERT INTO log_version_seconds (cluster, second, first_index)
+		SELECT 'default', $1, -i FROM generate_series(1, 100000) i`, v.ChangedAt.Unix())
+	e.exec(`INSERT INTO log_version_seconds (cluster, second, first_index)
+		SELECT 'default', $1, 0 FROM generate_series(1, 70)`, v.ChangedAt.Unix())
+	pv, err := VerifyProof(e.prove(e.st.Pool(), v), e.verifier)
+	if err != nil || pv.Ref.UID != v.UID {
+		t.Fatalf("proof under a flood of rows: %v, %+v", err, pv.Ref)
+	}
+	rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": base.Clusters[0].Checkpoint}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Errorf("incremental verify under a flood: %s", problems(rep))
 	}
 }

@@ -79,10 +79,35 @@ func (notInLog) Is(target error) bool { return target == ErrNotLogged }
 
 var objectTextSQL = `SELECT v.object::text, v.changed_at FROM object_versions v WHERE v.cluster = $1 AND v.uid = $2 AND v.version_key = $3`
 
+// leafBySecondSQL finds a version's leaf among the references of the
+// segments that log versions of its changed_at's second ($4, Unix seconds;
+// log_version_seconds, migration 00034): an index lookup and the read of
+// those segments (one or a few: those integrated while versions of that
+// second were being committed), a cost that does not grow with the log.
+// At most $5 segments: past them (entries planted for the second), the
+// version not found here is searched in the whole log (leafScanSQL), a
+// cost bounded by the log, not by what was planted. Neither is trusted:
+// the proof is of the row read here against the signed tree.
+const leafBySecondSQL = `
+SELECT s.first_index + l.n - 1
+FROM (SELECT DISTINCT first_index FROM log_version_seconds
+      WHERE cluster = $1 AND second = $4 ORDER BY 1 LIMIT $5) x
+JOIN log_segments s ON s.cluster = $1 AND s.first_index = x.first_index
+CROSS JOIN LATERAL unnest(s.kinds, s.uids, s.keys) WITH ORDINALITY AS l(kind, uid, key, n)
+WHERE l.kind = 2 AND l.uid = $2 AND l.key = $3
+ORDER BY 1 LIMIT 1`
+
+// maxSecondSegments bounds the segments leafBySecondSQL reads for one
+// second: the versions of a second are logged by a few passes, unless a
+// backlog of hundreds of thousands of them was.
+const maxSecondSegments = 64
+
 // leafIndexSQL finds a version's leaf by log_leaf_index (migrations 00024,
 // 00026 and 00032: by its uid, key and changed_at, $5; or by the key an
-// integrator of a release before 00032 wrote during a rolling upgrade), an
-// index lookup whose cost does not grow with the log. The
+// integrator of a release before 00032 wrote during a rolling upgrade): a
+// version logged before migration 00034, or by a replica of a release
+// before it during a rolling upgrade. An index lookup whose cost does not
+// grow with the log. The
 // index is not trusted: the proof is of the row read here against the
 // signed tree, so a wrong entry gives a proof that VerifyProof refuses.
 // It names leaves by the hash of their reference: when it names several
@@ -114,8 +139,15 @@ FROM log_segments s WHERE s.cluster = $1 AND s.first_index <= $2
 ORDER BY s.first_index DESC LIMIT 1`
 
 // findLeaf returns the index of a version's leaf (ErrNotLogged: none), the
-// version stored with changedAt.
+// version stored with changedAt: among the segments of its second, or, for
+// a version logged before migration 00034 (or by an older replica), by
+// log_leaf_index.
 func findLeaf(ctx context.Context, tx pgx.Tx, cluster, uid string, key []byte, changedAt time.Time) (int64, error) {
+	var index int64
+	err := tx.QueryRow(ctx, leafBySecondSQL, cluster, uid, key, changedAt.Unix(), maxSecondSegments).Scan(&index)
+	if err == nil || !errors.Is(err, pgx.ErrNoRows) {
+		return index, err
+	}
 	rows, err := tx.Query(ctx, leafIndexSQL, cluster, uid, key, maxCandidates+1, changedAt)
 	if err != nil {
 		return 0, err
@@ -215,7 +247,7 @@ func ProveVersion(ctx context.Context, pool *pgxpool.Pool, cluster, uid string, 
 		var checkpoint string
 		index, err = findLeaf(ctx, tx, cluster, uid, key, changedAt)
 		if errors.Is(err, ErrNotLogged) {
-			// log_leaf_index is not evidence: its entry may be gone, so
+			// Lookup aids are not evidence: an entry may be gone, so
 			// the log itself is searched before its absence means anything.
 			err = tx.QueryRow(ctx, leafScanSQL, cluster, uid, key).Scan(&index)
 			if errors.Is(err, pgx.ErrNoRows) {

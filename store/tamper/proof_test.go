@@ -246,8 +246,9 @@ func TestProofCarriesTheRules(t *testing.T) {
 	}
 }
 
-// TestProofOfAVersionWithoutIndexEntry: log_leaf_index is a lookup aid,
-// not evidence, and the ingest's credential can delete its rows. A logged
+// TestProofOfAVersionWithoutIndexEntry: log_version_seconds and
+// log_leaf_index are lookup aids, not evidence, and the ingest's credential
+// can delete their rows. A logged
 // version whose entry is gone is found in the log all the same (its proof
 // verifies; edited, it does not), and a version with neither a leaf nor a
 // pending row that is newer than the log's start is not "stored before
@@ -261,6 +262,7 @@ func TestProofOfAVersionWithoutIndexEntry(t *testing.T) {
 	e.integrate()
 	unindex := func(v model.Version) {
 		t.Helper()
+		e.exec(`DELETE FROM log_version_seconds WHERE cluster = $1 AND second = $2`, v.Cluster, v.ChangedAt.Unix())
 		e.exec(`DELETE FROM log_leaf_index WHERE cluster = $1 AND ref_hash = log_version_ref($2, $3, $4)`, v.Cluster, v.UID, v.Key, v.ChangedAt)
 	}
 	v := logged.Versions[0]

@@ -40,14 +40,16 @@ func TestRoles(t *testing.T) {
 	if !rep.OK() || rep.Clusters[0].Rows != 6 || rep.Clusters[0].Pending != 2 {
 		t.Fatalf("verify as the reader: %+v\n%s", rep.Clusters, problems(rep))
 	}
-	// Incrementally too: it reads log_leaf_index for the rows logged
-	// before the checkpoint.
+	// Incrementally too: it reads log_version_seconds (and
+	// log_leaf_index) for the rows logged before the checkpoint.
 	rep, err = Verify(ctx, reader, VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": rep.Clusters[0].Checkpoint}})
 	if err != nil || !rep.OK() || !rep.Clusters[0].Incremental || rep.Clusters[0].Rows == 0 {
 		t.Fatalf("incremental verify as the reader: %v %+v\n%s", err, rep.Clusters, problems(rep))
 	}
-	if _, err := reader.Exec(ctx, "DELETE FROM log_leaf_index"); err == nil {
-		t.Error("the reader role deleted the leaf index")
+	for _, table := range []string{"log_leaf_index", "log_version_seconds"} {
+		if _, err := reader.Exec(ctx, "DELETE FROM "+table); err == nil {
+			t.Errorf("the reader role deleted %s", table)
+		}
 	}
 	if _, err := reader.Exec(ctx, "DELETE FROM log_segments"); err == nil {
 		t.Error("the reader role deleted the log")

@@ -2,15 +2,53 @@ package tamper
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
-// TestVersionRefIsLogVersionRef: the integrator's versionRef (which its
-// COPY writes) is the SQL log_version_ref (which the lookups and the
-// migration compute), over the hostile strings and times on both sides of
+// refHash is log_ref_hash (migration 00026) as the integrator of a release
+// before migration 00034 computed it for the log_leaf_index entries it
+// wrote: the lookups (leafIndexSQL, indexedSQL) must find those.
+func refHash(kind Kind, uid string, key []byte) int64 {
+	b := append([]byte{byte(kind)}, uid...)
+	h := sha256.Sum256(append(append(b, 0), key...))
+	return int64(binary.BigEndian.Uint64(h[:8]))
+}
+
+// refEpoch is log_version_ref's epoch: 2020-01-01T00:00:00Z.
+const refEpoch = 1577836800
+
+// versionRef is log_version_ref (migration 00032) as the integrator of a
+// release from 00032 to 00034 computed it: the seconds of at since
+// refEpoch (clamped to 0..2^31-1) in the high 32 bits, the low 32 bits of
+// the version's refHash in the low ones.
+func versionRef(uid string, key []byte, at time.Time) int64 {
+	s := min(max(at.Unix()-refEpoch, 0), math.MaxInt32)
+	return s<<32 | int64(uint32(refHash(KindVersion, uid, key)))
+}
+
+// loggedByOlderRelease makes the versions logged so far look as an
+// integrator of a release before migration 00034 left them: found through
+// log_leaf_index entries (keyed as key says, by the SQL function of that
+// name: log_version_ref from 00032, log_ref_hash before), with no
+// log_version_seconds rows.
+func (e *env) loggedByOlderRelease(key string) {
+	e.exec(`DELETE FROM log_version_seconds`)
+	e.exec(`INSERT INTO log_leaf_index (cluster, ref_hash, log_index)
+		SELECT cluster, ` + map[string]string{"log_version_ref": "log_version_ref(uid, key, at)", "log_ref_hash": "log_ref_hash(2::smallint, uid, key)"}[key] + `, log_index
+		FROM log_leaves WHERE row_table = 'object_versions'`)
+}
+
+// TestVersionRefIsLogVersionRef: an older integrator's versionRef (which
+// its COPY wrote) is the SQL log_version_ref (which the lookups compute),
+// over the hostile strings and times on both sides of
 // each edge: the epoch's second, fractions of a second, before 2020, after
 // 2088; infinite times (SQL only) take the ends.
 func TestVersionRefIsLogVersionRef(t *testing.T) {
@@ -53,34 +91,11 @@ func TestVersionRefIsLogVersionRef(t *testing.T) {
 	}
 }
 
-// TestLeafIndexKeysGrowWithTime: a pass writes its versions' entries in
-// the order of their keys, and a later pass's versions (of a later
-// second) sort after an earlier one's: the index grows at its right edge
-// (migration 00032) rather than at a random page per entry.
-func TestLeafIndexKeysGrowWithTime(t *testing.T) {
-	e := newEnv(t)
-	now := time.Now().Truncate(time.Second)
-	e.write(e.batch("default", now.Add(-time.Minute), 30))
-	e.integrate()
-	e.write(e.batch("default", now, 30))
-	e.integrate()
-	if n := e.count(`SELECT count(*) FROM log_leaf_index`); n != 60 {
-		t.Fatalf("%d entries; want 60", n)
-	}
-	// In the heap's order (the COPY's), every key at least the one before.
-	if n := e.count(`SELECT count(*) FROM (SELECT ref_hash < lag(ref_hash) OVER (ORDER BY ctid) AS down FROM log_leaf_index) x WHERE down`); n != 0 {
-		t.Errorf("%d entries written after a greater key; want the entries in key order", n)
-	}
-	if n := e.count(`SELECT count(*) FROM log_leaf_index x, log_leaves l
-		WHERE l.cluster = x.cluster AND l.log_index = x.log_index AND x.ref_hash = log_version_ref(l.uid, l.key, l.at)`); n != 60 {
-		t.Errorf("%d entries are log_version_ref of the leaf they name; want 60", n)
-	}
-}
-
 // TestMigration00032: the migration rewrites nothing: the entries written
-// before it keep their log_ref_hash keys, proofs and an incremental verify
-// find the versions by them, and the entries of the versions logged after
-// it are log_version_ref. Down gives those the old key back.
+// before it keep their log_ref_hash keys, and proofs and an incremental
+// verify find the versions by them. Down gives the entries of
+// log_version_ref (a release from 00032 to 00034 wrote them) the old key
+// back. Since 00034 a pass writes no entry.
 func TestMigration00032(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -91,11 +106,10 @@ func TestMigration00032(t *testing.T) {
 	base := e.verify(false)
 	e.write(e.batch("default", now, 5)) // older: the incremental verify looks first's versions up
 	e.integrate()
+	e.loggedByOlderRelease("log_ref_hash")
 	p := e.migrations()
 	const byOldKey = `SELECT count(*) FROM log_leaf_index x, log_leaves l
 		WHERE l.cluster = x.cluster AND l.log_index = x.log_index AND x.ref_hash = log_ref_hash(2::smallint, l.uid, l.key)`
-	const byNewKey = `SELECT count(*) FROM log_leaf_index x, log_leaves l
-		WHERE l.cluster = x.cluster AND l.log_index = x.log_index AND x.ref_hash = log_version_ref(l.uid, l.key, l.at)`
 	if _, err := p.DownTo(ctx, 31); err != nil {
 		t.Fatal(err)
 	}
@@ -123,78 +137,104 @@ func TestMigration00032(t *testing.T) {
 	if c := rep.Clusters[0]; !rep.OK() || c.Rows != 20 {
 		t.Errorf("incremental after the migration: %+v %s; want it to pass over 20 rows", c, problems(rep))
 	}
+	e.exec(`UPDATE log_leaf_index SET ref_hash = log_version_ref(l.uid, l.key, l.at)
+		FROM log_leaves l WHERE l.cluster = log_leaf_index.cluster AND l.log_index = log_leaf_index.log_index AND l.log_index >= 10`)
 	e.write(e.batch("default", now.Add(20*time.Minute), 5))
 	e.integrate()
-	if n, m := e.count(byOldKey), e.count(byNewKey); n != 10 || m != 5 {
-		t.Errorf("after a pass: %d entries by log_ref_hash, %d by log_version_ref; want 10 and 5", n, m)
+	if n, m := e.count(byOldKey), e.count(`SELECT count(*) FROM log_leaf_index`); n != 5 || m != 10 {
+		t.Errorf("after a pass: %d entries by log_ref_hash of %d; want 5 of 10 (a pass writes none since 00034)", n, m)
 	}
 	if _, err := p.DownTo(ctx, 31); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.count(byOldKey); n != 15 {
-		t.Errorf("down again: %d entries by log_ref_hash; want 15", n)
+	if n := e.count(byOldKey); n != 10 {
+		t.Errorf("down again: %d entries by log_ref_hash; want 10", n)
 	}
 	if _, err := p.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestLeafIndexOlderReplicasEntry: during a rolling upgrade, an integrator
-// of a release before migration 00032 writes its versions' entries by
-// log_ref_hash. A proof finds such a version through the index (not by
-// searching the log) and an incremental verify passes over it.
+// TestLeafIndexOlderReplicasEntry: a version logged before migration
+// 00034, or by an integrator of an older release during a rolling upgrade,
+// has a log_leaf_index entry (keyed by log_ref_hash before 00032,
+// log_version_ref since) and no log_version_seconds row. A proof finds it
+// through the index (not by searching the log) and an incremental verify
+// passes over it.
 func TestLeafIndexOlderReplicasEntry(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	now := time.Now().Add(-time.Hour)
-	first := e.batch("default", now.Add(10*time.Minute), 5)
-	e.write(first)
-	e.integrate()
-	base := e.verify(false)
-	e.write(e.batch("default", now, 5)) // older: the incremental verify looks first's versions up
-	e.integrate()
-	// As an older integrator would have written them.
-	e.exec(`UPDATE log_leaf_index x SET ref_hash = log_ref_hash(2::smallint, l.uid, l.key)
-		FROM log_leaves l WHERE l.cluster = x.cluster AND l.log_index = x.log_index`)
-	v := first.Versions[1]
-	var leaf int64
-	if err := e.st.Pool().QueryRow(ctx, leafIndexSQL, v.Cluster, v.UID, v.Key, maxCandidates+1, v.ChangedAt).Scan(&leaf); err != nil {
-		t.Fatalf("the proof's lookup of an older integrator's entry: %v", err)
-	}
-	rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": base.Clusters[0].Checkpoint}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := rep.Clusters[0]; !rep.OK() || c.Rows != 20 {
-		t.Errorf("incremental over an older integrator's entries: %+v %s; want it to pass over 20 rows", c, problems(rep))
+	for _, key := range []string{"log_ref_hash", "log_version_ref"} {
+		t.Run(key, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			now := time.Now().Add(-time.Hour)
+			first := e.batch("default", now.Add(10*time.Minute), 5)
+			e.write(first)
+			e.integrate()
+			base := e.verify(false)
+			e.write(e.batch("default", now, 5)) // older: the incremental verify looks first's versions up
+			e.integrate()
+			e.loggedByOlderRelease(key)
+			v := first.Versions[1]
+			var leaf int64
+			if err := e.st.Pool().QueryRow(ctx, leafIndexSQL, v.Cluster, v.UID, v.Key, maxCandidates+1, v.ChangedAt).Scan(&leaf); err != nil {
+				t.Fatalf("the proof's lookup of an older integrator's entry: %v", err)
+			}
+			var got int64
+			if err := pgx.BeginFunc(ctx, e.st.Pool(), func(tx pgx.Tx) (err error) {
+				got, err = findLeaf(ctx, tx, v.Cluster, v.UID, v.Key, v.ChangedAt)
+				return err
+			}); err != nil || got != leaf {
+				t.Errorf("findLeaf: leaf %d, %v; want %d, by the index", got, err, leaf)
+			}
+			rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": base.Clusters[0].Checkpoint}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := rep.Clusters[0]; !rep.OK() || c.Rows != 20 {
+				t.Errorf("incremental over an older integrator's entries: %+v %s; want it to pass over 20 rows", c, problems(rep))
+			}
+		})
 	}
 }
 
 // TestEditedTimeBeforeCheckpoint: a version logged before the verified
-// checkpoint whose changed_at was edited is not found by its (new) time:
-// the incremental verify names it, saying its time may have been edited,
-// and a full verify finds it changed at its leaf.
+// checkpoint whose changed_at was edited is found by the incremental verify
+// through another version of its old second (the segment holding both is
+// read), and reported changed at its leaf; with no version of its old
+// second left (all of them edited), it is not found by its (new) time, and
+// the incremental verify names it, saying its time may have been edited.
+// A full verify finds each changed at its leaf.
 func TestEditedTimeBeforeCheckpoint(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	now := time.Now().Add(-time.Hour)
-	first := e.batch("default", now.Add(10*time.Minute), 5)
-	e.write(first)
-	e.integrate()
-	base := e.verify(false)
-	e.write(e.batch("default", now, 5)) // older: the incremental verify looks first's versions up
-	e.integrate()
-	v := first.Versions[1]
-	e.exec(`UPDATE object_versions SET changed_at = changed_at + interval '5 minutes' WHERE uid = $1 AND version_key = $2`, v.UID, v.Key)
-	rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": base.Clusters[0].Checkpoint}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := problems(rep); rep.OK() || !strings.Contains(p, fmt.Sprintf("uid=%q", v.UID)) || !strings.Contains(p, "or its time edited since it was logged") {
-		t.Errorf("incremental verify after an edited changed_at: %s", p)
-	}
-	if p := problems(e.verify(false)); !strings.Contains(p, fmt.Sprintf("uid=%q", v.UID)) || !strings.Contains(p, "changed since it was logged at leaf") {
-		t.Errorf("full verify after an edited changed_at: %s", p)
+	for _, c := range []struct {
+		name, edit, incremental string
+	}{
+		{"one of its second", "uid = $1 AND version_key = $2", "changed since it was logged at leaf"},
+		{"all of its second", "changed_at >= $3", "or its time edited since it was logged"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			now := time.Now().Add(-time.Hour)
+			first := e.batch("default", now.Add(10*time.Minute), 5)
+			e.write(first)
+			e.integrate()
+			base := e.verify(false)
+			e.write(e.batch("default", now, 5)) // older: the incremental verify looks first's versions up
+			e.integrate()
+			v := first.Versions[1]
+			e.exec(`UPDATE object_versions SET changed_at = changed_at + interval '5 minutes' WHERE `+c.edit+` AND $1::text IS NOT NULL AND $2::bytea IS NOT NULL AND $3::timestamptz IS NOT NULL`,
+				v.UID, v.Key, now.Add(5*time.Minute))
+			rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": base.Clusters[0].Checkpoint}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := problems(rep); rep.OK() || !strings.Contains(p, fmt.Sprintf("uid=%q", v.UID)) || !strings.Contains(p, c.incremental) {
+				t.Errorf("incremental verify after an edited changed_at: %s; want %q", p, c.incremental)
+			}
+			if p := problems(e.verify(false)); !strings.Contains(p, fmt.Sprintf("uid=%q", v.UID)) || !strings.Contains(p, "changed since it was logged at leaf") {
+				t.Errorf("full verify after an edited changed_at: %s", p)
+			}
+		})
 	}
 }
 

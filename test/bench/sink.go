@@ -399,7 +399,7 @@ type storage struct {
 	// (once the integrator has drained what the window wrote) and the lag
 	// from a batch's commit to its integration.
 	logged                 bool
-	logBytes               int64 // log_segments
+	logBytes               int64 // log_segments and its lookup aids (log_leaf_index, log_version_seconds)
 	pendingBytes           int64 // log_pending and log_pending_batches, empty but not vacuumed: their peak backlog
 	lagP50, lagP99, lagMax time.Duration
 }
@@ -584,7 +584,9 @@ func (e *env) logStorage(ctx context.Context, conn *pgx.Conn, s *storage) error 
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "RESET enable_nestloop") }()
 	var p50, p99, pmax float64
 	err := conn.QueryRow(ctx, `
-SELECT pg_total_relation_size('log_segments'), pg_total_relation_size('log_pending') + pg_total_relation_size('log_pending_batches'),
+SELECT pg_total_relation_size('log_segments') + coalesce(pg_total_relation_size(to_regclass('log_leaf_index')), 0)
+         + coalesce(pg_total_relation_size(to_regclass('log_version_seconds')), 0),
+       pg_total_relation_size('log_pending') + pg_total_relation_size('log_pending_batches'),
        coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY lag), 0), coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY lag), 0),
        coalesce(max(lag), 0)
 FROM (SELECT extract(epoch FROM l.integrated_at - e.ingested_at)::float8 AS lag
