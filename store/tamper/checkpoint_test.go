@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -66,7 +67,8 @@ func TestCheckpointBuckets(t *testing.T) {
 			e.bucket = b
 			e.in = e.integrator(e.signer)
 			const hostile = "a/../b\nc"
-			// Two passes (MaxLeaves 7): a batch of 8 rows, then one of 4.
+			// Two passes (MaxLeaves 7): a batch of 8 rows, then one of 4,
+			// in one round: the newest checkpoint is written.
 			e.write(e.batch("default", time.Now(), 4))
 			e.write(e.batch("default", time.Now(), 2))
 			e.write(e.batch(hostile, time.Now(), 1))
@@ -85,7 +87,7 @@ func TestCheckpointBuckets(t *testing.T) {
 				keys = append(keys, obj.Key)
 			}
 			want := []string{"cluster=a%2F..%2Fb%0Ac/2", "cluster=a%2F..%2Fb%0Ac/latest",
-				"cluster=default/12", "cluster=default/8", "cluster=default/latest"}
+				"cluster=default/12", "cluster=default/latest"}
 			if !slices.Equal(keys, want) {
 				t.Errorf("objects %q, want %q", keys, want)
 			}
@@ -132,5 +134,46 @@ func TestCheckpointBuckets(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckpointFileOncePerRound: the passes of a backlog, one after the
+// other in one round (IntegrateAll), write the newest checkpoint once, not
+// one per pass (each write reads latest, from the file and the database,
+// and syncs two files); latest is the log's, and verify trusts it. A pass
+// run alone (Integrate) writes its own.
+func TestCheckpointFileOncePerRound(t *testing.T) {
+	e := newEnv(t) // a pass takes batches, whole, until it has 7 rows or more
+	for i := range 5 {
+		e.write(e.batch("default", time.Now().Add(time.Duration(i-10)*time.Minute), 3))
+	}
+	e.integrate()
+	files := func() []string {
+		t.Helper()
+		entries, err := os.ReadDir(filepath.Join(e.dir, clusterPrefix("default")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, d := range entries {
+			names = append(names, d.Name())
+		}
+		return names
+	}
+	if n := e.count(`SELECT count(*) FROM log_segments`); n < 3 {
+		t.Fatalf("%d segments; want the backlog logged in 3 passes or more", n)
+	}
+	if got := files(); !slices.Equal(got, []string{"30", "latest"}) {
+		t.Errorf("checkpoint files after a round of passes: %q; want the newest (30) and latest", got)
+	}
+	if rep := e.verify(true); !rep.OK() || rep.Clusters[0].Size != 30 || rep.Clusters[0].TrustedSize != 30 {
+		t.Fatalf("verify against latest: %+v\n%s", rep.Clusters, problems(rep))
+	}
+	e.write(e.batch("default", time.Now(), 1))
+	if _, err := e.in.Integrate(context.Background(), "default"); err != nil {
+		t.Fatal(err)
+	}
+	if got := files(); !slices.Equal(got, []string{"30", "32", "latest"}) {
+		t.Errorf("checkpoint files after a pass alone: %q; want 30, 32 and latest", got)
 	}
 }

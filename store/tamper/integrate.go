@@ -217,8 +217,15 @@ func (in *Integrator) IntegrateAll(ctx context.Context) error {
 func (in *Integrator) integrateClusters(ctx context.Context, clusters []string) error {
 	var errs []error
 	for _, c := range clusters {
+		// The passes of a backlog, one after the other, write the
+		// newest checkpoint to Checkpoints once, after the last: each
+		// write reads the latest there and syncs two files.
+		var newest *signedCheckpoint
 		for {
-			n, err := in.Integrate(ctx, c)
+			n, cp, err := in.integrate(ctx, c)
+			if cp != nil {
+				newest = cp
+			}
 			if err != nil {
 				errs = append(errs, err)
 				if ctx.Err() == nil {
@@ -228,6 +235,9 @@ func (in *Integrator) integrateClusters(ctx context.Context, clusters []string) 
 			if err != nil || n < in.o.MaxLeaves {
 				break
 			}
+		}
+		if newest != nil {
+			in.writeCheckpoint(ctx, c, newest.size, newest.signed, len(in.o.Witnesses) == 0)
 		}
 	}
 	if len(errs) == 0 {
@@ -326,8 +336,19 @@ type leaf struct {
 // stored, in the order of their time, kind and key, and stores the tree's
 // new hashes and its signed checkpoint. It returns how many pending rows it took (0 when another
 // integrator holds the lock). A pass that fails or is cancelled leaves
-// nothing: the pending rows stay for the next.
+// nothing: the pending rows stay for the next. It writes the new
+// checkpoint to Checkpoints, if set.
 func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error) {
+	n, cp, err := in.integrate(ctx, cluster)
+	if cp != nil {
+		in.writeCheckpoint(ctx, cluster, cp.size, cp.signed, len(in.o.Witnesses) == 0)
+	}
+	return n, err
+}
+
+// integrate is Integrate but for the checkpoint's file: it returns the
+// checkpoint it signed (nil: none), for the caller to write.
+func (in *Integrator) integrate(ctx context.Context, cluster string) (int, *signedCheckpoint, error) {
 	var n, malformed int
 	var signed []byte
 	var size int64
@@ -379,20 +400,20 @@ func (in *Integrator) Integrate(ctx context.Context, cluster string) (int, error
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("tamper: integrate cluster %q: %w", cluster, err)
+		return 0, nil, fmt.Errorf("tamper: integrate cluster %q: %w", cluster, err)
 	}
 	in.malformed.Add(int64(malformed))
 	if signed == nil {
-		return n, nil
+		return n, nil, nil
 	}
+	cp := &signedCheckpoint{size: size, signed: signed}
 	if len(in.o.Witnesses) > 0 {
 		// latest waits for the witnesses' quorum (CosignAll).
 		in.mu.Lock()
-		in.unwitnessed[cluster] = signedCheckpoint{size: size, signed: signed}
+		in.unwitnessed[cluster] = *cp
 		in.mu.Unlock()
 	}
-	in.writeCheckpoint(ctx, cluster, size, signed, len(in.o.Witnesses) == 0)
-	return n, nil
+	return n, cp, nil
 }
 
 // lockedOutSQL reads the database's time and the size of the cluster's
