@@ -32,7 +32,7 @@ CREATE TABLE log_version_seconds (
     second      bigint NOT NULL,  -- floor(extract(epoch FROM changed_at)) of versions the segment logged
     first_index bigint NOT NULL   -- the segment's (log_segments.first_index)
 );
-CREATE INDEX log_version_seconds_second ON log_version_seconds (cluster, second);
+CREATE INDEX log_version_seconds_second ON log_version_seconds (cluster, second, first_index);
 COMMENT ON TABLE log_version_seconds IS 'the segments (first_index) that log versions of each second of changed_at (second: its Unix seconds), for proofs and incremental verifies to find a version''s leaf; a lookup aid, not evidence';
 
 -- +goose Down
