@@ -878,7 +878,7 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 	}
 	hashes := make([]byte, 0, (tlog.StoredHashCount(size+int64(len(leaves)))-tlog.StoredHashCount(size))*int64(len(tlog.Hash{})))
 	digests := make([]byte, 0, len(leaves)*sha256.Size)
-	kinds := make([]int16, len(leaves))
+	kinds := make(pgarray.Array[pgarray.Int2], len(leaves))
 	uids := make(pgarray.Array[pgarray.Text], len(leaves))
 	keys := make(pgarray.Array[pgarray.Bytea], len(leaves))
 	ats := make(pgarray.Array[pgarray.Timestamptz], len(leaves))
@@ -889,7 +889,7 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 			return nil, err
 		}
 		digests = append(digests, l.digest[:]...)
-		kinds[i], uids[i], keys[i], ats[i] = int16(l.ref.Kind), pgarray.Text(l.ref.UID), l.ref.Key, pgarray.Timestamptz(l.ref.At)
+		kinds[i], uids[i], keys[i], ats[i] = pgarray.Int2(l.ref.Kind), pgarray.Text(l.ref.UID), l.ref.Key, pgarray.Timestamptz(l.ref.At)
 		if l.ref.Kind == KindEvent {
 			if eventsFrom == nil || l.ref.At.Before(*eventsFrom) {
 				eventsFrom = &leaves[i].ref.At
@@ -912,7 +912,7 @@ func (in *Integrator) append(ctx context.Context, tx pgx.Tx, cluster string, siz
 	if err != nil {
 		return nil, fmt.Errorf("sign checkpoint: %w", err)
 	}
-	_, err = tx.Exec(ctx, insertSegmentSQL, cluster, size, newSize, tlog.StoredHashCount(size),
+	err = insertSegment(ctx, tx, cluster, size, newSize, tlog.StoredHashCount(size),
 		kinds, uids, keys, ats, digests, hashes, string(signed), eventsRange(eventsFrom, true), eventsRange(eventsTo, false))
 	if err != nil {
 		return nil, fmt.Errorf("append segment: %w", err)

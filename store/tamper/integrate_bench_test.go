@@ -1,10 +1,16 @@
 package tamper
 
 import (
+	"context"
+	"errors"
 	"runtime"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/options-record/options-record/store/pgarray"
 )
 
 // BenchmarkIntegrate: passes over batches of 500 events and their
@@ -43,4 +49,89 @@ func processCPU(b *testing.B) (user, sys time.Duration) {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+}
+
+// BenchmarkAppendSegment: the INSERT of a pass's segment of 10,000
+// leaves (5,000 events and their versions, hostile strings), as a pass
+// sends it, on an idle private PostgreSQL (go test -run '^$' -bench
+// AppendSegment -benchtime 5s ./store/tamper/). "before" is the INSERT of
+// before insertSegment (tx.Exec, its arrays encoded by pgx's own array
+// codec, planned for them: the store's force_custom_plan), "encoding" the
+// same with pgarray's encoding (pgarray.Register), "now" what a pass runs
+// (insertSegment: that encoding and the generic plan). cpu-ns/op is the
+// CPU of the test process (the sink), pg-cpu-ns/op that of the PostgreSQL
+// backend serving the connection (from /proc; 10 ms ticks, so give it a
+// -benchtime of seconds); allocations are the sink's.
+func BenchmarkAppendSegment(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	e.in.o.MaxLeaves = 10000
+	e.write(e.batch("default", time.Now(), 5000))
+	var args []any
+	errCaptured := errors.New("captured")
+	now := insertSegment
+	defer func() { insertSegment = now }()
+	insertSegment = func(_ context.Context, _ pgx.Tx, a ...any) error {
+		args = a
+		return errCaptured
+	}
+	if _, err := e.in.Integrate(ctx, "default"); !errors.Is(err, errCaptured) || len(args[5].(pgarray.Array[pgarray.Text])) != 10000 {
+		b.Fatalf("a pass of 10,000 leaves: %v", err)
+	}
+	insertSegment = now
+	conn := func(register bool) (*pgx.Conn, int) {
+		cfg, err := pgx.ParseConfig(e.url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.RuntimeParams["plan_cache_mode"] = "force_custom_plan" // the store's (store.Open)
+		c, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = c.Close(ctx) })
+		if register {
+			pgarray.Register(c.TypeMap())
+		}
+		var pid int
+		if err := c.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+			b.Fatal(err)
+		}
+		return c, pid
+	}
+	exec := func(ctx context.Context, tx pgx.Tx, args ...any) error {
+		_, err := tx.Exec(ctx, insertSegmentSQL, args...)
+		return err
+	}
+	for _, c := range []struct {
+		name     string
+		register bool
+		insert   func(context.Context, pgx.Tx, ...any) error
+	}{{"before", false, exec}, {"encoding", true, exec}, {"now", true, now}} {
+		b.Run(c.name, func(b *testing.B) {
+			conn, pid := conn(c.register)
+			var pg, cpu time.Duration
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				tx, err := conn.Begin(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				p0, u0 := backendCPU(b, pid), selfCPU(b)
+				if err := c.insert(ctx, tx, args...); err != nil {
+					b.Fatal(err)
+				}
+				pg, cpu = pg+backendCPU(b, pid)-p0, cpu+selfCPU(b)-u0
+				b.StopTimer()
+				if err := tx.Rollback(ctx); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(pg.Nanoseconds())/float64(b.N), "pg-cpu-ns/op")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
 }
