@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/options-record/options-record/store"
 	"github.com/options-record/options-record/store/pgarray"
+	"github.com/options-record/options-record/store/pgtest"
 )
 
 // execSegment is the segment's INSERT as it was before insertSegment: one
@@ -29,16 +30,25 @@ func execSegment(ctx context.Context, tx pgx.Tx, args ...any) error {
 	return err
 }
 
-// TestSegmentBytes: the segments of a log of hostile rows (the corpus's
+// TestSegmentBytes, in each of pgx's query exec modes: the segments of a log of hostile rows (the corpus's
 // uids, cutoffs' empty uids and keys, times below the microsecond, two
 // clusters, passes of 7 leaves and of 10,000) are, byte for byte as
 // PostgreSQL sends them (binary), what the INSERT of before (execSegment)
 // writes in another database from each pass's same parameters; and the
 // log verifies.
 func TestSegmentBytes(t *testing.T) {
+	for _, mode := range []string{"cache_statement", "simple_protocol", "exec"} {
+		t.Run(mode, func(t *testing.T) { testSegmentBytes(t, mode) })
+	}
+}
+
+// testSegmentBytes is TestSegmentBytes on connections of a query exec
+// mode (pgx's default_query_exec_mode; cache_statement is its default).
+func testSegmentBytes(t *testing.T, mode string) {
 	ctx := context.Background()
 	now := time.Now()
-	e, old := newEnv(t), newEnv(t)
+	url := pgtest.NewDatabase(t)
+	e, old := newEnvAt(t, url+" default_query_exec_mode="+mode), newEnv(t)
 	defer func(f func(context.Context, pgx.Tx, ...any) error) { insertSegment = f }(insertSegment)
 	insert := insertSegment
 	insertSegment = func(ctx context.Context, tx pgx.Tx, args ...any) error {
@@ -63,8 +73,13 @@ func TestSegmentBytes(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM log_leaves WHERE row_table = 'retention_cutoff' AND uid = '' AND key = ''`); n != 2 {
 		t.Fatalf("%d cutoffs logged; want 2", n)
 	}
-	segments := func(e *env) [][][]byte {
-		rows, err := e.st.Pool().Query(ctx, `
+	segments := func(url string) [][][]byte { // read in binary, whatever the mode
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		rows, err := conn.Query(ctx, `
 SELECT cluster, first_index, tree_size, stored_from, kinds, uids, keys, ats, digests, hashes, checkpoint, events_from, events_to
 FROM log_segments ORDER BY cluster, first_index`, pgx.QueryResultFormats{pgx.BinaryFormatCode})
 		if err != nil {
@@ -84,7 +99,7 @@ FROM log_segments ORDER BY cluster, first_index`, pgx.QueryResultFormats{pgx.Bin
 		}
 		return out
 	}
-	got, want := segments(e), segments(old)
+	got, want := segments(url), segments(old.url)
 	if len(got) < 4 || len(got) != len(want) {
 		t.Fatalf("%d segments; %d before", len(got), len(want))
 	}
