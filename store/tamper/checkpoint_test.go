@@ -1,6 +1,7 @@
 package tamper
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -66,6 +67,7 @@ func TestCheckpointBuckets(t *testing.T) {
 			t.Cleanup(func() { _ = b.Close() })
 			e.bucket = b
 			e.in = e.integrator(e.signer)
+			e.in.o.Interval = time.Hour // its two passes write one checkpoint
 			const hostile = "a/../b\nc"
 			// Two passes (MaxLeaves 7): a batch of 8 rows, then one of 4,
 			// in one round: the newest checkpoint is written.
@@ -140,14 +142,16 @@ func TestCheckpointBuckets(t *testing.T) {
 // TestCheckpointFileOncePerRound: the passes of a backlog, one after the
 // other in one round (IntegrateAll), write the newest checkpoint once, not
 // one per pass (each write reads latest, from the file and the database,
-// and syncs two files); latest is the log's, and verify trusts it. A pass
-// run alone (Integrate) writes its own.
+// and syncs two files), and at most every Interval before it, so that a
+// long backlog's file does not lag its log by more; latest is the log's,
+// and verify trusts it. A pass run alone (Integrate) writes its own.
 func TestCheckpointFileOncePerRound(t *testing.T) {
 	e := newEnv(t) // a pass takes batches, whole, until it has 7 rows or more
-	for i := range 5 {
-		e.write(e.batch("default", time.Now().Add(time.Duration(i-10)*time.Minute), 3))
+	backlog := func(at time.Time) {
+		for i := range 5 {
+			e.write(e.batch("default", at.Add(time.Duration(i)*time.Second), 3))
+		}
 	}
-	e.integrate()
 	files := func() []string {
 		t.Helper()
 		entries, err := os.ReadDir(filepath.Join(e.dir, clusterPrefix("default")))
@@ -158,10 +162,14 @@ func TestCheckpointFileOncePerRound(t *testing.T) {
 		for _, d := range entries {
 			names = append(names, d.Name())
 		}
+		slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b)) })
 		return names
 	}
-	if n := e.count(`SELECT count(*) FROM log_segments`); n < 3 {
-		t.Fatalf("%d segments; want the backlog logged in 3 passes or more", n)
+	e.in.o.Interval = time.Hour // the round is shorter
+	backlog(time.Now().Add(-time.Hour))
+	e.integrate()
+	if n := e.count(`SELECT count(*) FROM log_segments`); n != 3 {
+		t.Fatalf("%d segments; want the backlog logged in 3 passes", n)
 	}
 	if got := files(); !slices.Equal(got, []string{"30", "latest"}) {
 		t.Errorf("checkpoint files after a round of passes: %q; want the newest (30) and latest", got)
@@ -175,5 +183,11 @@ func TestCheckpointFileOncePerRound(t *testing.T) {
 	}
 	if got := files(); !slices.Equal(got, []string{"30", "32", "latest"}) {
 		t.Errorf("checkpoint files after a pass alone: %q; want 30, 32 and latest", got)
+	}
+	e.in.o.Interval = time.Nanosecond // every pass is an Interval after the last write
+	backlog(time.Now().Add(-30 * time.Minute))
+	e.integrate()
+	if got := files(); !slices.Equal(got, []string{"30", "32", "44", "56", "62", "latest"}) {
+		t.Errorf("checkpoint files after a round of passes an Interval apart: %q; want each pass's", got)
 	}
 }

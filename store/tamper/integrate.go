@@ -218,13 +218,20 @@ func (in *Integrator) integrateClusters(ctx context.Context, clusters []string) 
 	var errs []error
 	for _, c := range clusters {
 		// The passes of a backlog, one after the other, write the
-		// newest checkpoint to Checkpoints once, after the last: each
-		// write reads the latest there and syncs two files.
+		// newest checkpoint to Checkpoints after the last, and at most
+		// every Interval before (a long backlog's file does not lag its
+		// log by more): each write reads the latest there and syncs two
+		// files.
 		var newest *signedCheckpoint
+		written := time.Now()
 		for {
 			n, cp, err := in.integrate(ctx, c)
 			if cp != nil {
 				newest = cp
+				if time.Since(written) >= in.o.Interval {
+					in.writeCheckpoint(ctx, c, newest.size, newest.signed, len(in.o.Witnesses) == 0)
+					newest, written = nil, time.Now()
+				}
 			}
 			if err != nil {
 				errs = append(errs, err)
