@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/options-record/options-record/store/model"
 )
 
 // verifySince verifies incrementally from the checkpoints in since.
@@ -15,6 +17,23 @@ func (e *env) verifySince(since map[string][]byte) Report {
 		e.t.Fatal(err)
 	}
 	return rep
+}
+
+// olderAfterCheckpoint writes and logs a batch of n events ten minutes
+// after an hour ago, verifies the log (the checkpoints it returns), then
+// writes and logs late events of an hour ago: committed later but older,
+// so that an incremental verify from those checkpoints looks the first
+// batch's rows, as new as the late ones, up below its checkpoint.
+func (e *env) olderAfterCheckpoint(n, late int) (first *model.Batch, since map[string][]byte) {
+	e.t.Helper()
+	now := time.Now().Add(-time.Hour)
+	first = e.batch("default", now.Add(10*time.Minute), n)
+	e.write(first)
+	e.integrate()
+	since = e.verified()
+	e.write(e.batch("default", now, late))
+	e.integrate()
+	return first, since
 }
 
 // verified runs a full verify that must pass and returns the checkpoints

@@ -90,20 +90,7 @@ func TestLeafLookupIndexed(t *testing.T) {
 // and an incremental verify still find the row's own leaf and pass.
 func TestLeafIndexSharedHash(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
-	now := time.Now().Add(-time.Hour)
-	first := e.batch("default", now.Add(10*time.Minute), 5)
-	e.write(first)
-	e.integrate()
-	base := e.verify(false)
-	if !base.OK() {
-		t.Fatal(problems(base))
-	}
-	// Committed later, but older: the incremental verify looks up the
-	// first batch's rows, as new as these, in log_leaf_index.
-	late := e.batch("default", now, 5)
-	e.write(late)
-	e.integrate()
+	first, since := e.olderAfterCheckpoint(5, 5)
 	e.loggedByOlderRelease("log_version_ref")
 	// Every leaf of the log before a version's own now shares its hash.
 	for _, v := range first.Versions {
@@ -121,11 +108,7 @@ func TestLeafIndexSharedHash(t *testing.T) {
 	if pv.Ref.UID != v.UID {
 		t.Errorf("proved %s, want %s", pv.Ref.UID, v.UID)
 	}
-	rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": base.Clusters[0].Checkpoint}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.OK() || !rep.Clusters[0].Incremental || rep.Clusters[0].Rows < 20 {
+	if rep := e.verifySince(since); !rep.OK() || !rep.Clusters[0].Incremental || rep.Clusters[0].Rows < 20 {
 		t.Errorf("incremental verify with entries sharing the hashes: %+v %s; want it to pass, over the 20 rows", rep.Clusters[0], problems(rep))
 	}
 }
@@ -190,18 +173,7 @@ func TestLeafIndexRebuiltLog(t *testing.T) {
 // each).
 func TestLeafIndexFlood(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
-	now := time.Now().Add(-time.Hour)
-	first := e.batch("default", now.Add(10*time.Minute), 40)
-	e.write(first)
-	e.integrate()
-	base := e.verify(false)
-	if !base.OK() {
-		t.Fatal(problems(base))
-	}
-	late := e.batch("default", now, 2) // the incremental verify looks up first's rows
-	e.write(late)
-	e.integrate()
+	first, since := e.olderAfterCheckpoint(40, 2)
 	e.loggedByOlderRelease("log_version_ref")
 	v := first.Versions[3]
 	// 20,000 entries naming leaf 0, and one naming each of 70 leaves
@@ -218,10 +190,7 @@ func TestLeafIndexFlood(t *testing.T) {
 	if n := leafChecks.Load() - before; n > maxCandidates {
 		t.Errorf("the proof checked %d leaves the index named; want at most %d", n, maxCandidates)
 	}
-	rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": base.Clusters[0].Checkpoint}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := e.verifySince(since)
 	want := fmt.Sprintf("log_leaf_index names more than %d leaves", maxCandidates)
 	if rep.OK() || !strings.Contains(problems(rep), want) || !strings.Contains(problems(rep), fmt.Sprintf("uid=%q", v.UID)) {
 		t.Errorf("incremental verify under a flood: %s; want the version reported: %q", problems(rep), want)
@@ -288,14 +257,7 @@ func TestVersionSeconds(t *testing.T) {
 // segment once and passes.
 func TestVersionSecondsFlood(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
-	now := time.Now().Add(-time.Hour)
-	first := e.batch("default", now.Add(10*time.Minute), 5)
-	e.write(first)
-	e.integrate()
-	base := e.verify(false)
-	e.write(e.batch("default", now, 2)) // the incremental verify looks up first's rows
-	e.integrate()
+	first, since := e.olderAfterCheckpoint(5, 2)
 	v := first.Versions[3]
 	// 100,000 rows naming no segment, and 70 naming the log's first
 	// leaves (before the version's segment in the lookup's order).
@@ -307,11 +269,7 @@ func TestVersionSecondsFlood(t *testing.T) {
 	if err != nil || pv.Ref.UID != v.UID {
 		t.Fatalf("proof under a flood of rows: %v, %+v", err, pv.Ref)
 	}
-	rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": base.Clusters[0].Checkpoint}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.OK() {
+	if rep := e.verifySince(since); !rep.OK() {
 		t.Errorf("incremental verify under a flood: %s", problems(rep))
 	}
 }

@@ -99,13 +99,7 @@ func TestVersionRefIsLogVersionRef(t *testing.T) {
 func TestMigration00032(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	now := time.Now().Add(-time.Hour)
-	first := e.batch("default", now.Add(10*time.Minute), 5)
-	e.write(first)
-	e.integrate()
-	base := e.verify(false)
-	e.write(e.batch("default", now, 5)) // older: the incremental verify looks first's versions up
-	e.integrate()
+	first, since := e.olderAfterCheckpoint(5, 5)
 	e.loggedByOlderRelease("log_ref_hash")
 	p := e.migrations()
 	const byOldKey = `SELECT count(*) FROM log_leaf_index x, log_leaves l
@@ -130,16 +124,12 @@ func TestMigration00032(t *testing.T) {
 	if pv, err := VerifyProof(e.prove(e.st.Pool(), v), e.verifier); err != nil || pv.Index != leaf {
 		t.Errorf("proof after the migration: %v (leaf %d, the index names %d)", err, pv.Index, leaf)
 	}
-	rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": base.Clusters[0].Checkpoint}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := rep.Clusters[0]; !rep.OK() || c.Rows != 20 {
-		t.Errorf("incremental after the migration: %+v %s; want it to pass over 20 rows", c, problems(rep))
+	if rep := e.verifySince(since); !rep.OK() || rep.Clusters[0].Rows != 20 {
+		t.Errorf("incremental after the migration: %+v %s; want it to pass over 20 rows", rep.Clusters[0], problems(rep))
 	}
 	e.exec(`UPDATE log_leaf_index SET ref_hash = log_version_ref(l.uid, l.key, l.at)
 		FROM log_leaves l WHERE l.cluster = log_leaf_index.cluster AND l.log_index = log_leaf_index.log_index AND l.log_index >= 10`)
-	e.write(e.batch("default", now.Add(20*time.Minute), 5))
+	e.write(e.batch("default", time.Now(), 5))
 	e.integrate()
 	if n, m := e.count(byOldKey), e.count(`SELECT count(*) FROM log_leaf_index`); n != 5 || m != 10 {
 		t.Errorf("after a pass: %d entries by log_ref_hash of %d; want 5 of 10 (a pass writes none since 00034)", n, m)
@@ -166,13 +156,7 @@ func TestLeafIndexOlderReplicasEntry(t *testing.T) {
 		t.Run(key, func(t *testing.T) {
 			e := newEnv(t)
 			ctx := context.Background()
-			now := time.Now().Add(-time.Hour)
-			first := e.batch("default", now.Add(10*time.Minute), 5)
-			e.write(first)
-			e.integrate()
-			base := e.verify(false)
-			e.write(e.batch("default", now, 5)) // older: the incremental verify looks first's versions up
-			e.integrate()
+			first, since := e.olderAfterCheckpoint(5, 5)
 			e.loggedByOlderRelease(key)
 			v := first.Versions[1]
 			var leaf int64
@@ -186,12 +170,8 @@ func TestLeafIndexOlderReplicasEntry(t *testing.T) {
 			}); err != nil || got != leaf {
 				t.Errorf("findLeaf: leaf %d, %v; want %d, by the index", got, err, leaf)
 			}
-			rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": base.Clusters[0].Checkpoint}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c := rep.Clusters[0]; !rep.OK() || c.Rows != 20 {
-				t.Errorf("incremental over an older integrator's entries: %+v %s; want it to pass over 20 rows", c, problems(rep))
+			if rep := e.verifySince(since); !rep.OK() || rep.Clusters[0].Rows != 20 {
+				t.Errorf("incremental over an older integrator's entries: %+v %s; want it to pass over 20 rows", rep.Clusters[0], problems(rep))
 			}
 		})
 	}
@@ -213,21 +193,11 @@ func TestEditedTimeBeforeCheckpoint(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
-			ctx := context.Background()
-			now := time.Now().Add(-time.Hour)
-			first := e.batch("default", now.Add(10*time.Minute), 5)
-			e.write(first)
-			e.integrate()
-			base := e.verify(false)
-			e.write(e.batch("default", now, 5)) // older: the incremental verify looks first's versions up
-			e.integrate()
+			first, since := e.olderAfterCheckpoint(5, 5)
 			v := first.Versions[1]
 			e.exec(`UPDATE object_versions SET changed_at = changed_at + interval '5 minutes' WHERE `+c.edit+` AND $1::text IS NOT NULL AND $2::bytea IS NOT NULL AND $3::timestamptz IS NOT NULL`,
-				v.UID, v.Key, now.Add(5*time.Minute))
-			rep, err := Verify(ctx, e.st.Pool(), VerifyOptions{Verifier: e.verifier, Since: map[string][]byte{"default": base.Clusters[0].Checkpoint}})
-			if err != nil {
-				t.Fatal(err)
-			}
+				v.UID, v.Key, v.ChangedAt.Add(-5*time.Minute))
+			rep := e.verifySince(since)
 			if p := problems(rep); rep.OK() || !strings.Contains(p, fmt.Sprintf("uid=%q", v.UID)) || !strings.Contains(p, c.incremental) {
 				t.Errorf("incremental verify after an edited changed_at: %s; want %q", p, c.incremental)
 			}
