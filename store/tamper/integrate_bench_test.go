@@ -110,28 +110,8 @@ func BenchmarkAppendSegment(b *testing.B) {
 	}{{"before", false, exec}, {"encoding", true, exec}, {"now", true, now}} {
 		b.Run(c.name, func(b *testing.B) {
 			conn, pid := conn(c.register)
-			var pg, cpu time.Duration
 			b.ReportAllocs()
-			for b.Loop() {
-				b.StopTimer()
-				tx, err := conn.Begin(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				p0, u0 := backendCPU(b, pid), selfCPU(b)
-				if err := c.insert(ctx, tx, args...); err != nil {
-					b.Fatal(err)
-				}
-				pg, cpu = pg+backendCPU(b, pid)-p0, cpu+selfCPU(b)-u0
-				b.StopTimer()
-				if err := tx.Rollback(ctx); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-			}
-			b.ReportMetric(float64(pg.Nanoseconds())/float64(b.N), "pg-cpu-ns/op")
-			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			rolledBack(b, conn, pid, nil, func(tx pgx.Tx) error { return c.insert(ctx, tx, args...) })
 		})
 	}
 }

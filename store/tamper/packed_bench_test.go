@@ -67,30 +67,7 @@ func BenchmarkPendingBatch(b *testing.B) {
 	}
 	run := func(b *testing.B, op func(tx pgx.Tx) error, setup func(tx pgx.Tx) error) {
 		e.exec("VACUUM log_pending_batches") // the rows rolled back before
-		var pg, cpu time.Duration
-		for b.Loop() {
-			b.StopTimer()
-			tx, err := conn.Begin(ctx)
-			if err == nil && setup != nil {
-				err = setup(tx)
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
-			p0, u0 := backendCPU(b, pid), selfCPU(b)
-			if err := op(tx); err != nil {
-				b.Fatal(err)
-			}
-			pg, cpu = pg+backendCPU(b, pid)-p0, cpu+selfCPU(b)-u0
-			b.StopTimer()
-			if err := tx.Rollback(ctx); err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
-		}
-		b.ReportMetric(float64(pg.Nanoseconds())/float64(b.N), "pg-cpu-ns/op")
-		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		rolledBack(b, conn, pid, setup, op)
 	}
 	drainOne := func(tx pgx.Tx) error {
 		rows, _, err := drain(ctx, tx, "bench", 10000, time.Now(), nil)
@@ -122,4 +99,38 @@ func backendCPU(b *testing.B, pid int) time.Duration {
 func selfCPU(b *testing.B) time.Duration {
 	u, s := processCPU(b)
 	return u + s
+}
+
+// rolledBack runs op at each iteration of b in a transaction of conn,
+// after setup (untimed, if not nil), rolled back after, and reports the
+// CPU per op of the PostgreSQL backend serving conn (pid; from /proc) and
+// of this process.
+func rolledBack(b *testing.B, conn interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, pid int, setup, op func(pgx.Tx) error) {
+	ctx := context.Background()
+	var pg, cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		tx, err := conn.Begin(ctx)
+		if err == nil && setup != nil {
+			err = setup(tx)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		p0, u0 := backendCPU(b, pid), selfCPU(b)
+		if err := op(tx); err != nil {
+			b.Fatal(err)
+		}
+		pg, cpu = pg+backendCPU(b, pid)-p0, cpu+selfCPU(b)-u0
+		b.StopTimer()
+		if err := tx.Rollback(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(pg.Nanoseconds())/float64(b.N), "pg-cpu-ns/op")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
