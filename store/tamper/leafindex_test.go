@@ -3,6 +3,7 @@ package tamper
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -271,5 +272,49 @@ func TestVersionSecondsFlood(t *testing.T) {
 	}
 	if rep := e.verifySince(since); !rep.OK() {
 		t.Errorf("incremental verify under a flood: %s", problems(rep))
+	}
+}
+
+// TestDocsLeafQuery: the query docs/sql.md gives for a version's leaf
+// finds it, by log_version_seconds for a version this release logged
+// (one of before 1970 too, a fraction of a second before it), and by
+// log_leaf_index for one an older release logged: the leaf log_leaves
+// names.
+func TestDocsLeafQuery(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/sql.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, q, ok := strings.Cut(string(doc), "-- Where is this version's leaf?")
+	if q, _, ok = strings.Cut(q, ";\n"); !ok {
+		t.Fatal(`docs/sql.md has no query "Where is this version's leaf?"`)
+	}
+	q = strings.NewReplacer("'prod'", "$1", "'<uid>'", "$2", `'\x<version_key hex>'::bytea`, "$3::bytea").Replace(q)
+	q = q[strings.Index(q, "\n")+1:] // its comment's end
+	e := newEnv(t)
+	ctx := context.Background()
+	leafOf := func(v model.Version) (docs, want int64) {
+		t.Helper()
+		if err := e.st.Pool().QueryRow(ctx, q, v.Cluster, v.UID, v.Key).Scan(&docs); err != nil {
+			t.Fatalf("%s: the docs' query: %v", v.UID, err)
+		}
+		if err := e.st.Pool().QueryRow(ctx, `SELECT log_index FROM log_leaves WHERE row_table = 'object_versions' AND uid = $1 AND key = $2`, v.UID, v.Key).Scan(&want); err != nil {
+			t.Fatal(err)
+		}
+		return docs, want
+	}
+	old := e.batch("default", time.Now().Add(-time.Hour), 3)
+	e.write(old)
+	e.integrate()
+	e.loggedByOlderRelease("log_version_ref")
+	now := e.batch("default", time.Now(), 3)
+	before1970 := e.batch("default", time.Unix(-1, 500_000_000), 1)
+	e.write(now)
+	e.write(before1970)
+	e.integrate()
+	for _, v := range append(append(old.Versions, now.Versions...), before1970.Versions...) {
+		if got, want := leafOf(v); got != want {
+			t.Errorf("%s at %s: the docs' query says leaf %d, log_leaves %d", v.UID, v.ChangedAt, got, want)
+		}
 	}
 }
