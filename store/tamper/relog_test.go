@@ -2,6 +2,7 @@ package tamper
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -362,5 +363,44 @@ func TestLockedOutByAHealthyReplica(t *testing.T) {
 	}
 	if aErr != nil {
 		t.Errorf("A collided with B's second pass, B having appended a segment since the first: %v", aErr)
+	}
+}
+
+// TestNewestCutoffIndexed: the lookup of the newest cutoff logged
+// (newestCutoffSQL) over a log of 300 segments of 2,000 leaves, one of
+// which, the first, logs a cutoff, is a probe of log_segments_cutoffs
+// (migration 00035) that reads the one segment it names, where without the
+// index it reads (and decompresses) every segment's kinds: the rows each
+// plan filters out, from EXPLAIN ANALYZE, logged with the plans.
+func TestNewestCutoffIndexed(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.exec(`INSERT INTO log_segments (cluster, first_index, tree_size, stored_from, kinds, uids, keys, ats, digests, hashes, checkpoint)
+		SELECT 'big', p * 2000, p * 2000 + 2000, 0,
+			ARRAY(SELECT CASE WHEN p = 0 AND i = 7 THEN 3 ELSE 1 + (i * 7919 + p) % 2 END::smallint FROM generate_series(0, 1999) i),
+			array_fill(''::text, ARRAY[2000]), array_fill(''::bytea, ARRAY[2000]),
+			ARRAY(SELECT to_timestamp(1800000000 + p * 2000 + i) FROM generate_series(0, 1999) i), '', '', ''
+		FROM generate_series(0, 299) p`)
+	e.exec(`ANALYZE log_segments`)
+	var want time.Time
+	if err := e.st.Pool().QueryRow(ctx, `SELECT to_timestamp(1800000007)`).Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	segmentsRead := func(name string) string {
+		t.Helper()
+		var at time.Time
+		if err := e.st.Pool().QueryRow(ctx, newestCutoffSQL, "big", 0).Scan(&at); err != nil || !at.Equal(want) {
+			t.Fatalf("%s: newest cutoff %s, %v; want %s", name, at, err, want)
+		}
+		plan := strings.Join(e.explain("ANALYZE", newestCutoffSQL, "big", 0), "\n")
+		t.Logf("%s:\n%s", name, plan)
+		return plan
+	}
+	if plan := segmentsRead("indexed"); !strings.Contains(plan, "Index Scan Backward using log_segments_cutoffs") || strings.Contains(plan, "Rows Removed by Filter: 299") {
+		t.Errorf("the lookup does not probe log_segments_cutoffs, or reads every segment:\n%s", plan)
+	}
+	e.exec(`DROP INDEX log_segments_cutoffs`)
+	if plan := segmentsRead("scan"); !strings.Contains(plan, "Rows Removed by Filter: 299") {
+		t.Errorf("without the index, the lookup does not read the 299 other segments (the test's log is not what it thinks):\n%s", plan)
 	}
 }
